@@ -1,0 +1,30 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum Timestamp {
+    /// Seconds since 1970 of a decoded date, clamped to a range time_t and certificates can express, so absurd
+    /// payload dates fail validity checks instead of trapping on conversion.
+    static func seconds(_ date: Date) -> Int64 {
+        let t = date.timeIntervalSince1970.rounded(.down)
+        guard t.isFinite else { return t < 0 ? -limit : limit }
+        return Int64(max(-Double(limit), min(Double(limit), t)))
+    }
+    static let limit: Int64 = 253_402_300_799  // 9999-12-31T23:59:59Z
+
+    static func now() -> Int64 { seconds(Date()) }
+
+    /// UTC ISO 8601 text for messages, without Foundation's formatters.
+    static func iso8601(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&t, &parts) != nil else { return "\(seconds)s" }
+        func pad(_ v: Int32, _ w: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, w - s.count)) + s
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+    }
+}

@@ -1,0 +1,97 @@
+import Synchronization
+
+/// Sizing of the verified-chain cache.
+public struct ChainCacheConfiguration: Hashable, Sendable {
+    /// Most chains remembered at once (0 disables the cache). Apple's libraries use 32.
+    public var maxEntries: Int
+    /// How long a verified chain is reused, in seconds. Apple's libraries use 15 minutes.
+    public var timeToLive: Int64
+
+    public init(maxEntries: Int = 32, timeToLive: Int64 = 15 * 60) {
+        self.maxEntries = max(0, maxEntries)
+        self.timeToLive = max(0, timeToLive)
+    }
+
+    public static let `default` = ChainCacheConfiguration()
+    public static let disabled = ChainCacheConfiguration(maxEntries: 0, timeToLive: 0)
+}
+
+/// Counters of cache use, for tests and monitoring.
+public struct ChainCacheStatistics: Hashable, Sendable {
+    public var hits: UInt64 = 0
+    public var misses: UInt64 = 0
+    public var entries: Int = 0
+}
+
+/// A bounded, thread-safe map from the exact x5c leaf + intermediate (base64 text, which fixes the DER bytes) to
+/// a chain already verified against this verifier's roots. Only successes are stored. A hit still requires the
+/// payload's own effective date to fall inside the chain's validity window; the signature is always checked.
+final class ChainCache: Sendable {
+    struct Key: Hashable, Sendable {
+        let leaf: String
+        let intermediate: String
+    }
+    private struct Entry {
+        let chain: VerifiedChain
+        let insertedAt: Int64
+        var lastUsed: UInt64
+    }
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        var stats = ChainCacheStatistics()
+        var tick: UInt64 = 0
+    }
+
+    let configuration: ChainCacheConfiguration
+    private let state = Mutex(State())
+
+    init(configuration: ChainCacheConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// The cached chain if present and not older than the TTL; counts a hit or a miss.
+    func lookup(_ key: Key, now: Int64) -> VerifiedChain? {
+        guard configuration.maxEntries > 0 else {
+            state.withLock { $0.stats.misses &+= 1 }
+            return nil
+        }
+        return state.withLock { s in
+            s.tick &+= 1
+            if var e = s.entries[key] {
+                if now - e.insertedAt <= configuration.timeToLive {
+                    e.lastUsed = s.tick
+                    s.entries[key] = e
+                    s.stats.hits &+= 1
+                    return e.chain
+                }
+                s.entries[key] = nil
+            }
+            s.stats.misses &+= 1
+            return nil
+        }
+    }
+
+    func insert(_ key: Key, _ chain: VerifiedChain, now: Int64) {
+        guard configuration.maxEntries > 0 else { return }
+        state.withLock { s in
+            s.tick &+= 1
+            if s.entries[key] == nil && s.entries.count >= configuration.maxEntries {
+                // Drop expired entries first, then the least recently used one.
+                s.entries = s.entries.filter { now - $0.value.insertedAt <= configuration.timeToLive }
+                if s.entries.count >= configuration.maxEntries,
+                   let victim = s.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
+                    s.entries[victim] = nil
+                }
+            }
+            s.entries[key] = Entry(chain: chain, insertedAt: now, lastUsed: s.tick)
+        }
+    }
+
+    var statistics: ChainCacheStatistics {
+        state.withLock { s in
+            var stats = s.stats
+            stats.entries = s.entries.count
+            return stats
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A leaf + intermediate that chained to a trusted root, with what later payloads need to reuse the result.
+final class VerifiedChain: @unchecked Sendable {
+    let leaf: Certificate
+    let intermediate: Certificate
+    /// The window in which every certificate of the built chain is valid (seconds since 1970).
+    let notBefore: Int64
+    let notAfter: Int64
+    /// The leaf's P-256 key, owned by `leaf`.
+    let leafKey: OpaquePointer
+
+    init(leaf: Certificate, intermediate: Certificate, notBefore: Int64, notAfter: Int64, leafKey: OpaquePointer) {
+        self.leaf = leaf
+        self.intermediate = intermediate
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.leafKey = leafKey
+    }
+
+    func isValid(at time: Int64) -> Bool { notBefore <= time && time <= notAfter }
+}
+
+/// Validates Apple's chain shape with OpenSSL: leaf <- intermediate <- one of the caller's roots, at a given time,
+/// with Apple's marker extensions and a P-256 leaf key.
+enum ChainVerifier {
+    static func verify(leaf: Certificate, intermediate: Certificate, trust: TrustStore,
+                       at time: Int64) -> Result<VerifiedChain, VerificationFailure> {
+        guard let ctx = X509_STORE_CTX_new() else {
+            return .failure(VerificationFailure(.internal, "OpenSSL could not allocate a verification context"))
+        }
+        defer { X509_STORE_CTX_free(ctx) }
+        guard let untrusted = appstore_shim_sk_X509_new_null() else {
+            return .failure(VerificationFailure(.internal, "OpenSSL could not allocate a certificate stack"))
+        }
+        defer { appstore_shim_sk_X509_free(untrusted) }
+        _ = appstore_shim_sk_X509_push(untrusted, intermediate.x509)
+
+        guard X509_STORE_CTX_init(ctx, trust.store, leaf.x509, untrusted) == 1 else {
+            OpenSSL.drainErrors()
+            return .failure(VerificationFailure(.internal, "OpenSSL could not initialise chain verification"))
+        }
+        X509_STORE_CTX_set_time(ctx, 0, time_t(time))
+        if X509_verify_cert(ctx) != 1 {
+            let code = X509_STORE_CTX_get_error(ctx)
+            let depth = X509_STORE_CTX_get_error_depth(ctx)
+            let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "error \(code)"
+            OpenSSL.drainErrors()
+            let which = depth == 0 ? "leaf" : depth == 1 ? "intermediate" : "certificate at depth \(depth)"
+            switch code {
+            case X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID:
+                return .failure(VerificationFailure(.expired,
+                    "\(which) certificate is not valid at the effective date \(Timestamp.iso8601(time)): \(text)"))
+            default:
+                return .failure(VerificationFailure(.untrustedChain,
+                    "certificate chain does not lead to a trusted root (\(which)): \(text)"))
+            }
+        }
+        guard let chain = X509_STORE_CTX_get0_chain(ctx) else {
+            return .failure(VerificationFailure(.internal, "OpenSSL returned no verified chain"))
+        }
+        let count = appstore_shim_sk_X509_num(chain)
+        guard count == 3 else {
+            return .failure(VerificationFailure(.untrustedChain,
+                "the verified chain has \(count) certificates; Apple's is exactly leaf, intermediate, root"))
+        }
+        guard let leafMarker = ObjectIdentifiers.leafMarkerObject.obj,
+              let intermediateMarker = ObjectIdentifiers.intermediateMarkerObject.obj else {
+            return .failure(VerificationFailure(.internal, "OpenSSL could not create the marker OIDs"))
+        }
+        guard leaf.hasExtension(leafMarker) else {
+            return .failure(VerificationFailure(.missingMarkerOID,
+                "leaf certificate lacks Apple's App Store marker extension \(ObjectIdentifiers.leafMarker)"))
+        }
+        guard intermediate.hasExtension(intermediateMarker) else {
+            return .failure(VerificationFailure(.missingMarkerOID,
+                "intermediate certificate lacks Apple's WWDR marker extension \(ObjectIdentifiers.intermediateMarker)"))
+        }
+        guard let key = leaf.p256PublicKey else {
+            return .failure(VerificationFailure(.badCertificate, "leaf certificate key is not an EC P-256 key (ES256 requires P-256)"))
+        }
+        var notBefore = Int64.min, notAfter = Int64.max
+        for i in 0..<count {
+            guard let x = appstore_shim_sk_X509_value(chain, i),
+                  let nb = X509_get0_notBefore(x), let na = X509_get0_notAfter(x) else { continue }
+            var tb = tm(), ta = tm()
+            guard ASN1_TIME_to_tm(nb, &tb) == 1, ASN1_TIME_to_tm(na, &ta) == 1 else {
+                return .failure(VerificationFailure(.badCertificate, "certificate \(i) of the chain has an unreadable validity period"))
+            }
+            notBefore = max(notBefore, Int64(timegm(&tb)))
+            notAfter = min(notAfter, Int64(timegm(&ta)))
+        }
+        return .success(VerifiedChain(leaf: leaf, intermediate: intermediate,
+                                      notBefore: notBefore, notAfter: notAfter, leafKey: key))
+    }
+}

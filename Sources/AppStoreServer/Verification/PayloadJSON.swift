@@ -1,0 +1,36 @@
+/// JSON-level results, for the C ABI and for callers that want the signed JSON rather than the models
+/// (unknown keys survive: the bytes are exactly what Apple signed).
+extension SignedDataVerifier {
+    /// Verifies `jws` (compact JWS bytes) as `kind` and returns the payload JSON exactly as signed.
+    public func verifiedPayloadJSON(_ kind: SignedPayloadKind, _ jws: UnsafeRawBufferPointer) -> Result<[UInt8], VerificationFailure> {
+        switch kind {
+        case .notification: verify(jws, as: ResponseBodyV2DecodedPayload.self).map(\.payloadJSON)
+        case .transaction: verify(jws, as: JWSTransactionDecodedPayload.self).map(\.payloadJSON)
+        case .renewalInfo: verify(jws, as: JWSRenewalInfoDecodedPayload.self).map(\.payloadJSON)
+        case .appTransaction: verify(jws, as: AppTransaction.self).map(\.payloadJSON)
+        case .realtimeRequest: verify(jws, as: DecodedRealtimeRequestBody.self).map(\.payloadJSON)
+        }
+    }
+
+    public func verifiedPayloadJSON(_ kind: SignedPayloadKind, _ jws: String) -> Result<[UInt8], VerificationFailure> {
+        var s = jws
+        return s.withUTF8 { verifiedPayloadJSON(kind, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Deep notification verification as one JSON object:
+    /// `{"notification":…,"transaction":…,"renewalInfo":…,"appTransaction":…}` (nested keys only when present).
+    public func verifiedNotificationDeepJSON(_ jws: UnsafeRawBufferPointer) -> Result<[UInt8], VerificationFailure> {
+        verifyDeep(jws).map { d in
+            var out: [UInt8] = Array(#"{"notification":"#.utf8)
+            out += d.notificationJSON
+            for (key, json) in [("transaction", d.transactionJSON), ("renewalInfo", d.renewalInfoJSON),
+                                ("appTransaction", d.appTransactionJSON)] {
+                guard let json else { continue }
+                out += Array(",\"\(key)\":".utf8)
+                out += json
+            }
+            out.append(UInt8(ascii: "}"))
+            return out
+        }
+    }
+}

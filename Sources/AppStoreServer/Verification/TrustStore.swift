@@ -1,0 +1,31 @@
+import COpenSSL
+
+/// The caller's root certificates as an OpenSSL X509_STORE: the only trust anchors (x5c[2] is never used).
+final class TrustStore: @unchecked Sendable {
+    let store: OpaquePointer
+    let roots: [Certificate]
+
+    init(rootCertificates: [[UInt8]]) throws(ConfigurationError) {
+        guard !rootCertificates.isEmpty else {
+            throw ConfigurationError(.noTrustAnchor, "no root certificates: at least one trusted root (DER) is required")
+        }
+        var roots: [Certificate] = []
+        for (i, der) in rootCertificates.enumerated() {
+            guard let cert = Certificate(der: der) else {
+                throw ConfigurationError(.badCertificate, "root certificate \(i) is not a DER X.509 certificate")
+            }
+            roots.append(cert)
+        }
+        guard let store = X509_STORE_new() else {
+            throw ConfigurationError(.internal, "OpenSSL could not allocate a certificate store")
+        }
+        for cert in roots where X509_STORE_add_cert(store, cert.x509) != 1 {
+            // Adding the same certificate twice is harmless; anything else is not.
+            OpenSSL.drainErrors()
+        }
+        self.store = store
+        self.roots = roots
+    }
+
+    deinit { X509_STORE_free(store) }
+}

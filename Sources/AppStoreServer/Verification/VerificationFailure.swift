@@ -1,0 +1,130 @@
+/// Apple's verification status vocabulary. Raw values are the C ABI status codes (`APPSTORE_*` in
+/// appstoreserver.h), so they are frozen.
+public enum VerificationError: Int32, Hashable, Sendable, CaseIterable {
+    case VERIFICATION_FAILURE = 3
+    case RETRYABLE_VERIFICATION_FAILURE = 4
+    case INVALID_APP_IDENTIFIER = 5
+    case INVALID_ENVIRONMENT = 6
+    case INVALID_CHAIN_LENGTH = 7
+    case INVALID_CERTIFICATE = 8
+    case INVALID_JWT_FORMAT = 9
+}
+
+/// Why something failed, finer than Apple's statuses. Raw values are the C ABI `APPSTORE_REASON_*` codes.
+public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
+    case none = 0
+    case malformed = 1
+    case unsupportedAlgorithm = 2
+    case missingX5c = 3
+    case chainLength = 4
+    case badCertificate = 5
+    case noTrustAnchor = 6
+    case untrustedChain = 7
+    case expired = 8
+    case missingMarkerOID = 9
+    case badSignature = 10
+    case undecodablePayload = 11
+    case wrongBundle = 12
+    case wrongAppAppleId = 13
+    case wrongEnvironment = 14
+    case wrongKind = 15
+    case onlineChecksUnavailable = 16
+    case invalidArgument = 17
+    case `internal` = 18
+
+    /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
+    public var name: String {
+        switch self {
+        case .none: "none"
+        case .malformed: "malformed"
+        case .unsupportedAlgorithm: "unsupported_alg"
+        case .missingX5c: "missing_x5c"
+        case .chainLength: "chain_length"
+        case .badCertificate: "bad_certificate"
+        case .noTrustAnchor: "no_trust_anchor"
+        case .untrustedChain: "untrusted_chain"
+        case .expired: "expired"
+        case .missingMarkerOID: "missing_marker_oid"
+        case .badSignature: "bad_signature"
+        case .undecodablePayload: "undecodable_payload"
+        case .wrongBundle: "wrong_bundle"
+        case .wrongAppAppleId: "wrong_app_id"
+        case .wrongEnvironment: "wrong_environment"
+        case .wrongKind: "wrong_kind"
+        case .onlineChecksUnavailable: "online_checks_unavailable"
+        case .invalidArgument: "invalid_argument"
+        case .internal: "internal"
+        }
+    }
+
+    /// The Apple status each verification reason maps to.
+    var status: VerificationError {
+        switch self {
+        case .malformed, .undecodablePayload: .INVALID_JWT_FORMAT
+        case .missingX5c, .chainLength: .INVALID_CHAIN_LENGTH
+        case .badCertificate: .INVALID_CERTIFICATE
+        case .wrongBundle, .wrongAppAppleId, .wrongKind: .INVALID_APP_IDENTIFIER
+        case .wrongEnvironment: .INVALID_ENVIRONMENT
+        default: .VERIFICATION_FAILURE
+        }
+    }
+}
+
+/// A rejected signed payload: Apple's status, our precise reason, and a message naming what failed and why.
+public struct VerificationFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    public let status: VerificationError
+    public let reason: FailureReason
+    public let message: String
+
+    public init(status: VerificationError, reason: FailureReason, message: String) {
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+
+    init(_ reason: FailureReason, _ message: String) {
+        self.init(status: reason.status, reason: reason, message: message)
+    }
+
+    /// The same failure, with the location of a nested signed value prepended to the message.
+    func nested(in field: String) -> VerificationFailure {
+        VerificationFailure(status: status, reason: reason, message: "\(field): \(message)")
+    }
+
+    public var description: String { "\(status) (\(reason.name)): \(message)" }
+}
+
+/// A verifier that cannot be built as configured.
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let reason: FailureReason
+    public let message: String
+    public init(_ reason: FailureReason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+    public var description: String { "configuration error (\(reason.name)): \(message)" }
+}
+
+/// The outcome of a verify-and-decode call, shaped like Apple's `VerificationResult`.
+public enum VerificationResult<T: Sendable>: Sendable {
+    case valid(T)
+    case invalid(VerificationFailure)
+
+    /// The decoded value, or the failure thrown.
+    public func get() throws(VerificationFailure) -> T {
+        switch self {
+        case .valid(let v): return v
+        case .invalid(let f): throw f
+        }
+    }
+
+    init(_ result: Result<T, VerificationFailure>) {
+        switch result {
+        case .success(let v): self = .valid(v)
+        case .failure(let f): self = .invalid(f)
+        }
+    }
+}
+
+extension VerificationResult: Equatable where T: Equatable {}
+extension VerificationResult: Hashable where T: Hashable {}

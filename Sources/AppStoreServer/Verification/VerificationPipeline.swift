@@ -1,0 +1,180 @@
+import FoundationEssentials
+
+/// A verified payload: the decoded model and the payload JSON exactly as Apple signed it (unknown keys kept).
+struct Verified<T: Sendable>: Sendable {
+    let value: T
+    let payloadJSON: [UInt8]
+}
+
+/// A deep-verified notification plus the raw JSON of each part.
+struct DeepVerified: Sendable {
+    let decoded: VerifiedNotification
+    let notificationJSON: [UInt8]
+    let transactionJSON: [UInt8]?
+    let renewalInfoJSON: [UInt8]?
+    let appTransactionJSON: [UInt8]?
+}
+
+extension SignedDataVerifier {
+    func verify<T: SignedPayloadModel>(_ jws: String, as type: T.Type) -> Result<Verified<T>, VerificationFailure> {
+        var s = jws
+        return s.withUTF8 { verify(UnsafeRawBufferPointer($0), as: type) }
+    }
+
+    /// The whole check sequence, in order: segments, header (alg, x5c), certificates, chain at the effective date,
+    /// marker OIDs, ES256 signature, model decoding, payload kind, identity (bundle id, app Apple id, environment).
+    func verify<T: SignedPayloadModel>(_ jws: UnsafeRawBufferPointer, as type: T.Type) -> Result<Verified<T>, VerificationFailure> {
+        let parsed: CompactJWS
+        switch CompactJWS.parse(jws) {
+        case .success(let p): parsed = p
+        case .failure(let f): return .failure(f)
+        }
+
+        // One JSON parse yields the model and the probe (kind, dates). If the model does not decode, the probe alone
+        // tells "not JSON at all" (malformed) from "JSON of the wrong shape", which is reported after the signature
+        // check so that tampered data is called tampered.
+        let decoder = JSONDecoder.appStore()
+        let payloadData = Data(parsed.payload)
+        var model: T?
+        var probe: PayloadProbe
+        var modelError: (any Error)?
+        do {
+            let both = try decoder.decode(DecodedPayload<T>.self, from: payloadData)
+            model = both.value
+            probe = both.probe
+        } catch {
+            modelError = error
+            guard let p = try? decoder.decode(PayloadProbe.self, from: payloadData) else {
+                return .failure(VerificationFailure(.malformed, "JWS payload is not a JSON object"))
+            }
+            probe = p
+        }
+
+        if environment == .xcode || environment == .localTesting {
+            // Apple's libraries do not check signatures of locally signed (StoreKit testing) data.
+        } else {
+            if let failure = checkSignature(parsed, signingInput: UnsafeRawBufferPointer(rebasing: jws[0..<parsed.signingInputLength]),
+                                            effectiveDate: probe.effectiveDate(for: T.kind)) {
+                return .failure(failure)
+            }
+        }
+
+        guard let value = model else {
+            return .failure(VerificationFailure(.undecodablePayload,
+                "payload does not decode as \(T.kind.article): \(DecodingErrorText.describe(modelError))"))
+        }
+        if let actual = probe.kind, actual != T.kind {
+            return .failure(VerificationFailure(.wrongKind,
+                "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+        }
+        if let failure = value.identityFailure(for: self) {
+            return .failure(failure)
+        }
+        return .success(Verified(value: value, payloadJSON: parsed.payload))
+    }
+
+    private func checkSignature(_ jws: CompactJWS, signingInput: UnsafeRawBufferPointer, effectiveDate: Date?) -> VerificationFailure? {
+        guard jws.header.alg == "ES256" else {
+            let alg = jws.header.alg.map { "\"\($0)\"" } ?? "missing"
+            return VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted")
+        }
+        guard let x5c = jws.header.x5c else {
+            return VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain")
+        }
+        guard x5c.count == 3 else {
+            return VerificationFailure(.chainLength, "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required")
+        }
+        let now = Timestamp.now()
+        // Offline, Apple validates at the payload's own date; online checks (and undated payloads) use now.
+        let time = enableOnlineChecks ? now : effectiveDate.map(Timestamp.seconds) ?? now
+        let key = ChainCache.Key(leaf: x5c[0], intermediate: x5c[1])
+        var chain = cache.lookup(key, now: now)
+        if let cached = chain, !cached.isValid(at: time) {
+            chain = nil  // re-verify from scratch so the failure carries OpenSSL's precise reason
+        }
+        if chain == nil {
+            guard let leafDER = Base64.decode(x5c[0], alphabet: .standard) else {
+                return VerificationFailure(.badCertificate, "x5c[0] (leaf) is not base64")
+            }
+            guard let intermediateDER = Base64.decode(x5c[1], alphabet: .standard) else {
+                return VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not base64")
+            }
+            guard let leaf = Certificate(der: leafDER) else {
+                return VerificationFailure(.badCertificate, "x5c[0] (leaf) is not a DER X.509 certificate")
+            }
+            guard let intermediate = Certificate(der: intermediateDER) else {
+                return VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not a DER X.509 certificate")
+            }
+            switch ChainVerifier.verify(leaf: leaf, intermediate: intermediate, trust: trust, at: time) {
+            case .failure(let f): return f
+            case .success(let verified):
+                cache.insert(key, verified, now: now)
+                chain = verified
+            }
+        }
+        guard let chain else { return VerificationFailure(.internal, "no verified chain") }
+        guard jws.signature.count == 64 else {
+            return VerificationFailure(.badSignature,
+                "signature is \(jws.signature.count) bytes; ES256 requires the 64-byte JOSE r||s form (DER signatures are rejected)")
+        }
+        guard ES256.verify(publicKey: chain.leafKey, signature: jws.signature, message: signingInput) else {
+            return VerificationFailure(.badSignature, "ES256 signature does not match the header and payload under the leaf key")
+        }
+        return nil
+    }
+
+    func verifyDeep(_ jws: String) -> Result<DeepVerified, VerificationFailure> {
+        var s = jws
+        return s.withUTF8 { verifyDeep(UnsafeRawBufferPointer($0)) }
+    }
+
+    func verifyDeep(_ jws: UnsafeRawBufferPointer) -> Result<DeepVerified, VerificationFailure> {
+        let outer: Verified<ResponseBodyV2DecodedPayload>
+        switch verify(jws, as: ResponseBodyV2DecodedPayload.self) {
+        case .success(let v): outer = v
+        case .failure(let f): return .failure(f)
+        }
+        func nested<T: SignedPayloadModel>(_ field: String, _ value: String?, _ type: T.Type) -> Result<Verified<T>?, VerificationFailure> {
+            guard let value else { return .success(nil) }
+            return verify(value, as: type).map { Optional($0) }.mapError { $0.nested(in: field) }
+        }
+        let n = outer.value
+        let tx: Verified<JWSTransactionDecodedPayload>?
+        let ri: Verified<JWSRenewalInfoDecodedPayload>?
+        let at: Verified<AppTransaction>?
+        switch nested("data.signedTransactionInfo", n.data?.signedTransactionInfo, JWSTransactionDecodedPayload.self) {
+        case .success(let v): tx = v
+        case .failure(let f): return .failure(f)
+        }
+        switch nested("data.signedRenewalInfo", n.data?.signedRenewalInfo, JWSRenewalInfoDecodedPayload.self) {
+        case .success(let v): ri = v
+        case .failure(let f): return .failure(f)
+        }
+        switch nested("appData.signedAppTransactionInfo", n.appData?.signedAppTransactionInfo, AppTransaction.self) {
+        case .success(let v): at = v
+        case .failure(let f): return .failure(f)
+        }
+        return .success(DeepVerified(
+            decoded: VerifiedNotification(notification: n, transaction: tx?.value, renewalInfo: ri?.value, appTransaction: at?.value),
+            notificationJSON: outer.payloadJSON, transactionJSON: tx?.payloadJSON,
+            renewalInfoJSON: ri?.payloadJSON, appTransactionJSON: at?.payloadJSON))
+    }
+}
+
+enum DecodingErrorText {
+    /// A short description of a DecodingError naming the JSON path, without Foundation's verbose dump.
+    static func describe(_ error: (any Error)?) -> String {
+        guard let error = error as? DecodingError else { return error.map { "\($0)" } ?? "unknown error" }
+        func path(_ ctx: DecodingError.Context) -> String {
+            let p = ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return p.isEmpty ? "top level" : p
+        }
+        switch error {
+        case .typeMismatch(let t, let ctx): return "\(path(ctx)): expected \(t)"
+        case .valueNotFound(let t, let ctx): return "\(path(ctx)): expected \(t), found null"
+        case .keyNotFound(let k, let ctx): return "\(path(ctx)): missing required key \"\(k.stringValue)\""
+        case .dataCorrupted(let ctx): return "\(path(ctx)): \(ctx.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}

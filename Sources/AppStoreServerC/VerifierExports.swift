@@ -1,0 +1,191 @@
+import AppStoreServer
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: verifier options (a locked builder)
+
+final class VerifierOptionsBox: Sendable {
+    struct Values {
+        var roots: [[UInt8]] = []
+        var bundleId = ""
+        var appAppleId: Int64?
+        var environment: AppStoreEnvironment = .sandbox
+        var onlineChecks = false
+        var cache = ChainCacheConfiguration.default
+    }
+    let values = Mutex(Values())
+}
+
+/// The object behind `appstore_verifier *`.
+final class VerifierBox: Sendable {
+    let verifier: SignedDataVerifier
+    init(_ verifier: SignedDataVerifier) { self.verifier = verifier }
+}
+
+@c(appstore_verifier_options_new)
+public func appstoreVerifierOptionsNew(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        guard let out else { throw .argument("options_out is NULL") }
+        out.pointee = retained(VerifierOptionsBox())
+    }
+}
+
+@c(appstore_verifier_options_free)
+public func appstoreVerifierOptionsFree(_ options: OpaquePointer?) { release(options, VerifierOptionsBox.self) }
+
+@c(appstore_verifier_options_add_root)
+public func appstoreVerifierOptionsAddRoot(_ options: OpaquePointer?, _ der: UnsafePointer<UInt8>?, _ derLen: UInt,
+                                           _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        let view = try bytes(der.map(UnsafeRawPointer.init), derLen, "der")
+        guard !view.isEmpty else { throw .argument("der is empty") }
+        let copy = [UInt8](view)
+        box.values.withLock { $0.roots.append(copy) }
+    }
+}
+
+@c(appstore_verifier_options_set_bundle_id)
+public func appstoreVerifierOptionsSetBundleId(_ options: OpaquePointer?, _ bundleId: UnsafePointer<CChar>?,
+                                               _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        let s = try utf8String(bundleId, "bundle_id")
+        box.values.withLock { $0.bundleId = s }
+    }
+}
+
+@c(appstore_verifier_options_set_app_apple_id)
+public func appstoreVerifierOptionsSetAppAppleId(_ options: OpaquePointer?, _ appAppleId: Int64,
+                                                 _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        box.values.withLock { $0.appAppleId = appAppleId }
+    }
+}
+
+@c(appstore_verifier_options_set_environment)
+public func appstoreVerifierOptionsSetEnvironment(_ options: OpaquePointer?, _ environment: Int32,
+                                                  _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        let env: AppStoreEnvironment
+        switch environment {
+        case 1: env = .sandbox
+        case 2: env = .production
+        case 3: env = .xcode
+        case 4: env = .localTesting
+        default: throw .argument("environment \(environment) is not one of APPSTORE_ENVIRONMENT_* (1-4)")
+        }
+        box.values.withLock { $0.environment = env }
+    }
+}
+
+@c(appstore_verifier_options_set_online_checks)
+public func appstoreVerifierOptionsSetOnlineChecks(_ options: OpaquePointer?, _ enabled: Int32,
+                                                   _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        guard enabled == 0 || enabled == 1 else { throw .argument("enabled must be 0 or 1, got \(enabled)") }
+        box.values.withLock { $0.onlineChecks = enabled == 1 }
+    }
+}
+
+@c(appstore_verifier_options_set_chain_cache)
+public func appstoreVerifierOptionsSetChainCache(_ options: OpaquePointer?, _ maxEntries: UInt32, _ ttlSeconds: Int64,
+                                                 _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        guard ttlSeconds >= 0 else { throw .argument("ttl_seconds must be >= 0, got \(ttlSeconds)") }
+        box.values.withLock { $0.cache = ChainCacheConfiguration(maxEntries: Int(maxEntries), timeToLive: ttlSeconds) }
+    }
+}
+
+// MARK: verifier
+
+@c(appstore_verifier_new)
+public func appstoreVerifierNew(_ options: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        guard let out else { throw .argument("verifier_out is NULL") }
+        let v = box.values.withLock { $0 }
+        let verifier: SignedDataVerifier
+        do throws(ConfigurationError) {
+            verifier = try SignedDataVerifier(rootCertificates: v.roots, bundleId: v.bundleId, appAppleId: v.appAppleId,
+                                              environment: v.environment, enableOnlineChecks: v.onlineChecks,
+                                              chainCache: v.cache)
+        } catch {
+            throw CFailure(error)
+        }
+        out.pointee = retained(VerifierBox(verifier))
+    }
+}
+
+@c(appstore_verifier_free)
+public func appstoreVerifierFree(_ verifier: OpaquePointer?) { release(verifier, VerifierBox.self) }
+
+private func verifyExport(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                          _ jsonOut: StringOut?, _ errOut: ErrorOut?,
+                          _ run: (SignedDataVerifier, UnsafeRawBufferPointer) -> Result<[UInt8], VerificationFailure>) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(verifier, VerifierBox.self, "verifier")
+        let input = try bytes(jws.map(UnsafeRawPointer.init), jwsLen, "jws")
+        switch run(box.verifier, input) {
+        case .failure(let f): throw CFailure(f)
+        case .success(let json):
+            if let jsonOut { jsonOut.pointee = try mallocCString(json) }
+        }
+    }
+}
+
+@c(appstore_verifier_verify_notification)
+public func appstoreVerifierVerifyNotification(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                               _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.notification, $1) }
+}
+
+@c(appstore_verifier_verify_transaction)
+public func appstoreVerifierVerifyTransaction(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                              _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.transaction, $1) }
+}
+
+@c(appstore_verifier_verify_renewal_info)
+public func appstoreVerifierVerifyRenewalInfo(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                              _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.renewalInfo, $1) }
+}
+
+@c(appstore_verifier_verify_app_transaction)
+public func appstoreVerifierVerifyAppTransaction(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                                 _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.appTransaction, $1) }
+}
+
+@c(appstore_verifier_verify_realtime_request)
+public func appstoreVerifierVerifyRealtimeRequest(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                                  _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.realtimeRequest, $1) }
+}
+
+@c(appstore_verifier_verify_notification_deep)
+public func appstoreVerifierVerifyNotificationDeep(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                                   _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedNotificationDeepJSON($1) }
+}
+
+@c(appstore_verifier_cache_stats)
+public func appstoreVerifierCacheStats(_ verifier: OpaquePointer?, _ hits: UnsafeMutablePointer<UInt64>?,
+                                       _ misses: UnsafeMutablePointer<UInt64>?, _ entries: UnsafeMutablePointer<UInt64>?,
+                                       _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(verifier, VerifierBox.self, "verifier")
+        let s = box.verifier.chainCacheStatistics
+        hits?.pointee = s.hits
+        misses?.pointee = s.misses
+        entries?.pointee = UInt64(s.entries)
+    }
+}

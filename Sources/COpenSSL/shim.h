@@ -1,0 +1,27 @@
+/* OpenSSL headers for Swift, plus wrappers for the function-like macros Swift cannot import. */
+#ifndef APPSTORE_COPENSSL_SHIM_H
+#define APPSTORE_COPENSSL_SHIM_H
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/ocsp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <openssl/core_names.h>
+
+static inline void appstore_shim_openssl_free(void *p) { OPENSSL_free(p); }
+static inline long appstore_shim_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline STACK_OF(X509) *appstore_shim_sk_X509_new_null(void) { return sk_X509_new_null(); }
+static inline int appstore_shim_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
+static inline void appstore_shim_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline int appstore_shim_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *appstore_shim_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+#endif

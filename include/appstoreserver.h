@@ -1,0 +1,187 @@
+/*
+ * appstoreserver.h — the C API of libappstoreserver: App Store signed-data verification (and, in later
+ * versions, signature creation, App Store Server API requests and receipts) from one Swift implementation.
+ *
+ * CONVENTIONS (they hold for every function below unless its comment says otherwise)
+ *
+ *  - Names are appstore_<type>_<verb>. Opaque handles come from appstore_<type>_new and are released with
+ *    appstore_<type>_free; _free(NULL) does nothing. Freeing a handle twice, or using it after _free, is
+ *    undefined behaviour (the library cannot detect it).
+ *  - Every fallible function returns an appstore_status: APPSTORE_OK (0) on success, a non-zero code otherwise.
+ *    Outputs (out-parameters, always last) are written ONLY on success; on failure they are left untouched.
+ *  - Error detail: the last parameter `appstore_error **err_out` may be NULL. When it is not NULL and the call
+ *    fails, *err_out receives a new appstore_error (status, reason, message) that the caller frees with
+ *    appstore_error_free. There is no global or thread-local "last error", so concurrent calls never race.
+ *  - Memory: strings the library returns through `char **` are NUL-terminated UTF-8, allocated by the library,
+ *    and owned by the caller, who frees them with appstore_string_free. `const char *` results (names, version,
+ *    error messages) are owned by the library or by the handle they came from: do not free them.
+ *  - Inputs are borrowed for the duration of the call only; the library copies what it keeps. A pointer and its
+ *    length are adjacent parameters (ptr, len). `const char *` inputs without a length are NUL-terminated UTF-8.
+ *  - Threads: every function may be called from any thread, and concurrently on one shared handle (verifiers are
+ *    immutable; option builders lock internally). No function calls back into the host or starts threads.
+ *  - Bad input (NULL where a value is required, invalid UTF-8, malformed data) returns an error with a reason;
+ *    it never aborts the process.
+ *  - ABI: until 1.0 the SONAME carries the major version (libappstoreserver.so.0); symbols are only added within
+ *    a minor series; structured data crosses as JSON text, so Apple adding fields never changes the ABI.
+ */
+#ifndef APPSTORESERVER_H
+#define APPSTORESERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version -------------------------------------------------------------------------------------------- */
+
+#define APPSTORE_VERSION_MAJOR 0
+#define APPSTORE_VERSION_MINOR 1
+#define APPSTORE_VERSION_PATCH 0
+#define APPSTORE_VERSION_STRING "0.1.0"
+
+/* The runtime library version, e.g. "0.1.0". Static storage: do not free. */
+const char *appstore_version(void);
+
+/* ---- Status codes (frozen values) ----------------------------------------------------------------------- */
+
+typedef int32_t appstore_status;
+
+#define APPSTORE_OK 0
+/* A required argument is NULL, not valid UTF-8, or out of range. */
+#define APPSTORE_INVALID_ARGUMENT 1
+/* The options do not make a usable verifier (no roots, Production without app Apple ID, online checks, ...). */
+#define APPSTORE_CONFIGURATION_ERROR 2
+/* Apple's verification statuses (VerificationStatus / VerificationException in Apple's libraries). */
+#define APPSTORE_VERIFICATION_FAILURE 3
+#define APPSTORE_RETRYABLE_VERIFICATION_FAILURE 4
+#define APPSTORE_INVALID_APP_IDENTIFIER 5
+#define APPSTORE_INVALID_ENVIRONMENT 6
+#define APPSTORE_INVALID_CHAIN_LENGTH 7
+#define APPSTORE_INVALID_CERTIFICATE 8
+#define APPSTORE_INVALID_JWT_FORMAT 9
+/* A bug or resource exhaustion inside the library. */
+#define APPSTORE_INTERNAL_ERROR 99
+
+/* Apple-style name of a status ("VERIFICATION_FAILURE", "OK", ...); "UNKNOWN" for other values. Static. */
+const char *appstore_status_name(appstore_status status);
+
+/* ---- Failure reasons (finer than statuses; frozen values) ----------------------------------------------- */
+
+typedef int32_t appstore_reason;
+
+#define APPSTORE_REASON_NONE 0
+#define APPSTORE_REASON_MALFORMED 1                  /* not three base64url segments, header not JSON, payload not JSON */
+#define APPSTORE_REASON_UNSUPPORTED_ALG 2            /* alg is not ES256 */
+#define APPSTORE_REASON_MISSING_X5C 3                /* no x5c header */
+#define APPSTORE_REASON_CHAIN_LENGTH 4               /* x5c is not exactly 3 certificates */
+#define APPSTORE_REASON_BAD_CERTIFICATE 5            /* x5c entry not base64 / not DER / leaf key not P-256 */
+#define APPSTORE_REASON_NO_TRUST_ANCHOR 6            /* no root certificates configured */
+#define APPSTORE_REASON_UNTRUSTED_CHAIN 7            /* chain does not lead to a configured root */
+#define APPSTORE_REASON_EXPIRED 8                    /* a certificate is not valid at the effective date */
+#define APPSTORE_REASON_MISSING_MARKER_OID 9         /* Apple's leaf or intermediate marker extension missing */
+#define APPSTORE_REASON_BAD_SIGNATURE 10             /* ES256 signature wrong, or not 64-byte r||s */
+#define APPSTORE_REASON_UNDECODABLE_PAYLOAD 11       /* signed JSON does not decode into the expected model */
+#define APPSTORE_REASON_WRONG_BUNDLE 12
+#define APPSTORE_REASON_WRONG_APP_ID 13
+#define APPSTORE_REASON_WRONG_ENVIRONMENT 14
+#define APPSTORE_REASON_WRONG_KIND 15                /* e.g. a transaction given to the notification call */
+#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16
+#define APPSTORE_REASON_INVALID_ARGUMENT 17
+#define APPSTORE_REASON_INTERNAL 18
+
+/* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
+const char *appstore_reason_name(appstore_reason reason);
+
+/* ---- Errors --------------------------------------------------------------------------------------------- */
+
+typedef struct appstore_error appstore_error;
+
+/* Accessors; each returns 0 / "" when err is NULL. The message is owned by err and lives until
+ * appstore_error_free(err). */
+appstore_status appstore_error_status(const appstore_error *err);
+appstore_reason appstore_error_reason(const appstore_error *err);
+const char *appstore_error_message(const appstore_error *err);
+void appstore_error_free(appstore_error *err);
+
+/* ---- Memory --------------------------------------------------------------------------------------------- */
+
+/* Frees a string the library returned through a `char **` out-parameter. NULL is ignored. */
+void appstore_string_free(char *s);
+
+/* ---- Verifier ------------------------------------------------------------------------------------------- */
+
+typedef int32_t appstore_environment;
+
+#define APPSTORE_ENVIRONMENT_SANDBOX 1
+#define APPSTORE_ENVIRONMENT_PRODUCTION 2
+#define APPSTORE_ENVIRONMENT_XCODE 3          /* StoreKit testing in Xcode: signatures are not checked */
+#define APPSTORE_ENVIRONMENT_LOCAL_TESTING 4  /* local testing: signatures are not checked */
+
+/* Verifier options: a builder, so options can be added without changing any struct layout.
+ * Defaults: no roots, bundle id "", no app Apple ID, Sandbox, online checks off, chain cache 32 entries / 900 s. */
+typedef struct appstore_verifier_options appstore_verifier_options;
+
+appstore_status appstore_verifier_options_new(appstore_verifier_options **options_out, appstore_error **err_out);
+void appstore_verifier_options_free(appstore_verifier_options *options);
+
+/* Adds a trusted root certificate (DER, copied). For App Store data: Apple Root CA - G3. x5c[2] of a JWS is
+ * never trusted; only these roots are. */
+appstore_status appstore_verifier_options_add_root(appstore_verifier_options *options, const uint8_t *der,
+                                                   size_t der_len, appstore_error **err_out);
+/* The app's bundle identifier (NUL-terminated UTF-8, copied). */
+appstore_status appstore_verifier_options_set_bundle_id(appstore_verifier_options *options, const char *bundle_id,
+                                                        appstore_error **err_out);
+/* The app's Apple ID; required for Production. */
+appstore_status appstore_verifier_options_set_app_apple_id(appstore_verifier_options *options, int64_t app_apple_id,
+                                                           appstore_error **err_out);
+/* One of APPSTORE_ENVIRONMENT_*. */
+appstore_status appstore_verifier_options_set_environment(appstore_verifier_options *options,
+                                                          appstore_environment environment, appstore_error **err_out);
+/* Online (OCSP) checks, 0 = off, 1 = on. This version has no OCSP: appstore_verifier_new then fails with
+ * APPSTORE_CONFIGURATION_ERROR / APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE instead of silently skipping. */
+appstore_status appstore_verifier_options_set_online_checks(appstore_verifier_options *options, int32_t enabled,
+                                                            appstore_error **err_out);
+/* Verified-chain cache: at most max_entries chains (0 disables the cache), each reused for ttl_seconds (>= 0). */
+appstore_status appstore_verifier_options_set_chain_cache(appstore_verifier_options *options, uint32_t max_entries,
+                                                          int64_t ttl_seconds, appstore_error **err_out);
+
+/* A configured, immutable, thread-safe verifier. The options are read, not consumed: free them separately. */
+typedef struct appstore_verifier appstore_verifier;
+
+appstore_status appstore_verifier_new(const appstore_verifier_options *options, appstore_verifier **verifier_out,
+                                      appstore_error **err_out);
+void appstore_verifier_free(appstore_verifier *verifier);
+
+/* Verify-and-decode calls. `jws`/`jws_len` is the compact JWS (no NUL needed). On success, when json_out is not
+ * NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown keys kept);
+ * free it with appstore_string_free. json_out may be NULL to verify only. */
+appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
+                                                      size_t jws_len, char **json_out, appstore_error **err_out);
+appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
+                                                     size_t jws_len, char **json_out, appstore_error **err_out);
+appstore_status appstore_verifier_verify_renewal_info(const appstore_verifier *verifier, const char *jws,
+                                                      size_t jws_len, char **json_out, appstore_error **err_out);
+appstore_status appstore_verifier_verify_app_transaction(const appstore_verifier *verifier, const char *jws,
+                                                         size_t jws_len, char **json_out, appstore_error **err_out);
+/* A Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
+appstore_status appstore_verifier_verify_realtime_request(const appstore_verifier *verifier, const char *jws,
+                                                          size_t jws_len, char **json_out, appstore_error **err_out);
+/* Verifies a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo,
+ * appData.signedAppTransactionInfo), each at its own effective date. *json_out is
+ *   {"notification":{...},"transaction":{...},"renewalInfo":{...},"appTransaction":{...}}
+ * with the nested keys present only when the notification carries them. A nested failure fails the call, and
+ * the error message starts with the field name (e.g. "data.signedTransactionInfo: ..."). */
+appstore_status appstore_verifier_verify_notification_deep(const appstore_verifier *verifier, const char *jws,
+                                                           size_t jws_len, char **json_out, appstore_error **err_out);
+
+/* Chain cache counters since the verifier was created. Any out-pointer may be NULL. */
+appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier, uint64_t *hits_out,
+                                              uint64_t *misses_out, uint64_t *entries_out, appstore_error **err_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* APPSTORESERVER_H */
