@@ -44,10 +44,15 @@ extension SignedDataVerifier {
             probe = both.probe
         } catch {
             modelError = error
-            guard let p = try? decoder.decode(PayloadProbe.self, from: payloadData) else {
-                return .failure(VerificationFailure(.malformed, "JWS payload is not a JSON object"))
+            do {
+                probe = try decoder.decode(PayloadProbe.self, from: payloadData)
+            } catch DecodingError.dataCorrupted {
+                return .failure(VerificationFailure(.malformed, "JWS payload is not JSON"))
+            } catch {
+                // Valid JSON, but not an object: nothing to take a date or kind from.
+                return .failure(VerificationFailure(.undecodablePayload,
+                    "payload does not decode as \(T.kind.article): the top level is not a JSON object"))
             }
-            probe = p
         }
 
         if environment == .xcode || environment == .localTesting {
