@@ -5,11 +5,11 @@ import Glibc
 
 enum Timestamp {
     /// Seconds since 1970 of a decoded date, clamped to a range time_t and certificates can express, so absurd
-    /// payload dates fail validity checks instead of trapping on conversion.
+    /// payload dates fail validity checks instead of trapping on conversion (no certificate predates 1970).
     static func seconds(_ date: Date) -> Int64 {
         let t = date.timeIntervalSince1970.rounded(.down)
-        guard t.isFinite else { return t < 0 ? -limit : limit }
-        return Int64(max(-Double(limit), min(Double(limit), t)))
+        guard t.isFinite else { return t < 0 ? 0 : limit }
+        return Int64(max(0, min(Double(limit), t)))
     }
     static let limit: Int64 = 253_402_300_799  // 9999-12-31T23:59:59Z
 
