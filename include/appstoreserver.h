@@ -61,6 +61,8 @@ typedef int32_t appstore_status;
 #define APPSTORE_INVALID_CHAIN_LENGTH 7
 #define APPSTORE_INVALID_CERTIFICATE 8
 #define APPSTORE_INVALID_JWT_FORMAT 9
+/* A signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256). */
+#define APPSTORE_INVALID_KEY 10
 /* A bug or resource exhaustion inside the library. */
 #define APPSTORE_INTERNAL_ERROR 99
 
@@ -90,6 +92,13 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16
 #define APPSTORE_REASON_INVALID_ARGUMENT 17
 #define APPSTORE_REASON_INTERNAL 18
+#define APPSTORE_REASON_KEY_NOT_PEM 19              /* no -----BEGIN PRIVATE KEY----- block */
+#define APPSTORE_REASON_KEY_ENCRYPTED 20            /* encrypted PKCS#8: provide the plain .p8 */
+#define APPSTORE_REASON_KEY_MALFORMED 21            /* truncated or corrupt PEM/DER */
+#define APPSTORE_REASON_KEY_NOT_EC 22               /* RSA, Ed25519, ... */
+#define APPSTORE_REASON_KEY_WRONG_CURVE 23          /* EC, but not P-256 */
+#define APPSTORE_REASON_INVALID_REQUEST 24          /* a request model breaks Apple's limits; the message names the field */
+#define APPSTORE_REASON_SIGNING_FAILED 25
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
 const char *appstore_reason_name(appstore_reason reason);
@@ -179,6 +188,64 @@ appstore_status appstore_verifier_verify_notification_deep(const appstore_verifi
 /* Chain cache counters since the verifier was created. Any out-pointer may be NULL. */
 appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier, uint64_t *hits_out,
                                               uint64_t *misses_out, uint64_t *entries_out, appstore_error **err_out);
+
+/* ---- Signing ------------------------------------------------------------------------------------------- */
+
+/* An App Store Connect key (PKCS#8 PEM .p8, EC P-256) with the identifiers every signature needs. Immutable and
+ * thread-safe; key memory is cleansed when it is freed. Key bytes never appear in error messages. */
+typedef struct appstore_signing_key appstore_signing_key;
+
+/* `pem`/`pem_len`: the .p8 text (copied, then cleansed). key_id and bundle_id are required; issuer_id (the App
+ * Store Connect issuer) may be NULL when only promotional offer v1 signatures are made. Failure: status
+ * APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED / KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or
+ * APPSTORE_INVALID_ARGUMENT. */
+appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const char *key_id, const char *issuer_id,
+                                         const char *bundle_id, appstore_signing_key **key_out,
+                                         appstore_error **err_out);
+void appstore_signing_key_free(appstore_signing_key *key);
+
+/* App Store Server API bearer token: ES256 JWT, header alg/kid/typ JWT, claims iss, iat, exp, aud
+ * "appstoreconnect-v1", bid. issued_at: seconds since 1970, 0 = now. lifetime_seconds: 0 = 300; at most 3600
+ * (Apple's maximum), larger is rejected. *token_out: free with appstore_string_free. */
+appstore_status appstore_signing_key_create_api_token(const appstore_signing_key *key, int64_t issued_at,
+                                                      int64_t lifetime_seconds, char **token_out,
+                                                      appstore_error **err_out);
+
+/* Promotional offer signature v1 (StoreKit 1): standard base64 DER ECDSA over the U+2063-joined string of bundle
+ * id, key id, product id, offer id, lowercase app_account_token (NULL = ""), lowercase nonce, timestamp (ms).
+ * nonce: a UUID, or NULL for a fresh random one; timestamp_ms: 0 = now. On success *signature_out (required),
+ * *nonce_out and *timestamp_out (each optional, may be NULL) receive what was signed. */
+appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_signing_key *key,
+                                                                 const char *product_id, const char *offer_id,
+                                                                 const char *app_account_token, const char *nonce,
+                                                                 int64_t timestamp_ms, char **signature_out,
+                                                                 char **nonce_out, int64_t *timestamp_out,
+                                                                 appstore_error **err_out);
+
+/* Promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when not
+ * NULL. No exp; fresh lowercase UUID nonce. */
+appstore_status appstore_signing_key_create_promotional_offer_v2(const appstore_signing_key *key,
+                                                                 const char *product_id,
+                                                                 const char *offer_identifier,
+                                                                 const char *transaction_id, char **jws_out,
+                                                                 appstore_error **err_out);
+
+/* Introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+ * (JSON boolean; allow must be 0 or 1), transactionId (required). */
+appstore_status appstore_signing_key_create_introductory_offer_eligibility(const appstore_signing_key *key,
+                                                                           const char *product_id, int32_t allow,
+                                                                           const char *transaction_id,
+                                                                           char **jws_out, appstore_error **err_out);
+
+/* Advanced Commerce in-app JWS (aud "advanced-commerce-api"): `request_json` is one of the four in-app request
+ * models as JSON, chosen by its "operation" key (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+ * REACTIVATE_SUBSCRIPTION). It is decoded, validated against Apple's limits (failure: APPSTORE_INVALID_ARGUMENT,
+ * reason INVALID_REQUEST, message naming the field), re-encoded with operation and version "1", and its standard
+ * base64 is the `request` claim. */
+appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
+                                                                     const char *request_json,
+                                                                     size_t request_json_len, char **jws_out,
+                                                                     appstore_error **err_out);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,27 @@ spec/models.json is the single, language-neutral source of truth for models and 
 "key" is given only when the JSON key differs from "name"; "required": true makes the field non-optional.
 "Date" is milliseconds since 1970 on the wire (the caller configures the coders with .millisecondsSince1970).
 
+Request-model attributes (Apple's client-side limits; decoding never checks them):
+
+    field "maxLength": N         String field, or every element of a [String] field: at most N characters
+                                 (a character is a Swift `Character`, i.e. `String.count`).
+    field "range": [min, max]    Int32/Int64 field, or every element of a list of them: min <= value <= max.
+    field "nonEmpty": true       list field: at least one element. On an optional list, absent/nil is fine but an
+                                 explicit empty list is a violation (as in Apple's library).
+    model "constants": [{"key": k, "value": "v"}, ...]
+                                 JSON members the model always encodes with a fixed string value (e.g. operation,
+                                 version); tolerated and ignored when decoding, never stored. Swift: each is
+                                 `public static let k = "v"`; custom init(from:)/encode(to:), constants first.
+    model "validate": true|false whether the model gets `validate() throws(ModelValidationError)`. Absent: implied
+                                 when the model has limits or constants, or a field (or list element) whose model
+                                 validates. true forces it. false suppresses it for a decode-only model that nests
+                                 request models (parents then do not recurse through it either); false on a model
+                                 with its own limits or constants is an error.
+
+validate() checks fields in spec order; per field: nonEmpty, then maxLength/range of the value (or of each element),
+then the nested model's validate() (or each element's). It throws the first violation as ModelValidationError with
+the JSON-key path of the field, e.g. `items[0].SKU`, `descriptors.description`, `dependentSKUs[2]`.
+
 Output (deterministic, in spec order): Sources/AppStoreServer/Models/Generated/{Enums,Models}.swift.
 Exit status: 0 ok / up to date, 1 generated code stale (--check) or unexpected extra file, 2 invalid spec.
 Python 3.11 standard library only.
@@ -58,7 +79,7 @@ RESERVED_MEMBER_NAMES = frozenset({"init", "deinit", "subscript", "self", "Self"
 # Members every generated enum struct already declares.
 ENUM_OWN_MEMBERS = frozenset({"rawValue", "knownValues", "isKnown", "description", "hashValue", "encode"})
 # Members a generated model struct already has (synthesized or declared).
-MODEL_OWN_MEMBERS = frozenset({"hashValue", "encode", "CodingKeys"})
+MODEL_OWN_MEMBERS = frozenset({"hashValue", "encode", "validate", "CodingKeys"})
 # Type names that would shadow what the generated code itself refers to.
 RESERVED_TYPE_NAMES = frozenset(PRIMITIVES) | frozenset(
     """
@@ -75,8 +96,11 @@ CASE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # PurchasePlatform has i
 TOP_KEYS = {"enums", "models"}
 ENUM_KEYS = {"rawType", "doc", "cases"}
 CASE_KEYS = {"name", "value"}
-MODEL_KEYS = {"doc", "fields"}
-FIELD_KEYS = {"name", "key", "type", "required", "doc"}
+MODEL_KEYS = {"doc", "fields", "constants", "validate"}
+FIELD_KEYS = {"name", "key", "type", "required", "doc", "maxLength", "range", "nonEmpty"}
+CONSTANT_KEYS = {"key", "value"}
+LIMIT_KEYS = ("maxLength", "range", "nonEmpty")
+INTEGER_BOUNDS = {"Int32": (INT32_MIN, INT32_MAX), "Int64": (-(2**63), 2**63 - 1)}
 
 
 class SpecError(Exception):
@@ -281,11 +305,112 @@ def validate_spec(spec: object) -> None:
                         f"{fwhere}: unknown field type {tname!r}{_suggest(tname, defined)} "
                         f"(primitives: {', '.join(PRIMITIVES)})"
                     )
+            _check_field_limits(fwhere, field, problems)
+        _check_model_extras(where, model, seen_names, seen_keys, problems)
 
     if not problems:
         problems.extend(_value_type_cycles(models))
     if problems:
         raise SpecError(problems)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def has_limits(field: dict) -> bool:
+    return any(k in field for k in LIMIT_KEYS)
+
+
+def _check_field_limits(fwhere: str, field: dict, problems: list[str]) -> None:
+    """maxLength / range / nonEmpty: well-formed and on a field type they apply to."""
+    tname, is_list = _type_refs(field["type"])
+    if "maxLength" in field:
+        n = field["maxLength"]
+        if not _is_int(n) or not 1 <= n <= INT32_MAX:
+            problems.append(f"{fwhere}: 'maxLength' must be a positive integer")
+        elif tname is not None and tname != "String":
+            problems.append(f"{fwhere}: 'maxLength' applies only to String or [String] fields")
+    if "range" in field:
+        rng = field["range"]
+        if not (isinstance(rng, list) and len(rng) == 2 and all(_is_int(v) for v in rng)):
+            problems.append(f"{fwhere}: 'range' must be a list [min, max] of two integers")
+        elif rng[0] > rng[1]:
+            problems.append(f"{fwhere}: 'range' min {rng[0]} is greater than max {rng[1]}")
+        elif tname is None:
+            pass  # malformed type, reported by the caller
+        elif tname not in INTEGER_BOUNDS:
+            problems.append(f"{fwhere}: 'range' applies only to {'/'.join(INTEGER_BOUNDS)} fields (or lists of them)")
+        else:
+            lo, hi = INTEGER_BOUNDS[tname]
+            if not (lo <= rng[0] and rng[1] <= hi):
+                problems.append(f"{fwhere}: 'range' {rng} does not fit in {tname}")
+    if "nonEmpty" in field:
+        if field["nonEmpty"] is False:
+            problems.append(f"{fwhere}: omit 'nonEmpty' instead of writing false")
+        elif field["nonEmpty"] is not True:
+            problems.append(f"{fwhere}: 'nonEmpty' must be true")
+        elif tname is not None and not is_list:
+            problems.append(f"{fwhere}: 'nonEmpty' applies only to list fields")
+
+
+def _check_model_extras(where: str, model: dict, field_names: set[str], field_keys: dict[str, str],
+                        problems: list[str]) -> None:
+    """The model-level 'validate' and 'constants' attributes."""
+    if "validate" in model and not isinstance(model["validate"], bool):
+        problems.append(f"{where}: 'validate' must be true or false")
+    has_constants = False
+    if "constants" in model:
+        constants = model["constants"]
+        if not isinstance(constants, list) or not constants:
+            problems.append(f"{where}: 'constants' must be a non-empty list")
+        else:
+            has_constants = True
+            seen: set[str] = set()
+            for i, const in enumerate(constants):
+                cwhere = f"{where} constant #{i + 1}"
+                if isinstance(const, dict) and isinstance(const.get("key"), str):
+                    cwhere = f"{where} constant {const['key']!r}"
+                if not _check_keys(cwhere, const, CONSTANT_KEYS, CONSTANT_KEYS, problems):
+                    continue
+                key, value = const["key"], const["value"]
+                if not isinstance(key, str) or not MEMBER_NAME_RE.match(key):
+                    problems.append(f"{cwhere}: key must be a lowerCamelCase ASCII identifier (it names a static member)")
+                elif key in RESERVED_MEMBER_NAMES or key in MODEL_OWN_MEMBERS:
+                    problems.append(f"{cwhere}: key is reserved (clashes with a generated member)")
+                elif key in seen:
+                    problems.append(f"{cwhere}: duplicate constant key")
+                elif key in field_names or key in field_keys:
+                    problems.append(f"{cwhere}: key clashes with a field name or JSON key of the model")
+                else:
+                    seen.add(key)
+                if not isinstance(value, str):
+                    problems.append(f"{cwhere}: value {json.dumps(value)} must be a string")
+    if model.get("validate") is False:
+        if has_constants:
+            problems.append(f"{where}: 'validate': false contradicts 'constants' (request models always validate)")
+        fields = model["fields"] if isinstance(model.get("fields"), list) else []
+        limited = [f["name"] for f in fields if isinstance(f, dict) and has_limits(f) and isinstance(f.get("name"), str)]
+        if limited:
+            problems.append(f"{where}: 'validate': false contradicts the limits on {', '.join(limited)}")
+
+
+def validating_models(models: dict) -> set[str]:
+    """Models that get validate(): see the module docstring ("validate")."""
+    result = {
+        m for m, model in models.items()
+        if model.get("validate") is True or model.get("constants") or any(has_limits(f) for f in model["fields"])
+    }
+    changed = True
+    while changed:
+        changed = False
+        for m, model in models.items():
+            if m in result or model.get("validate") is False:
+                continue
+            if any(_type_refs(f["type"])[0] in result for f in model["fields"]):
+                result.add(m)
+                changed = True
+    return result
 
 
 def _value_type_cycles(models: dict) -> list[str]:
@@ -386,10 +511,17 @@ def render_enum(name: str, enum: dict) -> list[str]:
     return lines
 
 
-def render_model(name: str, model: dict) -> list[str]:
+def render_model(name: str, model: dict, validating: set[str]) -> list[str]:
     fields = model["fields"]
+    constants = model.get("constants", [])
     lines = doc_lines(model.get("doc"), "")
     lines.append(f"public struct {name}: Codable, Hashable, Sendable {{")
+    for const in constants:
+        key = const["key"]
+        lines.append(f"    /// Always encoded as JSON member `{key}`; ignored when decoding.")
+        lines.append(f"    public static let {ident(key)} = {swift_string_literal(const['value'])}")
+    if constants:
+        lines.append("")
     for field in fields:
         lines.extend(doc_lines(field.get("doc"), "    "))
         optional = "" if field.get("required") else "?"
@@ -415,8 +547,110 @@ def render_model(name: str, model: dict) -> list[str]:
         key = field.get("key")
         suffix = f" = {swift_string_literal(key)}" if key is not None else ""
         lines.append(f"        case {ident(field['name'])}{suffix}")
+    if constants:
+        lines.append("        // Constants: encoded only.")
+        for const in constants:
+            lines.append(f"        case {ident(const['key'])}")
     lines.append("    }")
+    if constants:
+        lines.append("")
+        lines.extend(render_constant_coding(fields, constants))
+    if name in validating:
+        lines.append("")
+        lines.extend(render_validate(fields, validating))
     lines.append("}")
+    return lines
+
+
+def render_constant_coding(fields: list[dict], constants: list[dict]) -> list[str]:
+    """init(from:) that skips the constant keys, encode(to:) that writes them first."""
+    lines = ["    public init(from decoder: any Decoder) throws {"]
+    lines.append("        let container = try decoder.container(keyedBy: CodingKeys.self)")
+    for field in fields:
+        n = ident(field["name"])
+        method = "decode" if field.get("required") else "decodeIfPresent"
+        lines.append(f"        self.{n} = try container.{method}({swift_type(field['type'])}.self, forKey: .{n})")
+    lines.append("    }")
+    lines.append("")
+    lines.append("    public func encode(to encoder: any Encoder) throws {")
+    lines.append("        var container = encoder.container(keyedBy: CodingKeys.self)")
+    for const in constants:
+        k = ident(const["key"])
+        lines.append(f"        try container.encode(Self.{k}, forKey: .{k})")
+    for field in fields:
+        n = ident(field["name"])
+        method = "encode" if field.get("required") else "encodeIfPresent"
+        lines.append(f"        try container.{method}(self.{n}, forKey: .{n})")
+    lines.append("    }")
+    return lines
+
+
+def _literal_body(text: str) -> str:
+    """The inside of a Swift string literal for text (escaped, without the quotes)."""
+    return swift_string_literal(text)[1:-1]
+
+
+def _value_checks(value: str, path: str, field: dict, tname: str, validating: set[str], indent: str) -> list[str]:
+    """Checks of one value (a field's value or one list element); path is a Swift string literal."""
+    lines: list[str] = []
+    if "maxLength" in field:
+        n = field["maxLength"]
+        lines.append(f"{indent}if {value}.count > {n} {{")
+        lines.append(f"{indent}    throw ModelValidationError(field: {path}, kind: .stringTooLong(maxLength: {n}))")
+        lines.append(f"{indent}}}")
+    if "range" in field:
+        lo, hi = field["range"]
+        lines.append(f"{indent}if {value} < {lo} || {value} > {hi} {{")
+        lines.append(f"{indent}    throw ModelValidationError(field: {path}, kind: .outOfRange(min: {lo}, max: {hi}))")
+        lines.append(f"{indent}}}")
+    if tname in validating:
+        lines.append(f"{indent}do throws(ModelValidationError) {{")
+        lines.append(f"{indent}    try {value}.validate()")
+        lines.append(f"{indent}}} catch {{")
+        lines.append(f"{indent}    throw error.nested(in: {path})")
+        lines.append(f"{indent}}}")
+    return lines
+
+
+def render_validate(fields: list[dict], validating: set[str]) -> list[str]:
+    lines = [
+        "    /// Checks Apple's documented limits, here and in nested models (decoding does not).",
+        "    /// Throws the first violation, with the JSON-key path of the offending field.",
+        "    public func validate() throws(ModelValidationError) {",
+    ]
+    for field in fields:
+        tname, is_list = _type_refs(field["type"])
+        key = field.get("key", field["name"])
+        access = f"self.{ident(field['name'])}"
+        path = swift_string_literal(key)
+        required = bool(field.get("required"))
+        # Optional values are unwrapped into a local first; nil never violates a limit.
+        value, indent = (access, " " * 8) if required else (("list" if is_list else "value"), " " * 12)
+        if is_list:
+            checks: list[str] = []
+            if field.get("nonEmpty"):
+                checks += [
+                    f"{indent}if {value}.isEmpty {{",
+                    f"{indent}    throw ModelValidationError(field: {path}, kind: .emptyList)",
+                    f"{indent}}}",
+                ]
+            element_path = '"' + _literal_body(key) + '[\\(index)]"'
+            element_checks = _value_checks("element", element_path, field, tname, validating, indent + "    ")
+            if element_checks:
+                checks.append(f"{indent}for (index, element) in {value}.enumerated() {{")
+                checks.extend(element_checks)
+                checks.append(f"{indent}}}")
+        else:
+            checks = _value_checks(value, path, field, tname, validating, indent)
+        if not checks:
+            continue
+        if required:
+            lines.extend(checks)
+        else:
+            lines.append(f"        if let {value} = {access} {{")
+            lines.extend(checks)
+            lines.append("        }")
+    lines.append("    }")
     return lines
 
 
@@ -430,9 +664,10 @@ def render_file(blocks: list[list[str]]) -> str:
 
 def generate(spec: dict) -> dict[str, str]:
     """Map of file name (inside OUT_DIR) -> content."""
+    validating = validating_models(spec["models"])
     return {
         "Enums.swift": render_file([render_enum(n, e) for n, e in spec["enums"].items()]),
-        "Models.swift": render_file([render_model(n, m) for n, m in spec["models"].items()]),
+        "Models.swift": render_file([render_model(n, m, validating) for n, m in spec["models"].items()]),
     }
 
 

@@ -15,6 +15,7 @@ public func appstoreVersion() -> UnsafePointer<CChar> { versionString.get(0) }
 
 private let statusNames = StaticCStrings(
     [(CStatus.ok, "OK"), (CStatus.invalidArgument, "INVALID_ARGUMENT"), (CStatus.configuration, "CONFIGURATION_ERROR"),
+     (CStatus.invalidKey, "INVALID_KEY"),
      (CStatus.internalError, "INTERNAL_ERROR")]
         + VerificationError.allCases.map { ($0.rawValue, String(describing: $0)) },
     fallback: "UNKNOWN")

@@ -14,6 +14,7 @@ enum CStatus {
     static let ok: Int32 = 0
     static let invalidArgument: Int32 = 1
     static let configuration: Int32 = 2
+    static let invalidKey: Int32 = 10
     static let internalError: Int32 = 99
 }
 

@@ -28,3 +28,12 @@ enum Timestamp {
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
     }
 }
+
+extension Timestamp {
+    /// Milliseconds since 1970, clamped like `seconds(_:)`.
+    static func milliseconds(_ date: Date) -> Int64 {
+        let t = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard t.isFinite else { return t < 0 ? 0 : limit * 1000 }
+        return Int64(max(0, min(Double(limit) * 1000, t)))
+    }
+}

@@ -31,6 +31,13 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case onlineChecksUnavailable = 16
     case invalidArgument = 17
     case `internal` = 18
+    case keyNotPEM = 19
+    case keyEncrypted = 20
+    case keyMalformed = 21
+    case keyNotEC = 22
+    case keyWrongCurve = 23
+    case invalidRequest = 24
+    case signingFailed = 25
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -54,6 +61,13 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .onlineChecksUnavailable: "online_checks_unavailable"
         case .invalidArgument: "invalid_argument"
         case .internal: "internal"
+        case .keyNotPEM: "key_not_pem"
+        case .keyEncrypted: "key_encrypted"
+        case .keyMalformed: "key_malformed"
+        case .keyNotEC: "key_not_ec"
+        case .keyWrongCurve: "key_wrong_curve"
+        case .invalidRequest: "invalid_request"
+        case .signingFailed: "signing_failed"
         }
     }
 

@@ -2,6 +2,23 @@
 
 import FoundationEssentials
 
+/// When a change to an Advanced Commerce subscription takes effect.
+public struct AdvancedCommerceEffective: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let immediately = AdvancedCommerceEffective(rawValue: "IMMEDIATELY")
+    public static let nextBillCycle = AdvancedCommerceEffective(rawValue: "NEXT_BILL_CYCLE")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [AdvancedCommerceEffective] = [.immediately, .nextBillCycle]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// The period of an Advanced Commerce discount offer, as an ISO 8601 duration.
 public struct AdvancedCommerceOfferPeriod: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
@@ -86,6 +103,24 @@ public struct AdvancedCommercePriceIncreaseInfoStatus: RawRepresentable, Hashabl
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommercePriceIncreaseInfoStatus] = [.scheduled, .pending, .accepted]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The reason for changing an item of an Advanced Commerce subscription.
+public struct AdvancedCommerceReason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let upgrade = AdvancedCommerceReason(rawValue: "UPGRADE")
+    public static let downgrade = AdvancedCommerceReason(rawValue: "DOWNGRADE")
+    public static let applyOffer = AdvancedCommerceReason(rawValue: "APPLY_OFFER")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [AdvancedCommerceReason] = [.upgrade, .downgrade, .applyOffer]
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }

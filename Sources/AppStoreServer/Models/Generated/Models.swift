@@ -21,6 +21,17 @@ public struct AdvancedCommerceDescriptors: Codable, Hashable, Sendable {
         case description
         case displayName
     }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+    }
 }
 
 /// A discount offer applied to an Advanced Commerce subscription item.
@@ -51,6 +62,133 @@ public struct AdvancedCommerceOffer: Codable, Hashable, Sendable {
         case periodCount
         case price
         case reason
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.periodCount < 1 || self.periodCount > 12 {
+            throw ModelValidationError(field: "periodCount", kind: .outOfRange(min: 1, max: 12))
+        }
+    }
+}
+
+/// The in-app request to buy an Advanced Commerce one-time-charge product.
+public struct AdvancedCommerceOneTimeChargeCreateRequest: Codable, Hashable, Sendable {
+    /// Always encoded as JSON member `operation`; ignored when decoding.
+    public static let operation = "CREATE_ONE_TIME_CHARGE"
+    /// Always encoded as JSON member `version`; ignored when decoding.
+    public static let version = "1"
+
+    /// The ISO 4217 currency code of the price.
+    public var currency: String
+    /// The product to buy.
+    public var item: AdvancedCommerceOneTimeChargeItem
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The tax code of the product.
+    public var taxCode: String
+
+    public init(
+        currency: String,
+        item: AdvancedCommerceOneTimeChargeItem,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil,
+        taxCode: String
+    ) {
+        self.currency = currency
+        self.item = item
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+        self.taxCode = taxCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currency
+        case item
+        case requestInfo
+        case storefront
+        case taxCode
+        // Constants: encoded only.
+        case operation
+        case version
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.currency = try container.decode(String.self, forKey: .currency)
+        self.item = try container.decode(AdvancedCommerceOneTimeChargeItem.self, forKey: .item)
+        self.requestInfo = try container.decode(AdvancedCommerceRequestInfo.self, forKey: .requestInfo)
+        self.storefront = try container.decodeIfPresent(String.self, forKey: .storefront)
+        self.taxCode = try container.decode(String.self, forKey: .taxCode)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.operation, forKey: .operation)
+        try container.encode(Self.version, forKey: .version)
+        try container.encode(self.currency, forKey: .currency)
+        try container.encode(self.item, forKey: .item)
+        try container.encode(self.requestInfo, forKey: .requestInfo)
+        try container.encodeIfPresent(self.storefront, forKey: .storefront)
+        try container.encode(self.taxCode, forKey: .taxCode)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        do throws(ModelValidationError) {
+            try self.item.validate()
+        } catch {
+            throw error.nested(in: "item")
+        }
+    }
+}
+
+/// The product of an Advanced Commerce one-time-charge request.
+public struct AdvancedCommerceOneTimeChargeItem: Codable, Hashable, Sendable {
+    /// A description of the product.
+    public var description: String
+    /// The product name, suitable for display to customers.
+    public var displayName: String
+    /// The SKU you define for the product.
+    public var sku: String
+    /// The price, in milliunits of the currency.
+    public var price: Int64
+
+    public init(
+        description: String,
+        displayName: String,
+        sku: String,
+        price: Int64
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.sku = sku
+        self.price = price
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case sku = "SKU"
+        case price
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
     }
 }
 
@@ -190,6 +328,674 @@ public struct AdvancedCommerceRenewalItem: Codable, Hashable, Sendable {
         case offer
         case price
         case priceIncreaseInfo
+    }
+}
+
+/// Metadata included in every Advanced Commerce request.
+public struct AdvancedCommerceRequestInfo: Codable, Hashable, Sendable {
+    /// The app account token to associate with the transaction, if any.
+    public var appAccountToken: UUID?
+    /// The consistency token from the subscription's latest renewal info; do not generate it.
+    public var consistencyToken: String?
+    /// A UUID identifying the request; reuse it only to retry the same request.
+    public var requestReferenceId: UUID
+
+    public init(
+        appAccountToken: UUID? = nil,
+        consistencyToken: String? = nil,
+        requestReferenceId: UUID
+    ) {
+        self.appAccountToken = appAccountToken
+        self.consistencyToken = consistencyToken
+        self.requestReferenceId = requestReferenceId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case appAccountToken
+        case consistencyToken
+        case requestReferenceId
+    }
+}
+
+/// An item of an Advanced Commerce subscription to create.
+public struct AdvancedCommerceSubscriptionCreateItem: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String
+    /// The item name, suitable for display to customers.
+    public var displayName: String
+    /// A discount offer for the item, if any.
+    public var offer: AdvancedCommerceOffer?
+    /// The price of the item, in milliunits of the currency.
+    public var price: Int64
+    /// The SKU you define for the item.
+    public var sku: String
+
+    public init(
+        description: String,
+        displayName: String,
+        offer: AdvancedCommerceOffer? = nil,
+        price: Int64,
+        sku: String
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.offer = offer
+        self.price = price
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case offer
+        case price
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if let value = self.offer {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "offer")
+            }
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The in-app request to buy an Advanced Commerce auto-renewable subscription.
+public struct AdvancedCommerceSubscriptionCreateRequest: Codable, Hashable, Sendable {
+    /// Always encoded as JSON member `operation`; ignored when decoding.
+    public static let operation = "CREATE_SUBSCRIPTION"
+    /// Always encoded as JSON member `version`; ignored when decoding.
+    public static let version = "1"
+
+    /// The ISO 4217 currency code of the prices.
+    public var currency: String
+    /// The display name and description of the subscription.
+    public var descriptors: AdvancedCommerceDescriptors
+    /// The items of the subscription; at least one.
+    public var items: [AdvancedCommerceSubscriptionCreateItem]
+    /// The duration of a single subscription cycle.
+    public var period: AdvancedCommercePeriod
+    /// The transaction identifier of a previous subscription the customer had, if any.
+    public var previousTransactionId: String?
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The tax code of the subscription.
+    public var taxCode: String
+
+    public init(
+        currency: String,
+        descriptors: AdvancedCommerceDescriptors,
+        items: [AdvancedCommerceSubscriptionCreateItem],
+        period: AdvancedCommercePeriod,
+        previousTransactionId: String? = nil,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil,
+        taxCode: String
+    ) {
+        self.currency = currency
+        self.descriptors = descriptors
+        self.items = items
+        self.period = period
+        self.previousTransactionId = previousTransactionId
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+        self.taxCode = taxCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currency
+        case descriptors
+        case items
+        case period
+        case previousTransactionId
+        case requestInfo
+        case storefront
+        case taxCode
+        // Constants: encoded only.
+        case operation
+        case version
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.currency = try container.decode(String.self, forKey: .currency)
+        self.descriptors = try container.decode(AdvancedCommerceDescriptors.self, forKey: .descriptors)
+        self.items = try container.decode([AdvancedCommerceSubscriptionCreateItem].self, forKey: .items)
+        self.period = try container.decode(AdvancedCommercePeriod.self, forKey: .period)
+        self.previousTransactionId = try container.decodeIfPresent(String.self, forKey: .previousTransactionId)
+        self.requestInfo = try container.decode(AdvancedCommerceRequestInfo.self, forKey: .requestInfo)
+        self.storefront = try container.decodeIfPresent(String.self, forKey: .storefront)
+        self.taxCode = try container.decode(String.self, forKey: .taxCode)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.operation, forKey: .operation)
+        try container.encode(Self.version, forKey: .version)
+        try container.encode(self.currency, forKey: .currency)
+        try container.encode(self.descriptors, forKey: .descriptors)
+        try container.encode(self.items, forKey: .items)
+        try container.encode(self.period, forKey: .period)
+        try container.encodeIfPresent(self.previousTransactionId, forKey: .previousTransactionId)
+        try container.encode(self.requestInfo, forKey: .requestInfo)
+        try container.encodeIfPresent(self.storefront, forKey: .storefront)
+        try container.encode(self.taxCode, forKey: .taxCode)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        do throws(ModelValidationError) {
+            try self.descriptors.validate()
+        } catch {
+            throw error.nested(in: "descriptors")
+        }
+        if self.items.isEmpty {
+            throw ModelValidationError(field: "items", kind: .emptyList)
+        }
+        for (index, element) in self.items.enumerated() {
+            do throws(ModelValidationError) {
+                try element.validate()
+            } catch {
+                throw error.nested(in: "items[\(index)]")
+            }
+        }
+    }
+}
+
+/// An item to add to an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionModifyAddItem: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String
+    /// The item name, suitable for display to customers.
+    public var displayName: String
+    /// A discount offer for the item, if any.
+    public var offer: AdvancedCommerceOffer?
+    /// The price of the item, in milliunits of the currency.
+    public var price: Int64
+    /// The prorated price for the rest of the current cycle, in milliunits of the currency.
+    public var proratedPrice: Int64?
+    /// The SKU you define for the item.
+    public var sku: String
+
+    public init(
+        description: String,
+        displayName: String,
+        offer: AdvancedCommerceOffer? = nil,
+        price: Int64,
+        proratedPrice: Int64? = nil,
+        sku: String
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.offer = offer
+        self.price = price
+        self.proratedPrice = proratedPrice
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case offer
+        case price
+        case proratedPrice
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if let value = self.offer {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "offer")
+            }
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// An item of an Advanced Commerce subscription to replace with another.
+public struct AdvancedCommerceSubscriptionModifyChangeItem: Codable, Hashable, Sendable {
+    /// The SKU of the item to change.
+    public var currentSku: String
+    /// A description of the new item.
+    public var description: String
+    /// The new item name, suitable for display to customers.
+    public var displayName: String
+    /// When the change takes effect.
+    public var effective: AdvancedCommerceEffective
+    /// A discount offer for the item, if any.
+    public var offer: AdvancedCommerceOffer?
+    /// The price of the new item, in milliunits of the currency.
+    public var price: Int64
+    /// The prorated price for the rest of the current cycle, in milliunits of the currency.
+    public var proratedPrice: Int64?
+    /// The reason for the change.
+    public var reason: AdvancedCommerceReason
+    /// The SKU of the new item.
+    public var sku: String
+
+    public init(
+        currentSku: String,
+        description: String,
+        displayName: String,
+        effective: AdvancedCommerceEffective,
+        offer: AdvancedCommerceOffer? = nil,
+        price: Int64,
+        proratedPrice: Int64? = nil,
+        reason: AdvancedCommerceReason,
+        sku: String
+    ) {
+        self.currentSku = currentSku
+        self.description = description
+        self.displayName = displayName
+        self.effective = effective
+        self.offer = offer
+        self.price = price
+        self.proratedPrice = proratedPrice
+        self.reason = reason
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currentSku = "currentSKU"
+        case description
+        case displayName
+        case effective
+        case offer
+        case price
+        case proratedPrice
+        case reason
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.currentSku.count > 128 {
+            throw ModelValidationError(field: "currentSKU", kind: .stringTooLong(maxLength: 128))
+        }
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if let value = self.offer {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "offer")
+            }
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// New display name and description of an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionModifyDescriptors: Codable, Hashable, Sendable {
+    /// The new description, if it changes.
+    public var description: String?
+    /// The new display name, if it changes.
+    public var displayName: String?
+    /// When the change takes effect.
+    public var effective: AdvancedCommerceEffective
+
+    public init(
+        description: String? = nil,
+        displayName: String? = nil,
+        effective: AdvancedCommerceEffective
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.effective = effective
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case effective
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let value = self.description {
+            if value.count > 45 {
+                throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+            }
+        }
+        if let value = self.displayName {
+            if value.count > 30 {
+                throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+            }
+        }
+    }
+}
+
+/// The in-app request to change an Advanced Commerce auto-renewable subscription.
+public struct AdvancedCommerceSubscriptionModifyInAppRequest: Codable, Hashable, Sendable {
+    /// Always encoded as JSON member `operation`; ignored when decoding.
+    public static let operation = "MODIFY_SUBSCRIPTION"
+    /// Always encoded as JSON member `version`; ignored when decoding.
+    public static let version = "1"
+
+    /// Items to add; omit rather than send an empty list.
+    public var addItems: [AdvancedCommerceSubscriptionModifyAddItem]?
+    /// Items to replace; omit rather than send an empty list.
+    public var changeItems: [AdvancedCommerceSubscriptionModifyChangeItem]?
+    /// The ISO 4217 currency code of the prices.
+    public var currency: String?
+    /// A new display name and description, if they change.
+    public var descriptors: AdvancedCommerceSubscriptionModifyDescriptors?
+    /// A new subscription period, if it changes.
+    public var periodChange: AdvancedCommerceSubscriptionModifyPeriodChange?
+    /// Items to remove; omit rather than send an empty list.
+    public var removeItems: [AdvancedCommerceSubscriptionModifyRemoveItem]?
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// Whether the subscription keeps its current billing cycle.
+    public var retainBillingCycle: Bool
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The new tax code of the subscription, if it changes.
+    public var taxCode: String?
+    /// The transaction identifier of the subscription to change.
+    public var transactionId: String
+
+    public init(
+        addItems: [AdvancedCommerceSubscriptionModifyAddItem]? = nil,
+        changeItems: [AdvancedCommerceSubscriptionModifyChangeItem]? = nil,
+        currency: String? = nil,
+        descriptors: AdvancedCommerceSubscriptionModifyDescriptors? = nil,
+        periodChange: AdvancedCommerceSubscriptionModifyPeriodChange? = nil,
+        removeItems: [AdvancedCommerceSubscriptionModifyRemoveItem]? = nil,
+        requestInfo: AdvancedCommerceRequestInfo,
+        retainBillingCycle: Bool,
+        storefront: String? = nil,
+        taxCode: String? = nil,
+        transactionId: String
+    ) {
+        self.addItems = addItems
+        self.changeItems = changeItems
+        self.currency = currency
+        self.descriptors = descriptors
+        self.periodChange = periodChange
+        self.removeItems = removeItems
+        self.requestInfo = requestInfo
+        self.retainBillingCycle = retainBillingCycle
+        self.storefront = storefront
+        self.taxCode = taxCode
+        self.transactionId = transactionId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case addItems
+        case changeItems
+        case currency
+        case descriptors
+        case periodChange
+        case removeItems
+        case requestInfo
+        case retainBillingCycle
+        case storefront
+        case taxCode
+        case transactionId
+        // Constants: encoded only.
+        case operation
+        case version
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.addItems = try container.decodeIfPresent([AdvancedCommerceSubscriptionModifyAddItem].self, forKey: .addItems)
+        self.changeItems = try container.decodeIfPresent([AdvancedCommerceSubscriptionModifyChangeItem].self, forKey: .changeItems)
+        self.currency = try container.decodeIfPresent(String.self, forKey: .currency)
+        self.descriptors = try container.decodeIfPresent(AdvancedCommerceSubscriptionModifyDescriptors.self, forKey: .descriptors)
+        self.periodChange = try container.decodeIfPresent(AdvancedCommerceSubscriptionModifyPeriodChange.self, forKey: .periodChange)
+        self.removeItems = try container.decodeIfPresent([AdvancedCommerceSubscriptionModifyRemoveItem].self, forKey: .removeItems)
+        self.requestInfo = try container.decode(AdvancedCommerceRequestInfo.self, forKey: .requestInfo)
+        self.retainBillingCycle = try container.decode(Bool.self, forKey: .retainBillingCycle)
+        self.storefront = try container.decodeIfPresent(String.self, forKey: .storefront)
+        self.taxCode = try container.decodeIfPresent(String.self, forKey: .taxCode)
+        self.transactionId = try container.decode(String.self, forKey: .transactionId)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.operation, forKey: .operation)
+        try container.encode(Self.version, forKey: .version)
+        try container.encodeIfPresent(self.addItems, forKey: .addItems)
+        try container.encodeIfPresent(self.changeItems, forKey: .changeItems)
+        try container.encodeIfPresent(self.currency, forKey: .currency)
+        try container.encodeIfPresent(self.descriptors, forKey: .descriptors)
+        try container.encodeIfPresent(self.periodChange, forKey: .periodChange)
+        try container.encodeIfPresent(self.removeItems, forKey: .removeItems)
+        try container.encode(self.requestInfo, forKey: .requestInfo)
+        try container.encode(self.retainBillingCycle, forKey: .retainBillingCycle)
+        try container.encodeIfPresent(self.storefront, forKey: .storefront)
+        try container.encodeIfPresent(self.taxCode, forKey: .taxCode)
+        try container.encode(self.transactionId, forKey: .transactionId)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let list = self.addItems {
+            if list.isEmpty {
+                throw ModelValidationError(field: "addItems", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "addItems[\(index)]")
+                }
+            }
+        }
+        if let list = self.changeItems {
+            if list.isEmpty {
+                throw ModelValidationError(field: "changeItems", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "changeItems[\(index)]")
+                }
+            }
+        }
+        if let value = self.descriptors {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "descriptors")
+            }
+        }
+        if let list = self.removeItems {
+            if list.isEmpty {
+                throw ModelValidationError(field: "removeItems", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "removeItems[\(index)]")
+                }
+            }
+        }
+    }
+}
+
+/// A new period for an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionModifyPeriodChange: Codable, Hashable, Sendable {
+    /// When the change takes effect.
+    public var effective: AdvancedCommerceEffective
+    /// The new duration of a single subscription cycle.
+    public var period: AdvancedCommercePeriod
+
+    public init(
+        effective: AdvancedCommerceEffective,
+        period: AdvancedCommercePeriod
+    ) {
+        self.effective = effective
+        self.period = period
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case effective
+        case period
+    }
+}
+
+/// An item to remove from an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionModifyRemoveItem: Codable, Hashable, Sendable {
+    /// The SKU of the item to remove.
+    public var sku: String
+
+    public init(
+        sku: String
+    ) {
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The in-app request to turn automatic renewal of an Advanced Commerce subscription back on.
+public struct AdvancedCommerceSubscriptionReactivateInAppRequest: Codable, Hashable, Sendable {
+    /// Always encoded as JSON member `operation`; ignored when decoding.
+    public static let operation = "REACTIVATE_SUBSCRIPTION"
+    /// Always encoded as JSON member `version`; ignored when decoding.
+    public static let version = "1"
+
+    /// The items to reactivate; omit for all, rather than send an empty list.
+    public var items: [AdvancedCommerceSubscriptionReactivateItem]?
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The transaction identifier of the subscription to reactivate.
+    public var transactionId: String
+
+    public init(
+        items: [AdvancedCommerceSubscriptionReactivateItem]? = nil,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil,
+        transactionId: String
+    ) {
+        self.items = items
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+        self.transactionId = transactionId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case items
+        case requestInfo
+        case storefront
+        case transactionId
+        // Constants: encoded only.
+        case operation
+        case version
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.items = try container.decodeIfPresent([AdvancedCommerceSubscriptionReactivateItem].self, forKey: .items)
+        self.requestInfo = try container.decode(AdvancedCommerceRequestInfo.self, forKey: .requestInfo)
+        self.storefront = try container.decodeIfPresent(String.self, forKey: .storefront)
+        self.transactionId = try container.decode(String.self, forKey: .transactionId)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.operation, forKey: .operation)
+        try container.encode(Self.version, forKey: .version)
+        try container.encodeIfPresent(self.items, forKey: .items)
+        try container.encode(self.requestInfo, forKey: .requestInfo)
+        try container.encodeIfPresent(self.storefront, forKey: .storefront)
+        try container.encode(self.transactionId, forKey: .transactionId)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let list = self.items {
+            if list.isEmpty {
+                throw ModelValidationError(field: "items", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "items[\(index)]")
+                }
+            }
+        }
+    }
+}
+
+/// An item of an Advanced Commerce subscription to reactivate.
+public struct AdvancedCommerceSubscriptionReactivateItem: Codable, Hashable, Sendable {
+    /// The SKU of the item to reactivate.
+    public var sku: String
+
+    public init(
+        sku: String
+    ) {
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
     }
 }
 

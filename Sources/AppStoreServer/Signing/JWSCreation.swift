@@ -1,0 +1,198 @@
+import FoundationEssentials
+
+/// Compact ES256 JWS creation over a header and claims written by `JSONObjectWriter`.
+enum JWSCreation {
+    static func header(keyId: String) -> [UInt8] {
+        var h = JSONObjectWriter()
+        h.add("alg", "ES256")
+        h.add("kid", keyId)
+        h.add("typ", "JWT")
+        return h.finish()
+    }
+
+    static func sign(key: SigningKey, header: [UInt8], claims: [UInt8]) throws(SigningError) -> String {
+        let input = Base64.encode(header, alphabet: .url) + "." + Base64.encode(claims, alphabet: .url)
+        var s = input
+        let signature = s.withUTF8 { key.signJOSE(UnsafeRawBufferPointer($0)) }
+        guard let signature else { throw SigningError(.signingFailed, "OpenSSL could not create the ES256 signature") }
+        return input + "." + Base64.encode(signature, alphabet: .url)
+    }
+
+    static func nonEmpty(_ value: String, _ name: String) throws(SigningError) {
+        if value.isEmpty { throw .argument("\(name) must not be empty") }
+    }
+
+    static func seconds(_ date: Date) -> Int64 { Timestamp.seconds(date) }
+
+    static func lowercaseUUID() -> String { UUID().uuidString.lowercased() }
+}
+
+/// App Store Server API bearer tokens (ES256 JWT; Apple's "Generating JSON Web Tokens for API requests").
+public enum AppStoreServerAPIToken {
+    /// Apple rejects tokens that live longer than 60 minutes.
+    public static let maximumLifetime: Int64 = 3600
+    public static let defaultLifetime: Int64 = 300
+
+    /// Header `alg`, `kid`, `typ: JWT`; claims `iss`, `iat`, `exp`, `aud: appstoreconnect-v1`, `bid`.
+    public static func create(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
+                              issuedAt: Date = Date(), lifetime: Int64 = defaultLifetime) throws(SigningError) -> String {
+        try JWSCreation.nonEmpty(keyId, "keyId")
+        try JWSCreation.nonEmpty(issuerId, "issuerId")
+        try JWSCreation.nonEmpty(bundleId, "bundleId")
+        guard lifetime > 0, lifetime <= maximumLifetime else {
+            throw .argument("token lifetime must be 1...\(maximumLifetime) seconds (Apple's 60-minute maximum), got \(lifetime)")
+        }
+        let iat = JWSCreation.seconds(issuedAt)
+        var c = JSONObjectWriter()
+        c.add("iss", issuerId)
+        c.add("iat", iat)
+        c.add("exp", iat + lifetime)
+        c.add("aud", "appstoreconnect-v1")
+        c.add("bid", bundleId)
+        return try JWSCreation.sign(key: signingKey, header: JWSCreation.header(keyId: keyId), claims: c.finish())
+    }
+}
+
+/// Shared base of Apple's JWS signature creators: no `exp`, a fresh lowercase UUID `nonce`, `iat`, `iss`, `bid`, `aud`.
+struct JWSSignatureCreator: Sendable {
+    let key: SigningKey
+    let keyId: String
+    let issuerId: String
+    let bundleId: String
+
+    init(key: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
+        try JWSCreation.nonEmpty(keyId, "keyId")
+        try JWSCreation.nonEmpty(issuerId, "issuerId")
+        try JWSCreation.nonEmpty(bundleId, "bundleId")
+        self.key = key
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.bundleId = bundleId
+    }
+
+    func create(audience: String, issuedAt: Date = Date(), features: (inout JSONObjectWriter) -> Void) throws(SigningError) -> String {
+        var c = JSONObjectWriter()
+        c.add("iss", issuerId)
+        c.add("iat", JWSCreation.seconds(issuedAt))
+        c.add("aud", audience)
+        c.add("bid", bundleId)
+        c.add("nonce", JWSCreation.lowercaseUUID())
+        features(&c)
+        return try JWSCreation.sign(key: key, header: JWSCreation.header(keyId: keyId), claims: c.finish())
+    }
+}
+
+func loadKey(_ pem: String) throws(SigningError) -> SigningKey {
+    do throws(SigningKeyError) {
+        return try SigningKey(pem: pem)
+    } catch {
+        throw .argument(error.message)
+    }
+}
+
+/// Promotional offer V2 signatures (StoreKit 2 `Product.PurchaseOption.promotionalOffer`), `aud: promotional-offer`.
+public struct PromotionalOfferV2SignatureCreator: Sendable {
+    let base: JWSSignatureCreator
+
+    public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
+        base = try JWSSignatureCreator(key: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId)
+    }
+    /// Apple's initializer: the PEM is parsed here (prefer sharing one `SigningKey`).
+    public init(signingKey: String, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
+        try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
+    }
+
+    /// Claims `productId`, `offerIdentifier`, and `transactionId` only when given.
+    public func createSignature(productId: String, offerIdentifier: String, transactionId: String? = nil) throws(SigningError) -> String {
+        try JWSCreation.nonEmpty(productId, "productId")
+        try JWSCreation.nonEmpty(offerIdentifier, "offerIdentifier")
+        return try base.create(audience: "promotional-offer") { c in
+            c.add("productId", productId)
+            c.add("offerIdentifier", offerIdentifier)
+            if let transactionId { c.add("transactionId", transactionId) }
+        }
+    }
+}
+
+/// Introductory offer eligibility signatures, `aud: introductory-offer-eligibility`.
+public struct IntroductoryOfferEligibilitySignatureCreator: Sendable {
+    let base: JWSSignatureCreator
+
+    public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
+        base = try JWSSignatureCreator(key: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId)
+    }
+    public init(signingKey: String, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
+        try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
+    }
+
+    /// Claims `productId`, `allowIntroductoryOffer` (a JSON boolean) and `transactionId`.
+    public func createSignature(productId: String, allowIntroductoryOffer: Bool, transactionId: String) throws(SigningError) -> String {
+        try JWSCreation.nonEmpty(productId, "productId")
+        try JWSCreation.nonEmpty(transactionId, "transactionId")
+        return try base.create(audience: "introductory-offer-eligibility") { c in
+            c.add("productId", productId)
+            c.add("allowIntroductoryOffer", allowIntroductoryOffer)
+            c.add("transactionId", transactionId)
+        }
+    }
+}
+
+/// A legacy (StoreKit 1, SKPaymentDiscount) promotional offer signature with the nonce and timestamp it signed.
+public struct PromotionalOfferV1Signature: Hashable, Sendable {
+    /// Standard base64 of the DER ECDSA signature.
+    public let signature: String
+    /// Lowercase UUID.
+    public let nonce: String
+    /// Milliseconds since 1970.
+    public let timestamp: Int64
+}
+
+/// Promotional offer signatures v1 (legacy StoreKit 1).
+public struct PromotionalOfferSignatureCreator: Sendable {
+    let key: SigningKey
+    let keyId: String
+    let bundleId: String
+
+    public init(signingKey: SigningKey, keyId: String, bundleId: String) throws(SigningError) {
+        try JWSCreation.nonEmpty(keyId, "keyId")
+        try JWSCreation.nonEmpty(bundleId, "bundleId")
+        self.key = signingKey
+        self.keyId = keyId
+        self.bundleId = bundleId
+    }
+    /// Apple's initializer.
+    public init(privateKey: String, keyId: String, bundleId: String) throws(SigningError) {
+        try self.init(signingKey: try loadKey(privateKey), keyId: keyId, bundleId: bundleId)
+    }
+
+    /// The exact string that is signed: bundle id, key id, product id, offer id, lowercase app account token (may
+    /// be empty), lowercase nonce, timestamp in ms — joined with U+2063 INVISIBLE SEPARATOR.
+    public func payload(productIdentifier: String, subscriptionOfferID: String, appAccountToken: String,
+                        nonce: String, timestamp: Int64) -> String {
+        [bundleId, keyId, productIdentifier, subscriptionOfferID, appAccountToken.lowercased(), nonce.lowercased(),
+         String(timestamp)].joined(separator: "\u{2063}")
+    }
+
+    /// Apple's signature: ECDSA P-256 over SHA-256 of the payload, DER, standard base64.
+    public func createSignature(productIdentifier: String, subscriptionOfferID: String, appAccountToken: String,
+                                nonce: UUID, timestamp: Int64) throws(SigningError) -> String {
+        try createSignature(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
+                            appAccountToken: appAccountToken, nonce: nonce.uuidString, timestamp: timestamp).signature
+    }
+
+    /// Signs with the given nonce / timestamp, or a fresh random nonce and the current time when nil, and returns
+    /// what was used.
+    public func createSignature(productIdentifier: String, subscriptionOfferID: String, appAccountToken: String = "",
+                                nonce: String? = nil, timestamp: Int64? = nil) throws(SigningError) -> PromotionalOfferV1Signature {
+        try JWSCreation.nonEmpty(productIdentifier, "productIdentifier")
+        try JWSCreation.nonEmpty(subscriptionOfferID, "subscriptionOfferID")
+        let n = (nonce ?? JWSCreation.lowercaseUUID()).lowercased()
+        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \"\(n)\"") }
+        let ts = timestamp ?? Timestamp.milliseconds(Date())
+        var text = payload(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
+                           appAccountToken: appAccountToken, nonce: n, timestamp: ts)
+        let der = text.withUTF8 { key.signDER(UnsafeRawBufferPointer($0)) }
+        guard let der else { throw SigningError(.signingFailed, "OpenSSL could not create the ECDSA signature") }
+        return PromotionalOfferV1Signature(signature: Base64.encode(der, alphabet: .standard), nonce: n, timestamp: ts)
+    }
+}

@@ -1,0 +1,183 @@
+import AppStoreServer
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The object behind `appstore_signing_key *`: the parsed key and the identifiers every signature carries.
+final class SigningKeyBox: Sendable {
+    let key: SigningKey
+    let keyId: String
+    let issuerId: String?
+    let bundleId: String
+    init(key: SigningKey, keyId: String, issuerId: String?, bundleId: String) {
+        self.key = key
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.bundleId = bundleId
+    }
+    func requireIssuer() throws(CFailure) -> String {
+        guard let issuerId, !issuerId.isEmpty else {
+            throw .argument("this signature needs the issuer id, but the key was created with issuer_id NULL")
+        }
+        return issuerId
+    }
+}
+
+extension CFailure {
+    init(_ e: SigningError) {
+        switch e.reason {
+        case .invalidArgument: self = .argument(e.message)
+        case .invalidRequest: self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
+        case .signingFailed: self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
+        }
+    }
+    init(_ e: SigningKeyError) {
+        let reason: FailureReason = switch e.reason {
+        case .notPEM: .keyNotPEM
+        case .encrypted: .keyEncrypted
+        case .malformed: .keyMalformed
+        case .notEC: .keyNotEC
+        case .wrongCurve: .keyWrongCurve
+        }
+        self.init(status: CStatus.invalidKey, reason: reason, message: e.message)
+    }
+}
+
+/// Runs a Swift signing call, mapping its typed error.
+func signing<T>(_ body: () throws(SigningError) -> T) throws(CFailure) -> T {
+    do throws(SigningError) { return try body() } catch { throw CFailure(error) }
+}
+
+func optionalUTF8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String? {
+    guard let p else { return nil }
+    return try utf8String(p, name)
+}
+
+@c(appstore_signing_key_new)
+public func appstoreSigningKeyNew(_ pem: UnsafePointer<CChar>?, _ pemLen: UInt, _ keyId: UnsafePointer<CChar>?,
+                                  _ issuerId: UnsafePointer<CChar>?, _ bundleId: UnsafePointer<CChar>?,
+                                  _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        guard let out else { throw .argument("key_out is NULL") }
+        let view = try bytes(pem.map(UnsafeRawPointer.init), pemLen, "pem")
+        let kid = try utf8String(keyId, "key_id")
+        let bid = try utf8String(bundleId, "bundle_id")
+        let iss = try optionalUTF8String(issuerId, "issuer_id")
+        guard !kid.isEmpty else { throw .argument("key_id must not be empty") }
+        guard !bid.isEmpty else { throw .argument("bundle_id must not be empty") }
+        var copy = [UInt8](view)
+        defer { copy.withUnsafeMutableBytes { p in _ = p.initializeMemory(as: UInt8.self, repeating: 0) } }
+        let key: SigningKey
+        do throws(SigningKeyError) { key = try SigningKey(pemBytes: copy) } catch { throw CFailure(error) }
+        out.pointee = retained(SigningKeyBox(key: key, keyId: kid, issuerId: iss, bundleId: bid))
+    }
+}
+
+@c(appstore_signing_key_free)
+public func appstoreSigningKeyFree(_ key: OpaquePointer?) { release(key, SigningKeyBox.self) }
+
+@c(appstore_signing_key_create_api_token)
+public func appstoreSigningKeyCreateApiToken(_ key: OpaquePointer?, _ issuedAt: Int64, _ lifetime: Int64,
+                                             _ tokenOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(key, SigningKeyBox.self, "key")
+        guard let tokenOut else { throw .argument("token_out is NULL") }
+        let iss = try box.requireIssuer()
+        guard issuedAt >= 0 else { throw .argument("issued_at must be >= 0 (0 = now), got \(issuedAt)") }
+        let date = issuedAt == 0 ? Date() : Date(timeIntervalSince1970: Double(issuedAt))
+        let token = try signing { () throws(SigningError) in
+            try AppStoreServerAPIToken.create(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId,
+                                              issuedAt: date, lifetime: lifetime == 0 ? AppStoreServerAPIToken.defaultLifetime : lifetime)
+        }
+        tokenOut.pointee = try mallocCString(Array(token.utf8))
+    }
+}
+
+@c(appstore_signing_key_create_promotional_offer_v1)
+public func appstoreSigningKeyCreatePromotionalOfferV1(
+    _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ offerId: UnsafePointer<CChar>?,
+    _ appAccountToken: UnsafePointer<CChar>?, _ nonce: UnsafePointer<CChar>?, _ timestampMs: Int64,
+    _ signatureOut: StringOut?, _ nonceOut: StringOut?, _ timestampOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?
+) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(key, SigningKeyBox.self, "key")
+        guard let signatureOut else { throw .argument("signature_out is NULL") }
+        let product = try utf8String(productId, "product_id")
+        let offer = try utf8String(offerId, "offer_id")
+        let token = try optionalUTF8String(appAccountToken, "app_account_token") ?? ""
+        let n = try optionalUTF8String(nonce, "nonce")
+        guard timestampMs >= 0 else { throw .argument("timestamp_ms must be >= 0 (0 = now), got \(timestampMs)") }
+        let result = try signing { () throws(SigningError) in
+            try PromotionalOfferSignatureCreator(signingKey: box.key, keyId: box.keyId, bundleId: box.bundleId)
+                .createSignature(productIdentifier: product, subscriptionOfferID: offer, appAccountToken: token,
+                                 nonce: n, timestamp: timestampMs == 0 ? nil : timestampMs)
+        }
+        let sig = try mallocCString(Array(result.signature.utf8))
+        var nonceCopy: UnsafeMutablePointer<CChar>?
+        if nonceOut != nil {
+            do throws(CFailure) { nonceCopy = try mallocCString(Array(result.nonce.utf8)) } catch { free(sig); throw error }
+        }
+        signatureOut.pointee = sig
+        nonceOut?.pointee = nonceCopy
+        timestampOut?.pointee = result.timestamp
+    }
+}
+
+@c(appstore_signing_key_create_promotional_offer_v2)
+public func appstoreSigningKeyCreatePromotionalOfferV2(
+    _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ offerIdentifier: UnsafePointer<CChar>?,
+    _ transactionId: UnsafePointer<CChar>?, _ jwsOut: StringOut?, _ errOut: ErrorOut?
+) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(key, SigningKeyBox.self, "key")
+        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        let product = try utf8String(productId, "product_id")
+        let offer = try utf8String(offerIdentifier, "offer_identifier")
+        let tx = try optionalUTF8String(transactionId, "transaction_id")
+        let iss = try box.requireIssuer()
+        let jws = try signing { () throws(SigningError) in
+            try PromotionalOfferV2SignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+                .createSignature(productId: product, offerIdentifier: offer, transactionId: tx)
+        }
+        jwsOut.pointee = try mallocCString(Array(jws.utf8))
+    }
+}
+
+@c(appstore_signing_key_create_introductory_offer_eligibility)
+public func appstoreSigningKeyCreateIntroductoryOfferEligibility(
+    _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ allow: Int32, _ transactionId: UnsafePointer<CChar>?,
+    _ jwsOut: StringOut?, _ errOut: ErrorOut?
+) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(key, SigningKeyBox.self, "key")
+        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        let product = try utf8String(productId, "product_id")
+        let tx = try utf8String(transactionId, "transaction_id")
+        guard allow == 0 || allow == 1 else { throw .argument("allow must be 0 or 1, got \(allow)") }
+        let iss = try box.requireIssuer()
+        let jws = try signing { () throws(SigningError) in
+            try IntroductoryOfferEligibilitySignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+                .createSignature(productId: product, allowIntroductoryOffer: allow == 1, transactionId: tx)
+        }
+        jwsOut.pointee = try mallocCString(Array(jws.utf8))
+    }
+}
+
+@c(appstore_signing_key_create_advanced_commerce_in_app)
+public func appstoreSigningKeyCreateAdvancedCommerceInApp(
+    _ key: OpaquePointer?, _ requestJSON: UnsafePointer<CChar>?, _ requestJSONLen: UInt, _ jwsOut: StringOut?,
+    _ errOut: ErrorOut?
+) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(key, SigningKeyBox.self, "key")
+        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        let json = [UInt8](try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json"))
+        let iss = try box.requireIssuer()
+        let jws = try signing { () throws(SigningError) in
+            try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+                .createSignature(requestJSON: json)
+        }
+        jwsOut.pointee = try mallocCString(Array(jws.utf8))
+    }
+}

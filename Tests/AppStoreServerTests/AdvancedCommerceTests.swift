@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+@testable import AppStoreServer
+
+enum AdvancedCommerceFixtures {
+    static let requestInfo = AdvancedCommerceRequestInfo(requestReferenceId: UUID(uuidString: "3E9C1F5B-5A4E-4F0A-9C2E-1D7C1F2B6A11")!)
+
+    static func subscriptionCreate(description: String = "Pro plan", periodCount: Int32 = 3,
+                                   items: [AdvancedCommerceSubscriptionCreateItem]? = nil) -> AdvancedCommerceSubscriptionCreateRequest {
+        AdvancedCommerceSubscriptionCreateRequest(
+            currency: "USD", descriptors: AdvancedCommerceDescriptors(description: "Pro", displayName: "Pro"),
+            items: items ?? [AdvancedCommerceSubscriptionCreateItem(
+                description: description, displayName: "Pro monthly",
+                offer: AdvancedCommerceOffer(period: .p1M, periodCount: periodCount, price: 990, reason: .acquisition),
+                price: 1990, sku: "com.example.pro.monthly")],
+            period: .p1M, requestInfo: requestInfo, taxCode: "C003-00-1")
+    }
+
+    /// Signed items for the independent checker; `request` is what the claim must decode to (JSON keys as Apple's).
+    static func items(key: SigningKey, base: [String: Any]) -> [[String: Any]] {
+        guard let creator = try? AdvancedCommerceInAppSignatureCreator(
+            signingKey: key, keyId: base["kid"] as? String ?? "", issuerId: base["iss"] as? String ?? "", bundleId: base["bid"] as? String ?? "")
+        else { return [] }
+        let request: [String: Any] = [
+            "operation": "CREATE_SUBSCRIPTION", "version": "1", "currency": "USD", "taxCode": "C003-00-1", "period": "P1M",
+            "descriptors": ["description": "Pro", "displayName": "Pro"],
+            "requestInfo": ["requestReferenceId": "3E9C1F5B-5A4E-4F0A-9C2E-1D7C1F2B6A11"],
+            "items": [["description": "Pro plan", "displayName": "Pro monthly", "price": 1990, "SKU": "com.example.pro.monthly",
+                       "offer": ["period": "P1M", "periodCount": 3, "price": 990, "reason": "ACQUISITION"]]],
+        ]
+        var out: [[String: Any]] = []
+        if let jws = try? creator.createSignature(advancedCommerceInAppRequest: subscriptionCreate()) {
+            out.append(["kind": "advanced_commerce", "name": "subscription create (model)", "value": jws,
+                        "expect": base.merging(["request": request]) { $1 }])
+        }
+        // The JSON entry point (C ABI): the same request without operation-derived fields supplied by the caller.
+        if let json = try? JSONSerialization.data(withJSONObject: request),
+           let jws = try? creator.createSignature(requestJSON: [UInt8](json)) {
+            out.append(["kind": "advanced_commerce", "name": "subscription create (JSON)", "value": jws,
+                        "expect": base.merging(["request": request]) { $1 }])
+        }
+        return out
+    }
+}
+
+@Suite struct AdvancedCommerceTests {
+    func creator() throws -> AdvancedCommerceInAppSignatureCreator {
+        try AdvancedCommerceInAppSignatureCreator(signingKey: SigningFixtures.key(), keyId: "K", issuerId: "I", bundleId: "B")
+    }
+
+    func requestClaim(_ jws: String) throws -> [String: Any] {
+        let claims = try JSONSerialization.jsonObject(with: Data(base64Encoded: jws.split(separator: ".")[1]
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/").padding(toLength: ((jws.split(separator: ".")[1].count + 3) / 4) * 4, withPad: "=", startingAt: 0))!) as! [String: Any]
+        return try JSONSerialization.jsonObject(with: Data(base64Encoded: claims["request"] as! String)!) as! [String: Any]
+    }
+
+    @Test func everyRequestCarriesOperationAndVersion() throws {
+        let c = try creator()
+        let info = AdvancedCommerceFixtures.requestInfo
+        let requests: [(any AdvancedCommerceInAppRequest, String)] = [
+            (AdvancedCommerceOneTimeChargeCreateRequest(currency: "EUR", item: AdvancedCommerceOneTimeChargeItem(
+                description: "Gems", displayName: "500 gems", sku: "gems.500", price: 499), requestInfo: info, taxCode: "C003"), "CREATE_ONE_TIME_CHARGE"),
+            (AdvancedCommerceFixtures.subscriptionCreate(), "CREATE_SUBSCRIPTION"),
+            (AdvancedCommerceSubscriptionModifyInAppRequest(requestInfo: info, retainBillingCycle: true, transactionId: "2000000000000001"), "MODIFY_SUBSCRIPTION"),
+            (AdvancedCommerceSubscriptionReactivateInAppRequest(requestInfo: info, transactionId: "2000000000000001"), "REACTIVATE_SUBSCRIPTION"),
+        ]
+        for (r, op) in requests {
+            let claim = try requestClaim(try c.createSignature(advancedCommerceInAppRequest: r))
+            #expect(claim["operation"] as? String == op)
+            #expect(claim["version"] as? String == "1")
+            #expect((claim["requestInfo"] as? [String: Any])?["requestReferenceId"] != nil)
+        }
+    }
+
+    @Test func limitsAreEnforcedWithTheFieldNamed() throws {
+        let c = try creator()
+        func failure(_ r: some AdvancedCommerceInAppRequest) -> ModelValidationError? {
+            do { _ = try c.createSignature(advancedCommerceInAppRequest: r); return nil }
+            catch { if case .invalidRequest(let e) = error.reason { return e }; return nil }
+        }
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate()) == nil)
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(description: String(repeating: "x", count: 45))) == nil)
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(description: String(repeating: "x", count: 46)))
+                == ModelValidationError(field: "items[0].description", kind: .stringTooLong(maxLength: 45)))
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(periodCount: 13))
+                == ModelValidationError(field: "items[0].offer.periodCount", kind: .outOfRange(min: 1, max: 12)))
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(periodCount: 0))?.field == "items[0].offer.periodCount")
+        #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(items: [])) == ModelValidationError(field: "items", kind: .emptyList))
+        let longSKU = AdvancedCommerceOneTimeChargeCreateRequest(currency: "EUR", item: AdvancedCommerceOneTimeChargeItem(
+            description: "d", displayName: String(repeating: "n", count: 31), sku: "s", price: 1), requestInfo: AdvancedCommerceFixtures.requestInfo, taxCode: "t")
+        #expect(failure(longSKU) == ModelValidationError(field: "item.displayName", kind: .stringTooLong(maxLength: 30)))
+    }
+
+    @Test func jsonEntryPointPicksTheModelByOperation() throws {
+        let c = try creator()
+        func reason(_ json: String) -> SigningError.Reason? {
+            do { _ = try c.createSignature(requestJSON: Array(json.utf8)); return nil } catch { return error.reason }
+        }
+        #expect(reason(#"{"operation":"REACTIVATE_SUBSCRIPTION","requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"},"transactionId":"1"}"#) == nil)
+        #expect(reason(#"{"operation":"DELETE_EVERYTHING"}"#) == .invalidArgument)
+        #expect(reason(#"{"requestInfo":{}}"#) == .invalidArgument)
+        #expect(reason("[1,2]") == .invalidArgument)
+        #expect(reason(#"{"operation":"REACTIVATE_SUBSCRIPTION","transactionId":"1"}"#) == .invalidArgument)  // requestInfo missing
+        guard case .invalidRequest(let e)? = reason(#"{"operation":"REACTIVATE_SUBSCRIPTION","requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"},"transactionId":"1","items":[{"SKU":"\#(String(repeating: "s", count: 129))"}]}"#) else {
+            Issue.record("a 129-character SKU was accepted"); return
+        }
+        #expect(e.field == "items[0].SKU")
+    }
+}
