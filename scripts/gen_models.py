@@ -554,7 +554,10 @@ def render_model(name: str, model: dict, validating: set[str]) -> list[str]:
     lines.append("    }")
     if constants:
         lines.append("")
-        lines.extend(render_constant_coding(fields, constants))
+        lines.extend(render_constant_decoding(fields))
+    if constants or any(_is_uuid(f["type"]) for f in fields):
+        lines.append("")
+        lines.extend(render_encoding(fields, constants))
     if name in validating:
         lines.append("")
         lines.extend(render_validate(fields, validating))
@@ -562,8 +565,12 @@ def render_model(name: str, model: dict, validating: set[str]) -> list[str]:
     return lines
 
 
-def render_constant_coding(fields: list[dict], constants: list[dict]) -> list[str]:
-    """init(from:) that skips the constant keys, encode(to:) that writes them first."""
+def _is_uuid(ftype: object) -> bool:
+    return ftype == "UUID" or ftype == ["UUID"]
+
+
+def render_constant_decoding(fields: list[dict]) -> list[str]:
+    """init(from:) that skips the constant keys."""
     lines = ["    public init(from decoder: any Decoder) throws {"]
     lines.append("        let container = try decoder.container(keyedBy: CodingKeys.self)")
     for field in fields:
@@ -571,8 +578,12 @@ def render_constant_coding(fields: list[dict], constants: list[dict]) -> list[st
         method = "decode" if field.get("required") else "decodeIfPresent"
         lines.append(f"        self.{n} = try container.{method}({swift_type(field['type'])}.self, forKey: .{n})")
     lines.append("    }")
-    lines.append("")
-    lines.append("    public func encode(to encoder: any Encoder) throws {")
+    return lines
+
+
+def render_encoding(fields: list[dict], constants: list[dict]) -> list[str]:
+    """encode(to:) writing constants first and UUIDs in lowercase (the wire form; Foundation writes uppercase)."""
+    lines = ["    public func encode(to encoder: any Encoder) throws {"]
     lines.append("        var container = encoder.container(keyedBy: CodingKeys.self)")
     for const in constants:
         k = ident(const["key"])
@@ -580,7 +591,12 @@ def render_constant_coding(fields: list[dict], constants: list[dict]) -> list[st
     for field in fields:
         n = ident(field["name"])
         method = "encode" if field.get("required") else "encodeIfPresent"
-        lines.append(f"        try container.{method}(self.{n}, forKey: .{n})")
+        value = f"self.{n}"
+        if field["type"] == "UUID":
+            value += ".uuidString.lowercased()" if field.get("required") else "?.uuidString.lowercased()"
+        elif field["type"] == ["UUID"]:
+            value += ".map { $0.uuidString.lowercased() }" if field.get("required") else "?.map { $0.uuidString.lowercased() }"
+        lines.append(f"        try container.{method}({value}, forKey: .{n})")
     lines.append("    }")
     return lines
 

@@ -24,7 +24,7 @@ enum AdvancedCommerceFixtures {
         let request: [String: Any] = [
             "operation": "CREATE_SUBSCRIPTION", "version": "1", "currency": "USD", "taxCode": "C003-00-1", "period": "P1M",
             "descriptors": ["description": "Pro", "displayName": "Pro"],
-            "requestInfo": ["requestReferenceId": "3E9C1F5B-5A4E-4F0A-9C2E-1D7C1F2B6A11"],
+            "requestInfo": ["requestReferenceId": "3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"],  // lowercase on the wire
             "items": [["description": "Pro plan", "displayName": "Pro monthly", "price": 1990, "SKU": "com.example.pro.monthly",
                        "offer": ["period": "P1M", "periodCount": 3, "price": 990, "reason": "ACQUISITION"]]],
         ]

@@ -355,6 +355,13 @@ public struct AdvancedCommerceRequestInfo: Codable, Hashable, Sendable {
         case consistencyToken
         case requestReferenceId
     }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.appAccountToken?.uuidString.lowercased(), forKey: .appAccountToken)
+        try container.encodeIfPresent(self.consistencyToken, forKey: .consistencyToken)
+        try container.encode(self.requestReferenceId.uuidString.lowercased(), forKey: .requestReferenceId)
+    }
 }
 
 /// An item of an Advanced Commerce subscription to create.
@@ -1201,6 +1208,23 @@ public struct AppTransaction: Codable, Hashable, Sendable {
         case appTransactionId
         case originalPlatform
     }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.receiptType, forKey: .receiptType)
+        try container.encodeIfPresent(self.appAppleId, forKey: .appAppleId)
+        try container.encodeIfPresent(self.bundleId, forKey: .bundleId)
+        try container.encodeIfPresent(self.applicationVersion, forKey: .applicationVersion)
+        try container.encodeIfPresent(self.versionExternalIdentifier, forKey: .versionExternalIdentifier)
+        try container.encodeIfPresent(self.receiptCreationDate, forKey: .receiptCreationDate)
+        try container.encodeIfPresent(self.originalPurchaseDate, forKey: .originalPurchaseDate)
+        try container.encodeIfPresent(self.originalApplicationVersion, forKey: .originalApplicationVersion)
+        try container.encodeIfPresent(self.deviceVerification, forKey: .deviceVerification)
+        try container.encodeIfPresent(self.deviceVerificationNonce?.uuidString.lowercased(), forKey: .deviceVerificationNonce)
+        try container.encodeIfPresent(self.preorderDate, forKey: .preorderDate)
+        try container.encodeIfPresent(self.appTransactionId, forKey: .appTransactionId)
+        try container.encodeIfPresent(self.originalPlatform, forKey: .originalPlatform)
+    }
 }
 
 /// The decoded request the App Store sends to your server to ask for a real-time retention message.
@@ -1246,6 +1270,17 @@ public struct DecodedRealtimeRequestBody: Codable, Hashable, Sendable {
         case requestIdentifier
         case signedDate
         case environment
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(self.appAppleId, forKey: .appAppleId)
+        try container.encode(self.productId, forKey: .productId)
+        try container.encode(self.userLocale, forKey: .userLocale)
+        try container.encode(self.requestIdentifier.uuidString.lowercased(), forKey: .requestIdentifier)
+        try container.encode(self.signedDate, forKey: .signedDate)
+        try container.encode(self.environment, forKey: .environment)
     }
 }
 
@@ -1408,6 +1443,34 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
         case advancedCommerceInfo
         case commitmentInfo
         case renewalBillingPlanType
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.expirationIntent, forKey: .expirationIntent)
+        try container.encodeIfPresent(self.originalTransactionId, forKey: .originalTransactionId)
+        try container.encodeIfPresent(self.autoRenewProductId, forKey: .autoRenewProductId)
+        try container.encodeIfPresent(self.productId, forKey: .productId)
+        try container.encodeIfPresent(self.autoRenewStatus, forKey: .autoRenewStatus)
+        try container.encodeIfPresent(self.isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
+        try container.encodeIfPresent(self.priceIncreaseStatus, forKey: .priceIncreaseStatus)
+        try container.encodeIfPresent(self.gracePeriodExpiresDate, forKey: .gracePeriodExpiresDate)
+        try container.encodeIfPresent(self.offerType, forKey: .offerType)
+        try container.encodeIfPresent(self.offerIdentifier, forKey: .offerIdentifier)
+        try container.encodeIfPresent(self.signedDate, forKey: .signedDate)
+        try container.encodeIfPresent(self.environment, forKey: .environment)
+        try container.encodeIfPresent(self.recentSubscriptionStartDate, forKey: .recentSubscriptionStartDate)
+        try container.encodeIfPresent(self.renewalDate, forKey: .renewalDate)
+        try container.encodeIfPresent(self.currency, forKey: .currency)
+        try container.encodeIfPresent(self.renewalPrice, forKey: .renewalPrice)
+        try container.encodeIfPresent(self.offerDiscountType, forKey: .offerDiscountType)
+        try container.encodeIfPresent(self.eligibleWinBackOfferIds, forKey: .eligibleWinBackOfferIds)
+        try container.encodeIfPresent(self.appAccountToken?.uuidString.lowercased(), forKey: .appAccountToken)
+        try container.encodeIfPresent(self.appTransactionId, forKey: .appTransactionId)
+        try container.encodeIfPresent(self.offerPeriod, forKey: .offerPeriod)
+        try container.encodeIfPresent(self.advancedCommerceInfo, forKey: .advancedCommerceInfo)
+        try container.encodeIfPresent(self.commitmentInfo, forKey: .commitmentInfo)
+        try container.encodeIfPresent(self.renewalBillingPlanType, forKey: .renewalBillingPlanType)
     }
 }
 
@@ -1584,6 +1647,43 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
         case advancedCommerceInfo
         case billingPlanType
         case commitmentInfo
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.originalTransactionId, forKey: .originalTransactionId)
+        try container.encodeIfPresent(self.transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(self.webOrderLineItemId, forKey: .webOrderLineItemId)
+        try container.encodeIfPresent(self.bundleId, forKey: .bundleId)
+        try container.encodeIfPresent(self.productId, forKey: .productId)
+        try container.encodeIfPresent(self.subscriptionGroupIdentifier, forKey: .subscriptionGroupIdentifier)
+        try container.encodeIfPresent(self.purchaseDate, forKey: .purchaseDate)
+        try container.encodeIfPresent(self.originalPurchaseDate, forKey: .originalPurchaseDate)
+        try container.encodeIfPresent(self.expiresDate, forKey: .expiresDate)
+        try container.encodeIfPresent(self.quantity, forKey: .quantity)
+        try container.encodeIfPresent(self.type, forKey: .type)
+        try container.encodeIfPresent(self.appAccountToken?.uuidString.lowercased(), forKey: .appAccountToken)
+        try container.encodeIfPresent(self.inAppOwnershipType, forKey: .inAppOwnershipType)
+        try container.encodeIfPresent(self.signedDate, forKey: .signedDate)
+        try container.encodeIfPresent(self.revocationReason, forKey: .revocationReason)
+        try container.encodeIfPresent(self.revocationDate, forKey: .revocationDate)
+        try container.encodeIfPresent(self.isUpgraded, forKey: .isUpgraded)
+        try container.encodeIfPresent(self.offerType, forKey: .offerType)
+        try container.encodeIfPresent(self.offerIdentifier, forKey: .offerIdentifier)
+        try container.encodeIfPresent(self.environment, forKey: .environment)
+        try container.encodeIfPresent(self.storefront, forKey: .storefront)
+        try container.encodeIfPresent(self.storefrontId, forKey: .storefrontId)
+        try container.encodeIfPresent(self.transactionReason, forKey: .transactionReason)
+        try container.encodeIfPresent(self.currency, forKey: .currency)
+        try container.encodeIfPresent(self.price, forKey: .price)
+        try container.encodeIfPresent(self.offerDiscountType, forKey: .offerDiscountType)
+        try container.encodeIfPresent(self.appTransactionId, forKey: .appTransactionId)
+        try container.encodeIfPresent(self.offerPeriod, forKey: .offerPeriod)
+        try container.encodeIfPresent(self.revocationType, forKey: .revocationType)
+        try container.encodeIfPresent(self.revocationPercentage, forKey: .revocationPercentage)
+        try container.encodeIfPresent(self.advancedCommerceInfo, forKey: .advancedCommerceInfo)
+        try container.encodeIfPresent(self.billingPlanType, forKey: .billingPlanType)
+        try container.encodeIfPresent(self.commitmentInfo, forKey: .commitmentInfo)
     }
 }
 

@@ -1,0 +1,12 @@
+# Signature creation through the C ABI; every output is verified by Python cryptography + joserfc.
+find_package(Threads REQUIRED)
+add_executable(sign_test Tests/capi/sign_test.c)
+target_compile_options(sign_test PRIVATE ${C_WARNINGS})
+target_link_libraries(sign_test PRIVATE appstoreserver PkgConfig::JANSSON Threads::Threads)
+set(SIGNING_KEYS "${CMAKE_CURRENT_BINARY_DIR}/signing-keys")
+add_test(NAME signing_keys COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/Tests/support/check_signatures.py" keys "${SIGNING_KEYS}")
+set_tests_properties(signing_keys PROPERTIES FIXTURES_SETUP signing)
+add_test(NAME c_sign COMMAND sign_test "${SIGNING_KEYS}" "${CMAKE_CURRENT_BINARY_DIR}/c_sign_items.json")
+set_tests_properties(c_sign PROPERTIES FIXTURES_REQUIRED signing FIXTURES_SETUP c_sign_items)
+add_test(NAME c_sign_independent_check COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/Tests/support/check_signatures.py" check "${CMAKE_CURRENT_BINARY_DIR}/c_sign_items.json")
+set_tests_properties(c_sign_independent_check PROPERTIES FIXTURES_REQUIRED "signing;c_sign_items")
