@@ -138,7 +138,9 @@ struct ManifestRunner {
             guard let json = o.json, let obj = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
                 return "valid but the output is not a JSON object"
             }
-            for (k, want) in expect["fields"] as? [String: Any] ?? [:] {
+            // The shared manifest keeps fields under expect, our own at case level.
+            let fields = expect["fields"] as? [String: Any] ?? c["fields"] as? [String: Any] ?? [:]
+            for (k, want) in fields {
                 if want is NSNull { if let got = obj[k], !(got is NSNull) { return "field \(k): expected null, got \(got)" }; continue }
                 if want is [Any] || want is [String: Any] { continue }
                 guard let got = obj[k] else { return "field \(k): missing in output" }
@@ -147,7 +149,10 @@ struct ManifestRunner {
                     if g.doubleValue.rounded(.towardZero) != w.doubleValue.rounded(.towardZero) {
                         return "field \(k): expected \(want), got \(got)"
                     }
-                } else if "\(got)" != "\(want)" { return "field \(k): expected \(want), got \(got)" }
+                } else if "\(got)".lowercased() != "\(want)".lowercased() || ("\(got)" != "\(want)" && UUID(uuidString: "\(got)") == nil) {
+                    // Strings compare exactly, except UUIDs, which compare case-insensitively.
+                    return "field \(k): expected \(want), got \(got)"
+                }
             }
             return nil
         }

@@ -1,0 +1,125 @@
+#include "capi_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+unsigned char *capi_read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    unsigned char chunk[8192];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            size_t want = (len + n + 1) * 2;
+            unsigned char *grown = realloc(buf, want);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+            cap = want;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    if (!buf) {
+        buf = calloc(1, 1);
+        if (!buf) return NULL;
+    }
+    buf[len] = 0;
+    *len_out = len;
+    return buf;
+}
+
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+char *capi_read_trimmed(const char *path, size_t *len_out) {
+    size_t len = 0;
+    unsigned char *buf = capi_read_file(path, &len);
+    if (!buf) return NULL;
+    size_t start = 0;
+    while (start < len && is_space(buf[start])) start++;
+    while (len > start && is_space(buf[len - 1])) len--;
+    memmove(buf, buf + start, len - start);
+    len -= start;
+    buf[len] = 0;
+    *len_out = len;
+    return (char *)buf;
+}
+
+char *capi_join(const char *dir, const char *rel) {
+    size_t a = strlen(dir), b = strlen(rel);
+    char *p = malloc(a + b + 2);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, rel, b + 1);
+    return p;
+}
+
+capi_verify_fn capi_verify_for_operation(const char *op) {
+    if (!op) return NULL;
+    if (strcmp(op, "verifyAndDecodeNotification") == 0) return appstore_verifier_verify_notification;
+    if (strcmp(op, "verifyAndDecodeTransaction") == 0) return appstore_verifier_verify_transaction;
+    if (strcmp(op, "verifyAndDecodeRenewalInfo") == 0) return appstore_verifier_verify_renewal_info;
+    if (strcmp(op, "verifyAndDecodeAppTransaction") == 0) return appstore_verifier_verify_app_transaction;
+    if (strcmp(op, "verifyAndDecodeRealtimeRequest") == 0) return appstore_verifier_verify_realtime_request;
+    return NULL;
+}
+
+appstore_environment capi_environment(const char *name) {
+    if (!name) return 0;
+    if (strcmp(name, "Sandbox") == 0) return APPSTORE_ENVIRONMENT_SANDBOX;
+    if (strcmp(name, "Production") == 0) return APPSTORE_ENVIRONMENT_PRODUCTION;
+    if (strcmp(name, "Xcode") == 0) return APPSTORE_ENVIRONMENT_XCODE;
+    if (strcmp(name, "LocalTesting") == 0) return APPSTORE_ENVIRONMENT_LOCAL_TESTING;
+    return 0;
+}
+
+json_t *capi_find_case(json_t *manifest, const char *id) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(manifest, "cases"), i, c) {
+        const char *cid = json_string_value(json_object_get(c, "id"));
+        if (cid && strcmp(cid, id) == 0) return c;
+    }
+    return NULL;
+}
+
+int capi_check(capi_tally *t, int ok, const char *what, const char *fmt, ...) {
+    if (ok) {
+        t->passed++;
+        return 1;
+    }
+    t->failed++;
+    printf("FAIL %s", what);
+    if (fmt && *fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf(": ");
+        vprintf(fmt, ap);
+        va_end(ap);
+    }
+    printf("\n");
+    fflush(stdout);
+    return 0;
+}
+
+int capi_finish(const capi_tally *t) {
+    printf("%s: %ld passed, %ld failed\n", t->label, t->passed, t->failed);
+    fflush(stdout);
+    return (t->failed == 0 && t->passed > 0) ? 0 : 1;
+}

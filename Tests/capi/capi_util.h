@@ -1,0 +1,48 @@
+/*
+ * Small helpers shared by the C API tests (the .c files in Tests/capi): file reading, check counters, manifest lookups.
+ * Not part of the library; compiled into each test executable.
+ */
+#ifndef CAPI_UTIL_H
+#define CAPI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <appstoreserver.h>
+#include <jansson.h>
+
+/* Reads a whole file (binary). Returns a malloc'd buffer with a NUL after the data, or NULL. */
+unsigned char *capi_read_file(const char *path, size_t *len_out);
+
+/* Reads a text file and trims leading/trailing ASCII whitespace (like Swift's trimmingCharacters(in:
+ * .whitespacesAndNewlines) for ASCII). The result is NUL-terminated; *len_out excludes the NUL. */
+char *capi_read_trimmed(const char *path, size_t *len_out);
+
+/* "dir/rel" into a malloc'd string. */
+char *capi_join(const char *dir, const char *rel);
+
+/* The verify function of the C ABI for a manifest operation name (verifyAndDecodeTransaction, ...), or NULL. */
+typedef appstore_status (*capi_verify_fn)(const appstore_verifier *, const char *, size_t, char **, appstore_error **);
+capi_verify_fn capi_verify_for_operation(const char *operation);
+
+/* Environment name (Sandbox, Production, Xcode, LocalTesting) to APPSTORE_ENVIRONMENT_*, 0 when unknown. */
+appstore_environment capi_environment(const char *name);
+
+/* Finds a case by id in a manifest's "cases" array (borrowed reference) or NULL. */
+json_t *capi_find_case(json_t *manifest, const char *id);
+
+/* Check counters for one test program. */
+typedef struct {
+    const char *label; /* printed as "<label>: N passed, M failed" */
+    long passed;
+    long failed;
+} capi_tally;
+
+/* Records one check; prints "FAIL <what>: <detail>" on failure. Returns ok. */
+int capi_check(capi_tally *t, int ok, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Prints the closing line and returns the process exit code (0 only when nothing failed and something passed). */
+int capi_finish(const capi_tally *t);
+
+#endif

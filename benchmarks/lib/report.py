@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""report.py GROUP RESULTS_FILE -- turn the RESULT lines of the benchmark programs into benchmarks/run's report.
+
+Input lines (other lines are ignored):  RESULT <impl> <case> <calls per second> <JWS verified per call>
+where impl is "floor" for the OpenSSL + jansson floor, "swift" or "c" for the library. When a case appears
+several times (one line per run), the best run counts. --partial (used with BENCH_ONLY): skip what is missing
+instead of failing.
+
+Each group below lists its floor lines and its case lines. A case is compared with one floor case; the ratio is
+taken in JWS per second (calls/s x JWS per call) on both sides, so a deep call that verified 2.79 JWS is compared
+with the floor doing those same 2.79 JWS. Exits 1 when an expected RESULT line is missing.
+"""
+from __future__ import annotations
+
+import sys
+
+# group -> floors: [(floor case, input label, floor label, informational?)],
+#          cases: [(case, floor case, floor label, target)], target = (min calls/s or None, min ratio) or None
+GROUPS = {
+    "verify": {
+        "floors": [
+            ("transaction_cached", "transaction", "floor_cached", False),
+            ("transaction_first_sight", "transaction", "floor_first_sight", False),
+            ("transaction_first_sight_x509store", "transaction", "floor_first_sight_x509store", True),
+            ("notification", "notification", "floor_cached", False),
+            ("notification_deep", "notification_deep", "floor_cached", False),
+        ],
+        "cases": [
+            ("transaction_cached", "transaction_cached", "floor_cached", (10_000, 0.80)),
+            ("transaction_first_sight", "transaction_first_sight", "floor_first_sight", (None, 0.90)),
+            ("notification", "notification", "floor_cached", None),
+            ("notification_deep", "notification_deep", "floor_cached", None),
+        ],
+        "impls": ["swift", "c"],
+    },
+}
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    partial = "--partial" in args
+    args = [a for a in args if a != "--partial"]
+    if len(args) != 2 or args[0] not in GROUPS:
+        print(f"usage: report.py [--partial] {{{'|'.join(GROUPS)}}} RESULTS_FILE", file=sys.stderr)
+        return 2
+    group, spec = args[0], GROUPS[args[0]]
+    results: dict[tuple[str, str], tuple[float, float]] = {}
+    with open(args[1]) as fh:
+        for line in fh:
+            f = line.split()
+            if len(f) == 5 and f[0] == "RESULT":
+                key, value = (f[1], f[2]), (float(f[3]), float(f[4]))
+                if key not in results or value[0] > results[key][0]:
+                    results[key] = value  # best run
+
+    missing = []
+
+    def get(impl: str, case: str):
+        r = results.get((impl, case))
+        if r is None and f"{impl} {case}" not in missing:
+            missing.append(f"{impl} {case}")
+        return r
+
+    for case, label, floor_label, info in spec["floors"]:
+        r = get("floor", case)
+        if r is None:
+            continue
+        rate, jpc = r
+        extra = f"  ({jpc:.2f} JWS/call = {rate * jpc:.0f} JWS/s)" if abs(jpc - 1) > 1e-9 else ""
+        if info:
+            extra += "  (informational)"
+        print(f"{group} floor {label:<18} {floor_label:<28} {rate:>8.0f}/s{extra}")
+
+    for impl in spec["impls"]:
+        for case, floor_case, floor_label, target in spec["cases"]:
+            ours, floor = get(impl, case), get("floor", floor_case)
+            if ours is None or floor is None:
+                continue
+            rate, jpc = ours
+            frate, fjpc = floor
+            ratio = (rate * jpc) / (frate * fjpc)
+            flabel = floor_label if abs(fjpc - 1) < 1e-9 else f"{floor_label}({fjpc:.2f} JWS/call)"
+            verdict = ""
+            if target is not None:
+                min_rate, min_ratio = target
+                met = ratio >= min_ratio and (min_rate is None or rate >= min_rate)
+                verdict = "  target met" if met else "  target MISSED"
+            print(f"{group} {impl:<5} {case:<24} {rate:>8.0f}/s  {flabel:<30} {frate:>8.0f}/s{verdict}  "
+                  f"ratio_to_floor={ratio:.2f}")
+
+    if missing and not partial:
+        print(f"report.py: missing results: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
