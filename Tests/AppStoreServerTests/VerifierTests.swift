@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import COpenSSL
 @testable import AppStoreServer
 
 /// Reads one JWS of the generated fixtures by case id.
@@ -75,7 +76,7 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
               let inter = Certificate(der: [UInt8](Data(base64Encoded: s.x5c[1])!)),
               case .success(let chain) = ChainVerifier.verify(leaf: leaf, intermediate: inter, trust: v.trust, at: 1_748_736_000)
         else { Issue.record("chain did not verify"); return }
-        let keys = (0..<3).map { ChainCache.Key(leaf: "leaf\($0)", intermediate: "i") }
+        let keys = (0..<3).map { ChainCache.Key(header: Array("header\($0)".utf8)) }
         c.insert(keys[0], chain, now: 100)
         c.insert(keys[1], chain, now: 101)
         _ = c.lookup(keys[0], now: 102)  // keys[0] is now more recently used than keys[1]
@@ -238,5 +239,38 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
             #expect(Base64.decode(Base64.encode(bytes, alphabet: .standard), alphabet: .standard) == bytes)
             #expect(Base64.encode(bytes, alphabet: .standard) == Data(bytes).base64EncodedString())
         }
+    }
+}
+
+@Suite struct ES256EncodingTests {
+    /// Our hand-built DER for r||s must equal OpenSSL's i2d_ECDSA_SIG for every shape of r and s.
+    @Test func rawToDERMatchesOpenSSL() {
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<400 {
+            var raw = (0..<64).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            switch i % 5 {
+            case 0: raw[0] = 0; raw[1] = 0            // r with leading zero bytes
+            case 1: raw[32] |= 0x80                   // s needs a 0x00 pad
+            case 2: raw[0] = 0; raw[1] = 0x80         // r: a zero byte that must come back as padding
+            case 3: for j in 32..<63 { raw[j] = 0 }   // tiny s
+            default: break
+            }
+            #expect(ES256.rawToDER(raw) == opensslDER(raw), "r||s \(raw)")
+        }
+    }
+
+    func opensslDER(_ raw: [UInt8]) -> [UInt8] {
+        let sig = ECDSA_SIG_new()
+        defer { ECDSA_SIG_free(sig) }
+        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        ECDSA_SIG_set0(sig, r, s)
+        let len = i2d_ECDSA_SIG(sig, nil)
+        var out = [UInt8](repeating: 0, count: Int(len))
+        out.withUnsafeMutableBufferPointer { b in
+            var p: UnsafeMutablePointer<UInt8>? = b.baseAddress
+            _ = i2d_ECDSA_SIG(sig, &p)
+        }
+        return out
     }
 }

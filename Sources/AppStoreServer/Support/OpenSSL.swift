@@ -93,12 +93,19 @@ enum ObjectIdentifiers {
 }
 
 enum ES256 {
+    /// SHA-256 fetched once: EVP_sha256() in EVP_DigestVerifyInit costs an implicit provider fetch per call.
+    private final class Digest: @unchecked Sendable {
+        let md: OpaquePointer?
+        init() { md = EVP_MD_fetch(nil, "SHA256", nil) }
+    }
+    private static let sha256 = Digest()
+
     /// Verifies a JOSE ES256 signature (64-byte big-endian r||s) over `message` with a P-256 key.
     static func verify(publicKey: OpaquePointer, signature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
-        guard signature.count == 64, let der = rawToDER(signature) else { return false }
-        guard let ctx = EVP_MD_CTX_new() else { return false }
+        guard signature.count == 64, let md = sha256.md, let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, publicKey) == 1 else {
+        let der = rawToDER(signature)
+        guard EVP_DigestVerifyInit(ctx, nil, md, nil, publicKey) == 1 else {
             OpenSSL.drainErrors(); return false
         }
         let ok = der.withUnsafeBufferPointer { d in
@@ -109,21 +116,16 @@ enum ES256 {
         return ok == 1
     }
 
-    /// JOSE r||s -> DER ECDSA-Sig-Value, as OpenSSL's EVP interface expects.
-    static func rawToDER(_ raw: [UInt8]) -> [UInt8]? {
-        guard raw.count == 64, let sig = ECDSA_SIG_new() else { return nil }
-        defer { ECDSA_SIG_free(sig) }
-        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
-        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress.map { $0 + 32 }, 32, nil) }
-        guard let r, let s else { BN_free(r); BN_free(s); return nil }
-        guard ECDSA_SIG_set0(sig, r, s) == 1 else { BN_free(r); BN_free(s); return nil }
-        let len = i2d_ECDSA_SIG(sig, nil)
-        guard len > 0 else { return nil }
-        var out = [UInt8](repeating: 0, count: Int(len))
-        let written = out.withUnsafeMutableBufferPointer { buf -> Int32 in
-            var p: UnsafeMutablePointer<UInt8>? = buf.baseAddress
-            return i2d_ECDSA_SIG(sig, &p)
+    /// JOSE r||s (64 bytes) -> DER ECDSA-Sig-Value, SEQUENCE { INTEGER r, INTEGER s }, as OpenSSL's EVP expects.
+    /// Minimal INTEGER encoding: leading zero bytes dropped, one 0x00 added when the high bit is set.
+    static func rawToDER(_ raw: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+            var v = bytes.drop { $0 == 0 }
+            if v.isEmpty { v = [0] }
+            let body = (v.first.map { $0 & 0x80 != 0 } ?? false) ? [0] + Array(v) : Array(v)
+            return [0x02, UInt8(body.count)] + body
         }
-        return written == len ? out : nil
+        let content = integer(raw.prefix(32)) + integer(raw.dropFirst(32).prefix(32))
+        return [0x30, UInt8(content.count)] + content
     }
 }

@@ -23,13 +23,12 @@ public struct ChainCacheStatistics: Hashable, Sendable {
     public var entries: Int = 0
 }
 
-/// A bounded, thread-safe map from the exact x5c leaf + intermediate (base64 text, which fixes the DER bytes) to
-/// a chain already verified against this verifier's roots. Only successes are stored. A hit still requires the
+/// A bounded, thread-safe map from the exact JWS header segment (base64url text: it fixes `alg` and the exact DER
+/// bytes of every x5c certificate) to a chain already verified against this verifier's roots. Only successes are stored. A hit still requires the
 /// payload's own effective date to fall inside the chain's validity window; the signature is always checked.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
-        let leaf: String
-        let intermediate: String
+        let header: [UInt8]
     }
     private struct Entry {
         let chain: VerifiedChain

@@ -1,20 +1,22 @@
 import FoundationEssentials
 
-/// A compact JWS split and decoded, before any trust decision.
+/// A compact JWS split into its three segments, the payload and signature decoded; the header is decoded only
+/// when the chain cache does not already know its exact bytes.
 struct CompactJWS {
     struct Header: Decodable {
         let alg: String?
         let x5c: [String]?
     }
 
-    let header: Header
+    /// The header segment as sent (base64url text): the chain cache key.
+    let headerSegment: UnsafeRawBufferPointer
     let payload: [UInt8]
     let signature: [UInt8]
     /// Length of "header.payload", the signing input.
     let signingInputLength: Int
 
-    /// Splits on '.', requires exactly three strict base64url segments and a JSON header.
-    static func parse(_ utf8: UnsafeRawBufferPointer) -> Result<CompactJWS, VerificationFailure> {
+    /// Splits on '.', requires exactly three strict base64url segments.
+    static func split(_ utf8: UnsafeRawBufferPointer) -> Result<CompactJWS, VerificationFailure> {
         var dots: [Int] = []
         for i in 0..<utf8.count where utf8[i] == UInt8(ascii: ".") {
             dots.append(i)
@@ -29,8 +31,8 @@ struct CompactJWS {
         let h = UnsafeRawBufferPointer(rebasing: utf8[0..<dots[0]])
         let p = UnsafeRawBufferPointer(rebasing: utf8[(dots[0] + 1)..<dots[1]])
         let s = UnsafeRawBufferPointer(rebasing: utf8[(dots[1] + 1)...])
-        guard !h.isEmpty, let headerBytes = Base64.decode(h, alphabet: .url) else {
-            return .failure(VerificationFailure(.malformed, "JWS header segment is not unpadded base64url"))
+        guard !h.isEmpty else {
+            return .failure(VerificationFailure(.malformed, "JWS header segment is empty"))
         }
         guard !p.isEmpty, let payload = Base64.decode(p, alphabet: .url) else {
             return .failure(VerificationFailure(.malformed, "JWS payload segment is not unpadded base64url"))
@@ -38,12 +40,18 @@ struct CompactJWS {
         guard let signature = Base64.decode(s, alphabet: .url) else {
             return .failure(VerificationFailure(.malformed, "JWS signature segment is not unpadded base64url"))
         }
-        let header: Header
+        return .success(CompactJWS(headerSegment: h, payload: payload, signature: signature, signingInputLength: dots[1]))
+    }
+
+    /// Decodes the header segment: strict base64url, then a JSON object with string `alg` and an `x5c` array.
+    func decodeHeader() -> Result<Header, VerificationFailure> {
+        guard let bytes = Base64.decode(headerSegment, alphabet: .url) else {
+            return .failure(VerificationFailure(.malformed, "JWS header segment is not unpadded base64url"))
+        }
         do {
-            header = try JSONDecoder().decode(Header.self, from: Data(headerBytes))
+            return .success(try JSONDecoder().decode(Header.self, from: Data(bytes)))
         } catch {
             return .failure(VerificationFailure(.malformed, "JWS header is not a JSON object with string alg and x5c array"))
         }
-        return .success(CompactJWS(header: header, payload: payload, signature: signature, signingInputLength: dots[1]))
     }
 }

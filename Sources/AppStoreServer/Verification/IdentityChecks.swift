@@ -1,7 +1,18 @@
+import FoundationEssentials
+
 /// A signed payload model with Apple's identity rules (bundle id, app Apple id, environment).
 protocol SignedPayloadModel: Decodable, Sendable {
     static var kind: SignedPayloadKind { get }
+    /// Whether a payload of another kind could pass this kind's identity checks, so the kind is checked always.
+    static var probesKindOnSuccess: Bool { get }
+    /// The date the chain is validated at when online checks are off (Apple's rule).
+    var effectiveDate: Date? { get }
     func identityFailure(for verifier: SignedDataVerifier) -> VerificationFailure?
+}
+
+extension SignedPayloadModel {
+    static var probesKindOnSuccess: Bool { false }
+    var effectiveDate: Date? { nil }
 }
 
 extension SignedDataVerifier {
@@ -29,6 +40,7 @@ extension SignedDataVerifier {
 
 extension ResponseBodyV2DecodedPayload: SignedPayloadModel {
     static var kind: SignedPayloadKind { .notification }
+    var effectiveDate: Date? { signedDate }
 
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
         // Apple's order: data, then summary, then externalPurchaseToken, then appData.
@@ -57,6 +69,7 @@ extension ResponseBodyV2DecodedPayload: SignedPayloadModel {
 
 extension JWSTransactionDecodedPayload: SignedPayloadModel {
     static var kind: SignedPayloadKind { .transaction }
+    var effectiveDate: Date? { signedDate }
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
         v.bundleFailure(bundleId, what: "transaction")
             ?? v.environmentFailure(environment, what: "transaction environment")
@@ -65,6 +78,8 @@ extension JWSTransactionDecodedPayload: SignedPayloadModel {
 
 extension JWSRenewalInfoDecodedPayload: SignedPayloadModel {
     static var kind: SignedPayloadKind { .renewalInfo }
+    static var probesKindOnSuccess: Bool { true }
+    var effectiveDate: Date? { signedDate }
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
         // Renewal info carries no bundle id; Apple checks the environment only.
         v.environmentFailure(environment, what: "renewal info environment")
@@ -73,6 +88,7 @@ extension JWSRenewalInfoDecodedPayload: SignedPayloadModel {
 
 extension AppTransaction: SignedPayloadModel {
     static var kind: SignedPayloadKind { .appTransaction }
+    var effectiveDate: Date? { receiptCreationDate }
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
         v.bundleFailure(bundleId, what: "app transaction")
             ?? v.appAppleIdFailure(appAppleId, what: "app transaction")
@@ -82,6 +98,7 @@ extension AppTransaction: SignedPayloadModel {
 
 extension DecodedRealtimeRequestBody: SignedPayloadModel {
     static var kind: SignedPayloadKind { .realtimeRequest }
+    var effectiveDate: Date? { signedDate }
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
         v.appAppleIdFailure(appAppleId, what: "realtime request")
             ?? v.environmentFailure(environment, what: "realtime request environment")

@@ -30,7 +30,7 @@ public enum SignedPayloadKind: String, Hashable, Sendable, CaseIterable {
 }
 
 /// What a payload looks like from its top-level keys, and the dates that fix its effective verification time.
-/// Decoded from the same parsed JSON as the model, so it costs a few key lookups.
+/// Used when the model does not decode or the identity checks fail, to say precisely what went wrong.
 struct PayloadProbe: Decodable {
     let kind: SignedPayloadKind?
     let signedDate: Date?
@@ -63,16 +63,6 @@ struct PayloadProbe: Decodable {
     /// The date the chain is validated at when online checks are off (Apple's rule).
     func effectiveDate(for kind: SignedPayloadKind) -> Date? {
         kind == .appTransaction ? (receiptCreationDate ?? signedDate) : signedDate
-    }
-}
-
-/// The model and the probe decoded from one parse of the payload JSON.
-struct DecodedPayload<T: Decodable>: Decodable {
-    let value: T
-    let probe: PayloadProbe
-    init(from decoder: any Decoder) throws {
-        value = try T(from: decoder)
-        probe = try PayloadProbe(from: decoder)
     }
 }
 

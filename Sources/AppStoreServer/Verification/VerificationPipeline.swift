@@ -25,23 +25,21 @@ extension SignedDataVerifier {
     /// marker OIDs, ES256 signature, model decoding, payload kind, identity (bundle id, app Apple id, environment).
     func verify<T: SignedPayloadModel>(_ jws: UnsafeRawBufferPointer, as type: T.Type) -> Result<Verified<T>, VerificationFailure> {
         let parsed: CompactJWS
-        switch CompactJWS.parse(jws) {
+        switch CompactJWS.split(jws) {
         case .success(let p): parsed = p
         case .failure(let f): return .failure(f)
         }
 
-        // One JSON parse yields the model and the probe (kind, dates). If the model does not decode, the probe alone
-        // tells "not JSON at all" (malformed) from "JSON of the wrong shape", which is reported after the signature
-        // check so that tampered data is called tampered.
+        // Decode the model first: it carries the effective date. If it does not decode, the probe alone tells
+        // "not JSON" (malformed) from "JSON of the wrong shape", which is reported after the signature check so
+        // that tampered data is called tampered.
         let decoder = JSONDecoder.appStore()
         let payloadData = Data(parsed.payload)
         var model: T?
-        var probe: PayloadProbe
+        var probe: PayloadProbe?
         var modelError: (any Error)?
         do {
-            let both = try decoder.decode(DecodedPayload<T>.self, from: payloadData)
-            model = both.value
-            probe = both.probe
+            model = try decoder.decode(T.self, from: payloadData)
         } catch {
             modelError = error
             do {
@@ -56,10 +54,13 @@ extension SignedDataVerifier {
         }
 
         if environment == .xcode || environment == .localTesting {
-            // Apple's libraries do not check signatures of locally signed (StoreKit testing) data.
+            // Apple's libraries do not check signatures of locally signed (StoreKit testing) data, but the header
+            // must still be a JWS header.
+            if case .failure(let f) = parsed.decodeHeader() { return .failure(f) }
         } else {
+            let date = model.map { $0.effectiveDate } ?? probe?.effectiveDate(for: T.kind)
             if let failure = checkSignature(parsed, signingInput: UnsafeRawBufferPointer(rebasing: jws[0..<parsed.signingInputLength]),
-                                            effectiveDate: probe.effectiveDate(for: T.kind)) {
+                                            effectiveDate: date) {
                 return .failure(failure)
             }
         }
@@ -68,36 +69,46 @@ extension SignedDataVerifier {
             return .failure(VerificationFailure(.undecodablePayload,
                 "payload does not decode as \(T.kind.article): \(DecodingErrorText.describe(modelError))"))
         }
-        if let actual = probe.kind, actual != T.kind {
-            return .failure(VerificationFailure(.wrongKind,
-                "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+        // What kind the payload really is matters only when the identity checks fail, or for kinds whose checks
+        // another kind could pass (renewal info checks the environment only).
+        let identity = value.identityFailure(for: self)
+        if identity != nil || T.probesKindOnSuccess {
+            if let actual = (try? decoder.decode(PayloadProbe.self, from: payloadData))?.kind, actual != T.kind {
+                return .failure(VerificationFailure(.wrongKind,
+                    "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+            }
         }
-        if let failure = value.identityFailure(for: self) {
-            return .failure(failure)
-        }
+        if let identity { return .failure(identity) }
         return .success(Verified(value: value, payloadJSON: parsed.payload))
     }
 
     private func checkSignature(_ jws: CompactJWS, signingInput: UnsafeRawBufferPointer, effectiveDate: Date?) -> VerificationFailure? {
-        guard jws.header.alg == "ES256" else {
-            let alg = jws.header.alg.map { "\"\($0)\"" } ?? "missing"
-            return VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted")
-        }
-        guard let x5c = jws.header.x5c else {
-            return VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain")
-        }
-        guard x5c.count == 3 else {
-            return VerificationFailure(.chainLength, "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required")
-        }
         let now = Timestamp.now()
         // Offline, Apple validates at the payload's own date; online checks (and undated payloads) use now.
         let time = enableOnlineChecks ? now : effectiveDate.map(Timestamp.seconds) ?? now
-        let key = ChainCache.Key(leaf: x5c[0], intermediate: x5c[1])
+        // The cache key is the exact header segment: a hit means this very header already passed every check
+        // below up to the chain, so only the date window and the signature remain.
+        let key = ChainCache.Key(header: [UInt8](jws.headerSegment))
         var chain = cache.lookup(key, now: now)
         if let cached = chain, !cached.isValid(at: time) {
             chain = nil  // re-verify from scratch so the failure carries OpenSSL's precise reason
         }
         if chain == nil {
+            let header: CompactJWS.Header
+            switch jws.decodeHeader() {
+            case .success(let h): header = h
+            case .failure(let f): return f
+            }
+            guard header.alg == "ES256" else {
+                let alg = header.alg.map { "\"\($0)\"" } ?? "missing"
+                return VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted")
+            }
+            guard let x5c = header.x5c else {
+                return VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain")
+            }
+            guard x5c.count == 3 else {
+                return VerificationFailure(.chainLength, "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required")
+            }
             guard let leafDER = Base64.decode(x5c[0], alphabet: .standard) else {
                 return VerificationFailure(.badCertificate, "x5c[0] (leaf) is not base64")
             }
