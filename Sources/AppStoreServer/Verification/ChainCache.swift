@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Sizing of the verified-chain cache.
@@ -29,6 +32,18 @@ public struct ChainCacheStatistics: Hashable, Sendable {
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let header: [UInt8]
+        // Array's own hashing feeds the hasher one byte at a time; a header is ~3 KB, so hash it in bulk.
+        func hash(into hasher: inout Hasher) {
+            header.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+        static func == (a: Key, b: Key) -> Bool {
+            a.header.count == b.header.count && a.header.withUnsafeBytes { x in
+                b.header.withUnsafeBytes { y in
+                    guard let p = x.baseAddress, let q = y.baseAddress else { return true }  // both empty
+                    return memcmp(p, q, x.count) == 0
+                }
+            }
+        }
     }
     private struct Entry {
         let chain: VerifiedChain
