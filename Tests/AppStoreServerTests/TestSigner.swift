@@ -28,7 +28,8 @@ final class TestSigner: @unchecked Sendable {
     /// Compact JWS with header {alg, x5c, typ} over `payload` (a JSON object literal), JOSE r||s signature.
     func sign(_ payload: [String: Any], header: [String: Any]? = nil) throws -> String {
         let h = header ?? ["alg": "ES256", "x5c": x5c, "typ": "JWT"]
-        let input = Self.b64url(try JSONSerialization.data(withJSONObject: h)) + "." +
+        // Sorted keys: Apple sends byte-identical headers for one key, and the chain cache keys on those bytes.
+        let input = Self.b64url(try JSONSerialization.data(withJSONObject: h, options: [.sortedKeys])) + "." +
             Self.b64url(try JSONSerialization.data(withJSONObject: payload))
         return input + "." + Self.b64url(Data(try rawSignature(Array(input.utf8))))
     }
