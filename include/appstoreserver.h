@@ -247,6 +247,45 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
                                                                      size_t request_json_len, char **jws_out,
                                                                      appstore_error **err_out);
 
+/* ---- Transport (host-supplied HTTP) ---------------------------------------------------------------------- */
+
+/* The library never opens sockets. Where it needs a network exchange (App Store Server API calls, OCSP), the host
+ * supplies a transport: a callback that performs one HTTP request synchronously and fills in the response.
+ *
+ * The callback receives the method, the absolute URL, the request headers as "Name: value\r\n" lines
+ * (`headers`/`headers_len`, NUL-terminated too), the body (`body`/`body_len`, may be NULL when 0) and the timeout for
+ * the whole exchange in milliseconds. All inputs are valid only during the call. It reports the response through
+ * `response` with appstore_http_response_set_status (required), _add_header and _append_body, and returns
+ * APPSTORE_TRANSPORT_OK, or APPSTORE_TRANSPORT_TIMEOUT / _UNREACHABLE / _FAILED when no response was obtained.
+ * It is called on the thread that called the library function, possibly from several threads at once, and must
+ * not call back into the library except through the appstore_http_response_* functions. */
+typedef struct appstore_http_response appstore_http_response;
+
+#define APPSTORE_TRANSPORT_OK 0
+#define APPSTORE_TRANSPORT_TIMEOUT 1
+#define APPSTORE_TRANSPORT_UNREACHABLE 2
+#define APPSTORE_TRANSPORT_FAILED 3
+
+typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, const char *url, const char *headers,
+                                         size_t headers_len, const uint8_t *body, size_t body_len,
+                                         uint32_t timeout_ms, appstore_http_response *response);
+
+/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599. */
+appstore_status appstore_http_response_set_status(appstore_http_response *response, int32_t status,
+                                                  appstore_error **err_out);
+appstore_status appstore_http_response_add_header(appstore_http_response *response, const char *name,
+                                                  const char *value, appstore_error **err_out);
+appstore_status appstore_http_response_append_body(appstore_http_response *response, const uint8_t *data,
+                                                   size_t len, appstore_error **err_out);
+
+/* A transport handle: the callback and its user_data (borrowed: keep it alive until appstore_transport_free and
+ * until every handle using the transport is freed). */
+typedef struct appstore_transport appstore_transport;
+
+appstore_status appstore_transport_new(appstore_transport_fn fn, void *user_data, appstore_transport **transport_out,
+                                       appstore_error **err_out);
+void appstore_transport_free(appstore_transport *transport);
+
 #ifdef __cplusplus
 }
 #endif

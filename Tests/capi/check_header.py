@@ -64,6 +64,11 @@ def parse_header(path: str):
         if not stmt:
             continue
         if stmt.startswith("typedef "):
+            # function-pointer typedefs: typedef RET (*NAME)(PARAMS)
+            m = re.fullmatch(r"typedef .+?\(\s*\*\s*(\w+)\s*\)\s*\(.*\)", stmt, re.S)
+            if m:
+                typedefs.append((m.group(1), stmt))
+                continue
             m = re.fullmatch(r"typedef (.+?)\s*\b(\w+)", stmt)
             if not m:
                 problems.append(f"{path}: cannot parse typedef: {stmt}")

@@ -1,0 +1,84 @@
+/// An HTTP header, in order of appearance. Names compare case-insensitively (`HTTPResponse.header(_:)`).
+public struct HTTPHeader: Hashable, Sendable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A request the library wants sent: built by the core (API request builders, OCSP), sent by a transport.
+public struct HTTPRequest: Hashable, Sendable {
+    public var method: String
+    /// Absolute URL, already percent-encoded.
+    public var url: String
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    /// How long the whole exchange may take, in milliseconds.
+    public var timeoutMilliseconds: UInt32
+
+    public init(method: String, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeoutMilliseconds: UInt32 = 30_000) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+/// What a transport got back.
+public struct HTTPResponse: Hashable, Sendable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first header with this name (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name.lowercased() == lower }?.value
+    }
+}
+
+/// A transport that could not deliver a request. Raw values are the C transport return codes
+/// (`APPSTORE_TRANSPORT_*`).
+public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: Int32, Hashable, Sendable {
+        case timeout = 1
+        case unreachable = 2
+        case failed = 3
+    }
+    public let kind: Kind
+    public let message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { "transport \(kind): \(message)" }
+}
+
+/// Sends requests and blocks until the response (or failure) — what synchronous callers (the verifier's OCSP
+/// checks, the C ABI) use. Implementations must be safe to call from many threads at once.
+public protocol BlockingHTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse
+}
+
+/// Sends requests asynchronously — what the Swift async API client uses.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+}
+
+/// Any blocking transport can serve async callers (it blocks the calling task's thread while it runs).
+public struct BlockingTransportAdapter: HTTPTransport {
+    public let transport: any BlockingHTTPTransport
+    public init(_ transport: any BlockingHTTPTransport) { self.transport = transport }
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        try transport.send(request)
+    }
+}

@@ -1,0 +1,103 @@
+import AppStoreServer
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The C transport callback (see `appstore_transport_fn` in the header).
+public typealias CTransportFunction = @convention(c) (
+    UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UInt,
+    UnsafePointer<UInt8>?, UInt, UInt32, OpaquePointer?
+) -> Int32
+
+/// The object behind `appstore_http_response *`: what the host's callback fills in.
+final class ResponseBox: Sendable {
+    struct Values {
+        var status: Int?
+        var headers: [HTTPHeader] = []
+        var body: [UInt8] = []
+    }
+    let values = Mutex(Values())
+}
+
+/// The object behind `appstore_transport *`: a host callback, used as a blocking transport on the calling thread.
+final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
+    // The host promises the callback and user_data may be used from any thread (header contract).
+    let function: CTransportFunction
+    let userData: UnsafeMutableRawPointer?
+
+    init(function: CTransportFunction, userData: UnsafeMutableRawPointer?) {
+        self.function = function
+        self.userData = userData
+    }
+
+    func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse {
+        let response = ResponseBox()
+        let unmanaged = Unmanaged.passRetained(response)
+        defer { unmanaged.release() }
+        let headerText = request.headers.map { "\($0.name): \($0.value)\r\n" }.joined()
+        let rc: Int32 = request.method.withCString { method in
+            request.url.withCString { url in
+                headerText.withCString { headers in
+                    request.body.withUnsafeBufferPointer { body in
+                        function(userData, method, url, headers, UInt(headerText.utf8.count), body.baseAddress,
+                                 UInt(body.count), request.timeoutMilliseconds, OpaquePointer(unmanaged.toOpaque()))
+                    }
+                }
+            }
+        }
+        guard rc == 0 else {
+            let kind = TransportError.Kind(rawValue: rc) ?? .failed
+            throw TransportError(kind, "the transport callback reported \(kind) (code \(rc)) for \(request.method) \(request.url)")
+        }
+        let v = response.values.withLock { $0 }
+        guard let status = v.status else {
+            throw TransportError(.failed, "the transport callback returned success without setting a status")
+        }
+        return HTTPResponse(status: status, headers: v.headers, body: v.body)
+    }
+}
+
+@c(appstore_transport_new)
+public func appstoreTransportNew(_ function: CTransportFunction?, _ userData: UnsafeMutableRawPointer?,
+                                 _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        guard let function else { throw .argument("fn is NULL") }
+        guard let out else { throw .argument("transport_out is NULL") }
+        out.pointee = retained(CTransport(function: function, userData: userData))
+    }
+}
+
+@c(appstore_transport_free)
+public func appstoreTransportFree(_ transport: OpaquePointer?) { release(transport, CTransport.self) }
+
+@c(appstore_http_response_set_status)
+public func appstoreHttpResponseSetStatus(_ response: OpaquePointer?, _ status: Int32, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(response, ResponseBox.self, "response")
+        guard (100...599).contains(status) else { throw .argument("status \(status) is not an HTTP status (100-599)") }
+        box.values.withLock { $0.status = Int(status) }
+    }
+}
+
+@c(appstore_http_response_add_header)
+public func appstoreHttpResponseAddHeader(_ response: OpaquePointer?, _ name: UnsafePointer<CChar>?,
+                                          _ value: UnsafePointer<CChar>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(response, ResponseBox.self, "response")
+        let n = try utf8String(name, "name")
+        let v = try utf8String(value, "value")
+        guard !n.isEmpty else { throw .argument("name is empty") }
+        box.values.withLock { $0.headers.append(HTTPHeader(n, v)) }
+    }
+}
+
+@c(appstore_http_response_append_body)
+public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: UnsafePointer<UInt8>?, _ len: UInt,
+                                           _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(response, ResponseBox.self, "response")
+        let view = try bytes(data.map(UnsafeRawPointer.init), len, "data")
+        box.values.withLock { $0.body.append(contentsOf: view) }
+    }
+}

@@ -1,0 +1,147 @@
+#define _POSIX_C_SOURCE 200809L
+#include "http_transport.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for fd to be ready for `events` before the deadline: 1 ready, 0 timeout, -1 error. */
+static int wait_fd(int fd, short events, long long deadline) {
+    for (;;) {
+        long long left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR) continue;
+        return r < 0 ? -1 : r;
+    }
+}
+
+static int32_t send_all(int fd, const char *data, size_t len, long long deadline) {
+    while (len > 0) {
+        int w = wait_fd(fd, POLLOUT, deadline);
+        if (w == 0) return APPSTORE_TRANSPORT_TIMEOUT;
+        if (w < 0) return APPSTORE_TRANSPORT_FAILED;
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return APPSTORE_TRANSPORT_FAILED;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return APPSTORE_TRANSPORT_OK;
+}
+
+int32_t http_transport_send(void *user_data, const char *method, const char *url, const char *headers,
+                            size_t headers_len, const uint8_t *body, size_t body_len, uint32_t timeout_ms,
+                            appstore_http_response *response) {
+    if (user_data) __atomic_fetch_add(&((http_transport_stats *)user_data)->requests, 1, __ATOMIC_SEQ_CST);
+    long long deadline = now_ms() + (timeout_ms ? timeout_ms : 30000);
+    char host[256], port[16] = "80";
+    const char *path = "/";
+    if (strncmp(url, "http://", 7) != 0) return APPSTORE_TRANSPORT_FAILED;
+    const char *h = url + 7, *end = h + strcspn(h, ":/");
+    if ((size_t)(end - h) >= sizeof host) return APPSTORE_TRANSPORT_FAILED;
+    memcpy(host, h, (size_t)(end - h));
+    host[end - h] = 0;
+    if (*end == ':') {
+        size_t plen = strcspn(end + 1, "/");
+        if (plen == 0 || plen >= sizeof port) return APPSTORE_TRANSPORT_FAILED;
+        memcpy(port, end + 1, plen);
+        port[plen] = 0;
+        end += 1 + plen;
+    }
+    if (*end == '/') path = end;
+
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) return APPSTORE_TRANSPORT_UNREACHABLE;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0) { freeaddrinfo(ai); return APPSTORE_TRANSPORT_FAILED; }
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (rc != 0 && errno != EINPROGRESS) { close(fd); return APPSTORE_TRANSPORT_UNREACHABLE; }
+    int w = wait_fd(fd, POLLOUT, deadline);
+    int soerr = 0;
+    socklen_t slen = sizeof soerr;
+    if (w == 0) { close(fd); return APPSTORE_TRANSPORT_TIMEOUT; }
+    if (w < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) != 0 || soerr != 0) {
+        close(fd);
+        return APPSTORE_TRANSPORT_UNREACHABLE;
+    }
+
+    size_t head_cap = strlen(method) + strlen(path) + strlen(host) + strlen(port) + headers_len + 128;
+    char *head = malloc(head_cap);
+    if (!head) { close(fd); return APPSTORE_TRANSPORT_FAILED; }
+    int head_len = snprintf(head, head_cap, "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\nContent-Length: %zu\r\n%s\r\n",
+                            method, path, host, port, body_len, headers ? headers : "");
+    int32_t st = send_all(fd, head, (size_t)head_len, deadline);
+    free(head);
+    if (st == APPSTORE_TRANSPORT_OK && body_len) st = send_all(fd, (const char *)body, body_len, deadline);
+    if (st != APPSTORE_TRANSPORT_OK) { close(fd); return st; }
+
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) { close(fd); return APPSTORE_TRANSPORT_FAILED; }
+    for (;;) {
+        int r = wait_fd(fd, POLLIN, deadline);
+        if (r == 0) { free(buf); close(fd); return APPSTORE_TRANSPORT_TIMEOUT; }
+        if (r < 0) { free(buf); close(fd); return APPSTORE_TRANSPORT_FAILED; }
+        if (len + 4096 > cap) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) { free(buf); close(fd); return APPSTORE_TRANSPORT_FAILED; }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n < 0) { free(buf); close(fd); return APPSTORE_TRANSPORT_FAILED; }
+        if (n == 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = 0;
+
+    char *sep = strstr(buf, "\r\n\r\n");
+    int status = 0;
+    if (!sep || sscanf(buf, "HTTP/1.%*d %d", &status) != 1) { free(buf); return APPSTORE_TRANSPORT_FAILED; }
+    size_t body_off = (size_t)(sep - buf) + 4, content_length = len - body_off;
+    *sep = 0;
+    char *line = strstr(buf, "\r\n");
+    while (line && *line) {
+        line += 2;
+        char *next = strstr(line, "\r\n");
+        if (next) *next = 0;
+        char *colon = strchr(line, ':');
+        if (colon) {
+            *colon = 0;
+            char *value = colon + 1;
+            while (*value == ' ') value++;
+            appstore_http_response_add_header(response, line, value, NULL);
+            if (strcasecmp(line, "Content-Length") == 0) {
+                size_t cl = (size_t)strtoull(value, NULL, 10);
+                if (cl < content_length) content_length = cl;
+            }
+        }
+        line = next;
+    }
+    appstore_http_response_set_status(response, status, NULL);
+    appstore_http_response_append_body(response, (const uint8_t *)buf + body_off, content_length, NULL);
+    free(buf);
+    return APPSTORE_TRANSPORT_OK;
+}
