@@ -177,3 +177,20 @@ enum SigningFixtures {
                        "nonce": r.nonce, "timestamp": r.timestamp + 1]]], quiet: true))
     }
 }
+
+@Suite struct NonceTests {
+    @Test func noncesAreLowercaseVersion4UUIDs() {
+        var seen = Set<String>()
+        for _ in 0..<1000 {
+            let n = JWSCreation.lowercaseUUID()
+            #expect(n.count == 36)
+            #expect(n == n.lowercased())
+            #expect(UUID(uuidString: n) != nil)
+            let chars = Array(n)
+            #expect(chars[14] == "4")                          // version 4
+            #expect("89ab".contains(chars[19]))                // RFC 4122 variant
+            seen.insert(n)
+        }
+        #expect(seen.count == 1000)
+    }
+}

@@ -1,8 +1,9 @@
 /*
  * bench.h — the small harness shared by the C benchmark programs (header-only).
  *
- * A case is a function that verifies input i, checks the result (calling bench_fail on any failure, which exits
- * with status 1) and returns how many JWS it verified. bench_measure runs one untimed pass over every input
+ * All functions are static inline (a program may use only some). A case is a function that verifies (in the
+ * `sign` group: creates) input i, checks the result (calling bench_fail on any failure, which exits with status 1)
+ * and returns how many JWS it verified (created). bench_measure runs one untimed pass over every input
  * (warm-up, and a check of every vector), then `runs` timed runs, each cycling over the inputs until `seconds`
  * have elapsed, and prints the best run as
  *   RESULT <impl> <case> <calls per second> <JWS verified per call>
@@ -32,9 +33,11 @@ typedef struct {
     double seconds;      /* time budget of one run */
     int runs;            /* best of this many runs */
     const char *only;    /* comma-separated case names, or NULL for all */
+    void (*after_run)(void *ctx); /* optional: called with the case's ctx after each timed run (e.g. to check
+                                     and print a sample of that run); NULL = nothing */
 } bench_options;
 
-static void bench_fail(const char *fmt, ...) {
+static inline void bench_fail(const char *fmt, ...) {
     va_list ap;
     fflush(stdout);
     fprintf(stderr, "FAILED: ");
@@ -45,13 +48,13 @@ static void bench_fail(const char *fmt, ...) {
     exit(1);
 }
 
-static double bench_now(void) {
+static inline double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static unsigned char *bench_read_file(const char *path, size_t *len_out) {
+static inline unsigned char *bench_read_file(const char *path, size_t *len_out) {
     FILE *f = fopen(path, "rb");
     if (!f) bench_fail("cannot open %s", path);
     if (fseek(f, 0, SEEK_END) != 0) bench_fail("cannot seek %s", path);
@@ -68,7 +71,7 @@ static unsigned char *bench_read_file(const char *path, size_t *len_out) {
 }
 
 /* One JWS per non-empty line. The strings point into one buffer that lives until exit. */
-static bench_lines bench_read_lines(const char *dir, const char *name) {
+static inline bench_lines bench_read_lines(const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     size_t len = 0;
@@ -98,7 +101,7 @@ static bench_lines bench_read_lines(const char *dir, const char *name) {
     return out;
 }
 
-static int bench_wants(const bench_options *o, const char *name) {
+static inline int bench_wants(const bench_options *o, const char *name) {
     if (!o->only || !*o->only) return 1;
     size_t n = strlen(name);
     for (const char *p = o->only; *p;) {
@@ -113,7 +116,7 @@ static int bench_wants(const bench_options *o, const char *name) {
 
 typedef int (*bench_case_fn)(void *ctx, size_t index, const bench_line *input);
 
-static void bench_measure(const bench_options *o, const char *impl, const char *name, const bench_lines *inputs,
+static inline void bench_measure(const bench_options *o, const char *impl, const char *name, const bench_lines *inputs,
                           bench_case_fn fn, void *ctx) {
     if (!bench_wants(o, name)) return;
     for (size_t i = 0; i < inputs->count; i++) (void)fn(ctx, i, &inputs->items[i]);
@@ -129,6 +132,7 @@ static void bench_measure(const bench_options *o, const char *impl, const char *
             elapsed = bench_now() - start;
         } while (elapsed < o->seconds);
         double rate = (double)calls / elapsed;
+        if (o->after_run) o->after_run(ctx);
         if (rate > best) {
             best = rate;
             best_jws_per_call = (double)jws / (double)calls;
@@ -138,9 +142,10 @@ static void bench_measure(const bench_options *o, const char *impl, const char *
     fflush(stdout);
 }
 
-/* PROGRAM VECTORS_DIR [--seconds S] [--runs N] [--only CASE,...] */
-static bench_options bench_parse(int argc, char **argv) {
-    bench_options o = {NULL, 1.5, 3, NULL};
+/* PROGRAM VECTORS_DIR [--seconds S] [--runs N] [--only CASE,...]  (the `sign` programs pass their key file as
+ * VECTORS_DIR: the one positional argument) */
+static inline bench_options bench_parse(int argc, char **argv) {
+    bench_options o = {NULL, 1.5, 3, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) o.seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) o.runs = atoi(argv[++i]);

@@ -2,7 +2,8 @@
 """report.py GROUP RESULTS_FILE -- turn the RESULT lines of the benchmark programs into benchmarks/run's report.
 
 Input lines (other lines are ignored):  RESULT <impl> <case> <calls per second> <JWS verified per call>
-where impl is "floor" for the OpenSSL + jansson floor, "swift" or "c" for the library. When a case appears
+where impl is "floor" for the floor (OpenSSL + jansson for verify, raw OpenSSL signing for sign), "swift" or "c" for
+the library; and  INFO floor <case> message_bytes <n>  (sign: the length the floor signs, shown on its line). When a case appears
 several times (one line per run), the best run counts. --partial (used with BENCH_ONLY): skip what is missing
 instead of failing.
 
@@ -15,7 +16,11 @@ from __future__ import annotations
 import sys
 
 # group -> floors: [(floor case, input label, floor label, informational?)],
-#          cases: [(case, floor case, floor label, target)], target = (min calls/s or None, min ratio) or None
+#          cases: [(case, floor case, floor label, target[, impls])], target = (min calls/s or None, min ratio) or
+#                 None; impls (optional) = the implementations that have this case (default: all of "impls")
+#          widths (optional): column widths (label, floor label, case, case floor label)
+SIGN_CASES = ["api_token", "promotional_offer_v1", "promotional_offer_v2", "introductory_offer_eligibility",
+              "advanced_commerce_in_app"]
 GROUPS = {
     "verify": {
         "floors": [
@@ -33,6 +38,14 @@ GROUPS = {
         ],
         "impls": ["swift", "c"],
     },
+    "sign": {
+        "floors": [(c, c, "floor_p256_sign", False) for c in SIGN_CASES],
+        "cases": [("api_token", "api_token", "floor_p256_sign", (40_000, 0.60))]
+        + [(c, c, "floor_p256_sign", None) for c in SIGN_CASES[1:]]
+        + [("advanced_commerce_in_app_json", "advanced_commerce_in_app", "floor_p256_sign", None, ["swift"])],
+        "impls": ["swift", "c"],
+        "widths": (30, 15, 30, 15),
+    },
 }
 
 
@@ -45,9 +58,12 @@ def main() -> int:
         return 2
     group, spec = args[0], GROUPS[args[0]]
     results: dict[tuple[str, str], tuple[float, float]] = {}
+    info: dict[tuple[str, str, str], str] = {}
     with open(args[1]) as fh:
         for line in fh:
             f = line.split()
+            if len(f) == 5 and f[0] == "INFO":
+                info[(f[1], f[2], f[3])] = f[4]
             if len(f) == 5 and f[0] == "RESULT":
                 key, value = (f[1], f[2]), (float(f[3]), float(f[4]))
                 if key not in results or value[0] > results[key][0]:
@@ -61,18 +77,23 @@ def main() -> int:
             missing.append(f"{impl} {case}")
         return r
 
-    for case, label, floor_label, info in spec["floors"]:
+    w_label, w_floor, w_case, w_cfloor = spec.get("widths", (18, 28, 24, 30))
+    for case, label, floor_label, informational in spec["floors"]:
         r = get("floor", case)
         if r is None:
             continue
         rate, jpc = r
         extra = f"  ({jpc:.2f} JWS/call = {rate * jpc:.0f} JWS/s)" if abs(jpc - 1) > 1e-9 else ""
-        if info:
+        if ("floor", case, "message_bytes") in info:
+            extra += f"  ({info[('floor', case, 'message_bytes')]}-byte message)"
+        if informational:
             extra += "  (informational)"
-        print(f"{group} floor {label:<18} {floor_label:<28} {rate:>8.0f}/s{extra}")
+        print(f"{group} floor {label:<{w_label}} {floor_label:<{w_floor}} {rate:>8.0f}/s{extra}")
 
     for impl in spec["impls"]:
-        for case, floor_case, floor_label, target in spec["cases"]:
+        for case, floor_case, floor_label, target, *only in spec["cases"]:
+            if only and impl not in only[0]:
+                continue
             ours, floor = get(impl, case), get("floor", floor_case)
             if ours is None or floor is None:
                 continue
@@ -85,7 +106,7 @@ def main() -> int:
                 min_rate, min_ratio = target
                 met = ratio >= min_ratio and (min_rate is None or rate >= min_rate)
                 verdict = "  target met" if met else "  target MISSED"
-            print(f"{group} {impl:<5} {case:<24} {rate:>8.0f}/s  {flabel:<30} {frate:>8.0f}/s{verdict}  "
+            print(f"{group} {impl:<5} {case:<{w_case}} {rate:>8.0f}/s  {flabel:<{w_cfloor}} {frate:>8.0f}/s{verdict}  "
                   f"ratio_to_floor={ratio:.2f}")
 
     if missing and not partial:

@@ -25,9 +25,10 @@ struct JSONObjectWriter {
 
     func finish() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
 
+    private static let hex = Array("0123456789abcdef".utf8)
+
     static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]

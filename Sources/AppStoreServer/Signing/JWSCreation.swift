@@ -1,3 +1,4 @@
+import COpenSSL
 import FoundationEssentials
 
 /// Compact ES256 JWS creation over a header and claims written by `JSONObjectWriter`.
@@ -24,7 +25,23 @@ enum JWSCreation {
 
     static func seconds(_ date: Date) -> Int64 { Timestamp.seconds(date) }
 
-    static func lowercaseUUID() -> String { UUID().uuidString.lowercased() }
+    /// A random (version 4) UUID in lowercase text. From OpenSSL's DRBG: Foundation's UUID() opens /dev/urandom
+    /// on every call, which costs more than the rest of a nonce-bearing signature's bookkeeping.
+    static func lowercaseUUID() -> String {
+        var b = [UInt8](repeating: 0, count: 16)
+        if RAND_bytes(&b, 16) != 1 { return UUID().uuidString.lowercased() }
+        b[6] = b[6] & 0x0F | 0x40
+        b[8] = b[8] & 0x3F | 0x80
+        let hex = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, byte) in b.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// App Store Server API bearer tokens (ES256 JWT; Apple's "Generating JSON Web Tokens for API requests").

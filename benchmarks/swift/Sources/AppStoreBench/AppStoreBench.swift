@@ -1,11 +1,14 @@
 // appstore-bench: Swift-side benchmarks of the AppStoreServer module, driven by benchmarks/run.
 //
-//   AppStoreBench GROUP --vectors DIR [--seconds S] [--runs N] [--only CASE[,CASE...]]
+//   AppStoreBench verify --vectors DIR [--seconds S] [--runs N] [--only CASE[,CASE...]]
+//   AppStoreBench sign --key KEY.p8 [--seconds S] [--runs N] [--only CASE[,CASE...]]
 //
 // Every case prints one machine-readable line on stdout:
-//   RESULT swift <case> <calls per second> <JWS verified per call>
-// (best of --runs runs, each repeating the call over the vectors until --seconds elapsed). benchmarks/run pairs
-// these with the C floor and prints the human-readable report. Any failed verification aborts with exit 1.
+//   RESULT swift <case> <calls per second> <JWS verified (created) per call>
+// (best of --runs runs, each repeating the call over the inputs until --seconds elapsed). benchmarks/run pairs
+// these with the C floor and prints the human-readable report. Any failed verification or malformed result aborts
+// with exit 1. The sign group also prints one `SAMPLE swift <case> ...` line per timed run (that run's last
+// result) for benchmarks/run to verify independently of the library (benchmarks/c/sign_check.c).
 import AppStoreServer
 import FoundationEssentials
 #if canImport(Glibc)
@@ -15,6 +18,7 @@ import Glibc
 struct Options {
     var group = ""
     var vectors = ""
+    var key = ""
     var seconds = 1.5
     var runs = 3
     var only: Set<String> = []
@@ -27,6 +31,7 @@ struct AppStoreBench {
     /// Adding a group: write `enum XBench { static func run(_ o: Options) }` and add it here.
     static let groups: [String: @Sendable (Options) -> Void] = [
         "verify": VerifyBench.run,
+        "sign": SignBench.run,
     ]
 
     static func main() {
@@ -46,6 +51,7 @@ struct AppStoreBench {
         while i < args.count {
             switch args[i] {
             case "--vectors": o.vectors = value()
+            case "--key": o.key = value()
             case "--seconds": o.seconds = Double(value()) ?? { usage("--seconds needs a number") }()
             case "--runs": o.runs = Int(value()) ?? { usage("--runs needs an integer") }()
             case "--only": o.only = Set(value().split(separator: ",").map(String.init))
@@ -62,7 +68,7 @@ struct AppStoreBench {
 
     static func usage(_ why: String) -> Never {
         let groups = AppStoreBench.groups.keys.sorted().joined(separator: "|")
-        Bench.writeError("AppStoreBench: \(why)\nusage: AppStoreBench {\(groups)} --vectors DIR [--seconds S] [--runs N] [--only CASE,...]\n")
+        Bench.writeError("AppStoreBench: \(why)\nusage: AppStoreBench {\(groups)} [--vectors DIR] [--key KEY.p8] [--seconds S] [--runs N] [--only CASE,...]\n")
         exit(2)
     }
 }
@@ -90,7 +96,9 @@ enum Bench {
     /// Runs `op` over `inputs` (cycling) until `seconds` elapse, `runs` times; prints the best rate.
     /// `op` verifies one input, checks the result (aborting on failure) and returns how many JWS it verified.
     /// One untimed pass over every input comes first: it warms caches and checks every vector once.
-    static func measure(_ name: String, _ o: Options, _ inputs: [String], _ op: (Int, String) -> Int) {
+    /// `afterRun` (optional) runs after each timed run, outside the timing.
+    static func measure(_ name: String, _ o: Options, _ inputs: [String], afterRun: () -> Void = {},
+                        _ op: (Int, String) -> Int) {
         guard o.wants(name) else { return }
         guard !inputs.isEmpty else { fail("\(name): no input vectors") }
         for (i, s) in inputs.enumerated() { _ = op(i, s) }
@@ -108,6 +116,7 @@ enum Bench {
                 elapsed = now() - start
             } while elapsed < o.seconds
             let rate = Double(calls) / elapsed
+            afterRun()
             if rate > best {
                 best = rate
                 bestJWSPerCall = Double(jws) / Double(calls)
