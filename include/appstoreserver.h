@@ -1,6 +1,6 @@
 /*
- * appstoreserver.h — the C API of libappstoreserver: App Store signed-data verification (and, in later
- * versions, signature creation, App Store Server API requests and receipts) from one Swift implementation.
+ * appstoreserver.h — the C API of libappstoreserver: App Store signed-data verification, signature creation and
+ * legacy receipts (and, in later versions, App Store Server API requests) from one Swift implementation.
  *
  * CONVENTIONS (they hold for every function below unless its comment says otherwise)
  *
@@ -63,6 +63,10 @@ typedef int32_t appstore_status;
 #define APPSTORE_INVALID_JWT_FORMAT 9
 /* A signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256). */
 #define APPSTORE_INVALID_KEY 10
+/* Receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil). */
+#define APPSTORE_NOT_FOUND 11
+/* Receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field). */
+#define APPSTORE_INVALID_RECEIPT 12
 /* A bug or resource exhaustion inside the library. */
 #define APPSTORE_INTERNAL_ERROR 99
 
@@ -99,6 +103,9 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_KEY_WRONG_CURVE 23          /* EC, but not P-256 */
 #define APPSTORE_REASON_INVALID_REQUEST 24          /* a request model breaks Apple's limits; the message names the field */
 #define APPSTORE_REASON_SIGNING_FAILED 25
+#define APPSTORE_REASON_RECEIPT_MALFORMED 40        /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes */
+#define APPSTORE_REASON_NO_TRANSACTION_ID 41        /* with APPSTORE_NOT_FOUND: the receipt has no transaction id */
+#define APPSTORE_REASON_SIGNER_MISSING 42           /* receipt unsigned, or without its signer's certificate */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
 const char *appstore_reason_name(appstore_reason reason);
@@ -285,6 +292,88 @@ typedef struct appstore_transport appstore_transport;
 appstore_status appstore_transport_new(appstore_transport_fn fn, void *user_data, appstore_transport **transport_out,
                                        appstore_error **err_out);
 void appstore_transport_free(appstore_transport *transport);
+
+/* ---- Receipts ------------------------------------------------------------------------------------------- */
+
+/* Legacy receipts, for teams migrating off verifyReceipt. `receipt_b64`/`receipt_len` is the base64 text as the
+ * device sent it (standard alphabet; line breaks and missing '=' padding are tolerated; no NUL needed; at most
+ * 16 MiB). Parsing is bounded: hostile input (truncated, deeply nested, indefinite lengths without end, absurd
+ * lengths) fails with APPSTORE_INVALID_RECEIPT / APPSTORE_REASON_RECEIPT_MALFORMED, quickly.
+ *
+ * Statuses of the three extraction calls:
+ *   APPSTORE_OK                 *out_param set
+ *   APPSTORE_NOT_FOUND          reason NO_TRANSACTION_ID: the receipt is well formed but holds no transaction id
+ *                               (no in-app purchase records; no "purchase-info" / "transaction-id"). Apple's
+ *                               libraries return null here. As with every failure, the output is left untouched.
+ *   APPSTORE_INVALID_RECEIPT    reason RECEIPT_MALFORMED (with a message saying what is wrong), or WRONG_KIND (an app
+ *                               receipt given to the transaction-receipt call or the reverse; the message names the
+ *                               right call)
+ *   APPSTORE_INVALID_ARGUMENT   NULL / empty receipt, NULL output, receipt text not UTF-8
+ *
+ * NONE of the extraction calls checks a signature: anyone can build a receipt that parses. Use the ids only to look
+ * the customer up with the App Store Server API (Get Transaction History); use appstore_receipt_verifier_verify to
+ * trust a receipt's contents. */
+
+/* Apple's ReceiptUtility.extractTransactionId(appReceipt:) for a base64 app receipt (PKCS#7, BER or DER, Xcode's
+ * extra OCTET STRING wrapping included): *id_out receives the FIRST in-app transaction id, as Apple's Python, Node
+ * and Java libraries return it — precisely the first attribute 1703 (transaction id) or 1705 (original transaction
+ * id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. (Apple's Swift
+ * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. */
+appstore_status appstore_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len, char **id_out,
+                                                        appstore_error **err_out);
+
+/* Every transaction id of a base64 app receipt, which no Apple library offers. *json_out receives
+ *   {"firstTransactionId":"..."|null,"transactionIds":[...],"originalTransactionIds":[...],
+ *    "inApp":[{"transactionId":"...","originalTransactionId":"..."},...]}
+ * transactionIds: attribute 1703 of each in-app record in receipt order; originalTransactionIds: the distinct 1705
+ * values in order of first appearance; inApp: one object per record (keys absent when the record lacks them);
+ * firstTransactionId: what appstore_receipt_extract_transaction_id returns. A receipt without in-app records is
+ * APPSTORE_OK with empty arrays and a null firstTransactionId. */
+appstore_status appstore_receipt_extract_transaction_ids(const char *receipt_b64, size_t receipt_len,
+                                                         char **json_out, appstore_error **err_out);
+
+/* Apple's ReceiptUtility.extractTransactionId(transactionReceipt:) for an old-style (iOS 6) transaction receipt:
+ * base64 text with "purchase-info" = "<base64>"; whose decoded text has "transaction-id" = "<id>"; (matched as
+ * Apple's libraries do; the first match wins). No purchase-info or no transaction-id: APPSTORE_NOT_FOUND. */
+appstore_status appstore_transaction_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len,
+                                                                    char **id_out, appstore_error **err_out);
+
+/* App receipt verification (beyond Apple's libraries). Immutable and thread-safe. */
+typedef struct appstore_receipt_verifier appstore_receipt_verifier;
+
+/* `root_ders[i]`/`root_lens[i]` for i < root_count: DER root certificates (copied), the only trust anchors; for App
+ * Store receipts, Apple Inc. Root. The certificates a receipt carries are only candidates for its intermediate.
+ * bundle_id: NULL accepts any bundle id; otherwise a receipt for another bundle id fails (an empty string is
+ * APPSTORE_INVALID_ARGUMENT). No roots: APPSTORE_CONFIGURATION_ERROR / NO_TRUST_ANCHOR; a root that is not DER:
+ * APPSTORE_CONFIGURATION_ERROR / BAD_CERTIFICATE. */
+appstore_status appstore_receipt_verifier_new(const uint8_t *const *root_ders, const size_t *root_lens,
+                                              size_t root_count, const char *bundle_id,
+                                              appstore_receipt_verifier **verifier_out, appstore_error **err_out);
+void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
+
+/* Verifies a base64 app receipt, in order: the PKCS#7 SignedData structure and the receipt attributes (bounded
+ * parse); the signer certificate's chain to a configured root, validated at the receipt's creation date (attribute
+ * 12; at the current time when the receipt has none, and the output says so), exactly signer <- intermediate <-
+ * root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer, 1.2.840.113635.100.6.2.1 on the
+ * intermediate); the PKCS#7 signature over the content (OpenSSL); the documented fields; the bundle id.
+ * On success, when json_out is not NULL, *json_out receives (absent fields left out, dates in ms since 1970):
+ *   {"bundleId":"...","applicationVersion":"...","originalApplicationVersion":"...",
+ *    "receiptCreationDate":ms,"receiptExpirationDate":ms,
+ *    "inApp":[{"quantity":1,"productId":"...","transactionId":"...","originalTransactionId":"...",
+ *              "purchaseDate":ms,"originalPurchaseDate":ms,"expiresDate":ms,"cancellationDate":ms,
+ *              "webOrderLineItemId":"...","isInIntroOfferPeriod":true|false},...],
+ *    "verification":{"effectiveDate":ms,"effectiveDateSource":"receiptCreationDate"|"now","signer":"/CN=..."}}
+ * (attributes 2, 3, 19, 12, 21, 17 and, per record, 1701, 1702, 1703, 1705, 1704, 1706, 1708, 1712, 1711 as a
+ * decimal string, 1719 as a boolean). Failures:
+ *   APPSTORE_INVALID_RECEIPT        RECEIPT_MALFORMED, WRONG_KIND, UNDECODABLE_PAYLOAD (a documented field of the
+ *                                   wrong type or present twice, in a correctly signed receipt)
+ *   APPSTORE_VERIFICATION_FAILURE   SIGNER_MISSING, UNTRUSTED_CHAIN, EXPIRED (a certificate not valid at the
+ *                                   effective date), MISSING_MARKER_OID, BAD_SIGNATURE (signature or content digest)
+ *   APPSTORE_INVALID_APP_IDENTIFIER WRONG_BUNDLE
+ *   APPSTORE_INVALID_ARGUMENT       NULL verifier, NULL / empty receipt, receipt text not UTF-8
+ * Xcode (StoreKit testing) receipts are signed by a local self-signed certificate and do not verify. */
+appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier *verifier, const char *receipt_b64,
+                                                 size_t receipt_len, char **json_out, appstore_error **err_out);
 
 #ifdef __cplusplus
 }

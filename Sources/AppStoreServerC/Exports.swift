@@ -15,7 +15,7 @@ public func appstoreVersion() -> UnsafePointer<CChar> { versionString.get(0) }
 
 private let statusNames = StaticCStrings(
     [(CStatus.ok, "OK"), (CStatus.invalidArgument, "INVALID_ARGUMENT"), (CStatus.configuration, "CONFIGURATION_ERROR"),
-     (CStatus.invalidKey, "INVALID_KEY"),
+     (CStatus.invalidKey, "INVALID_KEY"), (CStatus.notFound, "NOT_FOUND"), (CStatus.invalidReceipt, "INVALID_RECEIPT"),
      (CStatus.internalError, "INTERNAL_ERROR")]
         + VerificationError.allCases.map { ($0.rawValue, String(describing: $0)) },
     fallback: "UNKNOWN")

@@ -11,6 +11,7 @@
 #include <openssl/objects.h>
 #include <openssl/ocsp.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs7.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
@@ -24,4 +25,13 @@ static inline int appstore_shim_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { retu
 static inline void appstore_shim_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
 static inline int appstore_shim_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *appstore_shim_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+/* PKCS#7 SignedData (app receipts): type check, signer count and the certificates it carries (borrowed). */
+static inline int appstore_shim_pkcs7_is_signed(PKCS7 *p7) { return p7 != NULL && PKCS7_type_is_signed(p7); }
+static inline int appstore_shim_pkcs7_signer_count(PKCS7 *p7) {
+    STACK_OF(PKCS7_SIGNER_INFO) *s = PKCS7_get_signer_info(p7);
+    return s ? sk_PKCS7_SIGNER_INFO_num(s) : 0;
+}
+static inline STACK_OF(X509) *appstore_shim_pkcs7_certificates(PKCS7 *p7) {
+    return appstore_shim_pkcs7_is_signed(p7) && p7->d.sign != NULL ? p7->d.sign->cert : NULL;
+}
 #endif

@@ -70,6 +70,59 @@ char *capi_join(const char *dir, const char *rel) {
     return p;
 }
 
+char *capi_base64_encode(const unsigned char *data, size_t len) {
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+    if (!out) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    size_t i = 0;
+    for (; i + 3 <= len; i += 3) {
+        unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8 | data[i + 2];
+        *o++ = abc[v >> 18 & 63], *o++ = abc[v >> 12 & 63], *o++ = abc[v >> 6 & 63], *o++ = abc[v & 63];
+    }
+    if (len - i == 1) {
+        unsigned v = (unsigned)data[i] << 16;
+        *o++ = abc[v >> 18 & 63], *o++ = abc[v >> 12 & 63], *o++ = '=', *o++ = '=';
+    } else if (len - i == 2) {
+        unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8;
+        *o++ = abc[v >> 18 & 63], *o++ = abc[v >> 12 & 63], *o++ = abc[v >> 6 & 63], *o++ = '=';
+    }
+    *o = 0;
+    return out;
+}
+
+unsigned char *capi_base64_decode(const char *text, size_t *len_out) {
+    size_t n = strlen(text);
+    unsigned char *out = malloc(n / 4 * 3 + 4), *o = out;
+    if (!out) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
+              : c == '+' ? 62 : c == '/' ? 63 : -1;
+        if (c == '=') break;
+        if (v < 0) {
+            if (is_space((unsigned char)c)) continue;
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            *o++ = (unsigned char)(acc >> bits & 0xff);
+        }
+    }
+    *len_out = (size_t)(o - out);
+    return out;
+}
+
 capi_verify_fn capi_verify_for_operation(const char *op) {
     if (!op) return NULL;
     if (strcmp(op, "verifyAndDecodeNotification") == 0) return appstore_verifier_verify_notification;

@@ -31,6 +31,12 @@ appstore_environment capi_environment(const char *name);
 /* Finds a case by id in a manifest's "cases" array (borrowed reference) or NULL. */
 json_t *capi_find_case(json_t *manifest, const char *id);
 
+/* Standard base64 (padded) of len bytes, malloc'd and NUL-terminated. */
+char *capi_base64_encode(const unsigned char *data, size_t len);
+
+/* Decodes standard base64 (whitespace skipped, padding optional); malloc'd, or NULL on bad input. */
+unsigned char *capi_base64_decode(const char *text, size_t *len_out);
+
 /* Check counters for one test program. */
 typedef struct {
     const char *label; /* printed as "<label>: N passed, M failed" */

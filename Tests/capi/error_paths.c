@@ -215,6 +215,10 @@ static void names(void) {
 #ifdef APPSTORE_INVALID_KEY
                     {APPSTORE_INVALID_KEY, "INVALID_KEY"},
 #endif
+#ifdef APPSTORE_NOT_FOUND /* receipts */
+                    {APPSTORE_NOT_FOUND, "NOT_FOUND"},
+                    {APPSTORE_INVALID_RECEIPT, "INVALID_RECEIPT"},
+#endif
                     {APPSTORE_INTERNAL_ERROR, "INTERNAL_ERROR"}};
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
         const char *got = appstore_status_name(statuses[i].v);
@@ -263,6 +267,11 @@ static void names(void) {
                    {APPSTORE_REASON_KEY_WRONG_CURVE, "key_wrong_curve"},
                    {APPSTORE_REASON_INVALID_REQUEST, "invalid_request"},
                    {APPSTORE_REASON_SIGNING_FAILED, "signing_failed"},
+#endif
+#ifdef APPSTORE_REASON_RECEIPT_MALFORMED /* receipts */
+                   {APPSTORE_REASON_RECEIPT_MALFORMED, "receipt_malformed"},
+                   {APPSTORE_REASON_NO_TRANSACTION_ID, "no_transaction_id"},
+                   {APPSTORE_REASON_SIGNER_MISSING, "signer_missing"},
 #endif
                   };
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {

@@ -38,6 +38,10 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case keyWrongCurve = 23
     case invalidRequest = 24
     case signingFailed = 25
+    // Receipts (40-59).
+    case receiptMalformed = 40
+    case noTransactionId = 41
+    case signerMissing = 42
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -68,6 +72,9 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .keyWrongCurve: "key_wrong_curve"
         case .invalidRequest: "invalid_request"
         case .signingFailed: "signing_failed"
+        case .receiptMalformed: "receipt_malformed"
+        case .noTransactionId: "no_transaction_id"
+        case .signerMissing: "signer_missing"
         }
     }
 

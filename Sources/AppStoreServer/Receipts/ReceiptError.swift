@@ -1,0 +1,18 @@
+/// Why a receipt could not be read or verified: a precise reason (`FailureReason`, shared with the JWS verifier and
+/// the C ABI) and a message naming what failed.
+///
+/// Reasons used for receipts: `receiptMalformed` (not base64, not BER, not a PKCS#7 SignedData receipt, broken
+/// attribute structure, a limit exceeded), `wrongKind` (an app receipt given to the transaction-receipt call or the
+/// reverse), `undecodablePayload` (a signed field of the wrong type), `signerMissing`, `untrustedChain`, `expired`,
+/// `missingMarkerOID`, `badSignature`, `wrongBundle`, `internal`.
+public struct ReceiptError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let reason: FailureReason
+    public let message: String
+
+    public init(_ reason: FailureReason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { "\(reason.name): \(message)" }
+}

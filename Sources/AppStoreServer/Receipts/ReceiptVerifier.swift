@@ -1,0 +1,105 @@
+import FoundationEssentials
+
+/// Verifies legacy app receipts — beyond Apple's libraries, which only extract an id without checking anything.
+///
+/// In order: base64; the PKCS#7 SignedData structure (BER, bounded parse); the receipt attributes; the signer
+/// certificate's chain to one of the caller's roots (Apple Inc. Root for App Store receipts; the certificates the
+/// receipt carries are only candidates for the intermediate, never trusted) at the receipt's creation date
+/// (attribute 12; now when it is absent), exactly three certificates, Apple's marker extensions; the PKCS#7
+/// signature over the content (OpenSSL); the documented fields; the bundle id, when one was configured.
+///
+/// Immutable and thread-safe.
+public final class ReceiptVerifier: Sendable {
+    /// When not nil, a receipt whose bundle id (attribute 2) differs fails with `wrongBundle`.
+    public let bundleId: String?
+    let trust: TrustStore
+
+    /// - Parameters:
+    ///   - rootCertificates: DER roots, the only trust anchors (for App Store receipts: Apple Inc. Root).
+    ///   - bundleId: the app's bundle id, or nil to accept any (an empty string is a configuration error).
+    public init(rootCertificates: [[UInt8]], bundleId: String? = nil) throws(ConfigurationError) {
+        if let bundleId, bundleId.isEmpty {
+            throw ConfigurationError(.invalidArgument, "bundleId is empty: pass nil to accept any bundle id")
+        }
+        self.trust = try TrustStore(rootCertificates: rootCertificates)
+        self.bundleId = bundleId
+    }
+
+    public convenience init(rootCertificates: [Data], bundleId: String? = nil) throws(ConfigurationError) {
+        try self.init(rootCertificates: rootCertificates.map { [UInt8]($0) }, bundleId: bundleId)
+    }
+
+    /// Verifies a base64 app receipt (standard alphabet; line breaks and missing padding tolerated).
+    public func verify(appReceipt: String) throws(ReceiptError) -> VerifiedAppReceipt {
+        try verify(appReceiptDER: try ReceiptBase64.decode(appReceipt, what: "app receipt"))
+    }
+
+    /// Verifies a binary (BER/DER) app receipt.
+    public func verify(appReceiptDER der: [UInt8]) throws(ReceiptError) -> VerifiedAppReceipt {
+        // Our own bounded parse first: hostile structures stop here, and it yields the date to validate at.
+        let envelope = try ReceiptEnvelope(der: der)
+        _ = try ReceiptAttributeSet(envelope.payload, context: "receipt attributes")
+        let now = Timestamp.now()
+        let created = AppReceiptContents.creationDate(payload: envelope.payload)
+        let effective: Int64
+        let source: VerifiedAppReceipt.EffectiveDateSource
+        if case .milliseconds(let ms)? = created {
+            effective = ms
+            source = .receiptCreationDate
+        } else {
+            // Absent (or unreadable: reported after the signature check, so that tampering is called tampering).
+            effective = now * 1000
+            source = .now
+        }
+        let seconds = max(0, min(Timestamp.limit, effective >= 0 ? effective / 1000 : (effective - 999) / 1000))
+
+        let pkcs7 = try PKCS7Receipt(der: der)
+        let signer = try pkcs7.signer()
+        let subject = try ReceiptChainVerifier.verify(signer: signer, untrusted: pkcs7.certificates, trust: trust, at: seconds)
+        let content = try pkcs7.verifiedContent()
+        guard content == envelope.content else {
+            throw ReceiptError(.receiptMalformed, "OpenSSL and the receipt parser read different signed content")
+        }
+
+        let contents = try AppReceiptContents(payload: envelope.payload)
+        if let bundleId, contents.bundleId != bundleId {
+            throw ReceiptError(.wrongBundle, contents.bundleId.map {
+                "the receipt is for bundle id \"\($0)\", not \"\(bundleId)\""
+            } ?? "the receipt has no bundle id (attribute 2); expected \"\(bundleId)\"")
+        }
+        return VerifiedAppReceipt(receipt: contents, effectiveDate: Date(receiptMilliseconds: effective),
+                                  effectiveDateSource: source, signerSubject: subject)
+    }
+}
+
+/// A verified app receipt: its decoded fields and how it was verified.
+public struct VerifiedAppReceipt: Hashable, Sendable {
+    public enum EffectiveDateSource: String, Hashable, Sendable {
+        /// The chain was validated at the receipt's creation date (attribute 12).
+        case receiptCreationDate
+        /// The receipt has no creation date: the chain was validated at the current time.
+        case now
+    }
+
+    public let receipt: AppReceiptContents
+    /// The date the certificate chain was validated at.
+    public let effectiveDate: Date
+    public let effectiveDateSource: EffectiveDateSource
+    /// The signer certificate's subject (OpenSSL one-line form).
+    public let signerSubject: String
+
+    /// The receipt's fields plus `"verification":{"effectiveDate":ms,"effectiveDateSource":"receiptCreationDate"|"now",
+    /// "signer":"..."}` as UTF-8 JSON; dates in milliseconds since 1970, absent fields left out.
+    public var json: [UInt8] {
+        var w = ReceiptJSONWriter()
+        w.beginObject()
+        receipt.write(to: &w)
+        w.beginObject("verification")
+        w.add("effectiveDate", effectiveDate)
+        w.add("effectiveDateSource", effectiveDateSource.rawValue)
+        w.add("signer", signerSubject)
+        w.endObject()
+        w.endObject()
+        return w.bytes
+    }
+}
