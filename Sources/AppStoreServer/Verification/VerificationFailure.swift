@@ -38,6 +38,18 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case keyWrongCurve = 23
     case invalidRequest = 24
     case signingFailed = 25
+    // App Store Server API (60-79)
+    case unsupportedEnvironment = 60
+    case unknownEndpoint = 61
+    case invalidParameters = 62
+    case apiError = 63
+    case httpError = 64
+    case rateLimited = 65
+    case undecodableResponse = 66
+    case transportTimeout = 67
+    case transportUnreachable = 68
+    case transportFailed = 69
+    case noTransport = 70
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -68,6 +80,17 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .keyWrongCurve: "key_wrong_curve"
         case .invalidRequest: "invalid_request"
         case .signingFailed: "signing_failed"
+        case .unsupportedEnvironment: "unsupported_environment"
+        case .unknownEndpoint: "unknown_endpoint"
+        case .invalidParameters: "invalid_parameters"
+        case .apiError: "api_error"
+        case .httpError: "http_error"
+        case .rateLimited: "rate_limited"
+        case .undecodableResponse: "undecodable_response"
+        case .transportTimeout: "transport_timeout"
+        case .transportUnreachable: "transport_unreachable"
+        case .transportFailed: "transport_failed"
+        case .noTransport: "no_transport"
         }
     }
 
