@@ -2,13 +2,19 @@
 import PackageDescription
 
 // appstoreserver: one verified implementation of Apple's App Store server toolkit.
-// - AppStoreServer: the Swift core (FoundationEssentials + system libcrypto), for Swift consumers.
+// - AppStoreServer: the Swift core (FoundationEssentials + system libcrypto), for Swift consumers; sans-I/O.
 // - appstoreserver: the C library (libappstoreserver.so), only the @c exports of include/appstoreserver.h.
+// - AppStoreServerHTTP: the default Swift HTTP transport (AsyncHTTPClient) for the App Store Server API client.
+//   Only this target depends on an HTTP stack; the core and the C library never link one.
 let package = Package(
     name: "appstoreserver",
     products: [
         .library(name: "AppStoreServer", targets: ["AppStoreServer"]),
         .library(name: "appstoreserver", type: .dynamic, targets: ["AppStoreServerC"]),
+        .library(name: "AppStoreServerHTTP", targets: ["AppStoreServerHTTP"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(
@@ -18,9 +24,13 @@ let package = Package(
         ),
         .target(name: "AppStoreServer", dependencies: ["COpenSSL"]),
         .target(name: "AppStoreServerC", dependencies: ["AppStoreServer"]),
+        .target(
+            name: "AppStoreServerHTTP",
+            dependencies: ["AppStoreServer", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         .testTarget(
             name: "AppStoreServerTests",
-            dependencies: ["AppStoreServer", "AppStoreServerC", "COpenSSL"]
+            dependencies: ["AppStoreServer", "AppStoreServerC", "AppStoreServerHTTP", "COpenSSL"]
         ),
     ]
 )

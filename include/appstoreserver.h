@@ -1,6 +1,6 @@
 /*
- * appstoreserver.h — the C API of libappstoreserver: App Store signed-data verification, signature creation and
- * legacy receipts (and, in later versions, App Store Server API requests) from one Swift implementation.
+ * appstoreserver.h — the C API of libappstoreserver: App Store signed-data verification, signature creation,
+ * App Store Server API requests and legacy receipts from one Swift implementation.
  *
  * CONVENTIONS (they hold for every function below unless its comment says otherwise)
  *
@@ -67,6 +67,13 @@ typedef int32_t appstore_status;
 #define APPSTORE_NOT_FOUND 11
 /* Receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field). */
 #define APPSTORE_INVALID_RECEIPT 12
+/* App Store Server API calls (values 20-29). Apple answered with an HTTP error status (reasons API_ERROR,
+ * HTTP_ERROR, RATE_LIMITED); see appstore_error_http_status / _api_error_code / _retry_after. */
+#define APPSTORE_API_ERROR 20
+/* No answer: the transport timed out, could not connect, or failed (reasons TRANSPORT_*). */
+#define APPSTORE_TRANSPORT_ERROR 21
+/* Apple answered with a success status, but the body does not decode into the endpoint's model. */
+#define APPSTORE_INVALID_RESPONSE 22
 /* A bug or resource exhaustion inside the library. */
 #define APPSTORE_INTERNAL_ERROR 99
 
@@ -106,6 +113,18 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_RECEIPT_MALFORMED 40        /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes */
 #define APPSTORE_REASON_NO_TRANSACTION_ID 41        /* with APPSTORE_NOT_FOUND: the receipt has no transaction id */
 #define APPSTORE_REASON_SIGNER_MISSING 42           /* receipt unsigned, or without its signer's certificate */
+/* App Store Server API (values 60-79) */
+#define APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT 60  /* the Xcode environment has no App Store Server API */
+#define APPSTORE_REASON_UNKNOWN_ENDPOINT 61         /* not one of the APPSTORE_API_* endpoint names */
+#define APPSTORE_REASON_INVALID_PARAMETERS 62       /* params_json: not an object, unknown/missing key, wrong type */
+#define APPSTORE_REASON_API_ERROR 63                /* HTTP error with Apple's error payload (errorCode, errorMessage) */
+#define APPSTORE_REASON_HTTP_ERROR 64               /* HTTP error without an App Store error payload */
+#define APPSTORE_REASON_RATE_LIMITED 65             /* HTTP 429 */
+#define APPSTORE_REASON_UNDECODABLE_RESPONSE 66     /* success status, body does not decode (message says what) */
+#define APPSTORE_REASON_TRANSPORT_TIMEOUT 67
+#define APPSTORE_REASON_TRANSPORT_UNREACHABLE 68
+#define APPSTORE_REASON_TRANSPORT_FAILED 69
+#define APPSTORE_REASON_NO_TRANSPORT 70             /* appstore_api_client_call without a configured transport */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
 const char *appstore_reason_name(appstore_reason reason);
@@ -120,6 +139,16 @@ appstore_status appstore_error_status(const appstore_error *err);
 appstore_reason appstore_error_reason(const appstore_error *err);
 const char *appstore_error_message(const appstore_error *err);
 void appstore_error_free(appstore_error *err);
+
+/* What Apple answered, for App Store Server API failures (APPSTORE_API_ERROR, APPSTORE_INVALID_RESPONSE):
+ * the HTTP status (0 when there was no answer), the raw errorCode of Apple's error payload (0 when none; kept when
+ * this library does not know the code), the known code's name ("transactionIdNotFound", "" when unknown or none),
+ * Apple's errorMessage ("" when none), and the Retry-After header in seconds (-1 when absent, and for NULL err). */
+int32_t appstore_error_http_status(const appstore_error *err);
+int64_t appstore_error_api_error_code(const appstore_error *err);
+const char *appstore_error_api_error_name(const appstore_error *err);
+const char *appstore_error_api_error_message(const appstore_error *err);
+int64_t appstore_error_retry_after(const appstore_error *err);
 
 /* ---- Memory --------------------------------------------------------------------------------------------- */
 
@@ -374,6 +403,140 @@ void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
  * Xcode (StoreKit testing) receipts are signed by a local self-signed certificate and do not verify. */
 appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier *verifier, const char *receipt_b64,
                                                  size_t receipt_len, char **json_out, appstore_error **err_out);
+
+/* ---- App Store Server API ------------------------------------------------------------------------------ */
+
+/* Sans-I/O: the library builds each request (method, URL, headers with a fresh ES256 bearer token, body) and
+ * decodes each answer; the host does the HTTP. appstore_api_client_call does both through a host-supplied
+ * transport (above), with the client's timeout and retry policy.
+ *
+ * Endpoints are named by Apple's method names (the macros below). Parameters are one JSON object, `params_json`
+ * (NUL-terminated UTF-8; NULL = {}): path parameters as strings (imageIdentifier / messageIdentifier: UUIDs),
+ * query parameters by name (dates as milliseconds since 1970, booleans as JSON booleans), and the request model
+ * under "body" with Apple's JSON keys. Unknown keys are rejected (APPSTORE_INVALID_ARGUMENT, reason
+ * INVALID_PARAMETERS, message naming the key); request models are checked against Apple's limits (reason
+ * INVALID_REQUEST, message naming the field, e.g. "bulletPoints must have at most 5 elements"). Keys per endpoint: */
+#define APPSTORE_API_GET_TRANSACTION_INFO "getTransactionInfo"                      /* transactionId */
+/* anyTransactionId; optional revision, startDate, endDate, productIds [..], productTypes ["AUTO_RENEWABLE", ...],
+ * sort "ASCENDING"|"DESCENDING", subscriptionGroupIdentifiers [..], inAppOwnershipType, revoked (bool) */
+#define APPSTORE_API_GET_TRANSACTION_HISTORY "getTransactionHistory"                /* version 2 */
+#define APPSTORE_API_GET_TRANSACTION_HISTORY_V1 "getTransactionHistoryV1"           /* version 1 (deprecated by Apple) */
+#define APPSTORE_API_GET_ALL_SUBSCRIPTION_STATUSES "getAllSubscriptionStatuses"     /* anyTransactionId; status [1,2..] */
+#define APPSTORE_API_GET_REFUND_HISTORY "getRefundHistory"                          /* anyTransactionId; revision */
+#define APPSTORE_API_LOOK_UP_ORDER_ID "lookUpOrderId"                               /* orderId */
+#define APPSTORE_API_GET_APP_TRANSACTION_INFO "getAppTransactionInfo"               /* anyTransactionId */
+#define APPSTORE_API_FINISH_TRANSACTION "finishTransaction"                         /* transactionId */
+#define APPSTORE_API_SEND_CONSUMPTION_DATA "sendConsumptionData"                    /* transactionId, body (V1) */
+#define APPSTORE_API_SEND_CONSUMPTION_INFORMATION "sendConsumptionInformation"      /* transactionId, body */
+#define APPSTORE_API_SET_APP_ACCOUNT_TOKEN "setAppAccountToken"                     /* originalTransactionId, body */
+#define APPSTORE_API_EXTEND_SUBSCRIPTION_RENEWAL_DATE "extendSubscriptionRenewalDate" /* originalTransactionId, body */
+#define APPSTORE_API_EXTEND_RENEWAL_DATE_FOR_ALL_ACTIVE_SUBSCRIBERS "extendRenewalDateForAllActiveSubscribers" /* body */
+#define APPSTORE_API_GET_STATUS_OF_SUBSCRIPTION_RENEWAL_DATE_EXTENSIONS "getStatusOfSubscriptionRenewalDateExtensions" /* productId, requestIdentifier */
+#define APPSTORE_API_REQUEST_TEST_NOTIFICATION "requestTestNotification"            /* (none) */
+#define APPSTORE_API_GET_TEST_NOTIFICATION_STATUS "getTestNotificationStatus"       /* testNotificationToken */
+#define APPSTORE_API_GET_NOTIFICATION_HISTORY "getNotificationHistory"              /* body; paginationToken */
+#define APPSTORE_API_UPLOAD_IMAGE "uploadImage"             /* imageIdentifier, image (standard base64 PNG); imageSize */
+#define APPSTORE_API_DELETE_IMAGE "deleteImage"                                     /* imageIdentifier */
+#define APPSTORE_API_GET_IMAGE_LIST "getImageList"                                  /* (none) */
+#define APPSTORE_API_UPLOAD_MESSAGE "uploadMessage"                                 /* messageIdentifier, body */
+#define APPSTORE_API_DELETE_MESSAGE "deleteMessage"                                 /* messageIdentifier */
+#define APPSTORE_API_GET_MESSAGE_LIST "getMessageList"                              /* (none) */
+#define APPSTORE_API_CONFIGURE_DEFAULT_MESSAGE "configureDefaultMessage"            /* productId, locale, body */
+#define APPSTORE_API_DELETE_DEFAULT_MESSAGE "deleteDefaultMessage"                  /* productId, locale */
+#define APPSTORE_API_GET_DEFAULT_MESSAGE "getDefaultMessage"                        /* productId, locale */
+#define APPSTORE_API_CONFIGURE_REALTIME_URL "configureRealtimeURL"                  /* body */
+#define APPSTORE_API_DELETE_REALTIME_URL "deleteRealtimeURL"                        /* (none) */
+#define APPSTORE_API_GET_REALTIME_URL "getRealtimeURL"                              /* (none) */
+#define APPSTORE_API_INITIATE_PERFORMANCE_TEST "initiatePerformanceTest"            /* body */
+#define APPSTORE_API_GET_PERFORMANCE_TEST_RESULTS "getPerformanceTestResults"       /* requestId */
+/* Advanced Commerce API server endpoints: transactionId, body */
+#define APPSTORE_API_CANCEL_SUBSCRIPTION "cancelSubscription"
+#define APPSTORE_API_CHANGE_SUBSCRIPTION_METADATA "changeSubscriptionMetadata"
+#define APPSTORE_API_CHANGE_SUBSCRIPTION_PRICE "changeSubscriptionPrice"
+#define APPSTORE_API_MIGRATE_SUBSCRIPTION "migrateSubscription"
+#define APPSTORE_API_REVOKE_SUBSCRIPTION "revokeSubscription"
+#define APPSTORE_API_REQUEST_TRANSACTION_REFUND "requestTransactionRefund"
+
+/* The endpoint names this library knows, for bindings: count and name by index ("" out of range). Static. */
+size_t appstore_api_endpoint_count(void);
+const char *appstore_api_endpoint_name(size_t index);
+
+/* Client options (a locked builder). Defaults: no transport, timeout 30000 ms, no retries, the environment's base
+ * URL (production https://api.storekit.apple.com, sandbox https://api.storekit-sandbox.apple.com, local testing
+ * https://local-testing-base-url). */
+typedef struct appstore_api_client_options appstore_api_client_options;
+
+appstore_status appstore_api_client_options_new(appstore_api_client_options **options_out, appstore_error **err_out);
+void appstore_api_client_options_free(appstore_api_client_options *options);
+/* The transport appstore_api_client_call uses (retained by clients created from these options; NULL unsets). */
+appstore_status appstore_api_client_options_set_transport(appstore_api_client_options *options,
+                                                          const appstore_transport *transport,
+                                                          appstore_error **err_out);
+/* The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; >= 1. */
+appstore_status appstore_api_client_options_set_timeout_ms(appstore_api_client_options *options, uint32_t timeout_ms,
+                                                           appstore_error **err_out);
+/* Opt-in retries (max_retries 0 = off, at most 100) of HTTP 429 and Apple's retryable codes 4040002, 4040004,
+ * 4040006, 5000001: waits initial_backoff_ms, doubling up to max_backoff_ms; a Retry-After header sets the minimum
+ * wait, and one longer than max_backoff_ms is not waited for (the call fails with its value). Transport failures
+ * are not retried. */
+appstore_status appstore_api_client_options_set_retry(appstore_api_client_options *options, uint32_t max_retries,
+                                                      uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
+                                                      appstore_error **err_out);
+/* Replaces the environment's base URL (http:// or https://; e.g. a test server); NULL restores it. */
+appstore_status appstore_api_client_options_set_base_url(appstore_api_client_options *options, const char *base_url,
+                                                         appstore_error **err_out);
+
+/* An immutable, thread-safe API client: the signing key (which must have an issuer id), the environment and the
+ * options (may be NULL for defaults; read, not consumed). APPSTORE_ENVIRONMENT_XCODE is refused:
+ * APPSTORE_CONFIGURATION_ERROR, reason UNSUPPORTED_ENVIRONMENT. */
+typedef struct appstore_api_client appstore_api_client;
+
+appstore_status appstore_api_client_new(const appstore_signing_key *key, appstore_environment environment,
+                                        const appstore_api_client_options *options, appstore_api_client **client_out,
+                                        appstore_error **err_out);
+void appstore_api_client_free(appstore_api_client *client);
+
+/* A built request: immutable; the getters' results live until appstore_api_request_free. */
+typedef struct appstore_api_request appstore_api_request;
+
+/* Builds endpoint + params_json into a request: method, full URL (path segments percent-encoded; repeated query
+ * keys; booleans true/false; dates in ms), headers (Authorization: Bearer <fresh token>, User-Agent:
+ * appstoreserver/<version>, Accept: application/json, Content-Type only with a body: application/json, or
+ * image/png for uploadImage), body. UUIDs are lowercase on the wire. */
+appstore_status appstore_api_client_build_request(const appstore_api_client *client, const char *endpoint,
+                                                  const char *params_json, appstore_api_request **request_out,
+                                                  appstore_error **err_out);
+/* Getters: "" / 0 when request is NULL. Headers as "Name: value\r\n" lines (the transport callback's format), or
+ * one by one (index < count). The body pointer is never NULL (len 0 when there is no body). */
+const char *appstore_api_request_method(const appstore_api_request *request);
+const char *appstore_api_request_url(const appstore_api_request *request);
+const char *appstore_api_request_headers(const appstore_api_request *request);
+size_t appstore_api_request_header_count(const appstore_api_request *request);
+const char *appstore_api_request_header_name(const appstore_api_request *request, size_t index);
+const char *appstore_api_request_header_value(const appstore_api_request *request, size_t index);
+const uint8_t *appstore_api_request_body(const appstore_api_request *request, size_t *len_out);
+uint32_t appstore_api_request_timeout_ms(const appstore_api_request *request);
+void appstore_api_request_free(appstore_api_request *request);
+
+/* Decodes an answer to `endpoint`: status (100-599), headers as "Name: value\r\n" lines (may be NULL when
+ * headers_len is 0), body. 2xx: *json_out receives the body exactly as sent, after checking that it decodes into
+ * the endpoint's model ("{}" for endpoints without a response body); a body that does not decode fails with
+ * APPSTORE_INVALID_RESPONSE naming what did not decode. Other statuses fail with APPSTORE_API_ERROR carrying the
+ * HTTP status, Apple's error code and message, and Retry-After. */
+appstore_status appstore_api_client_decode_response(const appstore_api_client *client, const char *endpoint,
+                                                    int32_t http_status, const char *headers, size_t headers_len,
+                                                    const uint8_t *body, size_t body_len, char **json_out,
+                                                    appstore_error **err_out);
+
+/* Build + send through the client's transport (with retries) + decode, as above. json_out may be NULL. */
+appstore_status appstore_api_client_call(const appstore_api_client *client, const char *endpoint,
+                                         const char *params_json, char **json_out, appstore_error **err_out);
+/* For the paginated endpoints (getTransactionHistory, getTransactionHistoryV1, getRefundHistory: revision/hasMore;
+ * getNotificationHistory: paginationToken/hasMore): follows the pages to the end; *json_out is a JSON array of
+ * every page as sent. */
+appstore_status appstore_api_client_call_all_pages(const appstore_api_client *client, const char *endpoint,
+                                                   const char *params_json, char **json_out,
+                                                   appstore_error **err_out);
 
 #ifdef __cplusplus
 }

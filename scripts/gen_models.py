@@ -6,10 +6,16 @@
 
 spec/models.json is the single, language-neutral source of truth for models and enums:
 
-    {"enums":  {Name: {"rawType": "String"|"Int32", "doc": str?, "cases": [{"name": str, "value": str|int}, ...]}},
+    {"enums":  {Name: {"rawType": "String"|"Int32"|"Int64", "doc": str?, "caseNames": true?,
+                       "cases": [{"name": str, "value": str|int}, ...]}},
      "models": {Name: {"doc": str?, "fields": [{"name": str, "type": T, "key": str?, "required": bool?, "doc": str?}]}}}
 
     T = "String" | "Int32" | "Int64" | "Bool" | "Date" | "UUID" | <enum name> | <model name> | [T]  (one-element list)
+        | {"map": T}   a JSON object with arbitrary string keys and values of type T (T a type name; Swift
+                       [String: T]); e.g. counts keyed by an enum's raw values, which stay raw so unknown keys survive
+
+enum "caseNames": true        the enum also gets `caseName: String?` (the case name of a known value, nil otherwise),
+                              e.g. to name an API error code.
 
 "key" is given only when the JSON key differs from "name"; "required": true makes the field non-optional.
 "Date" is milliseconds since 1970 on the wire (the caller configures the coders with .millisecondsSince1970).
@@ -21,6 +27,9 @@ Request-model attributes (Apple's client-side limits; decoding never checks them
     field "range": [min, max]    Int32/Int64 field, or every element of a list of them: min <= value <= max.
     field "nonEmpty": true       list field: at least one element. On an optional list, absent/nil is fine but an
                                  explicit empty list is a violation (as in Apple's library).
+    field "maxCount": N          list field: at most N elements.
+    field "alwaysEncode": true   optional String field that is always encoded, as "" when nil (Apple requires the
+                                 key, e.g. ConsumptionRequestV1.appAccountToken).
     model "constants": [{"key": k, "value": "v"}, ...]
                                  JSON members the model always encodes with a fixed string value (e.g. operation,
                                  version); tolerated and ignored when decoding, never stored. Swift: each is
@@ -31,7 +40,7 @@ Request-model attributes (Apple's client-side limits; decoding never checks them
                                  request models (parents then do not recurse through it either); false on a model
                                  with its own limits or constants is an error.
 
-validate() checks fields in spec order; per field: nonEmpty, then maxLength/range of the value (or of each element),
+validate() checks fields in spec order; per field: nonEmpty, maxCount, then maxLength/range of the value (or of each element),
 then the nested model's validate() (or each element's). It throws the first violation as ModelValidationError with
 the JSON-key path of the field, e.g. `items[0].SKU`, `descriptors.description`, `dependentSKUs[2]`.
 
@@ -62,8 +71,9 @@ PRIMITIVES = {
     "Date": "Date",
     "UUID": "UUID",
 }
-ENUM_RAW_TYPES = ("String", "Int32")
+ENUM_RAW_TYPES = ("String", "Int32", "Int64")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # Swift keywords that must be backticked when used as identifiers in declarations.
 SWIFT_KEYWORDS = frozenset(
@@ -77,7 +87,7 @@ SWIFT_KEYWORDS = frozenset(
 # Names that cannot (or should not) be used even with backticks.
 RESERVED_MEMBER_NAMES = frozenset({"init", "deinit", "subscript", "self", "Self", "Type", "Protocol"})
 # Members every generated enum struct already declares.
-ENUM_OWN_MEMBERS = frozenset({"rawValue", "knownValues", "isKnown", "description", "hashValue", "encode"})
+ENUM_OWN_MEMBERS = frozenset({"rawValue", "knownValues", "isKnown", "description", "hashValue", "encode", "caseName"})
 # Members a generated model struct already has (synthesized or declared).
 MODEL_OWN_MEMBERS = frozenset({"hashValue", "encode", "validate", "CodingKeys"})
 # Type names that would shadow what the generated code itself refers to.
@@ -94,12 +104,12 @@ MEMBER_NAME_RE = re.compile(r"^[a-z_][A-Za-z0-9_]*$")
 CASE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # PurchasePlatform has iOS, macOS, ...
 
 TOP_KEYS = {"enums", "models"}
-ENUM_KEYS = {"rawType", "doc", "cases"}
+ENUM_KEYS = {"rawType", "doc", "cases", "caseNames"}
 CASE_KEYS = {"name", "value"}
 MODEL_KEYS = {"doc", "fields", "constants", "validate"}
-FIELD_KEYS = {"name", "key", "type", "required", "doc", "maxLength", "range", "nonEmpty"}
+FIELD_KEYS = {"name", "key", "type", "required", "doc", "maxLength", "range", "nonEmpty", "maxCount", "alwaysEncode"}
 CONSTANT_KEYS = {"key", "value"}
-LIMIT_KEYS = ("maxLength", "range", "nonEmpty")
+LIMIT_KEYS = ("maxLength", "range", "nonEmpty", "maxCount")
 INTEGER_BOUNDS = {"Int32": (INT32_MIN, INT32_MAX), "Int64": (-(2**63), 2**63 - 1)}
 
 
@@ -168,12 +178,19 @@ def _suggest(name: str, candidates: list[str]) -> str:
 
 
 def _type_refs(ftype: object) -> tuple[str | None, bool]:
-    """Return (element type name, is_list) for a well-formed field type, or (None, _) if malformed."""
+    """Return (element type name, is_container) for a well-formed field type, or (None, _) if malformed.
+    Containers are lists [T] and maps {"map": T}; _is_map tells them apart."""
     if isinstance(ftype, str):
         return ftype, False
     if isinstance(ftype, list) and len(ftype) == 1 and isinstance(ftype[0], str):
         return ftype[0], True
+    if _is_map(ftype):
+        return ftype["map"], True
     return None, False
+
+
+def _is_map(ftype: object) -> bool:
+    return isinstance(ftype, dict) and set(ftype) == {"map"} and isinstance(ftype["map"], str)
 
 
 def validate_spec(spec: object) -> None:
@@ -198,6 +215,8 @@ def validate_spec(spec: object) -> None:
         if not _check_keys(where, enum, ENUM_KEYS, {"rawType", "cases"}, problems):
             continue
         _check_doc(where, enum, problems)
+        if "caseNames" in enum and enum["caseNames"] is not True:
+            problems.append(f"{where}: 'caseNames' must be true (omit it otherwise)")
         raw = enum["rawType"]
         if raw not in ENUM_RAW_TYPES:
             problems.append(f"{where}: rawType {raw!r} is not one of {', '.join(ENUM_RAW_TYPES)}")
@@ -226,12 +245,13 @@ def validate_spec(spec: object) -> None:
                 if not isinstance(value, str):
                     problems.append(f"{cwhere}: value {json.dumps(value)} is not a string (rawType String)")
                     continue
-            elif raw == "Int32":
+            elif raw in ("Int32", "Int64"):
                 if isinstance(value, bool) or not isinstance(value, int):
-                    problems.append(f"{cwhere}: value {json.dumps(value)} is not an integer (rawType Int32)")
+                    problems.append(f"{cwhere}: value {json.dumps(value)} is not an integer (rawType {raw})")
                     continue
-                if not INT32_MIN <= value <= INT32_MAX:
-                    problems.append(f"{cwhere}: value {value} does not fit in Int32")
+                lo, hi = (INT32_MIN, INT32_MAX) if raw == "Int32" else (INT64_MIN, INT64_MAX)
+                if not lo <= value <= hi:
+                    problems.append(f"{cwhere}: value {value} does not fit in {raw}")
                     continue
             else:
                 continue
@@ -295,7 +315,7 @@ def validate_spec(spec: object) -> None:
             if tname is None:
                 problems.append(
                     f"{fwhere}: unknown field type {json.dumps(ftype)} "
-                    "(expected a type name or a one-element list [T] of a type name)"
+                    "(expected a type name, a one-element list [T] of a type name, or {\"map\": T})"
                 )
             elif tname not in defined:
                 if TYPE_NAME_RE.match(tname) and not _suggest(tname, defined):
@@ -323,8 +343,13 @@ def has_limits(field: dict) -> bool:
 
 
 def _check_field_limits(fwhere: str, field: dict, problems: list[str]) -> None:
-    """maxLength / range / nonEmpty: well-formed and on a field type they apply to."""
+    """maxLength / range / nonEmpty / maxCount / alwaysEncode: well-formed and on a field type they apply to."""
     tname, is_list = _type_refs(field["type"])
+    if _is_map(field["type"]):
+        limited = [k for k in LIMIT_KEYS + ("alwaysEncode",) if k in field]
+        if limited:
+            problems.append(f"{fwhere}: {', '.join(map(repr, limited))} do not apply to map fields")
+        return
     if "maxLength" in field:
         n = field["maxLength"]
         if not _is_int(n) or not 1 <= n <= INT32_MAX:
@@ -352,6 +377,17 @@ def _check_field_limits(fwhere: str, field: dict, problems: list[str]) -> None:
             problems.append(f"{fwhere}: 'nonEmpty' must be true")
         elif tname is not None and not is_list:
             problems.append(f"{fwhere}: 'nonEmpty' applies only to list fields")
+    if "maxCount" in field:
+        n = field["maxCount"]
+        if not _is_int(n) or not 1 <= n <= INT32_MAX:
+            problems.append(f"{fwhere}: 'maxCount' must be a positive integer")
+        elif tname is not None and not is_list:
+            problems.append(f"{fwhere}: 'maxCount' applies only to list fields")
+    if "alwaysEncode" in field:
+        if field["alwaysEncode"] is not True:
+            problems.append(f"{fwhere}: 'alwaysEncode' must be true (omit it otherwise)")
+        elif field["type"] != "String" or field.get("required"):
+            problems.append(f"{fwhere}: 'alwaysEncode' applies only to optional String fields")
 
 
 def _check_model_extras(where: str, model: dict, field_names: set[str], field_keys: dict[str, str],
@@ -407,7 +443,7 @@ def validating_models(models: dict) -> set[str]:
         for m, model in models.items():
             if m in result or model.get("validate") is False:
                 continue
-            if any(_type_refs(f["type"])[0] in result for f in model["fields"]):
+            if any(_type_refs(f["type"])[0] in result for f in model["fields"] if not _is_map(f["type"])):
                 result.add(m)
                 changed = True
     return result
@@ -470,6 +506,8 @@ def swift_type(ftype: object) -> str:
     tname, is_list = _type_refs(ftype)
     assert tname is not None
     base = PRIMITIVES.get(tname, tname)
+    if _is_map(ftype):
+        return f"[String: {base}]"
     return f"[{base}]" if is_list else base
 
 
@@ -499,6 +537,18 @@ def render_enum(name: str, enum: dict) -> list[str]:
         lines.extend(f"        {m}," for m in members)
         lines.append("    ]")
     lines.append("    public var isKnown: Bool { Self.knownValues.contains(self) }")
+    if enum.get("caseNames"):
+        lines.append("")
+        lines.append("    /// The case name of a known value (e.g. for messages), nil for values this version does not know.")
+        lines.append("    public var caseName: String? {")
+        lines.append("        switch rawValue {")
+        for case in enum["cases"]:
+            value = case["value"]
+            literal = swift_string_literal(value) if raw == "String" else str(value)
+            lines.append(f"        case {literal}: {swift_string_literal(case['name'])}")
+        lines.append("        default: nil")
+        lines.append("        }")
+        lines.append("    }")
     lines.append("")
     lines.append(
         f"    public init(from decoder: any Decoder) throws {{ rawValue = try decoder.singleValueContainer().decode({raw}.self) }}"
@@ -555,7 +605,7 @@ def render_model(name: str, model: dict, validating: set[str]) -> list[str]:
     if constants:
         lines.append("")
         lines.extend(render_constant_decoding(fields))
-    if constants or any(_is_uuid(f["type"]) for f in fields):
+    if constants or any(_is_uuid(f["type"]) or f.get("alwaysEncode") for f in fields):
         lines.append("")
         lines.extend(render_encoding(fields, constants))
     if name in validating:
@@ -592,7 +642,9 @@ def render_encoding(fields: list[dict], constants: list[dict]) -> list[str]:
         n = ident(field["name"])
         method = "encode" if field.get("required") else "encodeIfPresent"
         value = f"self.{n}"
-        if field["type"] == "UUID":
+        if field.get("alwaysEncode"):
+            method, value = "encode", f"{value} ?? \"\""
+        elif field["type"] == "UUID":
             value += ".uuidString.lowercased()" if field.get("required") else "?.uuidString.lowercased()"
         elif field["type"] == ["UUID"]:
             value += ".map { $0.uuidString.lowercased() }" if field.get("required") else "?.map { $0.uuidString.lowercased() }"
@@ -635,6 +687,8 @@ def render_validate(fields: list[dict], validating: set[str]) -> list[str]:
         "    public func validate() throws(ModelValidationError) {",
     ]
     for field in fields:
+        if _is_map(field["type"]):
+            continue  # maps carry no limits and are not validated
         tname, is_list = _type_refs(field["type"])
         key = field.get("key", field["name"])
         access = f"self.{ident(field['name'])}"
@@ -648,6 +702,13 @@ def render_validate(fields: list[dict], validating: set[str]) -> list[str]:
                 checks += [
                     f"{indent}if {value}.isEmpty {{",
                     f"{indent}    throw ModelValidationError(field: {path}, kind: .emptyList)",
+                    f"{indent}}}",
+                ]
+            if "maxCount" in field:
+                n = field["maxCount"]
+                checks += [
+                    f"{indent}if {value}.count > {n} {{",
+                    f"{indent}    throw ModelValidationError(field: {path}, kind: .tooManyElements(maxCount: {n}))",
                     f"{indent}}}",
                 ]
             element_path = '"' + _literal_body(key) + '[\\(index)]"'

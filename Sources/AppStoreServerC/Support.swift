@@ -15,19 +15,33 @@ enum CStatus {
     static let invalidArgument: Int32 = 1
     static let configuration: Int32 = 2
     static let invalidKey: Int32 = 10
+    static let apiError: Int32 = 20
+    static let transportError: Int32 = 21
+    static let invalidResponse: Int32 = 22
     static let internalError: Int32 = 99
 }
 
-/// A failure on its way to C: status, reason and message.
+/// What an App Store Server API answer said, for the appstore_error_* accessors.
+struct APIErrorDetail {
+    var httpStatus: Int32 = 0
+    var code: Int64 = 0
+    var codeName: String = ""
+    var errorMessage: String = ""
+    var retryAfter: Int64 = -1
+}
+
+/// A failure on its way to C: status, reason and message (and, for API calls, what Apple answered).
 struct CFailure: Error {
     let status: Int32
     let reason: FailureReason
     let message: String
+    var api: APIErrorDetail? = nil
 
-    init(status: Int32, reason: FailureReason, message: String) {
+    init(status: Int32, reason: FailureReason, message: String, api: APIErrorDetail? = nil) {
         self.status = status
         self.reason = reason
         self.message = message
+        self.api = api
     }
     init(_ f: VerificationFailure) {
         self.init(status: f.status.rawValue, reason: f.reason, message: f.message)
@@ -48,12 +62,27 @@ final class ErrorBox {
     let status: Int32
     let reason: Int32
     let message: UnsafeMutablePointer<CChar>?
+    let httpStatus: Int32
+    let apiErrorCode: Int64
+    let apiErrorName: UnsafeMutablePointer<CChar>?
+    let apiErrorMessage: UnsafeMutablePointer<CChar>?
+    let retryAfter: Int64
     init(_ f: CFailure) {
         status = f.status
         reason = f.reason.rawValue
         message = strdup(f.message)
+        let api = f.api ?? APIErrorDetail()
+        httpStatus = api.httpStatus
+        apiErrorCode = api.code
+        apiErrorName = api.codeName.isEmpty ? nil : strdup(api.codeName)
+        apiErrorMessage = api.errorMessage.isEmpty ? nil : strdup(api.errorMessage)
+        retryAfter = api.retryAfter
     }
-    deinit { free(message) }
+    deinit {
+        free(message)
+        free(apiErrorName)
+        free(apiErrorMessage)
+    }
 }
 
 /// Runs an export body; maps a thrown CFailure to its status and, if asked, an appstore_error.

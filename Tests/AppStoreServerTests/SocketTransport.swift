@@ -18,7 +18,9 @@ final class SocketTransport: BlockingHTTPTransport, @unchecked Sendable {
             throw TransportError(.failed, "only http:// URLs: \(request.url)")
         }
         let port = url.port ?? 80
-        let path = (url.path.isEmpty ? "/" : url.path) + (url.query.map { "?\($0)" } ?? "")
+        // The request target exactly as given (already percent-encoded): everything after scheme://authority.
+        let afterScheme = request.url.dropFirst("http://".count)
+        let path = afterScheme.firstIndex(of: "/").map { String(afterScheme[$0...]) } ?? "/"
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var info: UnsafeMutablePointer<addrinfo>?

@@ -219,6 +219,11 @@ static void names(void) {
                     {APPSTORE_NOT_FOUND, "NOT_FOUND"},
                     {APPSTORE_INVALID_RECEIPT, "INVALID_RECEIPT"},
 #endif
+#ifdef APPSTORE_API_ERROR
+                    {APPSTORE_API_ERROR, "API_ERROR"},
+                    {APPSTORE_TRANSPORT_ERROR, "TRANSPORT_ERROR"},
+                    {APPSTORE_INVALID_RESPONSE, "INVALID_RESPONSE"},
+#endif
                     {APPSTORE_INTERNAL_ERROR, "INTERNAL_ERROR"}};
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
         const char *got = appstore_status_name(statuses[i].v);
@@ -267,6 +272,19 @@ static void names(void) {
                    {APPSTORE_REASON_KEY_WRONG_CURVE, "key_wrong_curve"},
                    {APPSTORE_REASON_INVALID_REQUEST, "invalid_request"},
                    {APPSTORE_REASON_SIGNING_FAILED, "signing_failed"},
+#ifdef APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT
+                   {APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT, "unsupported_environment"},
+                   {APPSTORE_REASON_UNKNOWN_ENDPOINT, "unknown_endpoint"},
+                   {APPSTORE_REASON_INVALID_PARAMETERS, "invalid_parameters"},
+                   {APPSTORE_REASON_API_ERROR, "api_error"},
+                   {APPSTORE_REASON_HTTP_ERROR, "http_error"},
+                   {APPSTORE_REASON_RATE_LIMITED, "rate_limited"},
+                   {APPSTORE_REASON_UNDECODABLE_RESPONSE, "undecodable_response"},
+                   {APPSTORE_REASON_TRANSPORT_TIMEOUT, "transport_timeout"},
+                   {APPSTORE_REASON_TRANSPORT_UNREACHABLE, "transport_unreachable"},
+                   {APPSTORE_REASON_TRANSPORT_FAILED, "transport_failed"},
+                   {APPSTORE_REASON_NO_TRANSPORT, "no_transport"},
+#endif
 #endif
 #ifdef APPSTORE_REASON_RECEIPT_MALFORMED /* receipts */
                    {APPSTORE_REASON_RECEIPT_MALFORMED, "receipt_malformed"},

@@ -50,6 +50,39 @@ int32_t http_transport_send(void *user_data, const char *method, const char *url
                             size_t headers_len, const uint8_t *body, size_t body_len, uint32_t timeout_ms,
                             appstore_http_response *response) {
     if (user_data) __atomic_fetch_add(&((http_transport_stats *)user_data)->requests, 1, __ATOMIC_SEQ_CST);
+    http_result r;
+    int32_t st = http_fetch(method, url, headers, headers_len, body, body_len, timeout_ms, &r);
+    if (st != APPSTORE_TRANSPORT_OK) return st;
+    char *line = r.headers;
+    while (line && *line) {
+        char *next = strstr(line, "\r\n");
+        if (next) *next = 0;
+        char *colon = strchr(line, ':');
+        if (colon) {
+            *colon = 0;
+            char *value = colon + 1;
+            while (*value == ' ') value++;
+            appstore_http_response_add_header(response, line, value, NULL);
+        }
+        line = next ? next + 2 : NULL;
+    }
+    appstore_http_response_set_status(response, r.status, NULL);
+    appstore_http_response_append_body(response, r.body, r.body_len, NULL);
+    http_result_free(&r);
+    return APPSTORE_TRANSPORT_OK;
+}
+
+void http_result_free(http_result *result) {
+    if (!result) return;
+    free(result->headers);
+    free(result->body);
+    result->headers = NULL;
+    result->body = NULL;
+}
+
+int32_t http_fetch(const char *method, const char *url, const char *headers, size_t headers_len, const uint8_t *body,
+                   size_t body_len, uint32_t timeout_ms, http_result *out) {
+    memset(out, 0, sizeof *out);
     long long deadline = now_ms() + (timeout_ms ? timeout_ms : 30000);
     char host[256], port[16] = "80";
     const char *path = "/";
@@ -121,27 +154,27 @@ int32_t http_transport_send(void *user_data, const char *method, const char *url
     int status = 0;
     if (!sep || sscanf(buf, "HTTP/1.%*d %d", &status) != 1) { free(buf); return APPSTORE_TRANSPORT_FAILED; }
     size_t body_off = (size_t)(sep - buf) + 4, content_length = len - body_off;
-    *sep = 0;
-    char *line = strstr(buf, "\r\n");
-    while (line && *line) {
-        line += 2;
+    /* Headers: the lines after the status line, each "Name: value\r\n". */
+    char *first = strstr(buf, "\r\n");
+    size_t hlen = first && first < sep ? (size_t)(sep - (first + 2)) + 2 : 0;
+    out->headers = malloc(hlen + 1);
+    out->body = malloc(content_length + 1);
+    if (!out->headers || !out->body) { free(buf); http_result_free(out); return APPSTORE_TRANSPORT_FAILED; }
+    if (hlen) memcpy(out->headers, first + 2, hlen);
+    out->headers[hlen] = 0;
+    out->headers_len = hlen;
+    for (char *line = out->headers; line && *line;) {
         char *next = strstr(line, "\r\n");
-        if (next) *next = 0;
-        char *colon = strchr(line, ':');
-        if (colon) {
-            *colon = 0;
-            char *value = colon + 1;
-            while (*value == ' ') value++;
-            appstore_http_response_add_header(response, line, value, NULL);
-            if (strcasecmp(line, "Content-Length") == 0) {
-                size_t cl = (size_t)strtoull(value, NULL, 10);
-                if (cl < content_length) content_length = cl;
-            }
+        if (strncasecmp(line, "Content-Length:", 15) == 0) {
+            size_t cl = (size_t)strtoull(line + 15, NULL, 10);
+            if (cl < content_length) content_length = cl;
         }
-        line = next;
+        line = next ? next + 2 : NULL;
     }
-    appstore_http_response_set_status(response, status, NULL);
-    appstore_http_response_append_body(response, (const uint8_t *)buf + body_off, content_length, NULL);
+    memcpy(out->body, buf + body_off, content_length);
+    out->body[content_length] = 0;
+    out->body_len = content_length;
+    out->status = status;
     free(buf);
     return APPSTORE_TRANSPORT_OK;
 }

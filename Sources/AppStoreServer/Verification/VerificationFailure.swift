@@ -42,6 +42,18 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case receiptMalformed = 40
     case noTransactionId = 41
     case signerMissing = 42
+    // App Store Server API (60-79)
+    case unsupportedEnvironment = 60
+    case unknownEndpoint = 61
+    case invalidParameters = 62
+    case apiError = 63
+    case httpError = 64
+    case rateLimited = 65
+    case undecodableResponse = 66
+    case transportTimeout = 67
+    case transportUnreachable = 68
+    case transportFailed = 69
+    case noTransport = 70
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -75,6 +87,17 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .receiptMalformed: "receipt_malformed"
         case .noTransactionId: "no_transaction_id"
         case .signerMissing: "signer_missing"
+        case .unsupportedEnvironment: "unsupported_environment"
+        case .unknownEndpoint: "unknown_endpoint"
+        case .invalidParameters: "invalid_parameters"
+        case .apiError: "api_error"
+        case .httpError: "http_error"
+        case .rateLimited: "rate_limited"
+        case .undecodableResponse: "undecodable_response"
+        case .transportTimeout: "transport_timeout"
+        case .transportUnreachable: "transport_unreachable"
+        case .transportFailed: "transport_failed"
+        case .noTransport: "no_transport"
         }
     }
 

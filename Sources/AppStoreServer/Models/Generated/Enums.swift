@@ -2,6 +2,702 @@
 
 import FoundationEssentials
 
+/// An App Store Server API error code (errorCode of an error response).
+public struct APIError: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int64
+    public init(rawValue: Int64) { self.rawValue = rawValue }
+
+    public static let generalBadRequest = APIError(rawValue: 4000000)
+    public static let invalidAppIdentifier = APIError(rawValue: 4000002)
+    public static let invalidRequestRevision = APIError(rawValue: 4000005)
+    public static let invalidTransactionId = APIError(rawValue: 4000006)
+    public static let invalidOriginalTransactionId = APIError(rawValue: 4000008)
+    public static let invalidExtendByDays = APIError(rawValue: 4000009)
+    public static let invalidExtendReasonCode = APIError(rawValue: 4000010)
+    public static let invalidRequestIdentifier = APIError(rawValue: 4000011)
+    public static let startDateTooFarInPast = APIError(rawValue: 4000012)
+    public static let startDateAfterEndDate = APIError(rawValue: 4000013)
+    public static let invalidPaginationToken = APIError(rawValue: 4000014)
+    public static let invalidStartDate = APIError(rawValue: 4000015)
+    public static let invalidEndDate = APIError(rawValue: 4000016)
+    public static let paginationTokenExpired = APIError(rawValue: 4000017)
+    public static let invalidNotificationType = APIError(rawValue: 4000018)
+    public static let multipleFiltersSupplied = APIError(rawValue: 4000019)
+    public static let invalidTestNotificationToken = APIError(rawValue: 4000020)
+    public static let invalidSort = APIError(rawValue: 4000021)
+    public static let invalidProductType = APIError(rawValue: 4000022)
+    public static let invalidProductId = APIError(rawValue: 4000023)
+    public static let invalidSubscriptionGroupIdentifier = APIError(rawValue: 4000024)
+    public static let invalidExcludeRevoked = APIError(rawValue: 4000025)
+    public static let invalidInAppOwnershipType = APIError(rawValue: 4000026)
+    public static let invalidEmptyStorefrontCountryCodeList = APIError(rawValue: 4000027)
+    public static let invalidStorefrontCountryCode = APIError(rawValue: 4000028)
+    public static let invalidRevoked = APIError(rawValue: 4000030)
+    public static let invalidStatus = APIError(rawValue: 4000031)
+    public static let invalidAccountTenure = APIError(rawValue: 4000032)
+    public static let invalidAppAccountToken = APIError(rawValue: 4000033)
+    public static let invalidConsumptionStatus = APIError(rawValue: 4000034)
+    public static let invalidCustomerConsented = APIError(rawValue: 4000035)
+    public static let invalidDeliveryStatus = APIError(rawValue: 4000036)
+    public static let invalidLifetimeDollarsPurchased = APIError(rawValue: 4000037)
+    public static let invalidLifetimeDollarsRefunded = APIError(rawValue: 4000038)
+    public static let invalidPlatform = APIError(rawValue: 4000039)
+    public static let invalidPlayTime = APIError(rawValue: 4000040)
+    public static let invalidSampleContentProvided = APIError(rawValue: 4000041)
+    public static let invalidUserStatus = APIError(rawValue: 4000042)
+    public static let invalidTransactionNotConsumable = APIError(rawValue: 4000043)
+    public static let invalidTransactionTypeNotSupported = APIError(rawValue: 4000047)
+    public static let appTransactionIdNotSupported = APIError(rawValue: 4000048)
+    public static let invalidImage = APIError(rawValue: 4000161)
+    public static let headerTooLong = APIError(rawValue: 4000162)
+    public static let bodyTooLong = APIError(rawValue: 4000163)
+    public static let invalidLocale = APIError(rawValue: 4000164)
+    public static let altTextTooLong = APIError(rawValue: 4000175)
+    public static let invalidAppAccountTokenUUID = APIError(rawValue: 4000183)
+    public static let familyTransactionNotSupported = APIError(rawValue: 4000185)
+    public static let transactionIdNotOriginalTransactionId = APIError(rawValue: 4000187)
+    public static let invalidPerformanceTestRequest = APIError(rawValue: 4000211)
+    public static let invalidRequestId = APIError(rawValue: 4000212)
+    public static let existingPerformanceTestRun = APIError(rawValue: 4000213)
+    public static let badRequestRealtimeUrl = APIError(rawValue: 4000215)
+    public static let badRequestImageSize = APIError(rawValue: 4000216)
+    public static let badRequestTooManyBulletPoints = APIError(rawValue: 4000218)
+    public static let badRequestBulletPointTextTooLong = APIError(rawValue: 4000219)
+    public static let badRequestAboveImageRequiresAnImage = APIError(rawValue: 4000224)
+    public static let subscriptionExtensionIneligible = APIError(rawValue: 4030004)
+    public static let subscriptionMaxExtension = APIError(rawValue: 4030005)
+    public static let familySharedSubscriptionExtensionIneligible = APIError(rawValue: 4030007)
+    public static let maximumNumberOfImagesReached = APIError(rawValue: 4030014)
+    public static let maximumNumberOfMessagesReached = APIError(rawValue: 4030016)
+    public static let messageNotApproved = APIError(rawValue: 4030017)
+    public static let imageNotApproved = APIError(rawValue: 4030018)
+    public static let imageInUse = APIError(rawValue: 4030019)
+    public static let forbiddenNoPassingTest = APIError(rawValue: 4030026)
+    public static let accountNotFound = APIError(rawValue: 4040001)
+    public static let accountNotFoundRetryable = APIError(rawValue: 4040002)
+    public static let appNotFound = APIError(rawValue: 4040003)
+    public static let appNotFoundRetryable = APIError(rawValue: 4040004)
+    public static let originalTransactionIdNotFound = APIError(rawValue: 4040005)
+    public static let originalTransactionIdNotFoundRetryable = APIError(rawValue: 4040006)
+    public static let serverNotificationUrlNotFound = APIError(rawValue: 4040007)
+    public static let testNotificationNotFound = APIError(rawValue: 4040008)
+    public static let statusRequestNotFound = APIError(rawValue: 4040009)
+    public static let transactionIdNotFound = APIError(rawValue: 4040010)
+    public static let imageNotFound = APIError(rawValue: 4040014)
+    public static let messageNotFound = APIError(rawValue: 4040015)
+    public static let performanceTestRunNotFound = APIError(rawValue: 4040018)
+    public static let appTransactionDoesNotExistError = APIError(rawValue: 4040019)
+    public static let defaultMessageNotFound = APIError(rawValue: 4040020)
+    public static let realtimeUrlNotFound = APIError(rawValue: 4040021)
+    public static let imageAlreadyExists = APIError(rawValue: 4090000)
+    public static let messageAlreadyExists = APIError(rawValue: 4090001)
+    public static let rateLimitExceeded = APIError(rawValue: 4290000)
+    public static let generalInternal = APIError(rawValue: 5000000)
+    public static let generalInternalRetryable = APIError(rawValue: 5000001)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [APIError] = [
+        .generalBadRequest,
+        .invalidAppIdentifier,
+        .invalidRequestRevision,
+        .invalidTransactionId,
+        .invalidOriginalTransactionId,
+        .invalidExtendByDays,
+        .invalidExtendReasonCode,
+        .invalidRequestIdentifier,
+        .startDateTooFarInPast,
+        .startDateAfterEndDate,
+        .invalidPaginationToken,
+        .invalidStartDate,
+        .invalidEndDate,
+        .paginationTokenExpired,
+        .invalidNotificationType,
+        .multipleFiltersSupplied,
+        .invalidTestNotificationToken,
+        .invalidSort,
+        .invalidProductType,
+        .invalidProductId,
+        .invalidSubscriptionGroupIdentifier,
+        .invalidExcludeRevoked,
+        .invalidInAppOwnershipType,
+        .invalidEmptyStorefrontCountryCodeList,
+        .invalidStorefrontCountryCode,
+        .invalidRevoked,
+        .invalidStatus,
+        .invalidAccountTenure,
+        .invalidAppAccountToken,
+        .invalidConsumptionStatus,
+        .invalidCustomerConsented,
+        .invalidDeliveryStatus,
+        .invalidLifetimeDollarsPurchased,
+        .invalidLifetimeDollarsRefunded,
+        .invalidPlatform,
+        .invalidPlayTime,
+        .invalidSampleContentProvided,
+        .invalidUserStatus,
+        .invalidTransactionNotConsumable,
+        .invalidTransactionTypeNotSupported,
+        .appTransactionIdNotSupported,
+        .invalidImage,
+        .headerTooLong,
+        .bodyTooLong,
+        .invalidLocale,
+        .altTextTooLong,
+        .invalidAppAccountTokenUUID,
+        .familyTransactionNotSupported,
+        .transactionIdNotOriginalTransactionId,
+        .invalidPerformanceTestRequest,
+        .invalidRequestId,
+        .existingPerformanceTestRun,
+        .badRequestRealtimeUrl,
+        .badRequestImageSize,
+        .badRequestTooManyBulletPoints,
+        .badRequestBulletPointTextTooLong,
+        .badRequestAboveImageRequiresAnImage,
+        .subscriptionExtensionIneligible,
+        .subscriptionMaxExtension,
+        .familySharedSubscriptionExtensionIneligible,
+        .maximumNumberOfImagesReached,
+        .maximumNumberOfMessagesReached,
+        .messageNotApproved,
+        .imageNotApproved,
+        .imageInUse,
+        .forbiddenNoPassingTest,
+        .accountNotFound,
+        .accountNotFoundRetryable,
+        .appNotFound,
+        .appNotFoundRetryable,
+        .originalTransactionIdNotFound,
+        .originalTransactionIdNotFoundRetryable,
+        .serverNotificationUrlNotFound,
+        .testNotificationNotFound,
+        .statusRequestNotFound,
+        .transactionIdNotFound,
+        .imageNotFound,
+        .messageNotFound,
+        .performanceTestRunNotFound,
+        .appTransactionDoesNotExistError,
+        .defaultMessageNotFound,
+        .realtimeUrlNotFound,
+        .imageAlreadyExists,
+        .messageAlreadyExists,
+        .rateLimitExceeded,
+        .generalInternal,
+        .generalInternalRetryable,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    /// The case name of a known value (e.g. for messages), nil for values this version does not know.
+    public var caseName: String? {
+        switch rawValue {
+        case 4000000: "generalBadRequest"
+        case 4000002: "invalidAppIdentifier"
+        case 4000005: "invalidRequestRevision"
+        case 4000006: "invalidTransactionId"
+        case 4000008: "invalidOriginalTransactionId"
+        case 4000009: "invalidExtendByDays"
+        case 4000010: "invalidExtendReasonCode"
+        case 4000011: "invalidRequestIdentifier"
+        case 4000012: "startDateTooFarInPast"
+        case 4000013: "startDateAfterEndDate"
+        case 4000014: "invalidPaginationToken"
+        case 4000015: "invalidStartDate"
+        case 4000016: "invalidEndDate"
+        case 4000017: "paginationTokenExpired"
+        case 4000018: "invalidNotificationType"
+        case 4000019: "multipleFiltersSupplied"
+        case 4000020: "invalidTestNotificationToken"
+        case 4000021: "invalidSort"
+        case 4000022: "invalidProductType"
+        case 4000023: "invalidProductId"
+        case 4000024: "invalidSubscriptionGroupIdentifier"
+        case 4000025: "invalidExcludeRevoked"
+        case 4000026: "invalidInAppOwnershipType"
+        case 4000027: "invalidEmptyStorefrontCountryCodeList"
+        case 4000028: "invalidStorefrontCountryCode"
+        case 4000030: "invalidRevoked"
+        case 4000031: "invalidStatus"
+        case 4000032: "invalidAccountTenure"
+        case 4000033: "invalidAppAccountToken"
+        case 4000034: "invalidConsumptionStatus"
+        case 4000035: "invalidCustomerConsented"
+        case 4000036: "invalidDeliveryStatus"
+        case 4000037: "invalidLifetimeDollarsPurchased"
+        case 4000038: "invalidLifetimeDollarsRefunded"
+        case 4000039: "invalidPlatform"
+        case 4000040: "invalidPlayTime"
+        case 4000041: "invalidSampleContentProvided"
+        case 4000042: "invalidUserStatus"
+        case 4000043: "invalidTransactionNotConsumable"
+        case 4000047: "invalidTransactionTypeNotSupported"
+        case 4000048: "appTransactionIdNotSupported"
+        case 4000161: "invalidImage"
+        case 4000162: "headerTooLong"
+        case 4000163: "bodyTooLong"
+        case 4000164: "invalidLocale"
+        case 4000175: "altTextTooLong"
+        case 4000183: "invalidAppAccountTokenUUID"
+        case 4000185: "familyTransactionNotSupported"
+        case 4000187: "transactionIdNotOriginalTransactionId"
+        case 4000211: "invalidPerformanceTestRequest"
+        case 4000212: "invalidRequestId"
+        case 4000213: "existingPerformanceTestRun"
+        case 4000215: "badRequestRealtimeUrl"
+        case 4000216: "badRequestImageSize"
+        case 4000218: "badRequestTooManyBulletPoints"
+        case 4000219: "badRequestBulletPointTextTooLong"
+        case 4000224: "badRequestAboveImageRequiresAnImage"
+        case 4030004: "subscriptionExtensionIneligible"
+        case 4030005: "subscriptionMaxExtension"
+        case 4030007: "familySharedSubscriptionExtensionIneligible"
+        case 4030014: "maximumNumberOfImagesReached"
+        case 4030016: "maximumNumberOfMessagesReached"
+        case 4030017: "messageNotApproved"
+        case 4030018: "imageNotApproved"
+        case 4030019: "imageInUse"
+        case 4030026: "forbiddenNoPassingTest"
+        case 4040001: "accountNotFound"
+        case 4040002: "accountNotFoundRetryable"
+        case 4040003: "appNotFound"
+        case 4040004: "appNotFoundRetryable"
+        case 4040005: "originalTransactionIdNotFound"
+        case 4040006: "originalTransactionIdNotFoundRetryable"
+        case 4040007: "serverNotificationUrlNotFound"
+        case 4040008: "testNotificationNotFound"
+        case 4040009: "statusRequestNotFound"
+        case 4040010: "transactionIdNotFound"
+        case 4040014: "imageNotFound"
+        case 4040015: "messageNotFound"
+        case 4040018: "performanceTestRunNotFound"
+        case 4040019: "appTransactionDoesNotExistError"
+        case 4040020: "defaultMessageNotFound"
+        case 4040021: "realtimeUrlNotFound"
+        case 4090000: "imageAlreadyExists"
+        case 4090001: "messageAlreadyExists"
+        case 4290000: "rateLimitExceeded"
+        case 5000000: "generalInternal"
+        case 5000001: "generalInternalRetryable"
+        default: nil
+        }
+    }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int64.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The age of the customer's account (consumption information V1).
+public struct AccountTenure: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = AccountTenure(rawValue: 0)
+    public static let zeroToThreeDays = AccountTenure(rawValue: 1)
+    public static let threeDaysToTenDays = AccountTenure(rawValue: 2)
+    public static let tenDaysToThirtyDays = AccountTenure(rawValue: 3)
+    public static let thirtyDaysToNinetyDays = AccountTenure(rawValue: 4)
+    public static let ninetyDaysToOneHundredEightyDays = AccountTenure(rawValue: 5)
+    public static let oneHundredEightyDaysToThreeHundredSixtyFiveDays = AccountTenure(rawValue: 6)
+    public static let greaterThanThreeHundredSixtyFiveDays = AccountTenure(rawValue: 7)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [AccountTenure] = [
+        .undeclared,
+        .zeroToThreeDays,
+        .threeDaysToTenDays,
+        .tenDaysToThirtyDays,
+        .thirtyDaysToNinetyDays,
+        .ninetyDaysToOneHundredEightyDays,
+        .oneHundredEightyDaysToThreeHundredSixtyFiveDays,
+        .greaterThanThreeHundredSixtyFiveDays,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// An Advanced Commerce API error code (errorCode of an error response from an Advanced Commerce endpoint).
+public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int64
+    public init(rawValue: Int64) { self.rawValue = rawValue }
+
+    public static let invalidTransactionId = AdvancedCommerceAPIError(rawValue: 4000006)
+    public static let invalidStorefront = AdvancedCommerceAPIError(rawValue: 4000028)
+    public static let invalidAppAccountToken = AdvancedCommerceAPIError(rawValue: 4000033)
+    public static let invalidCurrency = AdvancedCommerceAPIError(rawValue: 4000053)
+    public static let oneItemNeededInModify = AdvancedCommerceAPIError(rawValue: 4000063)
+    public static let nullRequestInfo = AdvancedCommerceAPIError(rawValue: 4000079)
+    public static let nullRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000080)
+    public static let invalidRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000081)
+    public static let invalidConsistencyToken = AdvancedCommerceAPIError(rawValue: 4000082)
+    public static let nullVersion = AdvancedCommerceAPIError(rawValue: 4000083)
+    public static let unexpectedVersion = AdvancedCommerceAPIError(rawValue: 4000084)
+    public static let nullTransactionId = AdvancedCommerceAPIError(rawValue: 4000085)
+    public static let negativePrice = AdvancedCommerceAPIError(rawValue: 4000086)
+    public static let skuLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000087)
+    public static let descriptionLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000088)
+    public static let displayNameLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000089)
+    public static let negativeProratedPrice = AdvancedCommerceAPIError(rawValue: 4000091)
+    public static let nullOfferPeriod = AdvancedCommerceAPIError(rawValue: 4000092)
+    public static let nullPeriodCount = AdvancedCommerceAPIError(rawValue: 4000093)
+    public static let periodCountNotPositive = AdvancedCommerceAPIError(rawValue: 4000094)
+    public static let nullReason = AdvancedCommerceAPIError(rawValue: 4000095)
+    public static let invalidPreviousTransactionId = AdvancedCommerceAPIError(rawValue: 4000096)
+    public static let repeatedRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000097)
+    public static let nullCurrency = AdvancedCommerceAPIError(rawValue: 4000098)
+    public static let nullTaxCode = AdvancedCommerceAPIError(rawValue: 4000099)
+    public static let nullStorefront = AdvancedCommerceAPIError(rawValue: 4000100)
+    public static let nullItems = AdvancedCommerceAPIError(rawValue: 4000101)
+    public static let nullItem = AdvancedCommerceAPIError(rawValue: 4000102)
+    public static let nullDescriptors = AdvancedCommerceAPIError(rawValue: 4000103)
+    public static let nullPeriod = AdvancedCommerceAPIError(rawValue: 4000104)
+    public static let nullSKU = AdvancedCommerceAPIError(rawValue: 4000105)
+    public static let nullDisplayName = AdvancedCommerceAPIError(rawValue: 4000106)
+    public static let nullDescription = AdvancedCommerceAPIError(rawValue: 4000107)
+    public static let nullPrice = AdvancedCommerceAPIError(rawValue: 4000109)
+    public static let nullRetainBillingCycle = AdvancedCommerceAPIError(rawValue: 4000110)
+    public static let nullEffective = AdvancedCommerceAPIError(rawValue: 4000111)
+    public static let nullNewSKU = AdvancedCommerceAPIError(rawValue: 4000112)
+    public static let invalidPreviousSubscription = AdvancedCommerceAPIError(rawValue: 4000113)
+    public static let productAlreadyExists = AdvancedCommerceAPIError(rawValue: 4000114)
+    public static let invalidProductChanges = AdvancedCommerceAPIError(rawValue: 4000115)
+    public static let invalidSalable = AdvancedCommerceAPIError(rawValue: 4000116)
+    public static let invalidSalableDuration = AdvancedCommerceAPIError(rawValue: 4000117)
+    public static let invalidDisplayName = AdvancedCommerceAPIError(rawValue: 4000118)
+    public static let invalidDescription = AdvancedCommerceAPIError(rawValue: 4000119)
+    public static let invalidProduct = AdvancedCommerceAPIError(rawValue: 4000121)
+    public static let invalidSKU = AdvancedCommerceAPIError(rawValue: 4000122)
+    public static let invalidRefundType = AdvancedCommerceAPIError(rawValue: 4000123)
+    public static let invalidRefundReason = AdvancedCommerceAPIError(rawValue: 4000124)
+    public static let invalidChangeReason = AdvancedCommerceAPIError(rawValue: 4000125)
+    public static let invalidOfferReason = AdvancedCommerceAPIError(rawValue: 4000126)
+    public static let invalidTaxProductCode = AdvancedCommerceAPIError(rawValue: 4000127)
+    public static let invalidOfferPeriod = AdvancedCommerceAPIError(rawValue: 4000128)
+    public static let invalidOfferPeriodCount = AdvancedCommerceAPIError(rawValue: 4000129)
+    public static let invalidRenewalPeriod = AdvancedCommerceAPIError(rawValue: 4000130)
+    public static let invalidRenewalPrice = AdvancedCommerceAPIError(rawValue: 4000131)
+    public static let invalidAmount = AdvancedCommerceAPIError(rawValue: 4000132)
+    public static let mismatchedStorefront = AdvancedCommerceAPIError(rawValue: 4000133)
+    public static let missingPricingConfigForStorefront = AdvancedCommerceAPIError(rawValue: 4000134)
+    public static let operationNotAllowed = AdvancedCommerceAPIError(rawValue: 4000135)
+    public static let moreItemsThanAllowed = AdvancedCommerceAPIError(rawValue: 4000136)
+    public static let moreOffersThanAllowed = AdvancedCommerceAPIError(rawValue: 4000137)
+    public static let emptyAddChangeItems = AdvancedCommerceAPIError(rawValue: 4000139)
+    public static let missingUpdatedItemsWithPeriodChange = AdvancedCommerceAPIError(rawValue: 4000140)
+    public static let periodResetWithRetainBillingCycle = AdvancedCommerceAPIError(rawValue: 4000141)
+    public static let periodChangeEffectiveConflict = AdvancedCommerceAPIError(rawValue: 4000142)
+    public static let multipleOperationsOnSingleSKU = AdvancedCommerceAPIError(rawValue: 4000143)
+    public static let removeItemsWithoutAddOrChangeItems = AdvancedCommerceAPIError(rawValue: 4000144)
+    public static let removeItemNotFound = AdvancedCommerceAPIError(rawValue: 4000145)
+    public static let changeItemNotFound = AdvancedCommerceAPIError(rawValue: 4000146)
+    public static let misalignedBillingCycle = AdvancedCommerceAPIError(rawValue: 4000147)
+    public static let billingCycleResetWithEffectiveLater = AdvancedCommerceAPIError(rawValue: 4000148)
+    public static let periodChangeImmediateWithEffectiveAtNextBillingCycle = AdvancedCommerceAPIError(rawValue: 4000149)
+    public static let multiplePrices = AdvancedCommerceAPIError(rawValue: 4000150)
+    public static let invalidProratedPrice = AdvancedCommerceAPIError(rawValue: 4000151)
+    public static let invalidOfferPrice = AdvancedCommerceAPIError(rawValue: 4000152)
+    public static let nullRefundAmount = AdvancedCommerceAPIError(rawValue: 4000153)
+    public static let negativeRefundAmount = AdvancedCommerceAPIError(rawValue: 4000154)
+    public static let refundAmountWithoutCustom = AdvancedCommerceAPIError(rawValue: 4000155)
+    public static let nullRefundReason = AdvancedCommerceAPIError(rawValue: 4000156)
+    public static let nullRefundType = AdvancedCommerceAPIError(rawValue: 4000157)
+    public static let simulateRefundDeclineOnlyInSandbox = AdvancedCommerceAPIError(rawValue: 4000158)
+    public static let nullRefundRisking = AdvancedCommerceAPIError(rawValue: 4000159)
+    public static let atLeastOneItem = AdvancedCommerceAPIError(rawValue: 4000160)
+    public static let atLeastOneOfDisplayNameOrDescription = AdvancedCommerceAPIError(rawValue: 4000165)
+    public static let nullTargetProductId = AdvancedCommerceAPIError(rawValue: 4000166)
+    public static let invalidTargetProductId = AdvancedCommerceAPIError(rawValue: 4000167)
+    public static let removalAllNotAllowed = AdvancedCommerceAPIError(rawValue: 4000168)
+    public static let nullCurrentSKU = AdvancedCommerceAPIError(rawValue: 4000169)
+    public static let nullAdvancedCommerceData = AdvancedCommerceAPIError(rawValue: 4000171)
+    public static let invalidOperation = AdvancedCommerceAPIError(rawValue: 4000172)
+    public static let malformedPayload = AdvancedCommerceAPIError(rawValue: 4000173)
+    public static let invalidSignature = AdvancedCommerceAPIError(rawValue: 4000174)
+    public static let subscriptionAlreadyMigrated = AdvancedCommerceAPIError(rawValue: 4000176)
+    public static let offerPreventsItemMidCycleChange = AdvancedCommerceAPIError(rawValue: 4000177)
+    public static let priceChangeNotSupportedThroughModifyItems = AdvancedCommerceAPIError(rawValue: 4000178)
+    public static let itemLimitExceeded = AdvancedCommerceAPIError(rawValue: 4000179)
+    public static let pendingChangesMismatch = AdvancedCommerceAPIError(rawValue: 4000180)
+    public static let pendingRefund = AdvancedCommerceAPIError(rawValue: 4000181)
+    public static let proratedOnlyLatestTransaction = AdvancedCommerceAPIError(rawValue: 4000182)
+    public static let partialSimulateRefundDecline = AdvancedCommerceAPIError(rawValue: 4000184)
+    public static let revokeOnInactiveSubscription = AdvancedCommerceAPIError(rawValue: 4000186)
+    public static let unauthorized = AdvancedCommerceAPIError(rawValue: 4010000)
+    public static let subscriptionDoesNotExist = AdvancedCommerceAPIError(rawValue: 4030008)
+    public static let subscriptionAlreadyExists = AdvancedCommerceAPIError(rawValue: 4030009)
+    public static let subscriptionNotEligible = AdvancedCommerceAPIError(rawValue: 4030010)
+    public static let subscriptionAlreadyActive = AdvancedCommerceAPIError(rawValue: 4030011)
+    public static let productNotOwned = AdvancedCommerceAPIError(rawValue: 4030013)
+    public static let inactiveACASub = AdvancedCommerceAPIError(rawValue: 4030015)
+    public static let insufficientFunds = AdvancedCommerceAPIError(rawValue: 4030020)
+    public static let alreadyRefunded = AdvancedCommerceAPIError(rawValue: 4030021)
+    public static let storefrontChange = AdvancedCommerceAPIError(rawValue: 4030022)
+    public static let productNotEligible = AdvancedCommerceAPIError(rawValue: 4030023)
+    public static let transactionNotRefundable = AdvancedCommerceAPIError(rawValue: 4030024)
+    public static let transactionCannotBeRefundedContactSupport = AdvancedCommerceAPIError(rawValue: 4030025)
+    public static let transactionIdNotFound = AdvancedCommerceAPIError(rawValue: 4040010)
+    public static let productNotFound = AdvancedCommerceAPIError(rawValue: 4040016)
+    public static let rateLimitExceeded = AdvancedCommerceAPIError(rawValue: 4290000)
+    public static let generalInternal = AdvancedCommerceAPIError(rawValue: 5000000)
+    public static let generalInternalRetryable = AdvancedCommerceAPIError(rawValue: 5000001)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [AdvancedCommerceAPIError] = [
+        .invalidTransactionId,
+        .invalidStorefront,
+        .invalidAppAccountToken,
+        .invalidCurrency,
+        .oneItemNeededInModify,
+        .nullRequestInfo,
+        .nullRequestReferenceId,
+        .invalidRequestReferenceId,
+        .invalidConsistencyToken,
+        .nullVersion,
+        .unexpectedVersion,
+        .nullTransactionId,
+        .negativePrice,
+        .skuLengthExceeded,
+        .descriptionLengthExceeded,
+        .displayNameLengthExceeded,
+        .negativeProratedPrice,
+        .nullOfferPeriod,
+        .nullPeriodCount,
+        .periodCountNotPositive,
+        .nullReason,
+        .invalidPreviousTransactionId,
+        .repeatedRequestReferenceId,
+        .nullCurrency,
+        .nullTaxCode,
+        .nullStorefront,
+        .nullItems,
+        .nullItem,
+        .nullDescriptors,
+        .nullPeriod,
+        .nullSKU,
+        .nullDisplayName,
+        .nullDescription,
+        .nullPrice,
+        .nullRetainBillingCycle,
+        .nullEffective,
+        .nullNewSKU,
+        .invalidPreviousSubscription,
+        .productAlreadyExists,
+        .invalidProductChanges,
+        .invalidSalable,
+        .invalidSalableDuration,
+        .invalidDisplayName,
+        .invalidDescription,
+        .invalidProduct,
+        .invalidSKU,
+        .invalidRefundType,
+        .invalidRefundReason,
+        .invalidChangeReason,
+        .invalidOfferReason,
+        .invalidTaxProductCode,
+        .invalidOfferPeriod,
+        .invalidOfferPeriodCount,
+        .invalidRenewalPeriod,
+        .invalidRenewalPrice,
+        .invalidAmount,
+        .mismatchedStorefront,
+        .missingPricingConfigForStorefront,
+        .operationNotAllowed,
+        .moreItemsThanAllowed,
+        .moreOffersThanAllowed,
+        .emptyAddChangeItems,
+        .missingUpdatedItemsWithPeriodChange,
+        .periodResetWithRetainBillingCycle,
+        .periodChangeEffectiveConflict,
+        .multipleOperationsOnSingleSKU,
+        .removeItemsWithoutAddOrChangeItems,
+        .removeItemNotFound,
+        .changeItemNotFound,
+        .misalignedBillingCycle,
+        .billingCycleResetWithEffectiveLater,
+        .periodChangeImmediateWithEffectiveAtNextBillingCycle,
+        .multiplePrices,
+        .invalidProratedPrice,
+        .invalidOfferPrice,
+        .nullRefundAmount,
+        .negativeRefundAmount,
+        .refundAmountWithoutCustom,
+        .nullRefundReason,
+        .nullRefundType,
+        .simulateRefundDeclineOnlyInSandbox,
+        .nullRefundRisking,
+        .atLeastOneItem,
+        .atLeastOneOfDisplayNameOrDescription,
+        .nullTargetProductId,
+        .invalidTargetProductId,
+        .removalAllNotAllowed,
+        .nullCurrentSKU,
+        .nullAdvancedCommerceData,
+        .invalidOperation,
+        .malformedPayload,
+        .invalidSignature,
+        .subscriptionAlreadyMigrated,
+        .offerPreventsItemMidCycleChange,
+        .priceChangeNotSupportedThroughModifyItems,
+        .itemLimitExceeded,
+        .pendingChangesMismatch,
+        .pendingRefund,
+        .proratedOnlyLatestTransaction,
+        .partialSimulateRefundDecline,
+        .revokeOnInactiveSubscription,
+        .unauthorized,
+        .subscriptionDoesNotExist,
+        .subscriptionAlreadyExists,
+        .subscriptionNotEligible,
+        .subscriptionAlreadyActive,
+        .productNotOwned,
+        .inactiveACASub,
+        .insufficientFunds,
+        .alreadyRefunded,
+        .storefrontChange,
+        .productNotEligible,
+        .transactionNotRefundable,
+        .transactionCannotBeRefundedContactSupport,
+        .transactionIdNotFound,
+        .productNotFound,
+        .rateLimitExceeded,
+        .generalInternal,
+        .generalInternalRetryable,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    /// The case name of a known value (e.g. for messages), nil for values this version does not know.
+    public var caseName: String? {
+        switch rawValue {
+        case 4000006: "invalidTransactionId"
+        case 4000028: "invalidStorefront"
+        case 4000033: "invalidAppAccountToken"
+        case 4000053: "invalidCurrency"
+        case 4000063: "oneItemNeededInModify"
+        case 4000079: "nullRequestInfo"
+        case 4000080: "nullRequestReferenceId"
+        case 4000081: "invalidRequestReferenceId"
+        case 4000082: "invalidConsistencyToken"
+        case 4000083: "nullVersion"
+        case 4000084: "unexpectedVersion"
+        case 4000085: "nullTransactionId"
+        case 4000086: "negativePrice"
+        case 4000087: "skuLengthExceeded"
+        case 4000088: "descriptionLengthExceeded"
+        case 4000089: "displayNameLengthExceeded"
+        case 4000091: "negativeProratedPrice"
+        case 4000092: "nullOfferPeriod"
+        case 4000093: "nullPeriodCount"
+        case 4000094: "periodCountNotPositive"
+        case 4000095: "nullReason"
+        case 4000096: "invalidPreviousTransactionId"
+        case 4000097: "repeatedRequestReferenceId"
+        case 4000098: "nullCurrency"
+        case 4000099: "nullTaxCode"
+        case 4000100: "nullStorefront"
+        case 4000101: "nullItems"
+        case 4000102: "nullItem"
+        case 4000103: "nullDescriptors"
+        case 4000104: "nullPeriod"
+        case 4000105: "nullSKU"
+        case 4000106: "nullDisplayName"
+        case 4000107: "nullDescription"
+        case 4000109: "nullPrice"
+        case 4000110: "nullRetainBillingCycle"
+        case 4000111: "nullEffective"
+        case 4000112: "nullNewSKU"
+        case 4000113: "invalidPreviousSubscription"
+        case 4000114: "productAlreadyExists"
+        case 4000115: "invalidProductChanges"
+        case 4000116: "invalidSalable"
+        case 4000117: "invalidSalableDuration"
+        case 4000118: "invalidDisplayName"
+        case 4000119: "invalidDescription"
+        case 4000121: "invalidProduct"
+        case 4000122: "invalidSKU"
+        case 4000123: "invalidRefundType"
+        case 4000124: "invalidRefundReason"
+        case 4000125: "invalidChangeReason"
+        case 4000126: "invalidOfferReason"
+        case 4000127: "invalidTaxProductCode"
+        case 4000128: "invalidOfferPeriod"
+        case 4000129: "invalidOfferPeriodCount"
+        case 4000130: "invalidRenewalPeriod"
+        case 4000131: "invalidRenewalPrice"
+        case 4000132: "invalidAmount"
+        case 4000133: "mismatchedStorefront"
+        case 4000134: "missingPricingConfigForStorefront"
+        case 4000135: "operationNotAllowed"
+        case 4000136: "moreItemsThanAllowed"
+        case 4000137: "moreOffersThanAllowed"
+        case 4000139: "emptyAddChangeItems"
+        case 4000140: "missingUpdatedItemsWithPeriodChange"
+        case 4000141: "periodResetWithRetainBillingCycle"
+        case 4000142: "periodChangeEffectiveConflict"
+        case 4000143: "multipleOperationsOnSingleSKU"
+        case 4000144: "removeItemsWithoutAddOrChangeItems"
+        case 4000145: "removeItemNotFound"
+        case 4000146: "changeItemNotFound"
+        case 4000147: "misalignedBillingCycle"
+        case 4000148: "billingCycleResetWithEffectiveLater"
+        case 4000149: "periodChangeImmediateWithEffectiveAtNextBillingCycle"
+        case 4000150: "multiplePrices"
+        case 4000151: "invalidProratedPrice"
+        case 4000152: "invalidOfferPrice"
+        case 4000153: "nullRefundAmount"
+        case 4000154: "negativeRefundAmount"
+        case 4000155: "refundAmountWithoutCustom"
+        case 4000156: "nullRefundReason"
+        case 4000157: "nullRefundType"
+        case 4000158: "simulateRefundDeclineOnlyInSandbox"
+        case 4000159: "nullRefundRisking"
+        case 4000160: "atLeastOneItem"
+        case 4000165: "atLeastOneOfDisplayNameOrDescription"
+        case 4000166: "nullTargetProductId"
+        case 4000167: "invalidTargetProductId"
+        case 4000168: "removalAllNotAllowed"
+        case 4000169: "nullCurrentSKU"
+        case 4000171: "nullAdvancedCommerceData"
+        case 4000172: "invalidOperation"
+        case 4000173: "malformedPayload"
+        case 4000174: "invalidSignature"
+        case 4000176: "subscriptionAlreadyMigrated"
+        case 4000177: "offerPreventsItemMidCycleChange"
+        case 4000178: "priceChangeNotSupportedThroughModifyItems"
+        case 4000179: "itemLimitExceeded"
+        case 4000180: "pendingChangesMismatch"
+        case 4000181: "pendingRefund"
+        case 4000182: "proratedOnlyLatestTransaction"
+        case 4000184: "partialSimulateRefundDecline"
+        case 4000186: "revokeOnInactiveSubscription"
+        case 4010000: "unauthorized"
+        case 4030008: "subscriptionDoesNotExist"
+        case 4030009: "subscriptionAlreadyExists"
+        case 4030010: "subscriptionNotEligible"
+        case 4030011: "subscriptionAlreadyActive"
+        case 4030013: "productNotOwned"
+        case 4030015: "inactiveACASub"
+        case 4030020: "insufficientFunds"
+        case 4030021: "alreadyRefunded"
+        case 4030022: "storefrontChange"
+        case 4030023: "productNotEligible"
+        case 4030024: "transactionNotRefundable"
+        case 4030025: "transactionCannotBeRefundedContactSupport"
+        case 4040010: "transactionIdNotFound"
+        case 4040016: "productNotFound"
+        case 4290000: "rateLimitExceeded"
+        case 5000000: "generalInternal"
+        case 5000001: "generalInternalRetryable"
+        default: nil
+        }
+    }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int64.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// When a change to an Advanced Commerce subscription takes effect.
 public struct AdvancedCommerceEffective: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
@@ -255,6 +951,79 @@ public struct ConsumptionRequestReason: RawRepresentable, Hashable, Sendable, Co
     public var description: String { String(describing: rawValue) }
 }
 
+/// How much of an in-app purchase the customer consumed (consumption information V1).
+public struct ConsumptionStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = ConsumptionStatus(rawValue: 0)
+    public static let notConsumed = ConsumptionStatus(rawValue: 1)
+    public static let partiallyConsumed = ConsumptionStatus(rawValue: 2)
+    public static let fullyConsumed = ConsumptionStatus(rawValue: 3)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [ConsumptionStatus] = [.undeclared, .notConsumed, .partiallyConsumed, .fullyConsumed]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// Whether the app delivered a consumable in-app purchase and it works (consumption information).
+public struct DeliveryStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let delivered = DeliveryStatus(rawValue: "DELIVERED")
+    public static let undeliveredQualityIssue = DeliveryStatus(rawValue: "UNDELIVERED_QUALITY_ISSUE")
+    public static let undeliveredWrongItem = DeliveryStatus(rawValue: "UNDELIVERED_WRONG_ITEM")
+    public static let undeliveredServerOutage = DeliveryStatus(rawValue: "UNDELIVERED_SERVER_OUTAGE")
+    public static let undeliveredOther = DeliveryStatus(rawValue: "UNDELIVERED_OTHER")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [DeliveryStatus] = [
+        .delivered,
+        .undeliveredQualityIssue,
+        .undeliveredWrongItem,
+        .undeliveredServerOutage,
+        .undeliveredOther,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// Whether the app delivered a consumable in-app purchase and it works (consumption information V1).
+public struct DeliveryStatusV1: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let deliveredAndWorkingProperly = DeliveryStatusV1(rawValue: 0)
+    public static let didNotDeliverDueToQualityIssue = DeliveryStatusV1(rawValue: 1)
+    public static let deliveredWrongItem = DeliveryStatusV1(rawValue: 2)
+    public static let didNotDeliverDueToServerOutage = DeliveryStatusV1(rawValue: 3)
+    public static let didNotDeliverDueToIngameCurrencyChange = DeliveryStatusV1(rawValue: 4)
+    public static let didNotDeliverForOtherReason = DeliveryStatusV1(rawValue: 5)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [DeliveryStatusV1] = [
+        .deliveredAndWorkingProperly,
+        .didNotDeliverDueToQualityIssue,
+        .deliveredWrongItem,
+        .didNotDeliverDueToServerOutage,
+        .didNotDeliverDueToIngameCurrencyChange,
+        .didNotDeliverForOtherReason,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// The reason an auto-renewable subscription expired.
 public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: Int32
@@ -281,6 +1050,82 @@ public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, Codable, C
     public var description: String { String(describing: rawValue) }
 }
 
+/// The reason for a subscription renewal date extension.
+public struct ExtendReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = ExtendReasonCode(rawValue: 0)
+    public static let customerSatisfaction = ExtendReasonCode(rawValue: 1)
+    public static let other = ExtendReasonCode(rawValue: 2)
+    public static let serviceIssueOrOutage = ExtendReasonCode(rawValue: 3)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [ExtendReasonCode] = [
+        .undeclared,
+        .customerSatisfaction,
+        .other,
+        .serviceIssueOrOutage,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// Where a Retention Messaging message shows its header.
+public struct HeaderPosition: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let aboveBody = HeaderPosition(rawValue: "ABOVE_BODY")
+    public static let aboveImage = HeaderPosition(rawValue: "ABOVE_IMAGE")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [HeaderPosition] = [.aboveBody, .aboveImage]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The size of a Retention Messaging image.
+public struct ImageSize: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let fullSize = ImageSize(rawValue: "FULL_SIZE")
+    public static let bulletPoint = ImageSize(rawValue: "BULLET_POINT")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [ImageSize] = [.fullSize, .bulletPoint]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The review state of an uploaded Retention Messaging image.
+public struct ImageState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let pending = ImageState(rawValue: "PENDING")
+    public static let approved = ImageState(rawValue: "APPROVED")
+    public static let rejected = ImageState(rawValue: "REJECTED")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [ImageState] = [.pending, .approved, .rejected]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// Whether the customer purchased the transaction or has access to it through Family Sharing.
 public struct InAppOwnershipType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
@@ -291,6 +1136,88 @@ public struct InAppOwnershipType: RawRepresentable, Hashable, Sendable, Codable,
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [InAppOwnershipType] = [.familyShared, .purchased]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The customer's total in-app purchase spending across platforms (consumption information V1).
+public struct LifetimeDollarsPurchased: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = LifetimeDollarsPurchased(rawValue: 0)
+    public static let zeroDollars = LifetimeDollarsPurchased(rawValue: 1)
+    public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 2)
+    public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 3)
+    public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 4)
+    public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 5)
+    public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 6)
+    public static let twoThousandDollarsOrGreater = LifetimeDollarsPurchased(rawValue: 7)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [LifetimeDollarsPurchased] = [
+        .undeclared,
+        .zeroDollars,
+        .oneCentToFortyNineDollarsAndNinetyNineCents,
+        .fiftyDollarsToNinetyNineDollarsAndNinetyNineCents,
+        .oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents,
+        .fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents,
+        .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
+        .twoThousandDollarsOrGreater,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The customer's total refunds across platforms (consumption information V1).
+public struct LifetimeDollarsRefunded: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = LifetimeDollarsRefunded(rawValue: 0)
+    public static let zeroDollars = LifetimeDollarsRefunded(rawValue: 1)
+    public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 2)
+    public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 3)
+    public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 4)
+    public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 5)
+    public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 6)
+    public static let twoThousandDollarsOrGreater = LifetimeDollarsRefunded(rawValue: 7)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [LifetimeDollarsRefunded] = [
+        .undeclared,
+        .zeroDollars,
+        .oneCentToFortyNineDollarsAndNinetyNineCents,
+        .fiftyDollarsToNinetyNineDollarsAndNinetyNineCents,
+        .oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents,
+        .fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents,
+        .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
+        .twoThousandDollarsOrGreater,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The review state of an uploaded Retention Messaging message.
+public struct MessageState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let pending = MessageState(rawValue: "PENDING")
+    public static let approved = MessageState(rawValue: "APPROVED")
+    public static let rejected = MessageState(rawValue: "REJECTED")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [MessageState] = [.pending, .approved, .rejected]
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
@@ -398,6 +1325,91 @@ public struct OfferType: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public var description: String { String(describing: rawValue) }
 }
 
+/// Whether an order ID is valid.
+public struct OrderLookupStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let valid = OrderLookupStatus(rawValue: 0)
+    public static let invalid = OrderLookupStatus(rawValue: 1)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [OrderLookupStatus] = [.valid, .invalid]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The state of a Retention Messaging performance test.
+public struct PerformanceTestStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let pending = PerformanceTestStatus(rawValue: "PENDING")
+    public static let pass = PerformanceTestStatus(rawValue: "PASS")
+    public static let fail = PerformanceTestStatus(rawValue: "FAIL")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [PerformanceTestStatus] = [.pending, .pass, .fail]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The platform the customer uses (consumption information V1).
+public struct Platform: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = Platform(rawValue: 0)
+    public static let apple = Platform(rawValue: 1)
+    public static let nonApple = Platform(rawValue: 2)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [Platform] = [.undeclared, .apple, .nonApple]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// How much time the customer spent in the app (consumption information V1).
+public struct PlayTime: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = PlayTime(rawValue: 0)
+    public static let zeroToFiveMinutes = PlayTime(rawValue: 1)
+    public static let fiveToSixtyMinutes = PlayTime(rawValue: 2)
+    public static let oneToSixHours = PlayTime(rawValue: 3)
+    public static let sixHoursToTwentyFourHours = PlayTime(rawValue: 4)
+    public static let oneDayToFourDays = PlayTime(rawValue: 5)
+    public static let fourDaysToSixteenDays = PlayTime(rawValue: 6)
+    public static let overSixteenDays = PlayTime(rawValue: 7)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [PlayTime] = [
+        .undeclared,
+        .zeroToFiveMinutes,
+        .fiveToSixtyMinutes,
+        .oneToSixHours,
+        .sixHoursToTwentyFourHours,
+        .oneDayToFourDays,
+        .fourDaysToSixteenDays,
+        .overSixteenDays,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// Whether an auto-renewable subscription is subject to a price increase the customer has responded to.
 public struct PriceIncreaseStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: Int32
@@ -461,6 +1473,43 @@ public struct PurchasePlatform: RawRepresentable, Hashable, Sendable, Codable, C
     public var description: String { String(describing: rawValue) }
 }
 
+/// The refund decision the developer prefers (consumption information).
+public struct RefundPreference: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let decline = RefundPreference(rawValue: "DECLINE")
+    public static let grantFull = RefundPreference(rawValue: "GRANT_FULL")
+    public static let grantProrated = RefundPreference(rawValue: "GRANT_PRORATED")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [RefundPreference] = [.decline, .grantFull, .grantProrated]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The refund decision the developer prefers (consumption information V1).
+public struct RefundPreferenceV1: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = RefundPreferenceV1(rawValue: 0)
+    public static let preferGrant = RefundPreferenceV1(rawValue: 1)
+    public static let preferDecline = RefundPreferenceV1(rawValue: 2)
+    public static let noPreference = RefundPreferenceV1(rawValue: 3)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [RefundPreferenceV1] = [.undeclared, .preferGrant, .preferDecline, .noPreference]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// The billing plan that applies to the next renewal of a subscription.
 public struct RenewalBillingPlanType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
@@ -506,6 +1555,44 @@ public struct RevocationType: RawRepresentable, Hashable, Sendable, Codable, Cus
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RevocationType] = [.refundFull, .refundProrated, .familyRevoke]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The outcome of one attempt to send a notification to your server.
+public struct SendAttemptResult: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let success = SendAttemptResult(rawValue: "SUCCESS")
+    public static let timedOut = SendAttemptResult(rawValue: "TIMED_OUT")
+    public static let tlsIssue = SendAttemptResult(rawValue: "TLS_ISSUE")
+    public static let circularRedirect = SendAttemptResult(rawValue: "CIRCULAR_REDIRECT")
+    public static let noResponse = SendAttemptResult(rawValue: "NO_RESPONSE")
+    public static let socketIssue = SendAttemptResult(rawValue: "SOCKET_ISSUE")
+    public static let unsupportedCharset = SendAttemptResult(rawValue: "UNSUPPORTED_CHARSET")
+    public static let invalidResponse = SendAttemptResult(rawValue: "INVALID_RESPONSE")
+    public static let prematureClose = SendAttemptResult(rawValue: "PREMATURE_CLOSE")
+    public static let unsuccessfulHttpResponseCode = SendAttemptResult(rawValue: "UNSUCCESSFUL_HTTP_RESPONSE_CODE")
+    public static let other = SendAttemptResult(rawValue: "OTHER")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [SendAttemptResult] = [
+        .success,
+        .timedOut,
+        .tlsIssue,
+        .circularRedirect,
+        .noResponse,
+        .socketIssue,
+        .unsupportedCharset,
+        .invalidResponse,
+        .prematureClose,
+        .unsuccessfulHttpResponseCode,
+        .other,
+    ]
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
@@ -583,6 +1670,47 @@ public struct Subtype: RawRepresentable, Hashable, Sendable, Codable, CustomStri
     public var description: String { String(describing: rawValue) }
 }
 
+/// The sort order of Get Transaction History results (query parameter sort).
+public struct TransactionHistoryOrder: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let ascending = TransactionHistoryOrder(rawValue: "ASCENDING")
+    public static let descending = TransactionHistoryOrder(rawValue: "DESCENDING")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [TransactionHistoryOrder] = [.ascending, .descending]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// A product type filter of Get Transaction History (query parameter productType).
+public struct TransactionHistoryProductType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let autoRenewable = TransactionHistoryProductType(rawValue: "AUTO_RENEWABLE")
+    public static let nonRenewable = TransactionHistoryProductType(rawValue: "NON_RENEWABLE")
+    public static let consumable = TransactionHistoryProductType(rawValue: "CONSUMABLE")
+    public static let nonConsumable = TransactionHistoryProductType(rawValue: "NON_CONSUMABLE")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [TransactionHistoryProductType] = [
+        .autoRenewable,
+        .nonRenewable,
+        .consumable,
+        .nonConsumable,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
 /// Whether a transaction is a customer's purchase or a system-initiated auto-renewable subscription renewal.
 public struct TransactionReason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
@@ -596,6 +1724,26 @@ public struct TransactionReason: RawRepresentable, Hashable, Sendable, Codable, 
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { String(describing: rawValue) }
+}
+
+/// The status of the customer's account in the app (consumption information V1).
+public struct UserStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let undeclared = UserStatus(rawValue: 0)
+    public static let active = UserStatus(rawValue: 1)
+    public static let suspended = UserStatus(rawValue: 2)
+    public static let terminated = UserStatus(rawValue: 3)
+    public static let limitedAccess = UserStatus(rawValue: 4)
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [UserStatus] = [.undeclared, .active, .suspended, .terminated, .limitedAccess]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int32.self) }
     public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
     public var description: String { String(describing: rawValue) }
 }

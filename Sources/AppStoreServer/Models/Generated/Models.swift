@@ -34,6 +34,33 @@ public struct AdvancedCommerceDescriptors: Codable, Hashable, Sendable {
     }
 }
 
+/// Advanced Commerce data in a Retention Messaging realtime response.
+public struct AdvancedCommerceInfo: Codable, Hashable, Sendable {
+    /// The message to show.
+    public var messageIdentifier: UUID?
+    /// Advanced Commerce request data.
+    public var advancedCommerceData: String?
+
+    public init(
+        messageIdentifier: UUID? = nil,
+        advancedCommerceData: String? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+        self.advancedCommerceData = advancedCommerceData
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+        case advancedCommerceData
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+        try container.encodeIfPresent(self.advancedCommerceData, forKey: .advancedCommerceData)
+    }
+}
+
 /// A discount offer applied to an Advanced Commerce subscription item.
 public struct AdvancedCommerceOffer: Codable, Hashable, Sendable {
     /// The duration of one period of the offer.
@@ -364,6 +391,345 @@ public struct AdvancedCommerceRequestInfo: Codable, Hashable, Sendable {
     }
 }
 
+/// An item to refund in an Advanced Commerce Request Transaction Refund request.
+public struct AdvancedCommerceRequestRefundItem: Codable, Hashable, Sendable {
+    /// The product identifier (SKU) of the item.
+    public var sku: String
+    /// The refund amount in milliunits of the currency (CUSTOM refunds only).
+    public var refundAmount: Int64?
+    /// The reason for the refund.
+    public var refundReason: AdvancedCommerceRefundReason
+    /// The type of the refund.
+    public var refundType: AdvancedCommerceRefundType
+    /// Whether to revoke access to the item.
+    public var revoke: Bool
+
+    public init(
+        sku: String,
+        refundAmount: Int64? = nil,
+        refundReason: AdvancedCommerceRefundReason,
+        refundType: AdvancedCommerceRefundType,
+        revoke: Bool
+    ) {
+        self.sku = sku
+        self.refundAmount = refundAmount
+        self.refundReason = refundReason
+        self.refundType = refundType
+        self.revoke = revoke
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sku = "SKU"
+        case refundAmount
+        case refundReason
+        case refundType
+        case revoke
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The body of an Advanced Commerce Request Transaction Refund request.
+public struct AdvancedCommerceRequestRefundRequest: Codable, Hashable, Sendable {
+    /// The ISO 4217 currency code of the refund amounts.
+    public var currency: String?
+    /// The items to refund.
+    public var items: [AdvancedCommerceRequestRefundItem]
+    /// Whether you accept the risk of a refund in dispute.
+    public var refundRiskingPreference: Bool
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+
+    public init(
+        currency: String? = nil,
+        items: [AdvancedCommerceRequestRefundItem],
+        refundRiskingPreference: Bool,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil
+    ) {
+        self.currency = currency
+        self.items = items
+        self.refundRiskingPreference = refundRiskingPreference
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currency
+        case items
+        case refundRiskingPreference
+        case requestInfo
+        case storefront
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.items.isEmpty {
+            throw ModelValidationError(field: "items", kind: .emptyList)
+        }
+        for (index, element) in self.items.enumerated() {
+            do throws(ModelValidationError) {
+                try element.validate()
+            } catch {
+                throw error.nested(in: "items[\(index)]")
+            }
+        }
+    }
+}
+
+/// The response to an Advanced Commerce Request Transaction Refund request.
+public struct AdvancedCommerceRequestRefundResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String?
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String? = nil,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
+    }
+}
+
+/// The body of an Advanced Commerce Cancel Subscription request.
+public struct AdvancedCommerceSubscriptionCancelRequest: Codable, Hashable, Sendable {
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+
+    public init(
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil
+    ) {
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case requestInfo
+        case storefront
+    }
+}
+
+/// The response to an Advanced Commerce Cancel Subscription request.
+public struct AdvancedCommerceSubscriptionCancelResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
+    }
+}
+
+/// New display name and description of an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionChangeMetadataDescriptors: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String?
+    /// The item name, suitable for display to customers.
+    public var displayName: String?
+    /// When the change takes effect.
+    public var effective: AdvancedCommerceEffective
+
+    public init(
+        description: String? = nil,
+        displayName: String? = nil,
+        effective: AdvancedCommerceEffective
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.effective = effective
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case effective
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let value = self.description {
+            if value.count > 45 {
+                throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+            }
+        }
+        if let value = self.displayName {
+            if value.count > 30 {
+                throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+            }
+        }
+    }
+}
+
+/// New metadata of one item of an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionChangeMetadataItem: Codable, Hashable, Sendable {
+    /// The SKU of the item to change.
+    public var currentSku: String
+    /// A description of the item.
+    public var description: String?
+    /// The item name, suitable for display to customers.
+    public var displayName: String?
+    /// When the change takes effect.
+    public var effective: AdvancedCommerceEffective
+    /// The new SKU of the item.
+    public var sku: String?
+
+    public init(
+        currentSku: String,
+        description: String? = nil,
+        displayName: String? = nil,
+        effective: AdvancedCommerceEffective,
+        sku: String? = nil
+    ) {
+        self.currentSku = currentSku
+        self.description = description
+        self.displayName = displayName
+        self.effective = effective
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currentSku = "currentSKU"
+        case description
+        case displayName
+        case effective
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.currentSku.count > 128 {
+            throw ModelValidationError(field: "currentSKU", kind: .stringTooLong(maxLength: 128))
+        }
+        if let value = self.description {
+            if value.count > 45 {
+                throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+            }
+        }
+        if let value = self.displayName {
+            if value.count > 30 {
+                throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+            }
+        }
+        if let value = self.sku {
+            if value.count > 128 {
+                throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+            }
+        }
+    }
+}
+
+/// The body of an Advanced Commerce Change Subscription Metadata request.
+public struct AdvancedCommerceSubscriptionChangeMetadataRequest: Codable, Hashable, Sendable {
+    /// New descriptors of the subscription.
+    public var descriptors: AdvancedCommerceSubscriptionChangeMetadataDescriptors?
+    /// Items whose metadata changes.
+    public var items: [AdvancedCommerceSubscriptionChangeMetadataItem]?
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The new tax code of the subscription.
+    public var taxCode: String?
+
+    public init(
+        descriptors: AdvancedCommerceSubscriptionChangeMetadataDescriptors? = nil,
+        items: [AdvancedCommerceSubscriptionChangeMetadataItem]? = nil,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil,
+        taxCode: String? = nil
+    ) {
+        self.descriptors = descriptors
+        self.items = items
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+        self.taxCode = taxCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case descriptors
+        case items
+        case requestInfo
+        case storefront
+        case taxCode
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let value = self.descriptors {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "descriptors")
+            }
+        }
+        if let list = self.items {
+            if list.isEmpty {
+                throw ModelValidationError(field: "items", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "items[\(index)]")
+                }
+            }
+        }
+    }
+}
+
+/// The response to an Advanced Commerce Change Subscription Metadata request.
+public struct AdvancedCommerceSubscriptionChangeMetadataResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
+    }
+}
+
 /// An item of an Advanced Commerce subscription to create.
 public struct AdvancedCommerceSubscriptionCreateItem: Codable, Hashable, Sendable {
     /// A description of the item.
@@ -523,6 +889,221 @@ public struct AdvancedCommerceSubscriptionCreateRequest: Codable, Hashable, Send
                 throw error.nested(in: "items[\(index)]")
             }
         }
+    }
+}
+
+/// The display name and description of a migrated Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionMigrateDescriptors: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String?
+    /// The item name, suitable for display to customers.
+    public var displayName: String?
+
+    public init(
+        description: String? = nil,
+        displayName: String? = nil
+    ) {
+        self.description = description
+        self.displayName = displayName
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let value = self.description {
+            if value.count > 45 {
+                throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+            }
+        }
+        if let value = self.displayName {
+            if value.count > 30 {
+                throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+            }
+        }
+    }
+}
+
+/// An item of a subscription migrated to Advanced Commerce.
+public struct AdvancedCommerceSubscriptionMigrateItem: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String
+    /// The item name, suitable for display to customers.
+    public var displayName: String
+    /// The product identifier (SKU) of the item.
+    public var sku: String
+
+    public init(
+        description: String,
+        displayName: String,
+        sku: String
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// An item of the next renewal of a subscription migrated to Advanced Commerce.
+public struct AdvancedCommerceSubscriptionMigrateRenewalItem: Codable, Hashable, Sendable {
+    /// A description of the item.
+    public var description: String
+    /// The item name, suitable for display to customers.
+    public var displayName: String
+    /// The product identifier (SKU) of the item.
+    public var sku: String
+
+    public init(
+        description: String,
+        displayName: String,
+        sku: String
+    ) {
+        self.description = description
+        self.displayName = displayName
+        self.sku = sku
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case description
+        case displayName
+        case sku = "SKU"
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.description.count > 45 {
+            throw ModelValidationError(field: "description", kind: .stringTooLong(maxLength: 45))
+        }
+        if self.displayName.count > 30 {
+            throw ModelValidationError(field: "displayName", kind: .stringTooLong(maxLength: 30))
+        }
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The body of an Advanced Commerce Migrate Subscription request.
+public struct AdvancedCommerceSubscriptionMigrateRequest: Codable, Hashable, Sendable {
+    /// The descriptors of the migrated subscription.
+    public var descriptors: AdvancedCommerceSubscriptionMigrateDescriptors
+    /// The items of the migrated subscription.
+    public var items: [AdvancedCommerceSubscriptionMigrateItem]
+    /// The items of the next renewal, when they differ.
+    public var renewalItems: [AdvancedCommerceSubscriptionMigrateRenewalItem]?
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+    /// The Advanced Commerce product identifier to migrate to.
+    public var targetProductId: String
+    /// The tax code of the subscription.
+    public var taxCode: String
+
+    public init(
+        descriptors: AdvancedCommerceSubscriptionMigrateDescriptors,
+        items: [AdvancedCommerceSubscriptionMigrateItem],
+        renewalItems: [AdvancedCommerceSubscriptionMigrateRenewalItem]? = nil,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil,
+        targetProductId: String,
+        taxCode: String
+    ) {
+        self.descriptors = descriptors
+        self.items = items
+        self.renewalItems = renewalItems
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+        self.targetProductId = targetProductId
+        self.taxCode = taxCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case descriptors
+        case items
+        case renewalItems
+        case requestInfo
+        case storefront
+        case targetProductId
+        case taxCode
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        do throws(ModelValidationError) {
+            try self.descriptors.validate()
+        } catch {
+            throw error.nested(in: "descriptors")
+        }
+        if self.items.isEmpty {
+            throw ModelValidationError(field: "items", kind: .emptyList)
+        }
+        for (index, element) in self.items.enumerated() {
+            do throws(ModelValidationError) {
+                try element.validate()
+            } catch {
+                throw error.nested(in: "items[\(index)]")
+            }
+        }
+        if let list = self.renewalItems {
+            if list.isEmpty {
+                throw ModelValidationError(field: "renewalItems", kind: .emptyList)
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "renewalItems[\(index)]")
+                }
+            }
+        }
+    }
+}
+
+/// The response to an Advanced Commerce Migrate Subscription request.
+public struct AdvancedCommerceSubscriptionMigrateResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
     }
 }
 
@@ -908,6 +1489,114 @@ public struct AdvancedCommerceSubscriptionModifyRemoveItem: Codable, Hashable, S
     }
 }
 
+/// A new price for one item of an Advanced Commerce subscription.
+public struct AdvancedCommerceSubscriptionPriceChangeItem: Codable, Hashable, Sendable {
+    /// The product identifier (SKU) of the item.
+    public var sku: String
+    /// The new price, in milliunits of the currency.
+    public var price: Int64
+    /// SKUs whose price change depends on this one.
+    public var dependentSKUs: [String]?
+
+    public init(
+        sku: String,
+        price: Int64,
+        dependentSKUs: [String]? = nil
+    ) {
+        self.sku = sku
+        self.price = price
+        self.dependentSKUs = dependentSKUs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sku = "SKU"
+        case price
+        case dependentSKUs
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.sku.count > 128 {
+            throw ModelValidationError(field: "SKU", kind: .stringTooLong(maxLength: 128))
+        }
+        if let list = self.dependentSKUs {
+            for (index, element) in list.enumerated() {
+                if element.count > 128 {
+                    throw ModelValidationError(field: "dependentSKUs[\(index)]", kind: .stringTooLong(maxLength: 128))
+                }
+            }
+        }
+    }
+}
+
+/// The body of an Advanced Commerce Change Subscription Price request.
+public struct AdvancedCommerceSubscriptionPriceChangeRequest: Codable, Hashable, Sendable {
+    /// The ISO 4217 currency code of the prices.
+    public var currency: String?
+    /// The items whose price changes.
+    public var items: [AdvancedCommerceSubscriptionPriceChangeItem]
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+
+    public init(
+        currency: String? = nil,
+        items: [AdvancedCommerceSubscriptionPriceChangeItem],
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil
+    ) {
+        self.currency = currency
+        self.items = items
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case currency
+        case items
+        case requestInfo
+        case storefront
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.items.isEmpty {
+            throw ModelValidationError(field: "items", kind: .emptyList)
+        }
+        for (index, element) in self.items.enumerated() {
+            do throws(ModelValidationError) {
+                try element.validate()
+            } catch {
+                throw error.nested(in: "items[\(index)]")
+            }
+        }
+    }
+}
+
+/// The response to an Advanced Commerce Change Subscription Price request.
+public struct AdvancedCommerceSubscriptionPriceChangeResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
+    }
+}
+
 /// The in-app request to turn automatic renewal of an Advanced Commerce subscription back on.
 public struct AdvancedCommerceSubscriptionReactivateInAppRequest: Codable, Hashable, Sendable {
     /// Always encoded as JSON member `operation`; ignored when decoding.
@@ -1006,6 +1695,63 @@ public struct AdvancedCommerceSubscriptionReactivateItem: Codable, Hashable, Sen
     }
 }
 
+/// The body of an Advanced Commerce Revoke Subscription request.
+public struct AdvancedCommerceSubscriptionRevokeRequest: Codable, Hashable, Sendable {
+    /// The reason for the refund.
+    public var refundReason: AdvancedCommerceRefundReason
+    /// Whether you accept the risk of a refund in dispute.
+    public var refundRiskingPreference: Bool
+    /// The type of the refund.
+    public var refundType: AdvancedCommerceRefundType
+    /// Metadata identifying the request.
+    public var requestInfo: AdvancedCommerceRequestInfo
+    /// The storefront of the purchase, as a three-letter country code.
+    public var storefront: String?
+
+    public init(
+        refundReason: AdvancedCommerceRefundReason,
+        refundRiskingPreference: Bool,
+        refundType: AdvancedCommerceRefundType,
+        requestInfo: AdvancedCommerceRequestInfo,
+        storefront: String? = nil
+    ) {
+        self.refundReason = refundReason
+        self.refundRiskingPreference = refundRiskingPreference
+        self.refundType = refundType
+        self.requestInfo = requestInfo
+        self.storefront = storefront
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case refundReason
+        case refundRiskingPreference
+        case refundType
+        case requestInfo
+        case storefront
+    }
+}
+
+/// The response to an Advanced Commerce Revoke Subscription request.
+public struct AdvancedCommerceSubscriptionRevokeResponse: Codable, Hashable, Sendable {
+    /// The subscription renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String
+    /// The transaction information signed by the App Store (JWS).
+    public var signedTransactionInfo: String
+
+    public init(
+        signedRenewalInfo: String,
+        signedTransactionInfo: String
+    ) {
+        self.signedRenewalInfo = signedRenewalInfo
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedRenewalInfo
+        case signedTransactionInfo
+    }
+}
+
 /// Transaction information present only for Advanced Commerce SKUs.
 public struct AdvancedCommerceTransactionInfo: Codable, Hashable, Sendable {
     /// The display name and description of the purchase.
@@ -1100,6 +1846,39 @@ public struct AdvancedCommerceTransactionItem: Codable, Hashable, Sendable {
         case price
         case refunds
         case revocationDate
+    }
+}
+
+/// An alternate product to offer in a Retention Messaging realtime response.
+public struct AlternateProduct: Codable, Hashable, Sendable {
+    /// The message to show.
+    public var messageIdentifier: UUID?
+    /// The product to offer.
+    public var productId: String?
+    /// The billing plan of the offered product.
+    public var billingPlanType: BillingPlanType?
+
+    public init(
+        messageIdentifier: UUID? = nil,
+        productId: String? = nil,
+        billingPlanType: BillingPlanType? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+        self.productId = productId
+        self.billingPlanType = billingPlanType
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+        case productId
+        case billingPlanType
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+        try container.encodeIfPresent(self.productId, forKey: .productId)
+        try container.encodeIfPresent(self.billingPlanType, forKey: .billingPlanType)
     }
 }
 
@@ -1227,6 +2006,220 @@ public struct AppTransaction: Codable, Hashable, Sendable {
     }
 }
 
+/// The response of Get App Transaction Info.
+public struct AppTransactionInfoResponse: Codable, Hashable, Sendable {
+    /// The app transaction signed by the App Store (JWS).
+    public var signedAppTransactionInfo: String?
+
+    public init(
+        signedAppTransactionInfo: String? = nil
+    ) {
+        self.signedAppTransactionInfo = signedAppTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedAppTransactionInfo
+    }
+}
+
+/// A bullet point of a Retention Messaging message.
+public struct BulletPoint: Codable, Hashable, Sendable {
+    /// The bullet point text.
+    public var text: String
+    /// The image shown with the bullet point.
+    public var imageIdentifier: UUID
+    /// The image's alternative text.
+    public var altText: String
+
+    public init(
+        text: String,
+        imageIdentifier: UUID,
+        altText: String
+    ) {
+        self.text = text
+        self.imageIdentifier = imageIdentifier
+        self.altText = altText
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case text
+        case imageIdentifier
+        case altText
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.text, forKey: .text)
+        try container.encode(self.imageIdentifier.uuidString.lowercased(), forKey: .imageIdentifier)
+        try container.encode(self.altText, forKey: .altText)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.text.count > 66 {
+            throw ModelValidationError(field: "text", kind: .stringTooLong(maxLength: 66))
+        }
+        if self.altText.count > 150 {
+            throw ModelValidationError(field: "altText", kind: .stringTooLong(maxLength: 150))
+        }
+    }
+}
+
+/// The response of Get Test Notification Status.
+public struct CheckTestNotificationResponse: Codable, Hashable, Sendable {
+    /// The test notification that was sent (JWS).
+    public var signedPayload: String?
+    /// The attempts to send the test notification.
+    public var sendAttempts: [SendAttemptItem]?
+
+    public init(
+        signedPayload: String? = nil,
+        sendAttempts: [SendAttemptItem]? = nil
+    ) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedPayload
+        case sendAttempts
+    }
+}
+
+/// The body of Send Consumption Information (V2).
+public struct ConsumptionRequest: Codable, Hashable, Sendable {
+    /// Whether the customer consented to sharing consumption data.
+    public var customerConsented: Bool
+    /// How much of the purchase was consumed, in thousandths of a percent (0-100000).
+    public var consumptionPercentage: Int32?
+    /// Whether the app delivered the purchase and it works.
+    public var deliveryStatus: DeliveryStatus
+    /// The refund decision you prefer.
+    public var refundPreference: RefundPreference?
+    /// Whether you provided a free sample or trial before purchase.
+    public var sampleContentProvided: Bool
+
+    public init(
+        customerConsented: Bool,
+        consumptionPercentage: Int32? = nil,
+        deliveryStatus: DeliveryStatus,
+        refundPreference: RefundPreference? = nil,
+        sampleContentProvided: Bool
+    ) {
+        self.customerConsented = customerConsented
+        self.consumptionPercentage = consumptionPercentage
+        self.deliveryStatus = deliveryStatus
+        self.refundPreference = refundPreference
+        self.sampleContentProvided = sampleContentProvided
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case customerConsented
+        case consumptionPercentage
+        case deliveryStatus
+        case refundPreference
+        case sampleContentProvided
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if let value = self.consumptionPercentage {
+            if value < 0 || value > 100000 {
+                throw ModelValidationError(field: "consumptionPercentage", kind: .outOfRange(min: 0, max: 100000))
+            }
+        }
+    }
+}
+
+/// The body of Send Consumption Information V1 (deprecated).
+public struct ConsumptionRequestV1: Codable, Hashable, Sendable {
+    /// Whether the customer consented to sharing consumption data.
+    public var customerConsented: Bool
+    /// How much of the purchase was consumed.
+    public var consumptionStatus: ConsumptionStatus
+    /// The platform the customer uses.
+    public var platform: Platform
+    /// Whether you provided a free sample or trial before purchase.
+    public var sampleContentProvided: Bool
+    /// Whether the app delivered the purchase and it works.
+    public var deliveryStatus: DeliveryStatusV1
+    /// The app account token (a UUID), always sent; empty when none.
+    public var appAccountToken: String?
+    /// The age of the customer's account.
+    public var accountTenure: AccountTenure
+    /// How much time the customer spent in the app.
+    public var playTime: PlayTime
+    /// The customer's total refunds.
+    public var lifetimeDollarsRefunded: LifetimeDollarsRefunded
+    /// The customer's total spending.
+    public var lifetimeDollarsPurchased: LifetimeDollarsPurchased
+    /// The status of the customer's account.
+    public var userStatus: UserStatus
+    /// The refund decision you prefer.
+    public var refundPreference: RefundPreferenceV1?
+
+    public init(
+        customerConsented: Bool,
+        consumptionStatus: ConsumptionStatus,
+        platform: Platform,
+        sampleContentProvided: Bool,
+        deliveryStatus: DeliveryStatusV1,
+        appAccountToken: String? = nil,
+        accountTenure: AccountTenure,
+        playTime: PlayTime,
+        lifetimeDollarsRefunded: LifetimeDollarsRefunded,
+        lifetimeDollarsPurchased: LifetimeDollarsPurchased,
+        userStatus: UserStatus,
+        refundPreference: RefundPreferenceV1? = nil
+    ) {
+        self.customerConsented = customerConsented
+        self.consumptionStatus = consumptionStatus
+        self.platform = platform
+        self.sampleContentProvided = sampleContentProvided
+        self.deliveryStatus = deliveryStatus
+        self.appAccountToken = appAccountToken
+        self.accountTenure = accountTenure
+        self.playTime = playTime
+        self.lifetimeDollarsRefunded = lifetimeDollarsRefunded
+        self.lifetimeDollarsPurchased = lifetimeDollarsPurchased
+        self.userStatus = userStatus
+        self.refundPreference = refundPreference
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case customerConsented
+        case consumptionStatus
+        case platform
+        case sampleContentProvided
+        case deliveryStatus
+        case appAccountToken
+        case accountTenure
+        case playTime
+        case lifetimeDollarsRefunded
+        case lifetimeDollarsPurchased
+        case userStatus
+        case refundPreference
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.customerConsented, forKey: .customerConsented)
+        try container.encode(self.consumptionStatus, forKey: .consumptionStatus)
+        try container.encode(self.platform, forKey: .platform)
+        try container.encode(self.sampleContentProvided, forKey: .sampleContentProvided)
+        try container.encode(self.deliveryStatus, forKey: .deliveryStatus)
+        try container.encode(self.appAccountToken ?? "", forKey: .appAccountToken)
+        try container.encode(self.accountTenure, forKey: .accountTenure)
+        try container.encode(self.playTime, forKey: .playTime)
+        try container.encode(self.lifetimeDollarsRefunded, forKey: .lifetimeDollarsRefunded)
+        try container.encode(self.lifetimeDollarsPurchased, forKey: .lifetimeDollarsPurchased)
+        try container.encode(self.userStatus, forKey: .userStatus)
+        try container.encodeIfPresent(self.refundPreference, forKey: .refundPreference)
+    }
+}
+
 /// The decoded request the App Store sends to your server to ask for a real-time retention message.
 public struct DecodedRealtimeRequestBody: Codable, Hashable, Sendable {
     /// The original transaction identifier of the customer's subscription.
@@ -1284,6 +2277,137 @@ public struct DecodedRealtimeRequestBody: Codable, Hashable, Sendable {
     }
 }
 
+/// The body of Configure Default Message.
+public struct DefaultConfigurationRequest: Codable, Hashable, Sendable {
+    /// The default message.
+    public var messageIdentifier: UUID?
+
+    public init(
+        messageIdentifier: UUID? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+    }
+}
+
+/// The response of Get Default Message.
+public struct DefaultConfigurationResponse: Codable, Hashable, Sendable {
+    /// The default message.
+    public var messageIdentifier: UUID
+
+    public init(
+        messageIdentifier: UUID
+    ) {
+        self.messageIdentifier = messageIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.messageIdentifier.uuidString.lowercased(), forKey: .messageIdentifier)
+    }
+}
+
+/// The body of an App Store Server API error response.
+public struct ErrorPayload: Codable, Hashable, Sendable {
+    /// The error code.
+    public var errorCode: Int64?
+    /// A description of the error.
+    public var errorMessage: String?
+
+    public init(
+        errorCode: Int64? = nil,
+        errorMessage: String? = nil
+    ) {
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case errorCode
+        case errorMessage
+    }
+}
+
+/// The body of Extend a Subscription Renewal Date.
+public struct ExtendRenewalDateRequest: Codable, Hashable, Sendable {
+    /// The number of days to extend the renewal date by (at most 90).
+    public var extendByDays: Int32
+    /// The reason for the extension.
+    public var extendReasonCode: ExtendReasonCode
+    /// Your identifier of this request (at most 128 characters).
+    public var requestIdentifier: String
+
+    public init(
+        extendByDays: Int32,
+        extendReasonCode: ExtendReasonCode,
+        requestIdentifier: String
+    ) {
+        self.extendByDays = extendByDays
+        self.extendReasonCode = extendReasonCode
+        self.requestIdentifier = requestIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case extendByDays
+        case extendReasonCode
+        case requestIdentifier
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.extendByDays < 1 || self.extendByDays > 90 {
+            throw ModelValidationError(field: "extendByDays", kind: .outOfRange(min: 1, max: 90))
+        }
+        if self.requestIdentifier.count > 128 {
+            throw ModelValidationError(field: "requestIdentifier", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The response of Extend a Subscription Renewal Date.
+public struct ExtendRenewalDateResponse: Codable, Hashable, Sendable {
+    /// The original transaction identifier of the subscription.
+    public var originalTransactionId: String?
+    /// The identifier of the subscription's renewal period.
+    public var webOrderLineItemId: String?
+    /// Whether the extension succeeded.
+    public var success: Bool?
+    /// The new renewal date.
+    public var effectiveDate: Date?
+
+    public init(
+        originalTransactionId: String? = nil,
+        webOrderLineItemId: String? = nil,
+        success: Bool? = nil,
+        effectiveDate: Date? = nil
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.webOrderLineItemId = webOrderLineItemId
+        self.success = success
+        self.effectiveDate = effectiveDate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId
+        case webOrderLineItemId
+        case success
+        case effectiveDate
+    }
+}
+
 /// An external purchase token, present in EXTERNAL_PURCHASE_TOKEN notifications.
 public struct ExternalPurchaseToken: Codable, Hashable, Sendable {
     /// The unique identifier of the token.
@@ -1312,6 +2436,139 @@ public struct ExternalPurchaseToken: Codable, Hashable, Sendable {
         case tokenCreationDate
         case appAppleId
         case bundleId
+    }
+}
+
+/// The response of Get Image List.
+public struct GetImageListResponse: Codable, Hashable, Sendable {
+    /// The uploaded images.
+    public var imageIdentifiers: [GetImageListResponseItem]?
+
+    public init(
+        imageIdentifiers: [GetImageListResponseItem]? = nil
+    ) {
+        self.imageIdentifiers = imageIdentifiers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case imageIdentifiers
+    }
+}
+
+/// An uploaded Retention Messaging image.
+public struct GetImageListResponseItem: Codable, Hashable, Sendable {
+    /// The image identifier.
+    public var imageIdentifier: UUID?
+    /// The review state of the image.
+    public var imageState: ImageState?
+    /// The size of the image.
+    public var imageSize: ImageSize?
+
+    public init(
+        imageIdentifier: UUID? = nil,
+        imageState: ImageState? = nil,
+        imageSize: ImageSize? = nil
+    ) {
+        self.imageIdentifier = imageIdentifier
+        self.imageState = imageState
+        self.imageSize = imageSize
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case imageIdentifier
+        case imageState
+        case imageSize
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.imageIdentifier?.uuidString.lowercased(), forKey: .imageIdentifier)
+        try container.encodeIfPresent(self.imageState, forKey: .imageState)
+        try container.encodeIfPresent(self.imageSize, forKey: .imageSize)
+    }
+}
+
+/// The response of Get Message List.
+public struct GetMessageListResponse: Codable, Hashable, Sendable {
+    /// The uploaded messages.
+    public var messageIdentifiers: [GetMessageListResponseItem]?
+
+    public init(
+        messageIdentifiers: [GetMessageListResponseItem]? = nil
+    ) {
+        self.messageIdentifiers = messageIdentifiers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifiers
+    }
+}
+
+/// An uploaded Retention Messaging message.
+public struct GetMessageListResponseItem: Codable, Hashable, Sendable {
+    /// The message identifier.
+    public var messageIdentifier: UUID?
+    /// The review state of the message.
+    public var messageState: MessageState?
+
+    public init(
+        messageIdentifier: UUID? = nil,
+        messageState: MessageState? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+        self.messageState = messageState
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+        case messageState
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+        try container.encodeIfPresent(self.messageState, forKey: .messageState)
+    }
+}
+
+/// A page of Get Transaction History.
+public struct HistoryResponse: Codable, Hashable, Sendable {
+    /// The token of the next page.
+    public var revision: String?
+    /// Whether more pages follow.
+    public var hasMore: Bool?
+    /// The bundle identifier of the app.
+    public var bundleId: String?
+    /// The unique identifier of the app.
+    public var appAppleId: Int64?
+    /// The server environment.
+    public var environment: AppStoreEnvironment?
+    /// Transactions signed by the App Store (JWS).
+    public var signedTransactions: [String]?
+
+    public init(
+        revision: String? = nil,
+        hasMore: Bool? = nil,
+        bundleId: String? = nil,
+        appAppleId: Int64? = nil,
+        environment: AppStoreEnvironment? = nil,
+        signedTransactions: [String]? = nil
+    ) {
+        self.revision = revision
+        self.hasMore = hasMore
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.signedTransactions = signedTransactions
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case revision
+        case hasMore
+        case bundleId
+        case appAppleId
+        case environment
+        case signedTransactions
     }
 }
 
@@ -1687,6 +2944,157 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
     }
 }
 
+/// The latest transaction of a subscription, in Get All Subscription Statuses.
+public struct LastTransactionsItem: Codable, Hashable, Sendable {
+    /// The status of the subscription.
+    public var status: Status?
+    /// The original transaction identifier.
+    public var originalTransactionId: String?
+    /// The transaction signed by the App Store (JWS).
+    public var signedTransactionInfo: String?
+    /// The renewal information signed by the App Store (JWS).
+    public var signedRenewalInfo: String?
+
+    public init(
+        status: Status? = nil,
+        originalTransactionId: String? = nil,
+        signedTransactionInfo: String? = nil,
+        signedRenewalInfo: String? = nil
+    ) {
+        self.status = status
+        self.originalTransactionId = originalTransactionId
+        self.signedTransactionInfo = signedTransactionInfo
+        self.signedRenewalInfo = signedRenewalInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status
+        case originalTransactionId
+        case signedTransactionInfo
+        case signedRenewalInfo
+    }
+}
+
+/// The body of Extend Subscription Renewal Dates for All Active Subscribers.
+public struct MassExtendRenewalDateRequest: Codable, Hashable, Sendable {
+    /// The number of days to extend the renewal dates by (at most 90).
+    public var extendByDays: Int32
+    /// The reason for the extension.
+    public var extendReasonCode: ExtendReasonCode
+    /// Your identifier of this request (at most 128 characters).
+    public var requestIdentifier: String
+    /// Storefront country codes to limit the extension to.
+    public var storefrontCountryCodes: [String]?
+    /// The subscription product to extend.
+    public var productId: String
+
+    public init(
+        extendByDays: Int32,
+        extendReasonCode: ExtendReasonCode,
+        requestIdentifier: String,
+        storefrontCountryCodes: [String]? = nil,
+        productId: String
+    ) {
+        self.extendByDays = extendByDays
+        self.extendReasonCode = extendReasonCode
+        self.requestIdentifier = requestIdentifier
+        self.storefrontCountryCodes = storefrontCountryCodes
+        self.productId = productId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case extendByDays
+        case extendReasonCode
+        case requestIdentifier
+        case storefrontCountryCodes
+        case productId
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.extendByDays < 1 || self.extendByDays > 90 {
+            throw ModelValidationError(field: "extendByDays", kind: .outOfRange(min: 1, max: 90))
+        }
+        if self.requestIdentifier.count > 128 {
+            throw ModelValidationError(field: "requestIdentifier", kind: .stringTooLong(maxLength: 128))
+        }
+    }
+}
+
+/// The response of Extend Subscription Renewal Dates for All Active Subscribers.
+public struct MassExtendRenewalDateResponse: Codable, Hashable, Sendable {
+    /// Your identifier of the request.
+    public var requestIdentifier: String?
+
+    public init(
+        requestIdentifier: String? = nil
+    ) {
+        self.requestIdentifier = requestIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case requestIdentifier
+    }
+}
+
+/// The response of Get Status of Subscription Renewal Date Extensions.
+public struct MassExtendRenewalDateStatusResponse: Codable, Hashable, Sendable {
+    /// Your identifier of the request.
+    public var requestIdentifier: String?
+    /// Whether the extension is complete.
+    public var complete: Bool?
+    /// When the extension completed.
+    public var completeDate: Date?
+    /// The number of extended subscriptions.
+    public var succeededCount: Int64?
+    /// The number of subscriptions that could not be extended.
+    public var failedCount: Int64?
+
+    public init(
+        requestIdentifier: String? = nil,
+        complete: Bool? = nil,
+        completeDate: Date? = nil,
+        succeededCount: Int64? = nil,
+        failedCount: Int64? = nil
+    ) {
+        self.requestIdentifier = requestIdentifier
+        self.complete = complete
+        self.completeDate = completeDate
+        self.succeededCount = succeededCount
+        self.failedCount = failedCount
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case requestIdentifier
+        case complete
+        case completeDate
+        case succeededCount
+        case failedCount
+    }
+}
+
+/// A message to show in a Retention Messaging realtime response.
+public struct Message: Codable, Hashable, Sendable {
+    /// The message to show.
+    public var messageIdentifier: UUID?
+
+    public init(
+        messageIdentifier: UUID? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+    }
+}
+
 /// App metadata and signed transaction and renewal information in a version 2 notification.
 public struct NotificationData: Codable, Hashable, Sendable {
     /// The server environment that the notification applies to.
@@ -1738,6 +3146,473 @@ public struct NotificationData: Codable, Hashable, Sendable {
     }
 }
 
+/// The body of Get Notification History.
+public struct NotificationHistoryRequest: Codable, Hashable, Sendable {
+    /// The start of the period (inclusive).
+    public var startDate: Date
+    /// The end of the period (exclusive).
+    public var endDate: Date
+    /// Only notifications of this type.
+    public var notificationType: NotificationTypeV2?
+    /// Only notifications of this subtype.
+    public var notificationSubtype: Subtype?
+    /// Only notifications about this transaction.
+    public var transactionId: String?
+    /// Only notifications that did not reach your server.
+    public var onlyFailures: Bool?
+
+    public init(
+        startDate: Date,
+        endDate: Date,
+        notificationType: NotificationTypeV2? = nil,
+        notificationSubtype: Subtype? = nil,
+        transactionId: String? = nil,
+        onlyFailures: Bool? = nil
+    ) {
+        self.startDate = startDate
+        self.endDate = endDate
+        self.notificationType = notificationType
+        self.notificationSubtype = notificationSubtype
+        self.transactionId = transactionId
+        self.onlyFailures = onlyFailures
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case startDate
+        case endDate
+        case notificationType
+        case notificationSubtype
+        case transactionId
+        case onlyFailures
+    }
+}
+
+/// A page of Get Notification History.
+public struct NotificationHistoryResponse: Codable, Hashable, Sendable {
+    /// The token of the next page.
+    public var paginationToken: String?
+    /// Whether more pages follow.
+    public var hasMore: Bool?
+    /// The notifications.
+    public var notificationHistory: [NotificationHistoryResponseItem]?
+
+    public init(
+        paginationToken: String? = nil,
+        hasMore: Bool? = nil,
+        notificationHistory: [NotificationHistoryResponseItem]? = nil
+    ) {
+        self.paginationToken = paginationToken
+        self.hasMore = hasMore
+        self.notificationHistory = notificationHistory
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case paginationToken
+        case hasMore
+        case notificationHistory
+    }
+}
+
+/// A notification in Get Notification History.
+public struct NotificationHistoryResponseItem: Codable, Hashable, Sendable {
+    /// The notification (JWS).
+    public var signedPayload: String?
+    /// The attempts to send it.
+    public var sendAttempts: [SendAttemptItem]?
+
+    public init(
+        signedPayload: String? = nil,
+        sendAttempts: [SendAttemptItem]? = nil
+    ) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedPayload
+        case sendAttempts
+    }
+}
+
+/// The response of Look Up Order ID.
+public struct OrderLookupResponse: Codable, Hashable, Sendable {
+    /// Whether the order ID is valid.
+    public var status: OrderLookupStatus?
+    /// The transactions of the order, signed by the App Store (JWS).
+    public var signedTransactions: [String]?
+
+    public init(
+        status: OrderLookupStatus? = nil,
+        signedTransactions: [String]? = nil
+    ) {
+        self.status = status
+        self.signedTransactions = signedTransactions
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status
+        case signedTransactions
+    }
+}
+
+/// The configuration of a Retention Messaging performance test.
+public struct PerformanceTestConfig: Codable, Hashable, Sendable {
+    /// The maximum number of concurrent requests.
+    public var maxConcurrentRequests: Int64
+    /// The total number of requests.
+    public var totalRequests: Int64
+    /// The duration of the test.
+    public var totalDuration: Int64
+    /// The response time your server must meet.
+    public var responseTimeThreshold: Int64
+    /// The success rate your server must meet.
+    public var successRateThreshold: Int32
+
+    public init(
+        maxConcurrentRequests: Int64,
+        totalRequests: Int64,
+        totalDuration: Int64,
+        responseTimeThreshold: Int64,
+        successRateThreshold: Int32
+    ) {
+        self.maxConcurrentRequests = maxConcurrentRequests
+        self.totalRequests = totalRequests
+        self.totalDuration = totalDuration
+        self.responseTimeThreshold = responseTimeThreshold
+        self.successRateThreshold = successRateThreshold
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case maxConcurrentRequests
+        case totalRequests
+        case totalDuration
+        case responseTimeThreshold
+        case successRateThreshold
+    }
+}
+
+/// The body of Initiate Performance Test.
+public struct PerformanceTestRequest: Codable, Hashable, Sendable {
+    /// The original transaction identifier the test requests use.
+    public var originalTransactionId: String
+
+    public init(
+        originalTransactionId: String
+    ) {
+        self.originalTransactionId = originalTransactionId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId
+    }
+}
+
+/// The response of Initiate Performance Test.
+public struct PerformanceTestResponse: Codable, Hashable, Sendable {
+    /// The test configuration.
+    public var config: PerformanceTestConfig
+    /// The test identifier.
+    public var requestId: String
+
+    public init(
+        config: PerformanceTestConfig,
+        requestId: String
+    ) {
+        self.config = config
+        self.requestId = requestId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case config
+        case requestId
+    }
+}
+
+/// Response time percentiles of a performance test, in milliseconds.
+public struct PerformanceTestResponseTimes: Codable, Hashable, Sendable {
+    /// The average.
+    public var average: Int64
+    /// The 50th percentile.
+    public var p50: Int64
+    /// The 90th percentile.
+    public var p90: Int64
+    /// The 95th percentile.
+    public var p95: Int64
+    /// The 99th percentile.
+    public var p99: Int64
+
+    public init(
+        average: Int64,
+        p50: Int64,
+        p90: Int64,
+        p95: Int64,
+        p99: Int64
+    ) {
+        self.average = average
+        self.p50 = p50
+        self.p90 = p90
+        self.p95 = p95
+        self.p99 = p99
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case average
+        case p50
+        case p90
+        case p95
+        case p99
+    }
+}
+
+/// The response of Get Performance Test Results.
+public struct PerformanceTestResultResponse: Codable, Hashable, Sendable {
+    /// The test configuration.
+    public var config: PerformanceTestConfig
+    /// The URL that was tested.
+    public var target: String
+    /// The test result.
+    public var result: PerformanceTestStatus?
+    /// The success rate.
+    public var successRate: Int32
+    /// The number of requests still pending.
+    public var numPending: Int32
+    /// The response times.
+    public var responseTimes: PerformanceTestResponseTimes
+    /// Failure counts keyed by SendAttemptResult raw value (unknown keys kept).
+    public var failures: [String: Int32]?
+
+    public init(
+        config: PerformanceTestConfig,
+        target: String,
+        result: PerformanceTestStatus? = nil,
+        successRate: Int32,
+        numPending: Int32,
+        responseTimes: PerformanceTestResponseTimes,
+        failures: [String: Int32]? = nil
+    ) {
+        self.config = config
+        self.target = target
+        self.result = result
+        self.successRate = successRate
+        self.numPending = numPending
+        self.responseTimes = responseTimes
+        self.failures = failures
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case config
+        case target
+        case result
+        case successRate
+        case numPending
+        case responseTimes
+        case failures
+    }
+}
+
+/// A promotional offer to show in a Retention Messaging realtime response.
+public struct PromotionalOffer: Codable, Hashable, Sendable {
+    /// The message to show.
+    public var messageIdentifier: UUID?
+    /// A promotional offer V2 signature (JWS).
+    public var promotionalOfferSignatureV2: String?
+    /// A promotional offer V1 signature and what it signed.
+    public var promotionalOfferSignatureV1: PromotionalOfferSignatureV1?
+
+    public init(
+        messageIdentifier: UUID? = nil,
+        promotionalOfferSignatureV2: String? = nil,
+        promotionalOfferSignatureV1: PromotionalOfferSignatureV1? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+        self.promotionalOfferSignatureV2 = promotionalOfferSignatureV2
+        self.promotionalOfferSignatureV1 = promotionalOfferSignatureV1
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case messageIdentifier
+        case promotionalOfferSignatureV2
+        case promotionalOfferSignatureV1
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.messageIdentifier?.uuidString.lowercased(), forKey: .messageIdentifier)
+        try container.encodeIfPresent(self.promotionalOfferSignatureV2, forKey: .promotionalOfferSignatureV2)
+        try container.encodeIfPresent(self.promotionalOfferSignatureV1, forKey: .promotionalOfferSignatureV1)
+    }
+}
+
+/// A promotional offer V1 signature with the values it signed.
+public struct PromotionalOfferSignatureV1: Codable, Hashable, Sendable {
+    /// The base64 signature.
+    public var encodedSignature: String
+    /// The product identifier.
+    public var productId: String
+    /// The nonce that was signed.
+    public var nonce: UUID
+    /// The signed timestamp, in milliseconds since 1970.
+    public var timestamp: Int64
+    /// The key identifier of the signing key.
+    public var keyId: String
+    /// The offer identifier.
+    public var offerIdentifier: String
+    /// The app account token that was signed.
+    public var appAccountToken: UUID?
+
+    public init(
+        encodedSignature: String,
+        productId: String,
+        nonce: UUID,
+        timestamp: Int64,
+        keyId: String,
+        offerIdentifier: String,
+        appAccountToken: UUID? = nil
+    ) {
+        self.encodedSignature = encodedSignature
+        self.productId = productId
+        self.nonce = nonce
+        self.timestamp = timestamp
+        self.keyId = keyId
+        self.offerIdentifier = offerIdentifier
+        self.appAccountToken = appAccountToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case encodedSignature
+        case productId
+        case nonce
+        case timestamp
+        case keyId
+        case offerIdentifier
+        case appAccountToken
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.encodedSignature, forKey: .encodedSignature)
+        try container.encode(self.productId, forKey: .productId)
+        try container.encode(self.nonce.uuidString.lowercased(), forKey: .nonce)
+        try container.encode(self.timestamp, forKey: .timestamp)
+        try container.encode(self.keyId, forKey: .keyId)
+        try container.encode(self.offerIdentifier, forKey: .offerIdentifier)
+        try container.encodeIfPresent(self.appAccountToken?.uuidString.lowercased(), forKey: .appAccountToken)
+    }
+}
+
+/// The body Apple sends to your Retention Messaging realtime URL.
+public struct RealtimeRequestBody: Codable, Hashable, Sendable {
+    /// The signed request (JWS).
+    public var signedPayload: String?
+
+    public init(
+        signedPayload: String? = nil
+    ) {
+        self.signedPayload = signedPayload
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedPayload
+    }
+}
+
+/// Your response to a Retention Messaging realtime request.
+public struct RealtimeResponseBody: Codable, Hashable, Sendable {
+    /// A message to show.
+    public var message: Message?
+    /// An alternate product to offer.
+    public var alternateProduct: AlternateProduct?
+    /// A promotional offer to show.
+    public var promotionalOffer: PromotionalOffer?
+    /// Advanced Commerce data.
+    public var advancedCommerceInfo: AdvancedCommerceInfo?
+
+    public init(
+        message: Message? = nil,
+        alternateProduct: AlternateProduct? = nil,
+        promotionalOffer: PromotionalOffer? = nil,
+        advancedCommerceInfo: AdvancedCommerceInfo? = nil
+    ) {
+        self.message = message
+        self.alternateProduct = alternateProduct
+        self.promotionalOffer = promotionalOffer
+        self.advancedCommerceInfo = advancedCommerceInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case message
+        case alternateProduct
+        case promotionalOffer
+        case advancedCommerceInfo
+    }
+}
+
+/// The body of Configure Realtime URL.
+public struct RealtimeUrlRequest: Codable, Hashable, Sendable {
+    /// Your realtime URL (at most 256 characters).
+    public var realtimeURL: String
+
+    public init(
+        realtimeURL: String
+    ) {
+        self.realtimeURL = realtimeURL
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case realtimeURL
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.realtimeURL.count > 256 {
+            throw ModelValidationError(field: "realtimeURL", kind: .stringTooLong(maxLength: 256))
+        }
+    }
+}
+
+/// The response of Get Realtime URL.
+public struct RealtimeUrlResponse: Codable, Hashable, Sendable {
+    /// Your realtime URL.
+    public var realtimeURL: String
+
+    public init(
+        realtimeURL: String
+    ) {
+        self.realtimeURL = realtimeURL
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case realtimeURL
+    }
+}
+
+/// A page of Get Refund History.
+public struct RefundHistoryResponse: Codable, Hashable, Sendable {
+    /// Refunded transactions signed by the App Store (JWS).
+    public var signedTransactions: [String]?
+    /// The token of the next page.
+    public var revision: String?
+    /// Whether more pages follow.
+    public var hasMore: Bool?
+
+    public init(
+        signedTransactions: [String]? = nil,
+        revision: String? = nil,
+        hasMore: Bool? = nil
+    ) {
+        self.signedTransactions = signedTransactions
+        self.revision = revision
+        self.hasMore = hasMore
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedTransactions
+        case revision
+        case hasMore
+    }
+}
+
 /// Renewal information for a subscription with a billing commitment.
 public struct RenewalCommitmentInfo: Codable, Hashable, Sendable {
     /// The product identifier that renews when the commitment ends.
@@ -1771,6 +3646,22 @@ public struct RenewalCommitmentInfo: Codable, Hashable, Sendable {
         case commitmentRenewalBillingPlanType
         case commitmentRenewalDate
         case commitmentRenewalPrice
+    }
+}
+
+/// The body of a version 2 App Store Server Notification.
+public struct ResponseBodyV2: Codable, Hashable, Sendable {
+    /// The signed notification (JWS).
+    public var signedPayload: String?
+
+    public init(
+        signedPayload: String? = nil
+    ) {
+        self.signedPayload = signedPayload
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedPayload
     }
 }
 
@@ -1827,6 +3718,95 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
         case summary
         case externalPurchaseToken
         case appData
+    }
+}
+
+/// One attempt to send a notification to your server.
+public struct SendAttemptItem: Codable, Hashable, Sendable {
+    /// When the attempt was made.
+    public var attemptDate: Date?
+    /// The outcome.
+    public var sendAttemptResult: SendAttemptResult?
+
+    public init(
+        attemptDate: Date? = nil,
+        sendAttemptResult: SendAttemptResult? = nil
+    ) {
+        self.attemptDate = attemptDate
+        self.sendAttemptResult = sendAttemptResult
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case attemptDate
+        case sendAttemptResult
+    }
+}
+
+/// The response of Request a Test Notification.
+public struct SendTestNotificationResponse: Codable, Hashable, Sendable {
+    /// The token to check the test notification's status with.
+    public var testNotificationToken: String?
+
+    public init(
+        testNotificationToken: String? = nil
+    ) {
+        self.testNotificationToken = testNotificationToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case testNotificationToken
+    }
+}
+
+/// The response of Get All Subscription Statuses.
+public struct StatusResponse: Codable, Hashable, Sendable {
+    /// The server environment.
+    public var environment: AppStoreEnvironment?
+    /// The bundle identifier of the app.
+    public var bundleId: String?
+    /// The unique identifier of the app.
+    public var appAppleId: Int64?
+    /// The statuses, by subscription group.
+    public var data: [SubscriptionGroupIdentifierItem]?
+
+    public init(
+        environment: AppStoreEnvironment? = nil,
+        bundleId: String? = nil,
+        appAppleId: Int64? = nil,
+        data: [SubscriptionGroupIdentifierItem]? = nil
+    ) {
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.data = data
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case environment
+        case bundleId
+        case appAppleId
+        case data
+    }
+}
+
+/// The subscriptions of one subscription group, in Get All Subscription Statuses.
+public struct SubscriptionGroupIdentifierItem: Codable, Hashable, Sendable {
+    /// The subscription group.
+    public var subscriptionGroupIdentifier: String?
+    /// The latest transaction of each subscription in the group.
+    public var lastTransactions: [LastTransactionsItem]?
+
+    public init(
+        subscriptionGroupIdentifier: String? = nil,
+        lastTransactions: [LastTransactionsItem]? = nil
+    ) {
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.lastTransactions = lastTransactions
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case subscriptionGroupIdentifier
+        case lastTransactions
     }
 }
 
@@ -1909,5 +3889,194 @@ public struct TransactionCommitmentInfo: Codable, Hashable, Sendable {
         case commitmentExpiresDate
         case commitmentPrice
         case totalBillingPeriods
+    }
+}
+
+/// The filters of Get Transaction History (sent as query parameters).
+public struct TransactionHistoryRequest: Codable, Hashable, Sendable {
+    /// Only transactions on or after this date.
+    public var startDate: Date?
+    /// Only transactions before this date.
+    public var endDate: Date?
+    /// Only these products (query parameter productId, repeated).
+    public var productIds: [String]?
+    /// Only these product types (query parameter productType, repeated).
+    public var productTypes: [TransactionHistoryProductType]?
+    /// The sort order.
+    public var sort: TransactionHistoryOrder?
+    /// Only these subscription groups (query parameter subscriptionGroupIdentifier, repeated).
+    public var subscriptionGroupIdentifiers: [String]?
+    /// Only purchased or only family-shared transactions.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// Only revoked (true) or only not revoked (false) transactions.
+    public var revoked: Bool?
+
+    public init(
+        startDate: Date? = nil,
+        endDate: Date? = nil,
+        productIds: [String]? = nil,
+        productTypes: [TransactionHistoryProductType]? = nil,
+        sort: TransactionHistoryOrder? = nil,
+        subscriptionGroupIdentifiers: [String]? = nil,
+        inAppOwnershipType: InAppOwnershipType? = nil,
+        revoked: Bool? = nil
+    ) {
+        self.startDate = startDate
+        self.endDate = endDate
+        self.productIds = productIds
+        self.productTypes = productTypes
+        self.sort = sort
+        self.subscriptionGroupIdentifiers = subscriptionGroupIdentifiers
+        self.inAppOwnershipType = inAppOwnershipType
+        self.revoked = revoked
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case startDate
+        case endDate
+        case productIds
+        case productTypes
+        case sort
+        case subscriptionGroupIdentifiers
+        case inAppOwnershipType
+        case revoked
+    }
+}
+
+/// The response of Get Transaction Info.
+public struct TransactionInfoResponse: Codable, Hashable, Sendable {
+    /// The transaction signed by the App Store (JWS).
+    public var signedTransactionInfo: String?
+
+    public init(
+        signedTransactionInfo: String? = nil
+    ) {
+        self.signedTransactionInfo = signedTransactionInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case signedTransactionInfo
+    }
+}
+
+/// The body of Set App Account Token.
+public struct UpdateAppAccountTokenRequest: Codable, Hashable, Sendable {
+    /// The new app account token.
+    public var appAccountToken: UUID
+
+    public init(
+        appAccountToken: UUID
+    ) {
+        self.appAccountToken = appAccountToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case appAccountToken
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.appAccountToken.uuidString.lowercased(), forKey: .appAccountToken)
+    }
+}
+
+/// The image of a Retention Messaging message.
+public struct UploadMessageImage: Codable, Hashable, Sendable {
+    /// The uploaded image to show.
+    public var imageIdentifier: UUID
+    /// The image's alternative text.
+    public var altText: String
+
+    public init(
+        imageIdentifier: UUID,
+        altText: String
+    ) {
+        self.imageIdentifier = imageIdentifier
+        self.altText = altText
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case imageIdentifier
+        case altText
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.imageIdentifier.uuidString.lowercased(), forKey: .imageIdentifier)
+        try container.encode(self.altText, forKey: .altText)
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.altText.count > 150 {
+            throw ModelValidationError(field: "altText", kind: .stringTooLong(maxLength: 150))
+        }
+    }
+}
+
+/// The body of Upload Message.
+public struct UploadMessageRequestBody: Codable, Hashable, Sendable {
+    /// The message header.
+    public var header: String
+    /// The message body.
+    public var body: String
+    /// The message image.
+    public var image: UploadMessageImage?
+    /// Where the header shows.
+    public var headerPosition: HeaderPosition?
+    /// Bullet points (at most 5).
+    public var bulletPoints: [BulletPoint]?
+
+    public init(
+        header: String,
+        body: String,
+        image: UploadMessageImage? = nil,
+        headerPosition: HeaderPosition? = nil,
+        bulletPoints: [BulletPoint]? = nil
+    ) {
+        self.header = header
+        self.body = body
+        self.image = image
+        self.headerPosition = headerPosition
+        self.bulletPoints = bulletPoints
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case header
+        case body
+        case image
+        case headerPosition
+        case bulletPoints
+    }
+
+    /// Checks Apple's documented limits, here and in nested models (decoding does not).
+    /// Throws the first violation, with the JSON-key path of the offending field.
+    public func validate() throws(ModelValidationError) {
+        if self.header.count > 66 {
+            throw ModelValidationError(field: "header", kind: .stringTooLong(maxLength: 66))
+        }
+        if self.body.count > 144 {
+            throw ModelValidationError(field: "body", kind: .stringTooLong(maxLength: 144))
+        }
+        if let value = self.image {
+            do throws(ModelValidationError) {
+                try value.validate()
+            } catch {
+                throw error.nested(in: "image")
+            }
+        }
+        if let list = self.bulletPoints {
+            if list.count > 5 {
+                throw ModelValidationError(field: "bulletPoints", kind: .tooManyElements(maxCount: 5))
+            }
+            for (index, element) in list.enumerated() {
+                do throws(ModelValidationError) {
+                    try element.validate()
+                } catch {
+                    throw error.nested(in: "bulletPoints[\(index)]")
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,129 @@
+import FoundationEssentials
+
+/// Why an App Store Server API call failed: a bad argument or request model (nothing was sent), a configuration
+/// the client refuses, an error answer from Apple (HTTP status, raw error code, its known name, Apple's message,
+/// Retry-After), a success answer that does not decode, or a transport that got no answer.
+public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: Hashable, Sendable {
+        /// A parameter is missing, unknown or of the wrong type (the message names it). Nothing was sent.
+        case invalidArgument
+        /// A request model breaks one of Apple's limits (the message names the field). Nothing was sent.
+        case invalidRequest(ModelValidationError)
+        /// The client cannot be used as configured (Xcode environment, no transport, bad base URL).
+        case configuration
+        /// Apple answered with an HTTP error status and an error payload (`rawApiError`, `errorMessage`).
+        case apiError
+        /// Apple answered with an HTTP error status but no App Store error payload.
+        case httpError
+        /// Apple answered with a success status but the body does not decode into the endpoint's model.
+        case undecodableResponse
+        /// No answer: the transport failed.
+        case transport(TransportError.Kind)
+        /// The bearer token could not be created.
+        case signing
+    }
+
+    public let kind: Kind
+    /// The endpoint of the failed call, when known.
+    public let endpoint: AppStoreServerAPIEndpoint?
+    /// What failed and why, naming the endpoint, field or HTTP status.
+    public let message: String
+    /// The HTTP status of Apple's answer, when there was one.
+    public let httpStatusCode: Int?
+    /// The `errorCode` of Apple's error payload, kept when this library does not know it.
+    public let rawApiError: Int64?
+    /// The `errorMessage` of Apple's error payload.
+    public let errorMessage: String?
+    /// The `Retry-After` header of Apple's answer, in seconds (delta-seconds form only).
+    public let retryAfterSeconds: Int64?
+
+    public init(kind: Kind, endpoint: AppStoreServerAPIEndpoint? = nil, message: String, httpStatusCode: Int? = nil,
+                rawApiError: Int64? = nil, errorMessage: String? = nil, retryAfterSeconds: Int64? = nil) {
+        self.kind = kind
+        self.endpoint = endpoint
+        self.message = message
+        self.httpStatusCode = httpStatusCode
+        self.rawApiError = rawApiError
+        self.errorMessage = errorMessage
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// The App Store Server API error code, when `rawApiError` is one this library knows.
+    public var apiError: APIError? {
+        guard let rawApiError else { return nil }
+        let e = APIError(rawValue: rawApiError)
+        return e.isKnown ? e : nil
+    }
+
+    /// The Advanced Commerce API error code, when `rawApiError` is one this library knows.
+    public var advancedCommerceAPIError: AdvancedCommerceAPIError? {
+        guard let rawApiError else { return nil }
+        let e = AdvancedCommerceAPIError(rawValue: rawApiError)
+        return e.isKnown ? e : nil
+    }
+
+    /// The name of the known error code (Advanced Commerce names first for Advanced Commerce endpoints), or nil.
+    public var apiErrorName: String? {
+        guard let rawApiError else { return nil }
+        return Self.errorName(rawApiError, advancedCommerce: endpoint?.isAdvancedCommerce ?? false)
+    }
+
+    static func errorName(_ code: Int64, advancedCommerce: Bool) -> String? {
+        let general = APIError(rawValue: code).caseName
+        let ac = AdvancedCommerceAPIError(rawValue: code).caseName
+        return advancedCommerce ? (ac ?? general) : (general ?? ac)
+    }
+
+    /// Apple's retryable answers: HTTP 429, and error codes 4040002, 4040004, 4040006 and 5000001.
+    public var isRetryable: Bool {
+        if httpStatusCode == 429 { return true }
+        guard let rawApiError else { return false }
+        return Self.retryableCodes.contains(rawApiError)
+    }
+
+    public static let retryableCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001, 4290000]
+
+    public var description: String { message }
+
+    static func argument(_ message: String, _ endpoint: AppStoreServerAPIEndpoint? = nil) -> AppStoreServerAPIError {
+        AppStoreServerAPIError(kind: .invalidArgument, endpoint: endpoint, message: message)
+    }
+    static func configuration(_ message: String) -> AppStoreServerAPIError {
+        AppStoreServerAPIError(kind: .configuration, message: message)
+    }
+}
+
+/// Opt-in retries of Apple's retryable answers (HTTP 429; error codes 4040002, 4040004, 4040006, 5000001) with
+/// exponential backoff. A `Retry-After` header is honoured: the wait is at least that long, and when it is longer
+/// than `maxBackoffMilliseconds` the call is not retried (the error carries `retryAfterSeconds`). Transport
+/// failures are not retried (a request may have reached Apple).
+public struct APIRetryPolicy: Hashable, Sendable {
+    /// Retries after the first attempt; 0 disables retrying.
+    public var maxRetries: Int
+    /// The wait before the first retry; doubled for each further retry.
+    public var initialBackoffMilliseconds: UInt32
+    /// The longest wait between two attempts.
+    public var maxBackoffMilliseconds: UInt32
+
+    public init(maxRetries: Int, initialBackoffMilliseconds: UInt32 = 500, maxBackoffMilliseconds: UInt32 = 30_000) {
+        self.maxRetries = max(0, maxRetries)
+        self.initialBackoffMilliseconds = initialBackoffMilliseconds
+        self.maxBackoffMilliseconds = max(initialBackoffMilliseconds, maxBackoffMilliseconds)
+    }
+
+    /// No retries (the default).
+    public static let none = APIRetryPolicy(maxRetries: 0)
+
+    /// How long to wait before retry number `retry` (1-based) after `error`, or nil to give up.
+    public func delayMilliseconds(beforeRetry retry: Int, after error: AppStoreServerAPIError) -> UInt64? {
+        guard retry >= 1, retry <= maxRetries, error.isRetryable else { return nil }
+        let shift = UInt64(min(retry - 1, 30))
+        var delay = min(UInt64(initialBackoffMilliseconds) << shift, UInt64(maxBackoffMilliseconds))
+        if let after = error.retryAfterSeconds {
+            let wanted = UInt64(max(0, min(after, Int64(UInt32.max)))) * 1000
+            guard wanted <= UInt64(maxBackoffMilliseconds) else { return nil }
+            delay = max(delay, wanted)
+        }
+        return delay
+    }
+}

@@ -1,0 +1,75 @@
+import FoundationEssentials
+
+/// Turns an HTTP answer into the endpoint's model or an `AppStoreServerAPIError`. Sans-I/O and thread-safe.
+public enum AppStoreServerAPIResponseDecoder {
+    /// Largest body accepted (Apple's answers are far smaller; history pages hold at most 20 transactions).
+    public static let maxBodyBytes = 16 << 20
+
+    /// Decodes a success answer into `T`, or throws the API error the answer carries.
+    public static func decode<T: Decodable>(_ type: T.Type, endpoint: AppStoreServerAPIEndpoint,
+                                            response: HTTPResponse) throws(AppStoreServerAPIError) -> T {
+        try checkStatus(endpoint: endpoint, response: response)
+        return try decodeBody(type, endpoint: endpoint, response: response)
+    }
+
+    /// Checks a success answer of an endpoint without a response model (the body is ignored).
+    public static func checkNoContent(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) throws(AppStoreServerAPIError) {
+        try checkStatus(endpoint: endpoint, response: response)
+    }
+
+    /// The answer as JSON text for the C ABI and bindings: the body exactly as Apple sent it after checking that it
+    /// decodes into the endpoint's model, or `{}` for endpoints without a response model.
+    public static func json(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) throws(AppStoreServerAPIError) -> [UInt8] {
+        try checkStatus(endpoint: endpoint, response: response)
+        guard let type = endpoint.responseType else { return Array("{}".utf8) }
+        _ = try decodeBody(type, endpoint: endpoint, response: response)
+        return response.body
+    }
+
+    static func decodeBody<T: Decodable>(_ type: T.Type, endpoint: AppStoreServerAPIEndpoint,
+                                         response: HTTPResponse) throws(AppStoreServerAPIError) -> T {
+        func fail(_ why: String) -> AppStoreServerAPIError {
+            AppStoreServerAPIError(kind: .undecodableResponse, endpoint: endpoint,
+                                   message: "\(endpoint.name): HTTP \(response.status) response does not decode as \(T.self): \(why)",
+                                   httpStatusCode: response.status)
+        }
+        guard response.body.count <= maxBodyBytes else { throw fail("body larger than \(maxBodyBytes) bytes") }
+        do {
+            return try APIJSON.decoder().decode(T.self, from: Data(response.body))
+        } catch {
+            throw fail(DecodingErrorText.describe(error))
+        }
+    }
+
+    /// Throws for any status outside 200...299.
+    static func checkStatus(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) throws(AppStoreServerAPIError) {
+        guard !(200...299).contains(response.status) else { return }
+        throw error(endpoint: endpoint, response: response)
+    }
+
+    /// The error an HTTP error answer carries: Apple's error payload when the body is one, else the bare status.
+    public static func error(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) -> AppStoreServerAPIError {
+        let retryAfter = response.header("Retry-After").flatMap { v -> Int64? in
+            let t = String(v.filter { $0 != " " && $0 != "\t" })
+            guard !t.isEmpty, t.utf8.count <= 10, t.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+            return Int64(t)
+        }
+        let payload = response.body.count <= maxBodyBytes
+            ? try? APIJSON.decoder().decode(ErrorPayload.self, from: Data(response.body)) : nil
+        let statusText = "HTTP \(response.status)"
+        guard let payload, let code = payload.errorCode else {
+            var message = "\(endpoint.name): \(statusText) without an App Store error payload"
+            if response.status == 429 { message += " (rate limited)" }
+            if let retryAfter { message += "; Retry-After \(retryAfter) s" }
+            return AppStoreServerAPIError(kind: .httpError, endpoint: endpoint, message: message,
+                                          httpStatusCode: response.status, errorMessage: payload?.errorMessage,
+                                          retryAfterSeconds: retryAfter)
+        }
+        let name = AppStoreServerAPIError.errorName(code, advancedCommerce: endpoint.isAdvancedCommerce)
+        var message = "\(endpoint.name): \(statusText), error \(code) (\(name ?? "unknown error code"))"
+        if let text = payload.errorMessage { message += ": \(text)" }
+        if let retryAfter { message += "; Retry-After \(retryAfter) s" }
+        return AppStoreServerAPIError(kind: .apiError, endpoint: endpoint, message: message, httpStatusCode: response.status,
+                                      rawApiError: code, errorMessage: payload.errorMessage, retryAfterSeconds: retryAfter)
+    }
+}

@@ -1,0 +1,389 @@
+import AppStoreServer
+import FoundationEssentials
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// App Store Server API at the C ABI: sans-I/O request builder and response decoder, plus calls through a
+// host-supplied transport (appstore_transport) with the configured retry policy.
+
+extension CFailure {
+    init(_ e: AppStoreServerAPIError) {
+        var detail = APIErrorDetail()
+        detail.httpStatus = Int32(clamping: e.httpStatusCode ?? 0)
+        detail.code = e.rawApiError ?? 0
+        detail.codeName = e.apiErrorName ?? ""
+        detail.errorMessage = e.errorMessage ?? ""
+        detail.retryAfter = e.retryAfterSeconds ?? -1
+        switch e.kind {
+        case .invalidArgument:
+            self.init(status: CStatus.invalidArgument, reason: .invalidParameters, message: e.message)
+        case .invalidRequest:
+            self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
+        case .configuration:
+            let reason: FailureReason = e.message.contains("Xcode") || e.message.contains("environment") ? .unsupportedEnvironment : .invalidArgument
+            self.init(status: CStatus.configuration, reason: reason, message: e.message)
+        case .apiError, .httpError:
+            let reason: FailureReason = e.httpStatusCode == 429 ? .rateLimited : (e.kind == .apiError ? .apiError : .httpError)
+            self.init(status: CStatus.apiError, reason: reason, message: e.message, api: detail)
+        case .undecodableResponse:
+            self.init(status: CStatus.invalidResponse, reason: .undecodableResponse, message: e.message, api: detail)
+        case .transport(let kind):
+            let reason: FailureReason = switch kind {
+            case .timeout: .transportTimeout
+            case .unreachable: .transportUnreachable
+            case .failed: .transportFailed
+            }
+            self.init(status: CStatus.transportError, reason: reason, message: e.message)
+        case .signing:
+            self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
+        }
+    }
+}
+
+func api<T>(_ body: () throws(AppStoreServerAPIError) -> T) throws(CFailure) -> T {
+    do throws(AppStoreServerAPIError) { return try body() } catch { throw CFailure(error) }
+}
+
+/// The object behind `appstore_api_client_options *` (a locked builder).
+final class APIClientOptionsBox: Sendable {
+    struct Values {
+        var transport: CTransport?
+        var timeoutMilliseconds: UInt32 = AppStoreServerAPIRequestBuilder.defaultTimeoutMilliseconds
+        var retry: APIRetryPolicy = .none
+        var baseURL: String?
+    }
+    let values = Mutex(Values())
+}
+
+/// The object behind `appstore_api_client *`: immutable.
+final class APIClientBox: Sendable {
+    let caller: AppStoreServerAPICaller
+    let transport: CTransport?
+    init(caller: AppStoreServerAPICaller, transport: CTransport?) {
+        self.caller = caller
+        self.transport = transport
+    }
+
+    func requireTransport() throws(CFailure) -> CTransport {
+        guard let transport else {
+            throw CFailure(status: CStatus.configuration, reason: .noTransport,
+                           message: "the client has no transport: set one with appstore_api_client_options_set_transport, "
+                                    + "or use appstore_api_client_build_request / _decode_response with your own HTTP")
+        }
+        return transport
+    }
+}
+
+/// The object behind `appstore_api_request *`: a built request with C strings for the getters.
+final class APIRequestBox: @unchecked Sendable {
+    // Immutable after init; the C strings are freed in deinit.
+    let method: UnsafeMutablePointer<CChar>?
+    let url: UnsafeMutablePointer<CChar>?
+    let headerText: UnsafeMutablePointer<CChar>?
+    let headerNames: [UnsafeMutablePointer<CChar>?]
+    let headerValues: [UnsafeMutablePointer<CChar>?]
+    let body: UnsafeMutablePointer<UInt8>?  // malloc'd copy; nil when empty
+    let bodyCount: Int
+    let timeout: UInt32
+
+    init(_ r: HTTPRequest) throws(CFailure) {
+        method = strdup(r.method)
+        url = strdup(r.url)
+        headerText = strdup(r.headers.map { "\($0.name): \($0.value)\r\n" }.joined())
+        headerNames = r.headers.map { strdup($0.name) }
+        headerValues = r.headers.map { strdup($0.value) }
+        bodyCount = r.body.count
+        if r.body.isEmpty {
+            body = nil
+        } else {
+            body = malloc(r.body.count)?.assumingMemoryBound(to: UInt8.self)
+            if let body { r.body.withUnsafeBufferPointer { src in if let b = src.baseAddress { memcpy(body, b, src.count) } } }
+        }
+        timeout = r.timeoutMilliseconds
+        if method == nil || url == nil || headerText == nil || headerNames.contains(nil) || headerValues.contains(nil)
+            || (bodyCount > 0 && body == nil) {
+            throw .outOfMemory()
+        }
+    }
+
+    deinit {
+        free(method)
+        free(url)
+        free(headerText)
+        free(body)
+        headerNames.forEach { free($0) }
+        headerValues.forEach { free($0) }
+    }
+}
+
+private let emptyString = StaticCStrings([], fallback: "")
+nonisolated(unsafe) private let emptyBody: UnsafeMutablePointer<UInt8> = {
+    let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+    p.initialize(to: 0)
+    return p
+}()
+private let endpointNames = StaticCStrings(
+    AppStoreServerAPIEndpoint.allCases.enumerated().map { (Int32($0.offset), $0.element.name) }, fallback: "")
+
+func endpoint(_ p: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIEndpoint {
+    let name = try utf8String(p, "endpoint")
+    guard let e = AppStoreServerAPIEndpoint(name: name) else {
+        throw CFailure(status: CStatus.invalidArgument, reason: .unknownEndpoint,
+                       message: "unknown endpoint \"\(name)\" (see APPSTORE_API_* in appstoreserver.h)")
+    }
+    return e
+}
+
+func request(_ e: AppStoreServerAPIEndpoint, _ params: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIRequest {
+    let json: [UInt8]
+    if let params {
+        guard let s = String(validatingCString: params) else { throw .argument("params_json is not valid UTF-8") }
+        json = Array(s.utf8)
+    } else {
+        json = []
+    }
+    return try api { () throws(AppStoreServerAPIError) in try AppStoreServerAPIRequest(endpoint: e, parametersJSON: json) }
+}
+
+// MARK: endpoints
+
+@c(appstore_api_endpoint_count)
+public func appstoreApiEndpointCount() -> UInt { UInt(AppStoreServerAPIEndpoint.allCases.count) }
+
+@c(appstore_api_endpoint_name)
+public func appstoreApiEndpointName(_ index: UInt) -> UnsafePointer<CChar> {
+    guard index < UInt(AppStoreServerAPIEndpoint.allCases.count) else { return emptyString.get(0) }
+    return endpointNames.get(Int32(index))
+}
+
+// MARK: options
+
+@c(appstore_api_client_options_new)
+public func appstoreApiClientOptionsNew(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        guard let out else { throw .argument("options_out is NULL") }
+        out.pointee = retained(APIClientOptionsBox())
+    }
+}
+
+@c(appstore_api_client_options_free)
+public func appstoreApiClientOptionsFree(_ options: OpaquePointer?) { release(options, APIClientOptionsBox.self) }
+
+@c(appstore_api_client_options_set_transport)
+public func appstoreApiClientOptionsSetTransport(_ options: OpaquePointer?, _ transport: OpaquePointer?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        let t = transport == nil ? nil : try handle(transport, CTransport.self, "transport")
+        box.values.withLock { $0.transport = t }
+    }
+}
+
+@c(appstore_api_client_options_set_timeout_ms)
+public func appstoreApiClientOptionsSetTimeoutMs(_ options: OpaquePointer?, _ timeout: UInt32, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        guard timeout > 0 else { throw .argument("timeout_ms must be at least 1") }
+        box.values.withLock { $0.timeoutMilliseconds = timeout }
+    }
+}
+
+@c(appstore_api_client_options_set_retry)
+public func appstoreApiClientOptionsSetRetry(_ options: OpaquePointer?, _ maxRetries: UInt32, _ initialBackoff: UInt32,
+                                             _ maxBackoff: UInt32, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        guard maxRetries <= 100 else { throw .argument("max_retries must be at most 100, got \(maxRetries)") }
+        guard maxBackoff >= initialBackoff else {
+            throw .argument("max_backoff_ms (\(maxBackoff)) must be >= initial_backoff_ms (\(initialBackoff))")
+        }
+        box.values.withLock {
+            $0.retry = APIRetryPolicy(maxRetries: Int(maxRetries), initialBackoffMilliseconds: initialBackoff,
+                                      maxBackoffMilliseconds: maxBackoff)
+        }
+    }
+}
+
+@c(appstore_api_client_options_set_base_url)
+public func appstoreApiClientOptionsSetBaseUrl(_ options: OpaquePointer?, _ baseURL: UnsafePointer<CChar>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        let url = try optionalUTF8String(baseURL, "base_url")
+        box.values.withLock { $0.baseURL = url }
+    }
+}
+
+// MARK: client
+
+@c(appstore_api_client_new)
+public func appstoreApiClientNew(_ key: OpaquePointer?, _ environment: Int32, _ options: OpaquePointer?,
+                                 _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let k = try handle(key, SigningKeyBox.self, "key")
+        guard let out else { throw .argument("client_out is NULL") }
+        let env: AppStoreEnvironment
+        switch environment {
+        case 1: env = .sandbox
+        case 2: env = .production
+        case 3: env = .xcode
+        case 4: env = .localTesting
+        default: throw .argument("environment \(environment) is not one of APPSTORE_ENVIRONMENT_* (1-4)")
+        }
+        let values = options == nil ? APIClientOptionsBox.Values()
+            : try handle(options, APIClientOptionsBox.self, "options").values.withLock { $0 }
+        let issuer = try k.requireIssuer()
+        let builder = try api { () throws(AppStoreServerAPIError) in
+            try AppStoreServerAPIRequestBuilder(signingKey: k.key, keyId: k.keyId, issuerId: issuer, bundleId: k.bundleId,
+                                                environment: env, baseURL: values.baseURL,
+                                                timeoutMilliseconds: values.timeoutMilliseconds)
+        }
+        out.pointee = retained(APIClientBox(caller: AppStoreServerAPICaller(builder: builder, retryPolicy: values.retry),
+                                            transport: values.transport))
+    }
+}
+
+@c(appstore_api_client_free)
+public func appstoreApiClientFree(_ client: OpaquePointer?) { release(client, APIClientBox.self) }
+
+@c(appstore_api_client_build_request)
+public func appstoreApiClientBuildRequest(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
+                                          _ params: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                          _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(client, APIClientBox.self, "client")
+        guard let out else { throw .argument("request_out is NULL") }
+        let r = try request(try endpoint(endpointName), params)
+        let http = try api { () throws(AppStoreServerAPIError) in try box.caller.builder.build(r) }
+        out.pointee = retained(try APIRequestBox(http))
+    }
+}
+
+/// Parses "Name: value\r\n" lines (a bare "\n" also ends a line); lines without a colon are ignored.
+func parseHeaderLines(_ text: UnsafeRawBufferPointer) -> [HTTPHeader] {
+    var headers: [HTTPHeader] = []
+    for line in text.split(separator: UInt8(ascii: "\n")) {
+        var bytes = Array(line)
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { continue }
+        let name = String(decoding: bytes[..<colon], as: UTF8.self)
+        var value = bytes[(colon + 1)...]
+        while let f = value.first, f == UInt8(ascii: " ") || f == UInt8(ascii: "\t") { value = value.dropFirst() }
+        while let l = value.last, l == UInt8(ascii: " ") || l == UInt8(ascii: "\t") { value = value.dropLast() }
+        headers.append(HTTPHeader(name, String(decoding: value, as: UTF8.self)))
+    }
+    return headers
+}
+
+@c(appstore_api_client_decode_response)
+public func appstoreApiClientDecodeResponse(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ status: Int32,
+                                            _ headers: UnsafePointer<CChar>?, _ headersLen: UInt, _ body: UnsafePointer<UInt8>?,
+                                            _ bodyLen: UInt, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        _ = try handle(client, APIClientBox.self, "client")
+        guard let jsonOut else { throw .argument("json_out is NULL") }
+        let e = try endpoint(endpointName)
+        guard (100...599).contains(status) else { throw .argument("http_status \(status) is not an HTTP status (100-599)") }
+        let headerView = try bytes(headers.map(UnsafeRawPointer.init), headersLen, "headers")
+        let bodyView = try bytes(body.map(UnsafeRawPointer.init), bodyLen, "body")
+        let response = HTTPResponse(status: Int(status), headers: parseHeaderLines(headerView), body: [UInt8](bodyView))
+        let json = try api { () throws(AppStoreServerAPIError) in try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response) }
+        jsonOut.pointee = try mallocCString(json)
+    }
+}
+
+@c(appstore_api_client_call)
+public func appstoreApiClientCall(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ params: UnsafePointer<CChar>?,
+                                  _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(client, APIClientBox.self, "client")
+        let e = try endpoint(endpointName)
+        let r = try request(e, params)
+        let transport = try box.requireTransport()
+        let json = try api { () throws(AppStoreServerAPIError) in
+            let response = try box.caller.send(r, transport: transport)
+            return try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response)
+        }
+        if let jsonOut { jsonOut.pointee = try mallocCString(json) }
+    }
+}
+
+@c(appstore_api_client_call_all_pages)
+public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
+                                          _ params: UnsafePointer<CChar>?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(client, APIClientBox.self, "client")
+        guard let jsonOut else { throw .argument("json_out is NULL") }
+        let e = try endpoint(endpointName)
+        guard AppStoreServerAPIPagination.isPaginated(e) else {
+            throw CFailure(status: CStatus.invalidArgument, reason: .invalidParameters,
+                           message: "\(e.name) is not paginated (getTransactionHistory, getTransactionHistoryV1, getRefundHistory, getNotificationHistory are)")
+        }
+        let r = try request(e, params)
+        let transport = try box.requireTransport()
+        let pages = try api { () throws(AppStoreServerAPIError) in
+            try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport)
+        }
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, page) in pages.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += page.body
+        }
+        out.append(UInt8(ascii: "]"))
+        jsonOut.pointee = try mallocCString(out)
+    }
+}
+
+// MARK: request getters
+
+private func requestBox(_ p: OpaquePointer?) -> APIRequestBox? { try? handle(p, APIRequestBox.self, "request") }
+
+@c(appstore_api_request_method)
+public func appstoreApiRequestMethod(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
+    requestBox(request)?.method.map { UnsafePointer($0) } ?? emptyString.get(0)
+}
+
+@c(appstore_api_request_url)
+public func appstoreApiRequestUrl(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
+    requestBox(request)?.url.map { UnsafePointer($0) } ?? emptyString.get(0)
+}
+
+@c(appstore_api_request_headers)
+public func appstoreApiRequestHeaders(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
+    requestBox(request)?.headerText.map { UnsafePointer($0) } ?? emptyString.get(0)
+}
+
+@c(appstore_api_request_header_count)
+public func appstoreApiRequestHeaderCount(_ request: OpaquePointer?) -> UInt { UInt(requestBox(request)?.headerNames.count ?? 0) }
+
+@c(appstore_api_request_header_name)
+public func appstoreApiRequestHeaderName(_ request: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar> {
+    guard let box = requestBox(request), index < UInt(box.headerNames.count), let p = box.headerNames[Int(index)] else {
+        return emptyString.get(0)
+    }
+    return UnsafePointer(p)
+}
+
+@c(appstore_api_request_header_value)
+public func appstoreApiRequestHeaderValue(_ request: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar> {
+    guard let box = requestBox(request), index < UInt(box.headerValues.count), let p = box.headerValues[Int(index)] else {
+        return emptyString.get(0)
+    }
+    return UnsafePointer(p)
+}
+
+@c(appstore_api_request_body)
+public func appstoreApiRequestBody(_ request: OpaquePointer?, _ lenOut: UnsafeMutablePointer<UInt>?) -> UnsafePointer<UInt8> {
+    guard let box = requestBox(request), let body = box.body else {
+        lenOut?.pointee = 0
+        return UnsafePointer(emptyBody)
+    }
+    lenOut?.pointee = UInt(box.bodyCount)
+    return UnsafePointer(body)
+}
+
+@c(appstore_api_request_timeout_ms)
+public func appstoreApiRequestTimeoutMs(_ request: OpaquePointer?) -> UInt32 { requestBox(request)?.timeout ?? 0 }
+
+@c(appstore_api_request_free)
+public func appstoreApiRequestFree(_ request: OpaquePointer?) { release(request, APIRequestBox.self) }

@@ -1,0 +1,89 @@
+import AppStoreServer
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// The default HTTP transport of the Swift API client: AsyncHTTPClient (`HTTPClient.shared` unless you pass your
+/// own client, e.g. one configured with a proxy). The timeout of each request (`HTTPRequest.timeoutMilliseconds`)
+/// bounds the whole exchange, body included. The client is never shut down by this type: the shared client needs
+/// no shutdown, and a client you pass stays yours to shut down.
+public struct AsyncHTTPClientTransport: HTTPTransport {
+    public let client: HTTPClient
+    /// Larger response bodies fail the exchange.
+    public let maxResponseBytes: Int
+
+    public init(client: HTTPClient = .shared, maxResponseBytes: Int = 16 << 20) {
+        self.client = client
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    public func send(_ request: AppStoreServer.HTTPRequest) async throws(TransportError) -> AppStoreServer.HTTPResponse {
+        let timeout = TimeAmount.milliseconds(Int64(request.timeoutMilliseconds))
+        let what = "\(request.method) \(request.url)"
+        do {
+            return try await withThrowingTaskGroup(of: AppStoreServer.HTTPResponse.self) { group in
+                group.addTask { try await exchange(request, timeout: timeout) }
+                group.addTask {
+                    try await Task.sleep(nanoseconds: UInt64(request.timeoutMilliseconds) * 1_000_000)
+                    throw TransportError(.timeout, "\(what) timed out after \(request.timeoutMilliseconds) ms")
+                }
+                guard let first = try await group.next() else {
+                    throw TransportError(.failed, "\(what): no result")
+                }
+                group.cancelAll()
+                return first
+            }
+        } catch let e as TransportError {
+            throw e
+        } catch {
+            throw Self.map(error, what, request.timeoutMilliseconds)
+        }
+    }
+
+    private func exchange(_ request: AppStoreServer.HTTPRequest, timeout: TimeAmount) async throws -> AppStoreServer.HTTPResponse {
+        var r = HTTPClientRequest(url: request.url)
+        r.method = HTTPMethod(rawValue: request.method)
+        for h in request.headers { r.headers.add(name: h.name, value: h.value) }
+        if !request.body.isEmpty { r.body = .bytes(request.body) }
+        let response = try await client.execute(r, timeout: timeout)
+        let body = try await response.body.collect(upTo: maxResponseBytes)
+        return AppStoreServer.HTTPResponse(status: Int(response.status.code),
+                                           headers: response.headers.map { HTTPHeader($0.name, $0.value) },
+                                           body: Array(buffer: body))
+    }
+
+    static func map(_ error: any Error, _ what: String, _ timeoutMs: UInt32) -> TransportError {
+        if let e = error as? HTTPClientError {
+            switch e {
+            case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout,
+                 .getConnectionFromPoolTimeout, .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
+                return TransportError(.timeout, "\(what) timed out after \(timeoutMs) ms (\(e))")
+            default:
+                break
+            }
+        }
+        if error is CancellationError { return TransportError(.failed, "\(what): cancelled") }
+        let text = String(describing: error)
+        let lowered = text.lowercased()
+        if lowered.contains("refused") || lowered.contains("connect") || lowered.contains("resolve") || lowered.contains("unreachable") {
+            return TransportError(.unreachable, "\(what): \(text)")
+        }
+        return TransportError(.failed, "\(what): \(text)")
+    }
+}
+
+extension AppStoreServerAPIClient {
+    /// Apple's initializer shape: the API client over the default transport (`AsyncHTTPClientTransport`).
+    public convenience init(signingKey: String, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment,
+                            configuration: AppStoreServerAPIConfiguration = .init()) throws(AppStoreServerAPIError) {
+        try self.init(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId, environment: environment,
+                      transport: AsyncHTTPClientTransport(), configuration: configuration)
+    }
+
+    /// The API client over the default transport with a parsed key.
+    public convenience init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment,
+                            configuration: AppStoreServerAPIConfiguration = .init()) throws(AppStoreServerAPIError) {
+        try self.init(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId, environment: environment,
+                      transport: AsyncHTTPClientTransport(), configuration: configuration)
+    }
+}

@@ -1,0 +1,613 @@
+/*
+ * App Store Server API through the C ABI, end to end against the mock App Store server
+ * (Tests/support/mock_app_store.py, started and stopped here), for every endpoint of Tests/support/api_cases.json:
+ *   1. sans-I/O: appstore_api_client_build_request -> the test's own HTTP (http_fetch) -> _decode_response;
+ *      the built request is checked field by field (method, URL path + query pairs, headers, JSON body / PNG bytes);
+ *   2. appstore_api_client_call through an appstore_transport (the socket transport, appstore_test_http);
+ *   3. pagination (call_all_pages), every error shape, retries, timeouts, argument errors, threads.
+ * The mock checks the bearer token with Python joserfc and the exact request of each endpoint.
+ *
+ * usage: capi_api_test SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capi_util.h"
+#include "http_transport.h"
+
+static const char *KEY_ID = "ABC123DEFG";
+static const char *ISSUER = "57246542-96fe-1a63-e053-0824d011072a";
+static const char *BUNDLE = "com.example.app";
+
+static capi_tally T = {"c_api", 0, 0};
+static char base_url[64];
+static pid_t mock_pid = -1;
+static int mock_stdin = -1;
+
+#define CHECK(ok, what, ...) capi_check(&T, (ok), (what), __VA_ARGS__)
+
+static int start_mock(const char *script, const char *cases, const char *public_key) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return 0;
+    mock_pid = fork();
+    if (mock_pid < 0) return 0;
+    if (mock_pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execlp("python3", "python3", script, "--cases", cases, "--public-key", public_key, "--key-id", KEY_ID,
+               "--issuer-id", ISSUER, "--bundle-id", BUNDLE, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    mock_stdin = in[1];
+    char line[64] = {0};
+    size_t n = 0;
+    while (n + 1 < sizeof line) {
+        ssize_t r = read(out[0], line + n, 1);
+        if (r <= 0 || line[n] == '\n') break;
+        n++;
+    }
+    line[n] = 0;
+    close(out[0]);
+    int port = 0;
+    if (sscanf(line, "PORT %d", &port) != 1) return 0;
+    snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", port);
+    return 1;
+}
+
+static void stop_mock(void) {
+    if (mock_stdin >= 0) close(mock_stdin);
+    if (mock_pid > 0) waitpid(mock_pid, NULL, 0);
+}
+
+static appstore_api_client *make_client(appstore_signing_key *key, appstore_transport *transport, uint32_t timeout_ms,
+                                        uint32_t retries, const char *base) {
+    appstore_api_client_options *o = NULL;
+    appstore_api_client *c = NULL;
+    appstore_error *err = NULL;
+    if (appstore_api_client_options_new(&o, NULL) != APPSTORE_OK) return NULL;
+    if (transport) appstore_api_client_options_set_transport(o, transport, NULL);
+    appstore_api_client_options_set_timeout_ms(o, timeout_ms, NULL);
+    if (retries) appstore_api_client_options_set_retry(o, retries, 10, 1000, NULL);
+    appstore_api_client_options_set_base_url(o, base ? base : base_url, NULL);
+    if (appstore_api_client_new(key, APPSTORE_ENVIRONMENT_LOCAL_TESTING, o, &c, &err) != APPSTORE_OK) {
+        fprintf(stderr, "client: %s\n", appstore_error_message(err));
+        appstore_error_free(err);
+    }
+    appstore_api_client_options_free(o);
+    return c;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+static char *percent_decode(const char *s, size_t len) {
+    char *out = malloc(len + 1), *o = out;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            *o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            *o++ = s[i];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* The URL's query as a JSON array of [key, value] pairs (decoded). */
+static json_t *query_pairs(const char *query) {
+    json_t *pairs = json_array();
+    if (!query || !*query) return pairs;
+    const char *p = query;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len;
+        char *k = percent_decode(p, klen);
+        char *v = eq ? percent_decode(eq + 1, len - klen - 1) : strdup("");
+        json_array_append_new(pairs, json_pack("[ss]", k, v));
+        free(k);
+        free(v);
+        p += len + (amp ? 1 : 0);
+    }
+    return pairs;
+}
+
+static const char *header_value(const appstore_api_request *r, const char *name) {
+    for (size_t i = 0; i < appstore_api_request_header_count(r); i++)
+        if (strcmp(appstore_api_request_header_name(r, i), name) == 0) return appstore_api_request_header_value(r, i);
+    return NULL;
+}
+
+static json_t *expected_answer(json_t *c) {
+    json_t *pages = json_object_get(c, "pages");
+    if (json_is_array(pages)) return json_array_get(pages, 0);
+    return json_object_get(c, "response");
+}
+
+static void check_json_output(const char *what, const char *json_text, json_t *expected) {
+    json_error_t jerr;
+    json_t *got = json_loads(json_text, JSON_DECODE_ANY, &jerr);
+    if (json_is_null(expected) || !expected) {
+        CHECK(got && json_is_object(got) && json_object_size(got) == 0, what, "expected {}, got %s", json_text);
+    } else {
+        CHECK(got && json_equal(got, expected), what, "answer differs: %.300s", json_text);
+    }
+    json_decref(got);
+}
+
+/* 1 + 2: one endpoint, sans-I/O and through the transport. */
+static void run_case(appstore_api_client *client, json_t *c) {
+    const char *endpoint = json_string_value(json_object_get(c, "endpoint"));
+    char what[160];
+    char *params = json_dumps(json_object_get(c, "params"), JSON_COMPACT);
+    appstore_api_request *req = NULL;
+    appstore_error *err = NULL;
+    snprintf(what, sizeof what, "%s build_request", endpoint);
+    appstore_status st = appstore_api_client_build_request(client, endpoint, params, &req, &err);
+    if (!CHECK(st == APPSTORE_OK, what, "%s: %s", appstore_status_name(st), appstore_error_message(err))) {
+        appstore_error_free(err);
+        free(params);
+        return;
+    }
+    /* method, URL, query */
+    snprintf(what, sizeof what, "%s method", endpoint);
+    CHECK(strcmp(appstore_api_request_method(req), json_string_value(json_object_get(c, "method"))) == 0, what, "%s",
+          appstore_api_request_method(req));
+    const char *url = appstore_api_request_url(req);
+    const char *path = json_string_value(json_object_get(c, "path"));
+    size_t blen = strlen(base_url), plen = strlen(path);
+    snprintf(what, sizeof what, "%s url path", endpoint);
+    int path_ok = strncmp(url, base_url, blen) == 0 && strncmp(url + blen, path, plen) == 0 &&
+                  (url[blen + plen] == 0 || url[blen + plen] == '?');
+    CHECK(path_ok, what, "%s (expected path %s)", url, path);
+    if (path_ok) {
+        json_t *q = query_pairs(url[blen + plen] == '?' ? url + blen + plen + 1 : NULL);
+        snprintf(what, sizeof what, "%s query", endpoint);
+        char *qs = json_dumps(q, JSON_COMPACT);
+        CHECK(json_equal(q, json_object_get(c, "query")), what, "%s", qs);
+        free(qs);
+        json_decref(q);
+    }
+    /* headers */
+    const char *auth = header_value(req, "Authorization");
+    const char *ctype = header_value(req, "Content-Type");
+    const char *want_ctype = json_string_value(json_object_get(c, "contentType"));
+    snprintf(what, sizeof what, "%s headers", endpoint);
+    CHECK(auth && strncmp(auth, "Bearer ey", 9) == 0 && header_value(req, "Accept") &&
+              strcmp(header_value(req, "Accept"), "application/json") == 0 && header_value(req, "User-Agent") &&
+              strcmp(header_value(req, "User-Agent"), "appstoreserver/" APPSTORE_VERSION_STRING) == 0 &&
+              ((want_ctype == NULL && ctype == NULL) || (want_ctype && ctype && strcmp(want_ctype, ctype) == 0)),
+          what, "%s", appstore_api_request_headers(req));
+    CHECK(appstore_api_request_timeout_ms(req) == 10000, what, "timeout %u", appstore_api_request_timeout_ms(req));
+    /* body: every key, exact values */
+    size_t body_len = 0;
+    const uint8_t *body = appstore_api_request_body(req, &body_len);
+    json_t *want_body = json_object_get(c, "body");
+    snprintf(what, sizeof what, "%s body", endpoint);
+    if (json_is_null(want_body)) {
+        CHECK(body != NULL && body_len == 0, what, "unexpected body of %zu bytes", body_len);
+    } else if (json_object_get(want_body, "base64") && json_object_size(want_body) == 1) {
+        CHECK(body_len == 70 && memcmp(body, "\x89PNG", 4) == 0, what, "PNG body of %zu bytes", body_len); /* bytes checked by the mock */
+    } else {
+        json_error_t jerr;
+        json_t *got = json_loadb((const char *)body, body_len, 0, &jerr);
+        CHECK(got && json_equal(got, want_body), what, "%.*s", (int)body_len, (const char *)body);
+        json_t *required = json_object_get(c, "requiredBodyKeys");
+        size_t i;
+        json_t *k;
+        json_array_foreach(required, i, k) {
+            const char *key = json_string_value(k);
+            if (strpbrk(key, ".[")) continue;
+            char w[200];
+            snprintf(w, sizeof w, "%s body required key %s", endpoint, key);
+            CHECK(got && json_object_get(got, key) != NULL, w, "missing");
+        }
+        json_decref(got);
+    }
+    /* sans-I/O: the test does the HTTP, the library decodes */
+    http_result res;
+    int32_t tr = http_fetch(appstore_api_request_method(req), url, appstore_api_request_headers(req),
+                            strlen(appstore_api_request_headers(req)), body, body_len, 10000, &res);
+    snprintf(what, sizeof what, "%s sans-I/O exchange", endpoint);
+    if (CHECK(tr == APPSTORE_TRANSPORT_OK, what, "transport %d", tr)) {
+        char *json = NULL;
+        st = appstore_api_client_decode_response(client, endpoint, res.status, res.headers, res.headers_len, res.body,
+                                                 res.body_len, &json, &err);
+        snprintf(what, sizeof what, "%s decode_response", endpoint);
+        if (CHECK(st == APPSTORE_OK, what, "%s: %s", appstore_status_name(st), appstore_error_message(err)))
+            check_json_output(what, json, expected_answer(c));
+        appstore_string_free(json);
+        appstore_error_free(err);
+        err = NULL;
+        http_result_free(&res);
+    }
+    appstore_api_request_free(req);
+    /* through the transport */
+    char *json = NULL;
+    st = appstore_api_client_call(client, endpoint, params, &json, &err);
+    snprintf(what, sizeof what, "%s call", endpoint);
+    if (CHECK(st == APPSTORE_OK, what, "%s: %s", appstore_status_name(st), appstore_error_message(err)))
+        check_json_output(what, json, expected_answer(c));
+    appstore_string_free(json);
+    appstore_error_free(err);
+    free(params);
+}
+
+typedef struct {
+    appstore_status status;
+    appstore_reason reason;
+    int32_t http;
+    int64_t code;
+    char name[64];
+    char api_message[128];
+    int64_t retry_after;
+    char message[512];
+    char *json;
+} outcome;
+
+static outcome call(appstore_api_client *client, const char *endpoint, const char *params) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    appstore_error *err = NULL;
+    o.status = appstore_api_client_call(client, endpoint, params, &o.json, &err);
+    o.reason = appstore_error_reason(err);
+    o.http = appstore_error_http_status(err);
+    o.code = appstore_error_api_error_code(err);
+    snprintf(o.name, sizeof o.name, "%s", appstore_error_api_error_name(err));
+    snprintf(o.api_message, sizeof o.api_message, "%s", appstore_error_api_error_message(err));
+    o.retry_after = appstore_error_retry_after(err);
+    snprintf(o.message, sizeof o.message, "%s", appstore_error_message(err));
+    appstore_error_free(err);
+    return o;
+}
+
+static outcome info(appstore_api_client *client, const char *transaction_id) {
+    char params[200];
+    snprintf(params, sizeof params, "{\"transactionId\":\"%s\"}", transaction_id);
+    return call(client, APPSTORE_API_GET_TRANSACTION_INFO, params);
+}
+
+static void check_errors(appstore_api_client *client, appstore_api_client *retrying, appstore_api_client *fast,
+                         http_transport_stats *stats) {
+    outcome o = info(client, "error-404-4040010");
+    CHECK(o.status == APPSTORE_API_ERROR && o.reason == APPSTORE_REASON_API_ERROR && o.http == 404 && o.code == 4040010 &&
+              strcmp(o.name, "transactionIdNotFound") == 0 && strcmp(o.api_message, "mock error 4040010") == 0 &&
+              o.retry_after == -1 && o.json == NULL,
+          "api error 4040010", "%s %s http %d code %lld name %s: %s", appstore_status_name(o.status),
+          appstore_reason_name(o.reason), o.http, (long long)o.code, o.name, o.message);
+    o = info(client, "error-400-9990000");
+    CHECK(o.status == APPSTORE_API_ERROR && o.code == 9990000 && o.name[0] == 0 && o.http == 400, "unknown error code kept",
+          "code %lld name '%s'", (long long)o.code, o.name);
+    o = info(client, "error-404-4040019");
+    CHECK(strcmp(o.name, "appTransactionDoesNotExistError") == 0, "error 4040019 name", "%s", o.name);
+    o = info(client, "error-500-5000000");
+    CHECK(o.http == 500 && strcmp(o.name, "generalInternal") == 0, "error 5000000", "%d %s", o.http, o.name);
+    o = info(client, "ratelimit");
+    CHECK(o.status == APPSTORE_API_ERROR && o.reason == APPSTORE_REASON_RATE_LIMITED && o.http == 429 && o.code == 4290000 &&
+              o.retry_after == 7,
+          "429 with Retry-After", "%s http %d retry_after %lld", appstore_reason_name(o.reason), o.http, (long long)o.retry_after);
+    o = info(client, "plain500");
+    CHECK(o.status == APPSTORE_API_ERROR && o.reason == APPSTORE_REASON_HTTP_ERROR && o.http == 500 && o.code == 0,
+          "HTTP error without payload", "%s %d", appstore_reason_name(o.reason), o.http);
+    o = info(client, "malformed");
+    CHECK(o.status == APPSTORE_INVALID_RESPONSE && o.reason == APPSTORE_REASON_UNDECODABLE_RESPONSE && o.http == 200,
+          "malformed body", "%s %s %d", appstore_status_name(o.status), appstore_reason_name(o.reason), o.http);
+    o = info(client, "badtype");
+    CHECK(o.status == APPSTORE_INVALID_RESPONSE && strstr(o.message, "signedTransactionInfo") != NULL, "wrong type names the field",
+          "%s", o.message);
+    o = info(fast, "slow-3000");
+    CHECK(o.status == APPSTORE_TRANSPORT_ERROR && o.reason == APPSTORE_REASON_TRANSPORT_TIMEOUT && o.http == 0, "timeout",
+          "%s %s: %s", appstore_status_name(o.status), appstore_reason_name(o.reason), o.message);
+
+    /* retries: two 429s (Retry-After 0) and two 5000001s, then success */
+    char id[64];
+    int before = stats->requests;
+    snprintf(id, sizeof id, "flaky429-2-c%ld", (long)getpid());
+    o = info(retrying, id);
+    CHECK(o.status == APPSTORE_OK && o.json && strstr(o.json, "attempt-3") && stats->requests - before == 3, "retry 429",
+          "%s %s, %d requests", appstore_status_name(o.status), o.json ? o.json : o.message, stats->requests - before);
+    appstore_string_free(o.json);
+    snprintf(id, sizeof id, "flaky5000001-2-c%ld", (long)getpid());
+    o = info(retrying, id);
+    CHECK(o.status == APPSTORE_OK && o.json && strstr(o.json, "attempt-3"), "retry 5000001", "%s", o.json ? o.json : o.message);
+    appstore_string_free(o.json);
+    snprintf(id, sizeof id, "flaky4040006-1-c%ld", (long)getpid());
+    o = info(retrying, id);
+    CHECK(o.status == APPSTORE_OK, "retry 4040006", "%s", o.message);
+    appstore_string_free(o.json);
+    snprintf(id, sizeof id, "flaky429-1-n%ld", (long)getpid());
+    o = info(client, id);
+    CHECK(o.status == APPSTORE_API_ERROR && o.http == 429, "no retry without a policy", "%s", appstore_status_name(o.status));
+    time_t t0 = time(NULL);
+    o = info(retrying, "ratelimit-long");
+    CHECK(o.status == APPSTORE_API_ERROR && o.retry_after == 3600 && time(NULL) - t0 < 5, "long Retry-After not waited for",
+          "retry_after %lld", (long long)o.retry_after);
+
+    /* decode_response on its own: a 429 with Retry-After, headers given by the host */
+    appstore_error *err = NULL;
+    char *json = (char *)"untouched";
+    const char *hdrs = "Content-Type: application/json\r\nretry-after: 5\r\n";
+    const char *payload = "{\"errorCode\":4290000,\"errorMessage\":\"Rate limit exceeded.\"}";
+    appstore_status st = appstore_api_client_decode_response(client, APPSTORE_API_GET_TRANSACTION_INFO, 429, hdrs, strlen(hdrs),
+                                                             (const uint8_t *)payload, strlen(payload), &json, &err);
+    CHECK(st == APPSTORE_API_ERROR && appstore_error_retry_after(err) == 5 && appstore_error_http_status(err) == 429 &&
+              strcmp(json, "untouched") == 0,
+          "decode_response 429", "%s retry_after %lld", appstore_status_name(st), (long long)appstore_error_retry_after(err));
+    appstore_error_free(err);
+    err = NULL;
+    st = appstore_api_client_decode_response(client, APPSTORE_API_FINISH_TRANSACTION, 200, NULL, 0, NULL, 0, &json, &err);
+    CHECK(st == APPSTORE_OK && strcmp(json, "{}") == 0, "decode_response void endpoint", "%s", appstore_status_name(st));
+    if (st == APPSTORE_OK) appstore_string_free(json);
+    const char *ac = "{\"errorCode\":4030021,\"errorMessage\":\"The transaction was already refunded.\"}";
+    st = appstore_api_client_decode_response(client, APPSTORE_API_REQUEST_TRANSACTION_REFUND, 403, NULL, 0, (const uint8_t *)ac,
+                                             strlen(ac), &json, &err);
+    CHECK(st == APPSTORE_API_ERROR && strcmp(appstore_error_api_error_name(err), "alreadyRefunded") == 0,
+          "Advanced Commerce error name", "%s", appstore_error_api_error_name(err));
+    appstore_error_free(err);
+}
+
+static void check_pagination(appstore_api_client *client, json_t *cases) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        json_t *pages = json_object_get(c, "pages");
+        if (!json_is_array(pages)) continue;
+        const char *endpoint = json_string_value(json_object_get(c, "endpoint"));
+        char *params = json_dumps(json_object_get(c, "params"), JSON_COMPACT);
+        char *json = NULL;
+        appstore_error *err = NULL;
+        appstore_status st = appstore_api_client_call_all_pages(client, endpoint, params, &json, &err);
+        char what[120];
+        snprintf(what, sizeof what, "%s all pages", endpoint);
+        json_error_t jerr;
+        json_t *got = st == APPSTORE_OK ? json_loads(json, 0, &jerr) : NULL;
+        CHECK(st == APPSTORE_OK && got && json_equal(got, pages), what, "%s: %.200s", appstore_status_name(st),
+              st == APPSTORE_OK ? json : appstore_error_message(err));
+        json_decref(got);
+        appstore_string_free(json);
+        appstore_error_free(err);
+        free(params);
+    }
+    appstore_error *err = NULL;
+    char *json = NULL;
+    appstore_status st = appstore_api_client_call_all_pages(client, APPSTORE_API_GET_IMAGE_LIST, NULL, &json, &err);
+    CHECK(st == APPSTORE_INVALID_ARGUMENT && json == NULL, "all pages of a non-paginated endpoint", "%s", appstore_status_name(st));
+    appstore_error_free(err);
+}
+
+static void expect_failure(const char *what, appstore_status st, appstore_error *err, appstore_status want_status,
+                           appstore_reason want_reason, const char *want_text) {
+    CHECK(st == want_status && appstore_error_reason(err) == want_reason &&
+              (!want_text || strstr(appstore_error_message(err), want_text)),
+          what, "%s / %s: %s", appstore_status_name(st), appstore_reason_name(appstore_error_reason(err)),
+          appstore_error_message(err));
+    appstore_error_free(err);
+}
+
+static void check_arguments(appstore_signing_key *key, appstore_signing_key *key_without_issuer, appstore_api_client *client,
+                            appstore_api_client *no_transport) {
+    appstore_api_request *req = (appstore_api_request *)0x1;
+    appstore_error *err = NULL;
+    appstore_status st = appstore_api_client_build_request(client, "getTransactionInfos", "{}", &req, &err);
+    expect_failure("unknown endpoint", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_UNKNOWN_ENDPOINT, "getTransactionInfos");
+    CHECK(req == (appstore_api_request *)0x1, "outputs untouched on failure", "%p", (void *)req);
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "{}", &req, &err);
+    expect_failure("missing parameter", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS,
+                   "missing required parameter \"transactionId\"");
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "{\"transactionID\":\"1\"}", &req, &err);
+    expect_failure("unknown parameter", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS, "transactionID");
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "not json", &req, &err);
+    expect_failure("params not JSON", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS, "JSON");
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_SEND_CONSUMPTION_INFORMATION,
+                                           "{\"transactionId\":\"1\",\"body\":{\"customerConsented\":true,\"sampleContentProvided\":true}}",
+                                           &req, &err);
+    expect_failure("missing required body key", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS,
+                   "deliveryStatus");
+    err = NULL;
+    char params[1200];
+    int n = snprintf(params, sizeof params, "{\"messageIdentifier\":\"b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e\",\"body\":{\"header\":\"h\","
+                                            "\"body\":\"b\",\"bulletPoints\":[");
+    for (int i = 0; i < 6; i++)
+        n += snprintf(params + n, sizeof params - (size_t)n, "%s{\"text\":\"t\",\"imageIdentifier\":\"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d\",\"altText\":\"a\"}",
+                      i ? "," : "");
+    snprintf(params + n, sizeof params - (size_t)n, "]}}");
+    st = appstore_api_client_build_request(client, APPSTORE_API_UPLOAD_MESSAGE, params, &req, &err);
+    expect_failure("too many bullet points", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_REQUEST,
+                   "bulletPoints must have at most 5 elements");
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_EXTEND_SUBSCRIPTION_RENEWAL_DATE,
+                                           "{\"originalTransactionId\":\"1\",\"body\":{\"extendByDays\":91,\"extendReasonCode\":0,\"requestIdentifier\":\"r\"}}",
+                                           &req, &err);
+    expect_failure("extendByDays limit", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_REQUEST,
+                   "extendByDays must be between 1 and 90");
+    err = NULL;
+    st = appstore_api_client_build_request(NULL, APPSTORE_API_GET_IMAGE_LIST, NULL, &req, &err);
+    expect_failure("NULL client", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "client");
+    err = NULL;
+    st = appstore_api_client_build_request(client, NULL, NULL, &req, &err);
+    expect_failure("NULL endpoint", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "endpoint");
+    err = NULL;
+    st = appstore_api_client_build_request(client, APPSTORE_API_GET_IMAGE_LIST, "\xff\xfe", &req, &err);
+    expect_failure("params not UTF-8", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "UTF-8");
+    err = NULL;
+    char *json = NULL;
+    st = appstore_api_client_call(no_transport, APPSTORE_API_GET_IMAGE_LIST, NULL, &json, &err);
+    expect_failure("call without transport", st, err, APPSTORE_CONFIGURATION_ERROR, APPSTORE_REASON_NO_TRANSPORT, "transport");
+    err = NULL;
+    st = appstore_api_client_decode_response(client, APPSTORE_API_GET_IMAGE_LIST, 99, NULL, 0, NULL, 0, &json, &err);
+    expect_failure("bad HTTP status", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "99");
+    err = NULL;
+    st = appstore_api_client_decode_response(client, APPSTORE_API_GET_IMAGE_LIST, 200, NULL, 5, NULL, 0, &json, &err);
+    expect_failure("NULL headers with a length", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "headers");
+
+    appstore_api_client *c = NULL;
+    err = NULL;
+    st = appstore_api_client_new(key, APPSTORE_ENVIRONMENT_XCODE, NULL, &c, &err);
+    expect_failure("Xcode environment refused", st, err, APPSTORE_CONFIGURATION_ERROR, APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT,
+                   "Xcode");
+    err = NULL;
+    st = appstore_api_client_new(key, 7, NULL, &c, &err);
+    expect_failure("bad environment", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "environment");
+    err = NULL;
+    st = appstore_api_client_new(key_without_issuer, APPSTORE_ENVIRONMENT_SANDBOX, NULL, &c, &err);
+    expect_failure("key without issuer", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "issuer");
+    appstore_api_client_options *o = NULL;
+    appstore_api_client_options_new(&o, NULL);
+    err = NULL;
+    st = appstore_api_client_options_set_base_url(o, "ftp://example.com", &err);
+    CHECK(st == APPSTORE_OK, "base URL stored", "%s", appstore_status_name(st));
+    err = NULL;
+    st = appstore_api_client_new(key, APPSTORE_ENVIRONMENT_SANDBOX, o, &c, &err);
+    expect_failure("bad base URL", st, err, APPSTORE_CONFIGURATION_ERROR, APPSTORE_REASON_INVALID_ARGUMENT, "base URL");
+    err = NULL;
+    st = appstore_api_client_options_set_timeout_ms(o, 0, &err);
+    expect_failure("zero timeout", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "timeout");
+    err = NULL;
+    st = appstore_api_client_options_set_retry(o, 3, 1000, 10, &err);
+    expect_failure("backoff order", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "max_backoff_ms");
+    appstore_api_client_options_set_base_url(o, NULL, NULL);
+    st = appstore_api_client_new(key, APPSTORE_ENVIRONMENT_PRODUCTION, o, &c, NULL);
+    if (CHECK(st == APPSTORE_OK, "production client", "%s", appstore_status_name(st))) {
+        st = appstore_api_client_build_request(c, APPSTORE_API_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &req, NULL);
+        CHECK(st == APPSTORE_OK && strcmp(appstore_api_request_url(req), "https://api.storekit.apple.com/inApps/v1/transactions/1") == 0 &&
+                  appstore_api_request_timeout_ms(req) == 30000,
+              "production URL and default timeout", "%s", st == APPSTORE_OK ? appstore_api_request_url(req) : "-");
+        if (st == APPSTORE_OK) appstore_api_request_free(req);
+        appstore_api_client_free(c);
+    }
+    appstore_api_client_options_free(o);
+    /* NULL-safe getters and frees */
+    size_t len = 99;
+    CHECK(appstore_api_request_url(NULL)[0] == 0 && appstore_api_request_header_count(NULL) == 0 &&
+              appstore_api_request_body(NULL, &len) != NULL && len == 0 && appstore_error_retry_after(NULL) == -1 &&
+              appstore_error_http_status(NULL) == 0 && appstore_error_api_error_name(NULL)[0] == 0,
+          "NULL getters", "%s", "");
+    appstore_api_request_free(NULL);
+    appstore_api_client_free(NULL);
+    appstore_api_client_options_free(NULL);
+    CHECK(strcmp(appstore_status_name(APPSTORE_API_ERROR), "API_ERROR") == 0 &&
+              strcmp(appstore_status_name(APPSTORE_TRANSPORT_ERROR), "TRANSPORT_ERROR") == 0 &&
+              strcmp(appstore_reason_name(APPSTORE_REASON_RATE_LIMITED), "rate_limited") == 0 &&
+              strcmp(appstore_reason_name(APPSTORE_REASON_NO_TRANSPORT), "no_transport") == 0,
+          "names of the new statuses and reasons", "%s", "");
+}
+
+typedef struct {
+    appstore_api_client *client;
+    int ok;
+} thread_arg;
+
+static void *thread_main(void *p) {
+    thread_arg *a = p;
+    for (int i = 0; i < 10; i++) {
+        char *json = NULL;
+        appstore_api_request *req = NULL;
+        if (appstore_api_client_call(a->client, APPSTORE_API_GET_REALTIME_URL, NULL, &json, NULL) == APPSTORE_OK &&
+            strstr(json, "example.com") && appstore_api_client_build_request(a->client, APPSTORE_API_GET_IMAGE_LIST, NULL, &req, NULL) == APPSTORE_OK)
+            a->ok++;
+        appstore_string_free(json);
+        appstore_api_request_free(req);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char *public_key = capi_join(argv[1], "p256_public.pem"), *key_path = capi_join(argv[1], "p256.p8");
+    json_error_t jerr;
+    json_t *doc = json_load_file(argv[2], 0, &jerr);
+    json_t *cases = json_object_get(doc, "cases");
+    size_t pem_len = 0;
+    unsigned char *pem = capi_read_file(key_path, &pem_len);
+    if (!doc || !pem || !start_mock(argv[3], argv[2], public_key)) {
+        fprintf(stderr, "setup failed (cases, key or mock server)\n");
+        return 2;
+    }
+    appstore_signing_key *key = NULL, *key_without_issuer = NULL;
+    appstore_signing_key_new((const char *)pem, pem_len, KEY_ID, ISSUER, BUNDLE, &key, NULL);
+    appstore_signing_key_new((const char *)pem, pem_len, KEY_ID, NULL, BUNDLE, &key_without_issuer, NULL);
+    http_transport_stats stats = {0};
+    appstore_transport *transport = NULL;
+    appstore_transport_new(http_transport_send, &stats, &transport, NULL);
+    appstore_api_client *client = make_client(key, transport, 10000, 0, NULL);
+    appstore_api_client *retrying = make_client(key, transport, 10000, 3, NULL);
+    appstore_api_client *fast = make_client(key, transport, 400, 0, NULL);
+    appstore_api_client *no_transport = make_client(key, NULL, 10000, 0, NULL);
+    if (!key || !client || !retrying || !fast || !no_transport) {
+        fprintf(stderr, "setup failed (key or clients)\n");
+        stop_mock();
+        return 2;
+    }
+
+    CHECK(appstore_api_endpoint_count() == json_array_size(cases) && json_array_size(cases) == 37, "37 endpoints",
+          "%zu endpoints, %zu cases", appstore_api_endpoint_count(), json_array_size(cases));
+    for (size_t i = 0; i < appstore_api_endpoint_count(); i++) {
+        const char *name = appstore_api_endpoint_name(i);
+        int found = 0;
+        size_t j;
+        json_t *c;
+        json_array_foreach(cases, j, c) found |= strcmp(json_string_value(json_object_get(c, "endpoint")), name) == 0;
+        CHECK(found, "endpoint has a case", "%s", name);
+    }
+    CHECK(appstore_api_endpoint_name(999)[0] == 0, "endpoint name out of range", "%s", "");
+
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) run_case(client, c);
+    check_pagination(client, cases);
+    check_errors(client, retrying, fast, &stats);
+    check_arguments(key, key_without_issuer, client, no_transport);
+
+    pthread_t threads[4];
+    thread_arg args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (thread_arg){client, 0};
+        pthread_create(&threads[t], NULL, thread_main, &args[t]);
+    }
+    int total = 0;
+    for (int t = 0; t < 4; t++) {
+        pthread_join(threads[t], NULL);
+        total += args[t].ok;
+    }
+    CHECK(total == 40, "4 threads x 10 calls on one client", "%d of 40 succeeded", total);
+
+    appstore_api_client_free(client);
+    appstore_api_client_free(retrying);
+    appstore_api_client_free(fast);
+    appstore_api_client_free(no_transport);
+    appstore_transport_free(transport);
+    appstore_signing_key_free(key);
+    appstore_signing_key_free(key_without_issuer);
+    stop_mock();
+    json_decref(doc);
+    free(pem);
+    free(public_key);
+    free(key_path);
+    return capi_finish(&T);
+}
