@@ -24,4 +24,9 @@ static inline int appstore_shim_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { retu
 static inline void appstore_shim_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
 static inline int appstore_shim_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *appstore_shim_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+/* The OCSP responder URLs of a certificate (X509_get1_ocsp, freed with X509_email_free). */
+static inline int appstore_shim_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
+static inline const char *appstore_shim_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) {
+    return sk_OPENSSL_STRING_value(sk, i);
+}
 #endif

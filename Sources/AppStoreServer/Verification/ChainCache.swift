@@ -27,8 +27,10 @@ public struct ChainCacheStatistics: Hashable, Sendable {
 }
 
 /// A bounded, thread-safe map from the exact JWS header segment (base64url text: it fixes `alg` and the exact DER
-/// bytes of every x5c certificate) to a chain already verified against this verifier's roots. Only successes are stored. A hit still requires the
-/// payload's own effective date to fall inside the chain's validity window; the signature is always checked.
+/// bytes of every x5c certificate) to a chain already verified against this verifier's roots. Only successes are
+/// stored. An entry expires after the TTL, or earlier when its insertion says so (with online checks on: when the
+/// first of the OCSP answers stops being current). A hit still requires the payload's own effective date to fall
+/// inside the chain's validity window; the signature is always checked.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let header: [UInt8]
@@ -47,7 +49,8 @@ final class ChainCache: Sendable {
     }
     private struct Entry {
         let chain: VerifiedChain
-        let insertedAt: Int64
+        /// Last second (since 1970) at which the entry may be used: insertion + TTL, or earlier.
+        let expiresAt: Int64
         var lastUsed: UInt64
     }
     private struct State {
@@ -63,7 +66,7 @@ final class ChainCache: Sendable {
         self.configuration = configuration
     }
 
-    /// The cached chain if present and not older than the TTL; counts a hit or a miss.
+    /// The cached chain if present and not expired; counts a hit or a miss.
     func lookup(_ key: Key, now: Int64) -> VerifiedChain? {
         guard configuration.maxEntries > 0 else {
             state.withLock { $0.stats.misses &+= 1 }
@@ -72,7 +75,7 @@ final class ChainCache: Sendable {
         return state.withLock { s in
             s.tick &+= 1
             if var e = s.entries[key] {
-                if now - e.insertedAt <= configuration.timeToLive {
+                if now <= e.expiresAt {
                     e.lastUsed = s.tick
                     s.entries[key] = e
                     s.stats.hits &+= 1
@@ -85,19 +88,23 @@ final class ChainCache: Sendable {
         }
     }
 
-    func insert(_ key: Key, _ chain: VerifiedChain, now: Int64) {
+    /// Stores a verified chain for the TTL from `now`, or only until `validUntil` when that is earlier.
+    func insert(_ key: Key, _ chain: VerifiedChain, now: Int64, validUntil: Int64? = nil) {
         guard configuration.maxEntries > 0 else { return }
+        let (sum, overflow) = now.addingReportingOverflow(configuration.timeToLive)
+        let expiresAt = min(overflow ? Int64.max : sum, validUntil ?? Int64.max)
+        guard expiresAt >= now else { return }  // already past its validity: nothing to reuse
         state.withLock { s in
             s.tick &+= 1
             if s.entries[key] == nil && s.entries.count >= configuration.maxEntries {
                 // Drop expired entries first, then the least recently used one.
-                s.entries = s.entries.filter { now - $0.value.insertedAt <= configuration.timeToLive }
+                s.entries = s.entries.filter { now <= $0.value.expiresAt }
                 if s.entries.count >= configuration.maxEntries,
                    let victim = s.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
                     s.entries[victim] = nil
                 }
             }
-            s.entries[key] = Entry(chain: chain, insertedAt: now, lastUsed: s.tick)
+            s.entries[key] = Entry(chain: chain, expiresAt: expiresAt, lastUsed: s.tick)
         }
     }
 

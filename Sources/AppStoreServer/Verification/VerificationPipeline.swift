@@ -124,7 +124,16 @@ extension SignedDataVerifier {
             switch ChainVerifier.verify(leaf: leaf, intermediate: intermediate, trust: trust, at: time) {
             case .failure(let f): return f
             case .success(let verified):
-                cache.insert(key, verified, now: now)
+                // Online: revocation of the intermediate and the leaf. Only good answers reach the cache, and the
+                // entry lives no longer than the answers are current; failures are never cached.
+                var validUntil: Int64?
+                if let online {
+                    switch OCSP.check(verified, trust: trust, online: online, now: now) {
+                    case .failure(let f): return f
+                    case .success(let until): validUntil = until
+                    }
+                }
+                cache.insert(key, verified, now: now, validUntil: validUntil)
                 chain = verified
             }
         }
