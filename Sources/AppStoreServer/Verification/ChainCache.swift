@@ -57,6 +57,7 @@ final class ChainCache: Sendable {
         var entries: [Key: Entry] = [:]
         var stats = ChainCacheStatistics()
         var tick: UInt64 = 0
+        var flights: [Key: Flight] = [:]
     }
 
     let configuration: ChainCacheConfiguration
@@ -89,6 +90,50 @@ final class ChainCache: Sendable {
     }
 
     /// Stores a verified chain for the TTL from `now`, or only until `validUntil` when that is earlier.
+    /// What a caller with online checks does next: use a cached chain, verify it (and be waited for by concurrent
+    /// callers of the same key), or wait for the caller already verifying it. Nil when the cache is disabled.
+    enum Claim {
+        case cached(VerifiedChain)
+        case lead(Flight)
+        case follow(Flight)
+    }
+
+    /// Like `lookup`, but coalesces concurrent misses of one key, so that a burst of payloads under a new chain
+    /// costs one chain verification and one round of OCSP exchanges instead of one per thread.
+    func lookupOrJoin(_ key: Key, now: Int64) -> Claim? {
+        guard configuration.maxEntries > 0 else {
+            state.withLock { $0.stats.misses &+= 1 }
+            return nil
+        }
+        return state.withLock { s in
+            s.tick &+= 1
+            if var e = s.entries[key] {
+                if now <= e.expiresAt {
+                    e.lastUsed = s.tick
+                    s.entries[key] = e
+                    s.stats.hits &+= 1
+                    return .cached(e.chain)
+                }
+                s.entries[key] = nil
+            }
+            s.stats.misses &+= 1
+            if let f = s.flights[key] { return .follow(f) }
+            let f = Flight()
+            s.flights[key] = f
+            return .lead(f)
+        }
+    }
+
+    /// Ends a flight the caller leads: stores a verified chain (nil: the verification failed, nothing is stored),
+    /// then wakes the callers waiting for it.
+    func settle(_ key: Key, _ flight: Flight, _ chain: VerifiedChain?, now: Int64, validUntil: Int64?) {
+        if let chain { insert(key, chain, now: now, validUntil: validUntil) }
+        state.withLock { s in
+            if s.flights[key] === flight { s.flights[key] = nil }
+        }
+        flight.finish(chain)
+    }
+
     func insert(_ key: Key, _ chain: VerifiedChain, now: Int64, validUntil: Int64? = nil) {
         guard configuration.maxEntries > 0 else { return }
         let (sum, overflow) = now.addingReportingOverflow(configuration.timeToLive)
@@ -114,5 +159,43 @@ final class ChainCache: Sendable {
             stats.entries = s.entries.count
             return stats
         }
+    }
+}
+
+/// One verification in progress that other callers wait for: the chain when it succeeded, nil when it failed (each
+/// waiter then verifies for itself, so a failure is never handed on).
+final class Flight: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var finished = false
+    private var chain: VerifiedChain?
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    func finish(_ chain: VerifiedChain?) {
+        pthread_mutex_lock(mutex)
+        self.chain = chain
+        finished = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Blocks until the leader finishes (its OCSP exchanges are bounded by the transport's timeout).
+    func wait() -> VerifiedChain? {
+        pthread_mutex_lock(mutex)
+        while !finished { pthread_cond_wait(condition, mutex) }
+        let result = chain
+        pthread_mutex_unlock(mutex)
+        return result
     }
 }
