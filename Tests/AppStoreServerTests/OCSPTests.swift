@@ -19,6 +19,7 @@ final class OCSPHarness: @unchecked Sendable {
     let root: [UInt8]
     let bundleId: String
     let urls: [String: String]
+    let shortAnswerSeconds: Int
     let cases: [String: Case]
     private let process: Process
     private let stdin: Pipe
@@ -60,6 +61,7 @@ final class OCSPHarness: @unchecked Sendable {
         self.root = [UInt8](try Data(contentsOf: URL(fileURLWithPath: setup["root"] as! String)))
         self.bundleId = setup["bundleId"] as! String
         self.urls = setup["urls"] as! [String: String]
+        self.shortAnswerSeconds = setup["shortAnswerSeconds"] as! Int
         var cases: [String: Case] = [:]
         for (name, value) in setup["cases"] as! [String: [String: Any]] {
             let e = value["expect"] as! [String: Any]
@@ -128,7 +130,7 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
     /// (the intermediate is asked first, so a revoked intermediate costs one).
     @Test func everyCaseAgainstRealResponders() throws {
         let h = try OCSPHarness.get()
-        #expect(h.cases.count >= 11)
+        #expect(h.cases.count >= 12)
         for c in h.cases.values.sorted(by: { $0.name < $1.name }) {
             let t = SocketTransport()
             let v = try h.verifier(t, timeoutMilliseconds: c.name == "responder_slow" ? 1500 : 10_000)
@@ -235,6 +237,21 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
         let v0 = try h.verifier(t0, cache: .disabled)
         for i in 0..<3 { _ = try v0.verifyAndDecodeTransaction(signedTransaction: h.jws("good", i)).get() }
         #expect(t0.requests == 6)
+    }
+
+    /// A cached chain lives no longer than its OCSP answers: the `short` responder's answers expire after a few
+    /// seconds (nextUpdate), long before the 15-minute TTL, and the next call then asks again.
+    @Test func cachedAnswersEndAtNextUpdate() throws {
+        let h = try OCSPHarness.get()
+        let t = SocketTransport()
+        let v = try h.verifier(t)
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: h.jws("short_lived_answer", 0)).get()
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: h.jws("short_lived_answer", 1)).get()
+        #expect(t.requests == 2)  // still within nextUpdate: cached
+        Thread.sleep(forTimeInterval: Double(h.shortAnswerSeconds) + 1.5)
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: h.jws("short_lived_answer", 0)).get()
+        #expect(t.requests == 4)
+        #expect(v.chainCacheStatistics.hits == 1)
     }
 
     /// What goes on the wire: POST to the certificate's URL, intermediate first, OCSP content type, the timeout,

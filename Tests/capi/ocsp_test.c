@@ -4,13 +4,13 @@
  * Online checks (OCSP) through the C ABI, against the harness's real `openssl ocsp` responders, with the test socket
  * transport (http_transport.c) behind appstore_transport:
  *   - every case of setup.json: status, reason, message details, and the number of OCSP requests the first call makes;
- *   - the cache: many verifications of one chain cost one exchange per certificate; failures are not cached; with
- *     the cache disabled every call asks;
+ *   - the cache: many verifications of one chain cost one exchange per certificate; an entry ends at the answers'
+ *     nextUpdate; failures are not cached; with the cache disabled every call asks;
  *   - the transport contract: POST, content type, the timeout (0 = 30000), reference counting of the transport handle,
  *     a transport removed again (configuration error);
  *   - answers a wrapper callback spoils (HTTP 503, garbage, callback TIMEOUT / UNREACHABLE codes);
  *   - 4 threads sharing one online verifier: one exchange per certificate in all.
- * --quick skips the slow-responder case and the threads (for the valgrind run).
+ * --quick skips the slow-responder case, the nextUpdate wait and the threads (for the valgrind run).
  * Closing line: "ocsp: N passed, M failed".
  */
 #define _POSIX_C_SOURCE 200809L
@@ -137,12 +137,12 @@ static void every_case(int quick) {
         if (slow) capi_check(&T, elapsed < 5.0, what, "took %.1f s with a 1.5 s timeout", elapsed);
         appstore_verifier_free(v);
     }
-    capi_check(&T, seen >= (quick ? 10 : 11), "cases in setup.json", "%d", seen);
+    capi_check(&T, seen >= (quick ? 11 : 12), "cases in setup.json", "%d", seen);
 }
 
 /* ---- 2. the cache ----------------------------------------------------------------------------------------------- */
 
-static void cache(void) {
+static void cache(int quick) {
     http_transport_stats stats = {0};
     appstore_transport *t = socket_transport(&stats);
     appstore_verifier *v = online_verifier(t, 10000, -1, 0);
@@ -175,6 +175,22 @@ static void cache(void) {
         verify(v, "leaf_revoked", 0, &reason);
         capi_check(&T, reason == APPSTORE_REASON_REVOKED && stats.requests == 2 * call, "revoked is not cached",
                    "call %d: %s, %d requests", call, appstore_reason_name(reason), stats.requests);
+    }
+    appstore_verifier_free(v);
+    v = online_verifier(t, 10000, -1, 0);
+
+    /* The entry ends at the answers' nextUpdate (a few seconds for the `short` responder), not at the TTL. */
+    if (!quick) {
+        stats.requests = 0;
+        int good = verify(v, "short_lived_answer", 0, NULL) == APPSTORE_OK;
+        good += verify(v, "short_lived_answer", 1, NULL) == APPSTORE_OK;
+        capi_check(&T, good == 2 && stats.requests == 2, "short-lived answers cached until nextUpdate",
+                   "%d verified, %d requests", good, stats.requests);
+        struct timespec pause = {json_integer_value(json_object_get(setup, "shortAnswerSeconds")) + 1, 500000000};
+        nanosleep(&pause, NULL);
+        good = verify(v, "short_lived_answer", 0, NULL) == APPSTORE_OK;
+        capi_check(&T, good && stats.requests == 4, "after nextUpdate the responders are asked again",
+                   "%d verified, %d requests", good, stats.requests);
     }
     appstore_verifier_free(v);
 
@@ -371,7 +387,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     every_case(quick);
-    cache();
+    cache(quick);
     transport_contract();
     if (!quick) threads();
     free(root_der);

@@ -15,6 +15,8 @@ Responders (each its own `openssl ocsp -index ... -CA ... -rsigner ... -rkey ...
   foreign    CA = an unrelated self-signed root: its answers chain to nothing we trust
   stale      like `inter`, but run 3 days in the past (faketime), -ndays 1: nextUpdate was 2 days ago
   future     like `inter`, but run 2 days in the future (faketime): thisUpdate is tomorrow
+  short      like `inter`, but run 55 s in the past with -nmin 1: its answers are good for SHORT_SECONDS more seconds
+             (nextUpdate = now + 5 s), so a cached chain must be checked again long before the cache TTL
   slow       a small relay in this process that waits SLOW_DELAY seconds, then forwards to `inter`
   down       a port this process holds bound but never listens on (connections are refused; nobody else can take it)
 
@@ -57,6 +59,7 @@ from testpki import DER_NULL, OID_INTERMEDIATE_MARKER, OID_LEAF_MARKER, b64std, 
 
 BUNDLE = "com.example.ocsp"
 SLOW_DELAY = 6.0                      # seconds the slow relay waits; tests use a timeout well below it
+SHORT_SECONDS = 5                     # how long the `short` responder's answers stay current
 REVOKED_AT = dt.datetime(2025, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 REVOKED_AT_TEXT = "2025-05-01T12:00:00Z"
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -164,8 +167,8 @@ def jws(payload: dict, leaf: Cert, inter: Cert, root: Cert) -> str:
 def generate(outdir: str) -> dict:
     """Writes certificates, keys, indexes and JWS to outdir; returns the setup (responders not started yet)."""
     os.makedirs(os.path.join(outdir, "jws"), exist_ok=True)
-    ports = {k: free_port() for k in ("root", "inter", "inter_rev", "other", "foreign", "stale", "future", "slow",
-                                      "down")}
+    ports = {k: free_port() for k in ("root", "inter", "inter_rev", "other", "foreign", "stale", "future", "short",
+                                      "slow", "down")}
     url = {k: f"http://127.0.0.1:{p}/ocsp03-{k.replace('_', '-')}" for k, p in ports.items()}
     p384, p256 = ec.SECP384R1(), ec.SECP256R1()
 
@@ -197,6 +200,7 @@ def generate(outdir: str) -> dict:
         "foreign_responder": leaf("Leaf answered by a foreign root", "foreign"),
         "stale_response": leaf("Leaf stale response", "stale"),
         "future_response": leaf("Leaf response from the future", "future"),
+        "short_lived_answer": leaf("Leaf with short-lived answers", "short"),
         "no_ocsp_url": leaf("Leaf without AIA", None),
         "intermediate_revoked": leaf("Leaf under the revoked intermediate", "inter_rev", issuer=inter_rev),
     }
@@ -231,6 +235,7 @@ def generate(outdir: str) -> dict:
         "foreign_responder": expect("VERIFICATION_FAILURE", "ocsp_bad_signature"),
         "stale_response": expect("VERIFICATION_FAILURE", "ocsp_stale", contains=["nextUpdate"]),
         "future_response": expect("VERIFICATION_FAILURE", "ocsp_stale", contains=["thisUpdate"]),
+        "short_lived_answer": expect("OK"),
         "no_ocsp_url": expect("VERIFICATION_FAILURE", "ocsp_no_responder", requests=1),
         "intermediate_revoked": expect("VERIFICATION_FAILURE", "revoked", requests=1,
                                        contains=[REVOKED_AT_TEXT, "intermediate"]),
@@ -257,10 +262,12 @@ def generate(outdir: str) -> dict:
         "foreign": dict(ca="foreign_root", signer="foreign_root", index="foreign_root"),
         "stale": dict(ca="intermediate", signer="ocsp_responder", index="intermediate", faketime="-3d"),
         "future": dict(ca="intermediate", signer="ocsp_responder", index="intermediate", faketime="+2d"),
+        "short": dict(ca="intermediate", signer="ocsp_responder", index="intermediate",
+                      faketime=f"-{60 - SHORT_SECONDS}s", nmin=1),
     }
     return {
         "dir": outdir, "root": os.path.join(outdir, "root.der"), "bundleId": BUNDLE,
-        "slowDelaySeconds": SLOW_DELAY, "revokedAt": REVOKED_AT_TEXT,
+        "slowDelaySeconds": SLOW_DELAY, "shortAnswerSeconds": SHORT_SECONDS, "revokedAt": REVOKED_AT_TEXT,
         "ports": ports, "urls": url, "responders": responders, "cases": cases,
     }
 
@@ -287,7 +294,8 @@ class Harness:
             d = self.outdir
             cmd = ["openssl", "ocsp", "-index", f"{d}/index_{r['index']}.txt", "-CA", f"{d}/{r['ca']}.pem",
                    "-rsigner", f"{d}/{r['signer']}.pem", "-rkey", f"{d}/{r['signer']}.key.pem",
-                   "-port", str(self.setup["ports"][key]), "-ndays", "1", "-ignore_err", "-timeout", "5"]
+                   "-port", str(self.setup["ports"][key]), "-ignore_err", "-timeout", "5"]
+            cmd += ["-nmin", str(r["nmin"])] if "nmin" in r else ["-ndays", "1"]
             if "faketime" in r:
                 if not faketime:
                     raise RuntimeError("faketime is not installed (scripts/install-deps installs it)")
