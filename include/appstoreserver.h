@@ -93,7 +93,7 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_WRONG_APP_ID 13
 #define APPSTORE_REASON_WRONG_ENVIRONMENT 14
 #define APPSTORE_REASON_WRONG_KIND 15                /* e.g. a transaction given to the notification call */
-#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16
+#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16  /* online checks on, but no transport to reach OCSP responders */
 #define APPSTORE_REASON_INVALID_ARGUMENT 17
 #define APPSTORE_REASON_INTERNAL 18
 #define APPSTORE_REASON_KEY_NOT_PEM 19              /* no -----BEGIN PRIVATE KEY----- block */
