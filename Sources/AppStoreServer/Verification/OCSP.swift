@@ -155,7 +155,7 @@ enum OCSP {
         defer { appstore_shim_sk_X509_free(candidates) }
         _ = appstore_shim_sk_X509_push(candidates, issuer.x509)
         if OCSP_basic_verify(basic, candidates, trust.store, 0) != 1 {
-            let detail = OpenSSL.drainErrors() ?? "verification failed"
+            let detail = errorDetail() ?? "verification failed"
             return fail(.ocspBadSignature,
                 "the response from \(url) is not signed by the issuer or a responder it authorised (\(detail))")
         }
@@ -200,8 +200,9 @@ enum OCSP {
             return fail(.ocspStale, "the response is stale: its \(what) has passed (now \(Timestamp.iso8601(now)), \(clockSkewSeconds) s skew allowed)")
         }
         // OpenSSL's own view of the same window (it reads the clock itself); it must agree.
-        if OCSP_check_validity(thisUpdate, nextUpdate, Int(clockSkewSeconds), nextUpdate == nil ? Int(maxAgeWithoutNextUpdate) : -1) != 1 {
-            let detail = OpenSSL.drainErrors() ?? "invalid"
+        let maxAge = nextUpdate == nil ? Int(maxAgeWithoutNextUpdate + clockSkewSeconds) : -1
+        if OCSP_check_validity(thisUpdate, nextUpdate, Int(clockSkewSeconds), maxAge) != 1 {
+            let detail = errorDetail() ?? "invalid"
             return fail(.ocspStale, "the response's thisUpdate/nextUpdate are not current (\(detail))")
         }
 
@@ -220,6 +221,26 @@ enum OCSP {
         default:
             return fail(.ocspMalformed, "the response from \(url) has certificate status \(status)")
         }
+    }
+
+    /// Empties this thread's OpenSSL error queue; its last entry as text, with the detail OpenSSL attached (such as
+    /// the certificate verification error of a responder's chain).
+    private static func errorDetail() -> String? {
+        var last: String?
+        while true {
+            var data: UnsafePointer<CChar>?
+            var flags: Int32 = 0
+            let code = ERR_get_error_all(nil, nil, nil, &data, &flags)
+            if code == 0 { break }
+            var buf = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buf, buf.count)
+            var text = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if flags & ERR_TXT_STRING != 0, let data, let extra = String(validatingCString: data), !extra.isEmpty {
+                text += " (\(extra))"
+            }
+            last = text
+        }
+        return last
     }
 
     private static func seconds(_ t: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>) -> Int64? {
