@@ -133,7 +133,7 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
         #expect(h.cases.count >= 12)
         for c in h.cases.values.sorted(by: { $0.name < $1.name }) {
             let t = SocketTransport()
-            let v = try h.verifier(t, timeoutMilliseconds: c.name == "responder_slow" ? 1500 : 10_000)
+            let v = try h.verifier(t, timeoutMilliseconds: c.name == "responder_slow" ? 2500 : 10_000)
             let started = Date()
             let result = v.verifyAndDecodeTransaction(signedTransaction: c.jws[0])
             let elapsed = Date().timeIntervalSince(started)
@@ -151,7 +151,7 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
             }
             #expect(t.requests == c.requests, "\(c.name): \(t.requests) OCSP requests, expected \(c.requests)")
             if c.name == "responder_slow" {
-                #expect(elapsed < 5, "the slow responder case took \(elapsed) s; the timeout is 1.5 s")
+                #expect(elapsed < 5.5, "the slow responder case took \(elapsed) s; the timeout is 2.5 s, the relay waits 6 s")
             }
         }
     }
