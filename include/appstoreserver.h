@@ -18,7 +18,8 @@
  *  - Inputs are borrowed for the duration of the call only; the library copies what it keeps. A pointer and its
  *    length are adjacent parameters (ptr, len). `const char *` inputs without a length are NUL-terminated UTF-8.
  *  - Threads: every function may be called from any thread, and concurrently on one shared handle (verifiers are
- *    immutable; option builders lock internally). No function calls back into the host or starts threads.
+ *    immutable; option builders lock internally). No function starts threads. The only calls back into the host
+ *    are a configured transport's callback (see Transport), made on the thread that called the library.
  *  - Bad input (NULL where a value is required, invalid UTF-8, malformed data) returns an error with a reason;
  *    it never aborts the process.
  *  - ABI: until 1.0 the SONAME carries the major version (libappstoreserver.so.0); symbols are only added within
@@ -51,10 +52,13 @@ typedef int32_t appstore_status;
 #define APPSTORE_OK 0
 /* A required argument is NULL, not valid UTF-8, or out of range. */
 #define APPSTORE_INVALID_ARGUMENT 1
-/* The options do not make a usable verifier (no roots, Production without app Apple ID, online checks, ...). */
+/* The options do not make a usable verifier (no roots, Production without app Apple ID, online checks without a
+ * transport, ...). */
 #define APPSTORE_CONFIGURATION_ERROR 2
 /* Apple's verification statuses (VerificationStatus / VerificationException in Apple's libraries). */
 #define APPSTORE_VERIFICATION_FAILURE 3
+/* Online checks only: the OCSP responder could not be reached, timed out, answered non-200 or "try later". Nothing
+ * was learnt about the data; verify again later. Never cached. */
 #define APPSTORE_RETRYABLE_VERIFICATION_FAILURE 4
 #define APPSTORE_INVALID_APP_IDENTIFIER 5
 #define APPSTORE_INVALID_ENVIRONMENT 6
@@ -100,7 +104,7 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_WRONG_APP_ID 13
 #define APPSTORE_REASON_WRONG_ENVIRONMENT 14
 #define APPSTORE_REASON_WRONG_KIND 15                /* e.g. a transaction given to the notification call */
-#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16
+#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16  /* online checks on, but no transport to reach OCSP responders */
 #define APPSTORE_REASON_INVALID_ARGUMENT 17
 #define APPSTORE_REASON_INTERNAL 18
 #define APPSTORE_REASON_KEY_NOT_PEM 19              /* no -----BEGIN PRIVATE KEY----- block */
@@ -125,6 +129,21 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_TRANSPORT_UNREACHABLE 68
 #define APPSTORE_REASON_TRANSPORT_FAILED 69
 #define APPSTORE_REASON_NO_TRANSPORT 70             /* appstore_api_client_call without a configured transport */
+/* Online checks (OCSP of the intermediate and the leaf), APPSTORE_VERIFICATION_FAILURE: */
+#define APPSTORE_REASON_REVOKED 80                  /* the message names the certificate, revocation time and reason */
+#define APPSTORE_REASON_OCSP_UNKNOWN 81             /* the responder does not know the certificate */
+#define APPSTORE_REASON_OCSP_BAD_SIGNATURE 82       /* answer not signed by the issuer or a responder it authorised */
+#define APPSTORE_REASON_OCSP_STALE 83               /* thisUpdate in the future or nextUpdate passed (60 s skew) */
+#define APPSTORE_REASON_OCSP_MALFORMED 84           /* not a DER OCSP response, not basic, unreadable fields */
+#define APPSTORE_REASON_OCSP_CERT_ID_MISMATCH 85    /* the answer is about other certificates */
+#define APPSTORE_REASON_OCSP_NONCE_MISMATCH 86      /* the answer echoes another nonce (replay) */
+#define APPSTORE_REASON_OCSP_REFUSED 87             /* responseStatus malformedRequest / sigRequired / unauthorized */
+#define APPSTORE_REASON_OCSP_NO_RESPONDER 88        /* the certificate names no http(s) OCSP URL */
+/* ... and APPSTORE_RETRYABLE_VERIFICATION_FAILURE: */
+#define APPSTORE_REASON_OCSP_UNREACHABLE 89         /* the transport reported UNREACHABLE or FAILED */
+#define APPSTORE_REASON_OCSP_TIMEOUT 90             /* the transport reported TIMEOUT */
+#define APPSTORE_REASON_OCSP_HTTP_ERROR 91          /* HTTP status other than 200 */
+#define APPSTORE_REASON_OCSP_TRY_LATER 92           /* responseStatus tryLater / internalError */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
 const char *appstore_reason_name(appstore_reason reason);
@@ -165,7 +184,8 @@ typedef int32_t appstore_environment;
 #define APPSTORE_ENVIRONMENT_LOCAL_TESTING 4  /* local testing: signatures are not checked */
 
 /* Verifier options: a builder, so options can be added without changing any struct layout.
- * Defaults: no roots, bundle id "", no app Apple ID, Sandbox, online checks off, chain cache 32 entries / 900 s. */
+ * Defaults: no roots, bundle id "", no app Apple ID, Sandbox, online checks off, no transport (OCSP timeout 30 s),
+ * chain cache 32 entries / 900 s. */
 typedef struct appstore_verifier_options appstore_verifier_options;
 
 appstore_status appstore_verifier_options_new(appstore_verifier_options **options_out, appstore_error **err_out);
@@ -184,11 +204,17 @@ appstore_status appstore_verifier_options_set_app_apple_id(appstore_verifier_opt
 /* One of APPSTORE_ENVIRONMENT_*. */
 appstore_status appstore_verifier_options_set_environment(appstore_verifier_options *options,
                                                           appstore_environment environment, appstore_error **err_out);
-/* Online (OCSP) checks, 0 = off, 1 = on. This version has no OCSP: appstore_verifier_new then fails with
- * APPSTORE_CONFIGURATION_ERROR / APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE instead of silently skipping. */
+/* Online (OCSP) checks, 0 = off, 1 = on. On: chains are validated at the current time (not the payload's date), and
+ * the intermediate and the leaf are checked for revocation at the OCSP responders their certificates name, through
+ * the transport set with appstore_verifier_options_set_transport (see Transport). Hard fail: only a fresh, properly
+ * signed "good" for both passes; responder trouble gives APPSTORE_RETRYABLE_VERIFICATION_FAILURE. A good answer is
+ * reused with the chain (chain cache) until the cache TTL or the answer's nextUpdate, whichever is first; failures
+ * are never cached. Without a transport, appstore_verifier_new fails with APPSTORE_CONFIGURATION_ERROR /
+ * APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE instead of silently skipping. */
 appstore_status appstore_verifier_options_set_online_checks(appstore_verifier_options *options, int32_t enabled,
                                                             appstore_error **err_out);
-/* Verified-chain cache: at most max_entries chains (0 disables the cache), each reused for ttl_seconds (>= 0). */
+/* Verified-chain cache: at most max_entries chains (0 disables the cache, so with online checks every call asks the
+ * responders), each reused for ttl_seconds (>= 0). */
 appstore_status appstore_verifier_options_set_chain_cache(appstore_verifier_options *options, uint32_t max_entries,
                                                           int64_t ttl_seconds, appstore_error **err_out);
 
@@ -201,7 +227,9 @@ void appstore_verifier_free(appstore_verifier *verifier);
 
 /* Verify-and-decode calls. `jws`/`jws_len` is the compact JWS (no NUL needed). On success, when json_out is not
  * NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown keys kept);
- * free it with appstore_string_free. json_out may be NULL to verify only. */
+ * free it with appstore_string_free. json_out may be NULL to verify only. With online checks on and the chain not
+ * cached, a call makes up to two OCSP exchanges through the transport, one after the other, on the calling thread
+ * (so it may block up to twice the OCSP timeout). */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, char **json_out, appstore_error **err_out);
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
@@ -537,6 +565,16 @@ appstore_status appstore_api_client_call(const appstore_api_client *client, cons
 appstore_status appstore_api_client_call_all_pages(const appstore_api_client *client, const char *endpoint,
                                                    const char *params_json, char **json_out,
                                                    appstore_error **err_out);
+
+/* The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed
+ * to the callback; 0 = 30000, Apple's). The request is a POST of the DER OCSP request to the URL in the certificate,
+ * with headers "Content-Type: application/ocsp-request" and "Accept: application/ocsp-response"; the library checks
+ * the response itself (status 200, then the OCSP answer). transport NULL removes the transport. The options, and
+ * every verifier made from them, keep their own reference to the transport: appstore_transport_free may be called
+ * at any time, but user_data must stay valid until those are freed too. */
+appstore_status appstore_verifier_options_set_transport(appstore_verifier_options *options,
+                                                        const appstore_transport *transport, uint32_t timeout_ms,
+                                                        appstore_error **err_out);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@ final class VerifierOptionsBox: Sendable {
         var environment: AppStoreEnvironment = .sandbox
         var onlineChecks = false
         var cache = ChainCacheConfiguration.default
+        var transport: CTransport?
+        var ocspTimeoutMilliseconds = SignedDataVerifier.defaultOCSPTimeoutMilliseconds
     }
     let values = Mutex(Values())
 }
@@ -103,6 +105,21 @@ public func appstoreVerifierOptionsSetChainCache(_ options: OpaquePointer?, _ ma
     }
 }
 
+@c(appstore_verifier_options_set_transport)
+public func appstoreVerifierOptionsSetTransport(_ options: OpaquePointer?, _ transport: OpaquePointer?, _ timeoutMs: UInt32,
+                                                _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) { () throws(CFailure) in
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        // The options (and every verifier built from them) hold their own reference to the transport object.
+        let t: CTransport? = transport.map { Unmanaged<CTransport>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
+        let timeout = timeoutMs == 0 ? SignedDataVerifier.defaultOCSPTimeoutMilliseconds : timeoutMs
+        box.values.withLock {
+            $0.transport = t
+            $0.ocspTimeoutMilliseconds = timeout
+        }
+    }
+}
+
 // MARK: verifier
 
 @c(appstore_verifier_new)
@@ -116,7 +133,8 @@ public func appstoreVerifierNew(_ options: OpaquePointer?, _ out: UnsafeMutableP
         do throws(ConfigurationError) {
             verifier = try SignedDataVerifier(rootCertificates: v.roots, bundleId: v.bundleId, appAppleId: v.appAppleId,
                                               environment: v.environment, enableOnlineChecks: v.onlineChecks,
-                                              chainCache: v.cache)
+                                              chainCache: v.cache, transport: v.transport,
+                                              ocspTimeoutMilliseconds: v.ocspTimeoutMilliseconds)
         } catch {
             throw CFailure(error)
         }

@@ -34,4 +34,9 @@ static inline int appstore_shim_pkcs7_signer_count(PKCS7 *p7) {
 static inline STACK_OF(X509) *appstore_shim_pkcs7_certificates(PKCS7 *p7) {
     return appstore_shim_pkcs7_is_signed(p7) && p7->d.sign != NULL ? p7->d.sign->cert : NULL;
 }
+/* The OCSP responder URLs of a certificate (X509_get1_ocsp, freed with X509_email_free). */
+static inline int appstore_shim_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
+static inline const char *appstore_shim_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) {
+    return sk_OPENSSL_STRING_value(sk, i);
+}
 #endif

@@ -291,6 +291,21 @@ static void names(void) {
                    {APPSTORE_REASON_NO_TRANSACTION_ID, "no_transaction_id"},
                    {APPSTORE_REASON_SIGNER_MISSING, "signer_missing"},
 #endif
+#ifdef APPSTORE_REASON_REVOKED /* online checks (OCSP) */
+                   {APPSTORE_REASON_REVOKED, "revoked"},
+                   {APPSTORE_REASON_OCSP_UNKNOWN, "ocsp_unknown"},
+                   {APPSTORE_REASON_OCSP_BAD_SIGNATURE, "ocsp_bad_signature"},
+                   {APPSTORE_REASON_OCSP_STALE, "ocsp_stale"},
+                   {APPSTORE_REASON_OCSP_MALFORMED, "ocsp_malformed"},
+                   {APPSTORE_REASON_OCSP_CERT_ID_MISMATCH, "ocsp_cert_id_mismatch"},
+                   {APPSTORE_REASON_OCSP_NONCE_MISMATCH, "ocsp_nonce_mismatch"},
+                   {APPSTORE_REASON_OCSP_REFUSED, "ocsp_refused"},
+                   {APPSTORE_REASON_OCSP_NO_RESPONDER, "ocsp_no_responder"},
+                   {APPSTORE_REASON_OCSP_UNREACHABLE, "ocsp_unreachable"},
+                   {APPSTORE_REASON_OCSP_TIMEOUT, "ocsp_timeout"},
+                   {APPSTORE_REASON_OCSP_HTTP_ERROR, "ocsp_http_error"},
+                   {APPSTORE_REASON_OCSP_TRY_LATER, "ocsp_try_later"},
+#endif
                   };
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
         const char *got = appstore_reason_name(reasons[i].v);
@@ -347,6 +362,9 @@ static void null_handles(void) {
                  APPSTORE_INVALID_ARGUMENT, "invalid_argument");
     err = NULL;
     expect_error("set_chain_cache(NULL options)", appstore_verifier_options_set_chain_cache(NULL, 1, 1, &err), &err,
+                 APPSTORE_INVALID_ARGUMENT, "invalid_argument");
+    err = NULL;
+    expect_error("set_transport(NULL options)", appstore_verifier_options_set_transport(NULL, NULL, 0, &err), &err,
                  APPSTORE_INVALID_ARGUMENT, "invalid_argument");
     capi_check(&T, appstore_verifier_options_set_bundle_id(NULL, NULL, NULL) == APPSTORE_INVALID_ARGUMENT,
                "set_bundle_id(NULL, NULL, NULL)", NULL);

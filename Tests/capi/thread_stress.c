@@ -8,7 +8,7 @@
  *     output (byte-identical to the single-threaded reference output; untouched on failure);
  *   - reads appstore_verifier_cache_stats concurrently (counters never decrease, entries within the limit);
  *   - mutates ONE shared options handle (bundle id, app Apple ID, environment, chain cache, online checks off,
- *     sometimes another root), and every 25 iterations builds a verifier from it mid-mutation, which must work
+ *     a transport set / removed (never called: online checks stay off), sometimes another root), and every 25 iterations builds a verifier from it mid-mutation, which must work
  *     and verify a transaction with one of the outcomes the racing values allow.
  * All threads start together (barrier). Afterwards the shared options are set to known values and must still
  * give a correct verifier. Zero failures required. Closing line: "stress: N passed, M failed".
@@ -61,6 +61,8 @@ static const struct {
 static item items[NMIX];
 static appstore_verifier *shared_verifier;
 static appstore_verifier_options *shared_options;
+static appstore_transport *shared_transport;
+
 static unsigned char *root_der, *other_root_der;
 static size_t root_len, other_root_len;
 static const char *bundle_id, *other_bundle = "com.example.other";
@@ -70,6 +72,17 @@ static int iterations = 250;
 static pthread_barrier_t start_barrier;
 
 static atomic_long passed, failed;
+
+/* The transport set on the shared options; online checks stay off, so it is never called. */
+static int32_t never_called(void *user_data, const char *method, const char *url, const char *headers,
+                            size_t headers_len, const uint8_t *body, size_t body_len, uint32_t timeout_ms,
+                            appstore_http_response *response) {
+    (void)user_data, (void)method, (void)url, (void)headers, (void)headers_len, (void)body, (void)body_len;
+    (void)timeout_ms, (void)response;
+    atomic_fetch_add(&failed, 1);
+    return APPSTORE_TRANSPORT_FAILED;
+}
+
 static atomic_int printed;
 
 static void fail(int tid, int it, const char *fmt, const char *a, const char *b) {
@@ -143,8 +156,14 @@ static void mutate_options(int tid, int it) {
         st = appstore_verifier_options_set_chain_cache(shared_options, 8u + (uint32_t)tid, 60 + it, &err);
         break;
     case 4:
-        what = "set_online_checks";
-        st = appstore_verifier_options_set_online_checks(shared_options, 0, &err);
+        if ((it / 6) % 3 == 1) {
+            what = "set_transport";
+            st = appstore_verifier_options_set_transport(shared_options, (it / 6) % 2 ? shared_transport : NULL,
+                                                         (uint32_t)(1000 + it), &err);
+        } else {
+            what = "set_online_checks";
+            st = appstore_verifier_options_set_online_checks(shared_options, 0, &err);
+        }
         break;
     case 5:
         if (it % 60 == 5) {
@@ -388,7 +407,8 @@ int main(int argc, char **argv) {
     }
 
     /* The shared options: valid from the start (app Apple ID set, so Production builds too). */
-    if (appstore_verifier_options_new(&shared_options, NULL) != APPSTORE_OK ||
+    if (appstore_transport_new(never_called, NULL, &shared_transport, NULL) != APPSTORE_OK ||
+        appstore_verifier_options_new(&shared_options, NULL) != APPSTORE_OK ||
         appstore_verifier_options_add_root(shared_options, root_der, root_len, NULL) != APPSTORE_OK ||
         appstore_verifier_options_set_bundle_id(shared_options, bundle_id, NULL) != APPSTORE_OK ||
         appstore_verifier_options_set_app_apple_id(shared_options, app_apple_id, NULL) != APPSTORE_OK) {
@@ -440,6 +460,7 @@ int main(int argc, char **argv) {
     }
 
     appstore_verifier_options_free(shared_options);
+    appstore_transport_free(shared_transport);
     appstore_verifier_free(shared_verifier);
     for (size_t k = 0; k < NMIX; k++) {
         free(items[k].jws);

@@ -27,8 +27,10 @@ public struct ChainCacheStatistics: Hashable, Sendable {
 }
 
 /// A bounded, thread-safe map from the exact JWS header segment (base64url text: it fixes `alg` and the exact DER
-/// bytes of every x5c certificate) to a chain already verified against this verifier's roots. Only successes are stored. A hit still requires the
-/// payload's own effective date to fall inside the chain's validity window; the signature is always checked.
+/// bytes of every x5c certificate) to a chain already verified against this verifier's roots. Only successes are
+/// stored. An entry expires after the TTL, or earlier when its insertion says so (with online checks on: when the
+/// first of the OCSP answers stops being current). A hit still requires the payload's own effective date to fall
+/// inside the chain's validity window; the signature is always checked.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let header: [UInt8]
@@ -47,13 +49,15 @@ final class ChainCache: Sendable {
     }
     private struct Entry {
         let chain: VerifiedChain
-        let insertedAt: Int64
+        /// Last second (since 1970) at which the entry may be used: insertion + TTL, or earlier.
+        let expiresAt: Int64
         var lastUsed: UInt64
     }
     private struct State {
         var entries: [Key: Entry] = [:]
         var stats = ChainCacheStatistics()
         var tick: UInt64 = 0
+        var flights: [Key: Flight] = [:]
     }
 
     let configuration: ChainCacheConfiguration
@@ -63,7 +67,7 @@ final class ChainCache: Sendable {
         self.configuration = configuration
     }
 
-    /// The cached chain if present and not older than the TTL; counts a hit or a miss.
+    /// The cached chain if present and not expired; counts a hit or a miss.
     func lookup(_ key: Key, now: Int64) -> VerifiedChain? {
         guard configuration.maxEntries > 0 else {
             state.withLock { $0.stats.misses &+= 1 }
@@ -72,7 +76,7 @@ final class ChainCache: Sendable {
         return state.withLock { s in
             s.tick &+= 1
             if var e = s.entries[key] {
-                if now - e.insertedAt <= configuration.timeToLive {
+                if now <= e.expiresAt {
                     e.lastUsed = s.tick
                     s.entries[key] = e
                     s.stats.hits &+= 1
@@ -85,19 +89,67 @@ final class ChainCache: Sendable {
         }
     }
 
-    func insert(_ key: Key, _ chain: VerifiedChain, now: Int64) {
+    /// Stores a verified chain for the TTL from `now`, or only until `validUntil` when that is earlier.
+    /// What a caller with online checks does next: use a cached chain, verify it (and be waited for by concurrent
+    /// callers of the same key), or wait for the caller already verifying it. Nil when the cache is disabled.
+    enum Claim {
+        case cached(VerifiedChain)
+        case lead(Flight)
+        case follow(Flight)
+    }
+
+    /// Like `lookup`, but coalesces concurrent misses of one key, so that a burst of payloads under a new chain
+    /// costs one chain verification and one round of OCSP exchanges instead of one per thread.
+    func lookupOrJoin(_ key: Key, now: Int64) -> Claim? {
+        guard configuration.maxEntries > 0 else {
+            state.withLock { $0.stats.misses &+= 1 }
+            return nil
+        }
+        return state.withLock { s in
+            s.tick &+= 1
+            if var e = s.entries[key] {
+                if now <= e.expiresAt {
+                    e.lastUsed = s.tick
+                    s.entries[key] = e
+                    s.stats.hits &+= 1
+                    return .cached(e.chain)
+                }
+                s.entries[key] = nil
+            }
+            s.stats.misses &+= 1
+            if let f = s.flights[key] { return .follow(f) }
+            let f = Flight()
+            s.flights[key] = f
+            return .lead(f)
+        }
+    }
+
+    /// Ends a flight the caller leads: stores a verified chain (nil: the verification failed, nothing is stored),
+    /// then wakes the callers waiting for it.
+    func settle(_ key: Key, _ flight: Flight, _ chain: VerifiedChain?, now: Int64, validUntil: Int64?) {
+        if let chain { insert(key, chain, now: now, validUntil: validUntil) }
+        state.withLock { s in
+            if s.flights[key] === flight { s.flights[key] = nil }
+        }
+        flight.finish(chain)
+    }
+
+    func insert(_ key: Key, _ chain: VerifiedChain, now: Int64, validUntil: Int64? = nil) {
         guard configuration.maxEntries > 0 else { return }
+        let (sum, overflow) = now.addingReportingOverflow(configuration.timeToLive)
+        let expiresAt = min(overflow ? Int64.max : sum, validUntil ?? Int64.max)
+        guard expiresAt >= now else { return }  // already past its validity: nothing to reuse
         state.withLock { s in
             s.tick &+= 1
             if s.entries[key] == nil && s.entries.count >= configuration.maxEntries {
                 // Drop expired entries first, then the least recently used one.
-                s.entries = s.entries.filter { now - $0.value.insertedAt <= configuration.timeToLive }
+                s.entries = s.entries.filter { now <= $0.value.expiresAt }
                 if s.entries.count >= configuration.maxEntries,
                    let victim = s.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
                     s.entries[victim] = nil
                 }
             }
-            s.entries[key] = Entry(chain: chain, insertedAt: now, lastUsed: s.tick)
+            s.entries[key] = Entry(chain: chain, expiresAt: expiresAt, lastUsed: s.tick)
         }
     }
 
@@ -107,5 +159,43 @@ final class ChainCache: Sendable {
             stats.entries = s.entries.count
             return stats
         }
+    }
+}
+
+/// One verification in progress that other callers wait for: the chain when it succeeded, nil when it failed (each
+/// waiter then verifies for itself, so a failure is never handed on).
+final class Flight: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var finished = false
+    private var chain: VerifiedChain?
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    func finish(_ chain: VerifiedChain?) {
+        pthread_mutex_lock(mutex)
+        self.chain = chain
+        finished = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Blocks until the leader finishes (its OCSP exchanges are bounded by the transport's timeout).
+    func wait() -> VerifiedChain? {
+        pthread_mutex_lock(mutex)
+        while !finished { pthread_cond_wait(condition, mutex) }
+        let result = chain
+        pthread_mutex_unlock(mutex)
+        return result
     }
 }

@@ -7,15 +7,19 @@ import Glibc
 final class VerifiedChain: @unchecked Sendable {
     let leaf: Certificate
     let intermediate: Certificate
+    /// The caller's root the chain was built to (the issuer online checks ask about the intermediate against).
+    let root: Certificate
     /// The window in which every certificate of the built chain is valid (seconds since 1970).
     let notBefore: Int64
     let notAfter: Int64
     /// The leaf's P-256 key, owned by `leaf`.
     let leafKey: OpaquePointer
 
-    init(leaf: Certificate, intermediate: Certificate, notBefore: Int64, notAfter: Int64, leafKey: OpaquePointer) {
+    init(leaf: Certificate, intermediate: Certificate, root: Certificate, notBefore: Int64, notAfter: Int64,
+         leafKey: OpaquePointer) {
         self.leaf = leaf
         self.intermediate = intermediate
+        self.root = root
         self.notBefore = notBefore
         self.notAfter = notAfter
         self.leafKey = leafKey
@@ -67,6 +71,10 @@ enum ChainVerifier {
             return .failure(VerificationFailure(.untrustedChain,
                 "the verified chain has \(count) certificates; Apple's is exactly leaf, intermediate, root"))
         }
+        guard let top = appstore_shim_sk_X509_value(chain, 2),
+              let root = trust.roots.first(where: { X509_cmp($0.x509, top) == 0 }) else {
+            return .failure(VerificationFailure(.internal, "the verified chain does not end at one of the configured roots"))
+        }
         guard let leafMarker = ObjectIdentifiers.leafMarkerObject.obj,
               let intermediateMarker = ObjectIdentifiers.intermediateMarkerObject.obj else {
             return .failure(VerificationFailure(.internal, "OpenSSL could not create the marker OIDs"))
@@ -93,7 +101,7 @@ enum ChainVerifier {
             notBefore = max(notBefore, Int64(timegm(&tb)))
             notAfter = min(notAfter, Int64(timegm(&ta)))
         }
-        return .success(VerifiedChain(leaf: leaf, intermediate: intermediate,
+        return .success(VerifiedChain(leaf: leaf, intermediate: intermediate, root: root,
                                       notBefore: notBefore, notAfter: notAfter, leafKey: key))
     }
 }

@@ -4,31 +4,52 @@ import FoundationEssentials
 /// is validated with OpenSSL against the caller's roots only, Apple's marker extensions are required, signatures
 /// must be JOSE ES256, and every failure names its reason.
 ///
-/// Thread-safe: one instance may be shared by any number of threads. Calls are synchronous (CPU-bound).
+/// With online checks on, the chain is validated at the current time and the intermediate and the leaf are checked
+/// for revocation with OCSP through the caller's transport (see `OCSP`); a good answer is reused with the chain
+/// until the chain cache's TTL or the answer's nextUpdate, whichever comes first.
+///
+/// Thread-safe: one instance may be shared by any number of threads. Calls are synchronous: CPU-bound, plus, with
+/// online checks on and no cached answer, up to two OCSP exchanges on the calling thread.
 public final class SignedDataVerifier: Sendable {
     public let bundleId: String
     public let appAppleId: Int64?
     public let environment: AppStoreEnvironment
     public let enableOnlineChecks: Bool
+    /// The transport OCSP requests go through (online checks), if one was given.
+    public let transport: (any BlockingHTTPTransport)?
+    /// How long one OCSP exchange may take, in milliseconds.
+    public let ocspTimeoutMilliseconds: UInt32
+    /// Apple's libraries wait 30 s for an OCSP responder.
+    public static let defaultOCSPTimeoutMilliseconds: UInt32 = 30_000
     let trust: TrustStore
     let cache: ChainCache
+    let online: OnlineChecks?
 
     /// - Parameters:
     ///   - rootCertificates: DER root certificates, the only trust anchors (for App Store data: Apple Root CA - G3).
     ///   - appAppleId: required when `environment` is `.production`.
     ///   - environment: `.sandbox`, `.production`, `.xcode` or `.localTesting` (the last two skip signature checks,
     ///     as Apple's libraries do).
-    ///   - enableOnlineChecks: OCSP revocation checks. Not available in this version: `true` is a configuration
-    ///     error rather than a silent skip.
-    ///   - chainCache: size and lifetime of the verified-chain cache.
+    ///   - enableOnlineChecks: OCSP revocation checks of the intermediate and the leaf, at the current time. They need
+    ///     a `transport`; without one, `true` is a configuration error (`onlineChecksUnavailable`), never a silent
+    ///     skip.
+    ///   - chainCache: size and lifetime of the verified-chain cache (with online checks, of the OCSP answers too).
+    ///   - transport: carries the OCSP requests (HTTP POST, `application/ocsp-request`). Used only with online checks.
+    ///   - ocspTimeoutMilliseconds: the time one OCSP exchange may take (> 0); the intermediate and the leaf are
+    ///     asked one after the other.
     public convenience init(rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
-                enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default) throws(ConfigurationError) {
+                enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
+                transport: (any BlockingHTTPTransport)? = nil,
+                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds) throws(ConfigurationError) {
         try self.init(rootCertificates: rootCertificates.map { [UInt8]($0) }, bundleId: bundleId, appAppleId: appAppleId,
-                      environment: environment, enableOnlineChecks: enableOnlineChecks, chainCache: chainCache)
+                      environment: environment, enableOnlineChecks: enableOnlineChecks, chainCache: chainCache,
+                      transport: transport, ocspTimeoutMilliseconds: ocspTimeoutMilliseconds)
     }
 
     public init(rootCertificates: [[UInt8]], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
-                enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default) throws(ConfigurationError) {
+                enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
+                transport: (any BlockingHTTPTransport)? = nil,
+                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds) throws(ConfigurationError) {
         guard environment.isKnown else {
             throw ConfigurationError(.invalidArgument,
                 "unknown environment \"\(environment.rawValue)\": use Sandbox, Production, Xcode or LocalTesting")
@@ -36,16 +57,23 @@ public final class SignedDataVerifier: Sendable {
         if environment == .production && appAppleId == nil {
             throw ConfigurationError(.invalidArgument, "appAppleId is required for the Production environment")
         }
-        if enableOnlineChecks {
+        guard ocspTimeoutMilliseconds > 0 else {
+            throw ConfigurationError(.invalidArgument, "ocspTimeoutMilliseconds must be greater than 0")
+        }
+        if enableOnlineChecks && transport == nil {
             throw ConfigurationError(.onlineChecksUnavailable,
-                "online checks (OCSP) are not available in this version; disable them explicitly")
+                "online checks (OCSP) need a transport to reach the OCSP responders: pass transport: (Swift) or call "
+                + "appstore_verifier_options_set_transport (C), or disable online checks explicitly")
         }
         self.trust = try TrustStore(rootCertificates: rootCertificates)
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
         self.enableOnlineChecks = enableOnlineChecks
+        self.transport = transport
+        self.ocspTimeoutMilliseconds = ocspTimeoutMilliseconds
         self.cache = ChainCache(configuration: chainCache)
+        self.online = enableOnlineChecks ? transport.map { OnlineChecks(transport: $0, timeoutMilliseconds: ocspTimeoutMilliseconds) } : nil
     }
 
     /// Hits and misses of the verified-chain cache so far.

@@ -54,6 +54,21 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case transportUnreachable = 68
     case transportFailed = 69
     case noTransport = 70
+    // Online checks (OCSP), 80-99. Revocation and bad answers are VERIFICATION_FAILURE; a responder that could not
+    // give an answer (unreachable, timeout, HTTP error, "try later") is RETRYABLE_VERIFICATION_FAILURE.
+    case revoked = 80
+    case ocspUnknown = 81
+    case ocspBadSignature = 82
+    case ocspStale = 83
+    case ocspMalformed = 84
+    case ocspCertIdMismatch = 85
+    case ocspNonceMismatch = 86
+    case ocspRefused = 87
+    case ocspNoResponder = 88
+    case ocspUnreachable = 89
+    case ocspTimeout = 90
+    case ocspHTTPError = 91
+    case ocspTryLater = 92
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -98,6 +113,19 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .transportUnreachable: "transport_unreachable"
         case .transportFailed: "transport_failed"
         case .noTransport: "no_transport"
+        case .revoked: "revoked"
+        case .ocspUnknown: "ocsp_unknown"
+        case .ocspBadSignature: "ocsp_bad_signature"
+        case .ocspStale: "ocsp_stale"
+        case .ocspMalformed: "ocsp_malformed"
+        case .ocspCertIdMismatch: "ocsp_cert_id_mismatch"
+        case .ocspNonceMismatch: "ocsp_nonce_mismatch"
+        case .ocspRefused: "ocsp_refused"
+        case .ocspNoResponder: "ocsp_no_responder"
+        case .ocspUnreachable: "ocsp_unreachable"
+        case .ocspTimeout: "ocsp_timeout"
+        case .ocspHTTPError: "ocsp_http_error"
+        case .ocspTryLater: "ocsp_try_later"
         }
     }
 
@@ -109,6 +137,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .badCertificate: .INVALID_CERTIFICATE
         case .wrongBundle, .wrongAppAppleId, .wrongKind: .INVALID_APP_IDENTIFIER
         case .wrongEnvironment: .INVALID_ENVIRONMENT
+        case .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater: .RETRYABLE_VERIFICATION_FAILURE
         default: .VERIFICATION_FAILURE
         }
     }

@@ -89,42 +89,36 @@ extension SignedDataVerifier {
         // The cache key is the exact header segment: a hit means this very header already passed every check
         // below up to the chain, so only the date window and the signature remain.
         let key = ChainCache.Key(header: [UInt8](jws.headerSegment))
-        var chain = cache.lookup(key, now: now)
+        var chain: VerifiedChain?
+        var flight: Flight?
+        if online != nil {
+            // Concurrent first sightings of one chain wait for a single round of OCSP exchanges.
+            switch cache.lookupOrJoin(key, now: now) {
+            case .cached(let c)?: chain = c
+            case .lead(let f)?: flight = f
+            case .follow(let f)?: chain = f.wait()  // nil when the leader failed: then this call checks for itself
+            case nil: break
+            }
+        } else {
+            chain = cache.lookup(key, now: now)
+        }
         if let cached = chain, !cached.isValid(at: time) {
             chain = nil  // re-verify from scratch so the failure carries OpenSSL's precise reason
         }
         if chain == nil {
-            let header: CompactJWS.Header
-            switch jws.decodeHeader() {
-            case .success(let h): header = h
-            case .failure(let f): return f
-            }
-            guard header.alg == "ES256" else {
-                let alg = header.alg.map { "\"\($0)\"" } ?? "missing"
-                return VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted")
-            }
-            guard let x5c = header.x5c else {
-                return VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain")
-            }
-            guard x5c.count == 3 else {
-                return VerificationFailure(.chainLength, "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required")
-            }
-            guard let leafDER = Base64.decode(x5c[0], alphabet: .standard) else {
-                return VerificationFailure(.badCertificate, "x5c[0] (leaf) is not base64")
-            }
-            guard let intermediateDER = Base64.decode(x5c[1], alphabet: .standard) else {
-                return VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not base64")
-            }
-            guard let leaf = Certificate(der: leafDER) else {
-                return VerificationFailure(.badCertificate, "x5c[0] (leaf) is not a DER X.509 certificate")
-            }
-            guard let intermediate = Certificate(der: intermediateDER) else {
-                return VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not a DER X.509 certificate")
-            }
-            switch ChainVerifier.verify(leaf: leaf, intermediate: intermediate, trust: trust, at: time) {
-            case .failure(let f): return f
-            case .success(let verified):
-                cache.insert(key, verified, now: now)
+            let built = buildChain(jws, time: time, now: now)
+            switch built {
+            case .failure(let f):
+                if let flight { cache.settle(key, flight, nil, now: now, validUntil: nil) }
+                return f
+            case .success(let (verified, validUntil)):
+                // Only good chains (online: with good OCSP answers) reach the cache, and the entry lives no longer
+                // than the answers are current; failures are never cached.
+                if let flight {
+                    cache.settle(key, flight, verified, now: now, validUntil: validUntil)
+                } else {
+                    cache.insert(key, verified, now: now, validUntil: validUntil)
+                }
                 chain = verified
             }
         }
@@ -137,6 +131,51 @@ extension SignedDataVerifier {
             return VerificationFailure(.badSignature, "ES256 signature does not match the header and payload under the leaf key")
         }
         return nil
+    }
+
+    /// Header, certificates, chain at `time`, and with online checks the OCSP answers: a chain to cache, with the
+    /// time until which its OCSP answers hold (nil offline).
+    private func buildChain(_ jws: CompactJWS, time: Int64, now: Int64) -> Result<(VerifiedChain, Int64?), VerificationFailure> {
+        let header: CompactJWS.Header
+        switch jws.decodeHeader() {
+        case .success(let h): header = h
+        case .failure(let f): return .failure(f)
+        }
+        guard header.alg == "ES256" else {
+            let alg = header.alg.map { "\"\($0)\"" } ?? "missing"
+            return .failure(VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted"))
+        }
+        guard let x5c = header.x5c else {
+            return .failure(VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain"))
+        }
+        guard x5c.count == 3 else {
+            return .failure(VerificationFailure(.chainLength,
+                "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required"))
+        }
+        guard let leafDER = Base64.decode(x5c[0], alphabet: .standard) else {
+            return .failure(VerificationFailure(.badCertificate, "x5c[0] (leaf) is not base64"))
+        }
+        guard let intermediateDER = Base64.decode(x5c[1], alphabet: .standard) else {
+            return .failure(VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not base64"))
+        }
+        guard let leaf = Certificate(der: leafDER) else {
+            return .failure(VerificationFailure(.badCertificate, "x5c[0] (leaf) is not a DER X.509 certificate"))
+        }
+        guard let intermediate = Certificate(der: intermediateDER) else {
+            return .failure(VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not a DER X.509 certificate"))
+        }
+        let verified: VerifiedChain
+        switch ChainVerifier.verify(leaf: leaf, intermediate: intermediate, trust: trust, at: time) {
+        case .failure(let f): return .failure(f)
+        case .success(let v): verified = v
+        }
+        // Online: revocation of the intermediate, then the leaf. The URLs come from certificates that already
+        // chained to the caller's roots, so a forged x5c cannot make the library contact hosts of its choosing.
+        guard let online else { return .success((verified, nil)) }
+        switch OCSP.check(verified, trust: trust, online: online, now: now) {
+        case .failure(let f): return .failure(f)
+        case .success(let until): return .success((verified, until))
+        }
     }
 
     func verifyDeep(_ jws: String) -> Result<DeepVerified, VerificationFailure> {

@@ -1,0 +1,271 @@
+import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What online checks need: the transport that carries OCSP requests and the time each request may take.
+struct OnlineChecks: Sendable {
+    let transport: any BlockingHTTPTransport
+    let timeoutMilliseconds: UInt32
+}
+
+/// OCSP revocation checks of a verified chain (RFC 6960), as Apple's libraries do with online checks on: the
+/// intermediate (against the root), then the leaf (against the intermediate), each at the responder named in the
+/// certificate's Authority Information Access extension, failing hard on any answer that is not a fresh, properly
+/// signed "good".
+///
+/// Checked per certificate, in this order (the first failure is reported):
+///  1. an http(s) OCSP URL in the AIA extension                    else `ocsp_no_responder`
+///  2. the exchange: POST application/ocsp-request, nonce included  unreachable / timeout / non-200: retryable
+///  3. DER OCSPResponse, at most 1 MiB, nothing after it            else `ocsp_malformed`
+///  4. responseStatus successful                                    tryLater / internalError: retryable `ocsp_try_later`;
+///                                                                  others `ocsp_refused`
+///  5. a basic response signed by the issuer or by a responder the issuer delegated to (EKU OCSPSigning), its chain
+///     leading to the verifier's roots (OCSP_basic_verify)         else `ocsp_bad_signature`
+///  6. a status for exactly this certificate id (issuer name and key hashes, serial)  else `ocsp_cert_id_mismatch`
+///  7. the nonce echoed, when the responder echoes one (responders serving pre-signed answers, as large CAs do, do
+///     not; freshness then rests on the update times)               else `ocsp_nonce_mismatch`
+///  8. thisUpdate <= now + 60 s and now - 60 s <= nextUpdate (Apple's Node library allows the same 60 s skew); without
+///     nextUpdate, thisUpdate no older than an hour                  else `ocsp_stale`
+///  9. good; revoked -> `revoked` (time and reason in the message); unknown -> `ocsp_unknown`
+enum OCSP {
+    static let clockSkewSeconds: Int64 = 60
+    /// How long an answer without nextUpdate counts as current, from its thisUpdate.
+    static let maxAgeWithoutNextUpdate: Int64 = 3600
+    static let maxResponseBytes = 1 << 20
+
+    /// Checks the intermediate, then the leaf. On success, the time (seconds since 1970) until which both answers
+    /// hold: the earlier nextUpdate.
+    static func check(_ chain: VerifiedChain, trust: TrustStore, online: OnlineChecks,
+                      now: Int64) -> Result<Int64, VerificationFailure> {
+        let intermediate = check(chain.intermediate, role: "intermediate", issuer: chain.root, trust: trust,
+                                 online: online, now: now)
+        guard case .success(let a) = intermediate else { return intermediate }
+        let leaf = check(chain.leaf, role: "leaf", issuer: chain.intermediate, trust: trust, online: online, now: now)
+        guard case .success(let b) = leaf else { return leaf }
+        return .success(min(a, b))
+    }
+
+    /// One certificate's status from its responder; on success the time until which the answer holds.
+    static func check(_ cert: Certificate, role: String, issuer: Certificate, trust: TrustStore,
+                      online: OnlineChecks, now: Int64) -> Result<Int64, VerificationFailure> {
+        func fail(_ reason: FailureReason, _ text: String) -> Result<Int64, VerificationFailure> {
+            .failure(VerificationFailure(reason, "OCSP check of the \(role) certificate (serial \(cert.serialHex)): \(text)"))
+        }
+
+        // 1. Where to ask.
+        guard let url = cert.ocspURL else {
+            return fail(.ocspNoResponder, "it names no OCSP responder (no OCSP URL in its Authority Information Access extension)")
+        }
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"),
+              url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            return fail(.ocspNoResponder, "its OCSP URL \"\(url)\" is not an http(s) URL")
+        }
+
+        // 2. The request: one certificate id (SHA-1 name and key hashes, as responders expect) and a nonce.
+        guard let requestID = OCSP_cert_to_id(nil, cert.x509, issuer.x509),
+              let lookupID = OCSP_cert_to_id(nil, cert.x509, issuer.x509) else {
+            OpenSSL.drainErrors()
+            return fail(.internal, "OpenSSL could not build the certificate id")
+        }
+        defer { OCSP_CERTID_free(lookupID) }
+        guard let request = OCSP_REQUEST_new() else {
+            OCSP_CERTID_free(requestID)
+            return fail(.internal, "OpenSSL could not allocate an OCSP request")
+        }
+        defer { OCSP_REQUEST_free(request) }
+        guard OCSP_request_add0_id(request, requestID) != nil else {  // the request owns the id from here
+            OCSP_CERTID_free(requestID)
+            OpenSSL.drainErrors()
+            return fail(.internal, "OpenSSL could not add the certificate id to the request")
+        }
+        guard OCSP_request_add1_nonce(request, nil, -1) == 1 else {
+            OpenSSL.drainErrors()
+            return fail(.internal, "OpenSSL could not add a nonce to the request")
+        }
+        let length = i2d_OCSP_REQUEST(request, nil)
+        guard length > 0 else {
+            OpenSSL.drainErrors()
+            return fail(.internal, "OpenSSL could not encode the OCSP request")
+        }
+        var body = [UInt8](repeating: 0, count: Int(length))
+        let written = body.withUnsafeMutableBufferPointer { buf -> Int32 in
+            var p = buf.baseAddress
+            return i2d_OCSP_REQUEST(request, &p)
+        }
+        guard written == length else { return fail(.internal, "OpenSSL encoded the OCSP request inconsistently") }
+
+        let response: HTTPResponse
+        do {
+            response = try online.transport.send(HTTPRequest(
+                method: "POST", url: url,
+                headers: [HTTPHeader("Content-Type", "application/ocsp-request"),
+                          HTTPHeader("Accept", "application/ocsp-response")],
+                body: body, timeoutMilliseconds: online.timeoutMilliseconds))
+        } catch {
+            switch error.kind {
+            case .timeout:
+                return fail(.ocspTimeout, "the responder \(url) did not answer within \(online.timeoutMilliseconds) ms (\(error.message))")
+            case .unreachable, .failed:
+                return fail(.ocspUnreachable, "the responder \(url) could not be reached (\(error.message))")
+            }
+        }
+        guard response.status == 200 else {
+            return fail(.ocspHTTPError, "the responder \(url) answered HTTP \(response.status) instead of 200")
+        }
+
+        // 3. The response envelope.
+        guard !response.body.isEmpty, response.body.count <= maxResponseBytes else {
+            return fail(.ocspMalformed, response.body.isEmpty ? "the responder \(url) sent an empty body"
+                        : "the response from \(url) is larger than \(maxResponseBytes) bytes")
+        }
+        let parsed: OpaquePointer? = response.body.withUnsafeBufferPointer { buf in
+            var p: UnsafePointer<UInt8>? = buf.baseAddress
+            guard let start = p, let r = d2i_OCSP_RESPONSE(nil, &p, buf.count) else { return nil }
+            if let end = p, end - start != buf.count { OCSP_RESPONSE_free(r); return nil }
+            return r
+        }
+        guard let ocspResponse = parsed else {
+            OpenSSL.drainErrors()
+            return fail(.ocspMalformed, "the response from \(url) is not a DER OCSPResponse")
+        }
+        defer { OCSP_RESPONSE_free(ocspResponse) }
+
+        // 4. The responder's own status.
+        let responseStatus = OCSP_response_status(ocspResponse)
+        if responseStatus != OCSP_RESPONSE_STATUS_SUCCESSFUL {
+            let text = OCSP_response_status_str(Int(responseStatus)).map { String(cString: $0) } ?? "\(responseStatus)"
+            if responseStatus == OCSP_RESPONSE_STATUS_TRYLATER || responseStatus == OCSP_RESPONSE_STATUS_INTERNALERROR {
+                return fail(.ocspTryLater, "the responder \(url) could not answer now (responseStatus \(text))")
+            }
+            return fail(.ocspRefused, "the responder \(url) refused the request (responseStatus \(text))")
+        }
+        guard let basic = OCSP_response_get1_basic(ocspResponse) else {
+            OpenSSL.drainErrors()
+            return fail(.ocspMalformed, "the response from \(url) is not a basic OCSP response")
+        }
+        defer { OCSP_BASICRESP_free(basic) }
+
+        // 5. Who signed it. The issuer is offered as a candidate signer (CA-signed answers need not embed it); the
+        // chain of a delegated responder must lead to the verifier's roots.
+        guard let candidates = appstore_shim_sk_X509_new_null() else {
+            return fail(.internal, "OpenSSL could not allocate a certificate stack")
+        }
+        defer { appstore_shim_sk_X509_free(candidates) }
+        _ = appstore_shim_sk_X509_push(candidates, issuer.x509)
+        if OCSP_basic_verify(basic, candidates, trust.store, 0) != 1 {
+            let detail = errorDetail() ?? "verification failed"
+            return fail(.ocspBadSignature,
+                "the response from \(url) is not signed by the issuer or a responder it authorised (\(detail))")
+        }
+
+        // 6. The answer about this very certificate.
+        var status: Int32 = -1, reason: Int32 = -1
+        var revokedAt: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        guard OCSP_resp_find_status(basic, lookupID, &status, &reason, &revokedAt, &thisUpdate, &nextUpdate) == 1 else {
+            OpenSSL.drainErrors()
+            return fail(.ocspCertIdMismatch, "the response from \(url) holds no status for this certificate id")
+        }
+
+        // 7. The nonce: 0 = both present and different. (-1: not echoed; accepted, see above.)
+        if OCSP_check_nonce(request, basic) == 0 {
+            OpenSSL.drainErrors()
+            return fail(.ocspNonceMismatch, "the response from \(url) carries a different nonce than the request (a replayed answer?)")
+        }
+
+        // 8. Freshness.
+        guard let thisUpdate, let thisTime = seconds(thisUpdate) else {
+            return fail(.ocspMalformed, "the response from \(url) has an unreadable thisUpdate")
+        }
+        var nextTime: Int64?
+        if let nextUpdate {
+            guard let t = seconds(nextUpdate) else {
+                return fail(.ocspMalformed, "the response from \(url) has an unreadable nextUpdate")
+            }
+            nextTime = t
+        }
+        if thisTime > now + clockSkewSeconds {
+            return fail(.ocspStale, "the response's thisUpdate \(Timestamp.iso8601(thisTime)) is in the future (now \(Timestamp.iso8601(now)), \(clockSkewSeconds) s skew allowed)")
+        }
+        if let nextTime, nextTime < thisTime {
+            return fail(.ocspStale, "the response's nextUpdate \(Timestamp.iso8601(nextTime)) is before its thisUpdate \(Timestamp.iso8601(thisTime))")
+        }
+        let validUntil = nextTime ?? (thisTime + maxAgeWithoutNextUpdate)
+        if validUntil < now - clockSkewSeconds {
+            let what = nextTime != nil ? "nextUpdate \(Timestamp.iso8601(validUntil))"
+                : "thisUpdate \(Timestamp.iso8601(thisTime)) (no nextUpdate; \(maxAgeWithoutNextUpdate) s at most)"
+            return fail(.ocspStale, "the response is stale: its \(what) has passed (now \(Timestamp.iso8601(now)), \(clockSkewSeconds) s skew allowed)")
+        }
+        // OpenSSL's own view of the same window (it reads the clock itself); it must agree.
+        let maxAge = nextUpdate == nil ? Int(maxAgeWithoutNextUpdate + clockSkewSeconds) : -1
+        if OCSP_check_validity(thisUpdate, nextUpdate, Int(clockSkewSeconds), maxAge) != 1 {
+            let detail = errorDetail() ?? "invalid"
+            return fail(.ocspStale, "the response's thisUpdate/nextUpdate are not current (\(detail))")
+        }
+
+        // 9. The status.
+        switch status {
+        case V_OCSP_CERTSTATUS_GOOD:
+            return .success(validUntil)
+        case V_OCSP_CERTSTATUS_REVOKED:
+            let when = revokedAt.flatMap(seconds).map(Timestamp.iso8601) ?? "an unreadable time"
+            let why = reason >= 0 ? (OCSP_crl_reason_str(Int(reason)).map { String(cString: $0) } ?? "reason \(reason)")
+                : "no reason given"
+            return .failure(VerificationFailure(.revoked,
+                "the \(role) certificate (serial \(cert.serialHex), \(cert.subjectDescription)) was revoked at \(when) (\(why)), says \(url)"))
+        case V_OCSP_CERTSTATUS_UNKNOWN:
+            return fail(.ocspUnknown, "the responder \(url) does not know this certificate (status unknown)")
+        default:
+            return fail(.ocspMalformed, "the response from \(url) has certificate status \(status)")
+        }
+    }
+
+    /// Empties this thread's OpenSSL error queue; its last entry as text, with the detail OpenSSL attached (such as
+    /// the certificate verification error of a responder's chain).
+    private static func errorDetail() -> String? {
+        var last: String?
+        while true {
+            var data: UnsafePointer<CChar>?
+            var flags: Int32 = 0
+            let code = ERR_get_error_all(nil, nil, nil, &data, &flags)
+            if code == 0 { break }
+            var buf = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buf, buf.count)
+            var text = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if flags & ERR_TXT_STRING != 0, let data, let extra = String(validatingCString: data), !extra.isEmpty {
+                text += " (\(extra))"
+            }
+            last = text
+        }
+        return last
+    }
+
+    private static func seconds(_ t: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>) -> Int64? {
+        var parts = tm()
+        guard ASN1_TIME_to_tm(t, &parts) == 1 else { return nil }
+        return Int64(timegm(&parts))
+    }
+}
+
+extension Certificate {
+    /// The first OCSP responder URL of the Authority Information Access extension.
+    var ocspURL: String? {
+        guard let urls = X509_get1_ocsp(x509) else { return nil }
+        defer { X509_email_free(urls) }
+        guard appstore_shim_sk_OPENSSL_STRING_num(urls) > 0,
+              let first = appstore_shim_sk_OPENSSL_STRING_value(urls, 0) else { return nil }
+        return String(validatingCString: first)
+    }
+
+    /// The serial number in upper-case hex (as OpenSSL prints it), for messages.
+    var serialHex: String {
+        guard let serial = X509_get0_serialNumber(x509), let bn = ASN1_INTEGER_to_BN(serial, nil) else { return "?" }
+        defer { BN_free(bn) }
+        guard let hex = BN_bn2hex(bn) else { return "?" }
+        defer { appstore_shim_openssl_free(hex) }
+        return String(cString: hex)
+    }
+}

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""ocsp_harness.py -- a test PKI whose certificates name local OCSP responders, and those responders.
+
+Builds a PKI in the shape of Apple's App Store chain (P-384 root -> P-384 intermediate with Apple's marker OID
+1.2.840.113635.100.6.2.1 -> P-256 leaves with 1.2.840.113635.100.6.11.1), where every non-root certificate carries an
+Authority Information Access extension whose OCSP URL points at a responder on 127.0.0.1, then starts real
+`openssl ocsp` responders for them (one per issuing CA and behaviour), signs transactions with every leaf, and
+describes each case with the outcome online checks must give (setup.json).
+
+Responders (each its own `openssl ocsp -index ... -CA ... -rsigner ... -rkey ... -port N` process):
+  root       CA = root, signed by the root itself; knows the intermediates (one of them revoked)
+  inter      CA = intermediate, signed by a delegated responder certificate (EKU OCSPSigning) the intermediate issued
+  inter_rev  CA = the revoked intermediate, signed by it
+  other      CA = a sibling intermediate under the same root: answers, but is not authorised for our leaves
+  foreign    CA = an unrelated self-signed root: its answers chain to nothing we trust
+  stale      like `inter`, but run 3 days in the past (faketime), -ndays 1: nextUpdate was 2 days ago
+  future     like `inter`, but run 2 days in the future (faketime): thisUpdate is tomorrow
+  short      like `inter`, but run 55 s in the past with -nmin 1: its answers are good for SHORT_SECONDS more seconds
+             (nextUpdate = now + 5 s), so a cached chain must be checked again long before the cache TTL
+  slow       a small relay in this process that waits SLOW_DELAY seconds, then forwards to `inter`
+  down       a port this process holds bound but never listens on (connections are refused; nobody else can take it)
+
+Usage:
+  ocsp_harness.py serve OUTDIR [--lifetime SECONDS]
+      generate, start, write OUTDIR/setup.json, print "READY OUTDIR/setup.json" on stdout, then run until standard
+      input reaches end of file (the parent test process exited or closed it), SIGTERM/SIGINT, or the lifetime
+      (default 900 s) passes; then stop every process it started.
+  ocsp_harness.py run OUTDIR [--lifetime SECONDS] -- CMD [ARG...]
+      the same, but run CMD with APPSTORE_OCSP_SETUP=OUTDIR/setup.json in its environment and exit with its status.
+
+Never open a connection to an `openssl ocsp` responder without sending a request on it: OpenSSL 3.0's responder
+spins on a connection that closes before a request arrives. Readiness is therefore read from the responder's
+stderr ("waiting for OCSP client connections"), not probed.
+
+Dependencies: Python >= 3.9, cryptography >= 42, the openssl command line tool, faketime (Debian package).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testpki import DER_NULL, OID_INTERMEDIATE_MARKER, OID_LEAF_MARKER, b64std, b64u, jdump, raw_sig  # noqa: E402
+
+BUNDLE = "com.example.ocsp"
+SLOW_DELAY = 6.0                      # seconds the slow relay waits; tests use a timeout well below it
+SHORT_SECONDS = 5                     # how long the `short` responder's answers stay current
+REVOKED_AT = dt.datetime(2025, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+REVOKED_AT_TEXT = "2025-05-01T12:00:00Z"
+NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def name(cn: str) -> x509.Name:
+    return x509.Name([
+        x509.NameAttribute(NameOID.COMMON_NAME, cn),
+        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Example OCSP TestPKI (not Apple)"),
+        x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
+    ])
+
+
+def key_usage(*, ca: bool, sign: bool = True) -> x509.KeyUsage:
+    return x509.KeyUsage(digital_signature=sign and not ca, content_commitment=False, key_encipherment=False,
+                         data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                         encipher_only=False, decipher_only=False)
+
+
+class Cert:
+    """A certificate, its key, and (for CAs) the OCSP index entries of what it issued."""
+
+    serial_counter = 0x1000
+
+    def __init__(self, cn: str, *, issuer: "Cert | None", curve, ca: bool, marker=None, ocsp_url: str | None = None,
+                 ocsp_signer: bool = False, days_before: int = 30, days_after: int = 3650):
+        Cert.serial_counter += 0x11
+        self.serial = Cert.serial_counter
+        self.cn, self.name = cn, name(cn)
+        self.key = ec.generate_private_key(curve)
+        issuer_name = issuer.name if issuer else self.name
+        issuer_key = issuer.key if issuer else self.key
+        self.not_after = NOW + dt.timedelta(days=days_after)
+        b = (x509.CertificateBuilder()
+             .subject_name(self.name).issuer_name(issuer_name)
+             .public_key(self.key.public_key())
+             .serial_number(self.serial)
+             .not_valid_before(NOW - dt.timedelta(days=days_before)).not_valid_after(self.not_after)
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca and issuer else None), critical=True)
+             .add_extension(key_usage(ca=ca), critical=True)
+             .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False))
+        if issuer:
+            b = b.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                                critical=False)
+        if marker is not None:
+            b = b.add_extension(x509.UnrecognizedExtension(marker, DER_NULL), critical=False)
+        if ocsp_url is not None:
+            b = b.add_extension(x509.AuthorityInformationAccess([x509.AccessDescription(
+                AuthorityInformationAccessOID.OCSP, x509.UniformResourceIdentifier(ocsp_url))]), critical=False)
+        if ocsp_signer:
+            b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.OCSP_SIGNING]), critical=False)
+            b = b.add_extension(x509.OCSPNoCheck(), critical=False)
+        self.cert = b.sign(issuer_key, hashes.SHA384() if isinstance(issuer_key.curve, ec.SECP384R1) else hashes.SHA256())
+        self.index: list[str] = []   # this CA's OCSP index lines
+
+    def der(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.DER)
+
+    def index_line(self, revoked: bool = False) -> str:
+        """An `openssl ca` index.txt line: status, expiry, revocation, serial (BN_bn2hex form), file, subject."""
+        serial = "%X" % self.serial
+        if len(serial) % 2:
+            serial = "0" + serial
+        expiry = self.not_after.strftime("%y%m%d%H%M%SZ")
+        rev = REVOKED_AT.strftime("%y%m%d%H%M%SZ") + ",keyCompromise" if revoked else ""
+        subject = "/CN=" + self.cn
+        return "\t".join(["R" if revoked else "V", expiry, rev, serial, "unknown", subject])
+
+    def write(self, outdir: str, stem: str):
+        with open(os.path.join(outdir, stem + ".der"), "wb") as f:
+            f.write(self.der())
+        with open(os.path.join(outdir, stem + ".pem"), "wb") as f:
+            f.write(self.cert.public_bytes(serialization.Encoding.PEM))
+        with open(os.path.join(outdir, stem + ".key.pem"), "wb") as f:
+            f.write(self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def transaction(i: int) -> dict:
+    now_ms = int(time.time() * 1000)
+    return {
+        "transactionId": f"30000000000000{i:02d}", "originalTransactionId": "3000000000000000",
+        "bundleId": BUNDLE, "productId": "com.example.ocsp.monthly", "purchaseDate": now_ms - 60_000,
+        "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "quantity": 1,
+        "signedDate": now_ms, "environment": "Sandbox", "price": 4990, "currency": "EUR",
+    }
+
+
+def jws(payload: dict, leaf: Cert, inter: Cert, root: Cert) -> str:
+    header = {"alg": "ES256", "x5c": [b64std(c.der()) for c in (leaf, inter, root)], "typ": "JWT"}
+    signing_input = b64u(jdump(header)) + "." + b64u(jdump(payload))
+    return signing_input + "." + b64u(raw_sig(leaf.key, signing_input.encode("ascii")))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# generation
+
+
+def generate(outdir: str) -> dict:
+    """Writes certificates, keys, indexes and JWS to outdir; returns the setup (responders not started yet)."""
+    os.makedirs(os.path.join(outdir, "jws"), exist_ok=True)
+    ports = {k: free_port() for k in ("root", "inter", "inter_rev", "other", "foreign", "stale", "future", "short",
+                                      "slow", "down")}
+    url = {k: f"http://127.0.0.1:{p}/ocsp03-{k.replace('_', '-')}" for k, p in ports.items()}
+    p384, p256 = ec.SECP384R1(), ec.SECP256R1()
+
+    root = Cert("OCSP TestPKI Root CA - G3", issuer=None, curve=p384, ca=True)
+    inter = Cert("OCSP TestPKI WWDR CA - G6", issuer=root, curve=p384, ca=True, marker=OID_INTERMEDIATE_MARKER,
+                 ocsp_url=url["root"])
+    inter_rev = Cert("OCSP TestPKI WWDR CA - G6 (revoked)", issuer=root, curve=p384, ca=True,
+                     marker=OID_INTERMEDIATE_MARKER, ocsp_url=url["root"])
+    other = Cert("OCSP TestPKI WWDR CA - G7 (sibling)", issuer=root, curve=p384, ca=True,
+                 marker=OID_INTERMEDIATE_MARKER, ocsp_url=url["root"])
+    foreign = Cert("OCSP Foreign Root", issuer=None, curve=p384, ca=True)
+    responder = Cert("OCSP TestPKI WWDR G6 OCSP Responder", issuer=inter, curve=p256, ca=False, ocsp_signer=True)
+    root.index = [inter.index_line(), inter_rev.index_line(revoked=True), other.index_line()]
+
+    def leaf(cn, responder_key, issuer=inter, in_index=True, revoked=False):
+        c = Cert(cn, issuer=issuer, curve=p256, ca=False, marker=OID_LEAF_MARKER,
+                 ocsp_url=url[responder_key] if responder_key else None, days_before=1, days_after=730)
+        if in_index:
+            issuer.index.append(c.index_line(revoked=revoked))
+        return c
+
+    leaves = {
+        "good": leaf("Leaf good", "inter"),
+        "leaf_revoked": leaf("Leaf revoked", "inter", revoked=True),
+        "leaf_unknown": leaf("Leaf unknown", "inter", in_index=False),
+        "responder_down": leaf("Leaf responder down", "down"),
+        "responder_slow": leaf("Leaf responder slow", "slow"),
+        "wrong_responder": leaf("Leaf answered by a sibling CA", "other"),
+        "foreign_responder": leaf("Leaf answered by a foreign root", "foreign"),
+        "stale_response": leaf("Leaf stale response", "stale"),
+        "future_response": leaf("Leaf response from the future", "future"),
+        "short_lived_answer": leaf("Leaf with short-lived answers", "short"),
+        "no_ocsp_url": leaf("Leaf without AIA", None),
+        "intermediate_revoked": leaf("Leaf under the revoked intermediate", "inter_rev", issuer=inter_rev),
+    }
+    other.index = [leaves["wrong_responder"].index_line()]  # it would even say "good": the signature is what fails
+    foreign.index = [leaves["foreign_responder"].index_line()]
+
+    for stem, c in [("root", root), ("intermediate", inter), ("intermediate_revoked", inter_rev),
+                    ("intermediate_other", other), ("foreign_root", foreign), ("ocsp_responder", responder)]:
+        c.write(outdir, stem)
+    for k, c in leaves.items():
+        c.write(outdir, "leaf_" + k)
+    for stem, c in [("root", root), ("intermediate", inter), ("intermediate_revoked", inter_rev),
+                    ("intermediate_other", other), ("foreign_root", foreign)]:
+        with open(os.path.join(outdir, f"index_{stem}.txt"), "w") as f:
+            f.write("".join(line + "\n" for line in c.index))
+
+    def expect(status, reason=None, requests=2, contains=None):
+        e = {"status": status, "requests": requests}
+        if reason:
+            e["reason"] = reason
+        if contains:
+            e["messageContains"] = contains
+        return e
+
+    expectations = {
+        "good": expect("OK"),
+        "leaf_revoked": expect("VERIFICATION_FAILURE", "revoked", contains=[REVOKED_AT_TEXT, "keyCompromise", "leaf"]),
+        "leaf_unknown": expect("VERIFICATION_FAILURE", "ocsp_unknown"),
+        "responder_down": expect("RETRYABLE_VERIFICATION_FAILURE", "ocsp_unreachable"),
+        "responder_slow": expect("RETRYABLE_VERIFICATION_FAILURE", "ocsp_timeout"),
+        "wrong_responder": expect("VERIFICATION_FAILURE", "ocsp_bad_signature"),
+        "foreign_responder": expect("VERIFICATION_FAILURE", "ocsp_bad_signature"),
+        "stale_response": expect("VERIFICATION_FAILURE", "ocsp_stale", contains=["nextUpdate"]),
+        "future_response": expect("VERIFICATION_FAILURE", "ocsp_stale", contains=["thisUpdate"]),
+        "short_lived_answer": expect("OK"),
+        "no_ocsp_url": expect("VERIFICATION_FAILURE", "ocsp_no_responder", requests=1),
+        "intermediate_revoked": expect("VERIFICATION_FAILURE", "revoked", requests=1,
+                                       contains=[REVOKED_AT_TEXT, "intermediate"]),
+    }
+    cases = {}
+    for k, c in leaves.items():
+        issuer = inter_rev if k == "intermediate_revoked" else inter
+        paths = []
+        for i in range(8 if k == "good" else 2):
+            p = os.path.join(outdir, "jws", f"{k}-{i}.jws")
+            with open(p, "w") as f:
+                f.write(jws(transaction(i), c, issuer, root))
+            paths.append(p)
+        cases[k] = {"jws": paths, "leaf": os.path.join(outdir, f"leaf_{k}.der"),
+                    "intermediate": os.path.join(outdir, "intermediate_revoked.der" if k == "intermediate_revoked"
+                                                 else "intermediate.der"),
+                    "leafKey": os.path.join(outdir, f"leaf_{k}.key.pem"), "expect": expectations[k]}
+
+    responders = {
+        "root": dict(ca="root", signer="root", index="root"),
+        "inter": dict(ca="intermediate", signer="ocsp_responder", index="intermediate"),
+        "inter_rev": dict(ca="intermediate_revoked", signer="intermediate_revoked", index="intermediate_revoked"),
+        "other": dict(ca="intermediate_other", signer="intermediate_other", index="intermediate_other"),
+        "foreign": dict(ca="foreign_root", signer="foreign_root", index="foreign_root"),
+        "stale": dict(ca="intermediate", signer="ocsp_responder", index="intermediate", faketime="-3d"),
+        "future": dict(ca="intermediate", signer="ocsp_responder", index="intermediate", faketime="+2d"),
+        "short": dict(ca="intermediate", signer="ocsp_responder", index="intermediate",
+                      faketime=f"-{60 - SHORT_SECONDS}s", nmin=1),
+    }
+    return {
+        "dir": outdir, "root": os.path.join(outdir, "root.der"), "bundleId": BUNDLE,
+        "slowDelaySeconds": SLOW_DELAY, "shortAnswerSeconds": SHORT_SECONDS, "revokedAt": REVOKED_AT_TEXT,
+        "ports": ports, "urls": url, "responders": responders, "cases": cases,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# running
+
+
+class Harness:
+    def __init__(self, outdir: str, setup: dict):
+        self.outdir, self.setup = outdir, setup
+        self.procs: list[subprocess.Popen] = []
+        self.logs = []
+        self.stopping = threading.Event()
+        self.relay: socket.socket | None = None
+        self.down: socket.socket | None = None
+
+    def start(self):
+        # "down": bound, not listening. Connecting is refused, and the port cannot be taken by anything else.
+        self.down = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.down.bind(("127.0.0.1", self.setup["ports"]["down"]))
+        faketime = shutil.which("faketime")
+        for key, r in self.setup["responders"].items():
+            d = self.outdir
+            cmd = ["openssl", "ocsp", "-index", f"{d}/index_{r['index']}.txt", "-CA", f"{d}/{r['ca']}.pem",
+                   "-rsigner", f"{d}/{r['signer']}.pem", "-rkey", f"{d}/{r['signer']}.key.pem",
+                   "-port", str(self.setup["ports"][key]), "-ignore_err", "-timeout", "5"]
+            cmd += ["-nmin", str(r["nmin"])] if "nmin" in r else ["-ndays", "1"]
+            if "faketime" in r:
+                if not faketime:
+                    raise RuntimeError("faketime is not installed (scripts/install-deps installs it)")
+                cmd = [faketime, "-f", r["faketime"]] + cmd
+            log = open(os.path.join(self.outdir, f"responder_{key}.log"), "w+b")
+            self.logs.append(log)
+            self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                               start_new_session=True))
+        self.start_relay()
+        # Readiness: every responder has printed "waiting for OCSP client connections" (never probe: see above).
+        deadline = time.time() + 20
+        for key, p, log in zip(self.setup["responders"], self.procs, self.logs):
+            while True:
+                log.seek(0)
+                text = log.read().decode("utf-8", "replace")
+                if "waiting for OCSP client connections" in text:
+                    break
+                if p.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"OCSP responder {key} did not start (exit {p.poll()}): {text.strip()}")
+                time.sleep(0.05)
+
+    def start_relay(self):
+        """The slow responder: accept, read the whole request, wait SLOW_DELAY, forward to `inter`, relay back."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.setup["ports"]["slow"]))
+        s.listen(16)
+        self.relay = s
+        target = self.setup["ports"]["inter"]
+
+        def serve_one(conn: socket.socket):
+            try:
+                conn.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v.strip())
+                while len(body) < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    body += chunk
+                if length == 0:
+                    return  # never hand openssl a request without a body
+                if self.stopping.wait(SLOW_DELAY):
+                    return
+                with socket.create_connection(("127.0.0.1", target), timeout=10) as up:
+                    up.sendall(head + b"\r\n\r\n" + body[:length])
+                    reply = b""
+                    while True:
+                        chunk = up.recv(65536)
+                        if not chunk:
+                            break
+                        reply += chunk
+                try:
+                    conn.sendall(reply)
+                except OSError:
+                    pass  # the client gave up long ago: that is the point
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+        def accept_loop():
+            while not self.stopping.is_set():
+                try:
+                    r, _, _ = select.select([s], [], [], 0.2)
+                    if r:
+                        conn, _ = s.accept()
+                        threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+                except OSError:
+                    return
+
+        threading.Thread(target=accept_loop, daemon=True).start()
+
+    def stop(self):
+        self.stopping.set()
+        for s in (self.relay, self.down):
+            if s:
+                s.close()
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.time() + 5
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        for log in self.logs:
+            log.close()
+
+
+def launch(outdir: str) -> Harness:
+    """Generates and starts; a responder that cannot start (a port taken meanwhile) means new ports, up to 3 times."""
+    last = None
+    for _ in range(3):
+        setup = generate(outdir)
+        h = Harness(outdir, setup)
+        try:
+            h.start()
+        except (RuntimeError, OSError) as e:
+            last = e
+            h.stop()
+            continue
+        path = os.path.join(outdir, "setup.json")
+        with open(path, "w") as f:
+            json.dump(setup, f, indent=1)
+        return h
+    raise SystemExit(f"ocsp_harness: could not start the responders: {last}")
+
+
+def main(argv) -> int:
+    if len(argv) < 3 or argv[1] not in ("serve", "run"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    mode, outdir, rest = argv[1], os.path.abspath(argv[2]), argv[3:]
+    lifetime = 900.0
+    if rest[:1] == ["--lifetime"]:
+        lifetime, rest = float(rest[1]), rest[2:]
+    if mode == "run":
+        if rest[:1] != ["--"] or len(rest) < 2:
+            print("ocsp_harness: run OUTDIR [--lifetime S] -- CMD [ARG...]", file=sys.stderr)
+            return 2
+        rest = rest[1:]
+    os.makedirs(outdir, exist_ok=True)
+    h = launch(outdir)
+    setup_path = os.path.join(outdir, "setup.json")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        if mode == "serve":
+            print("READY " + setup_path, flush=True)
+
+            def watch_stdin():
+                try:
+                    while sys.stdin.buffer.read(4096):
+                        pass
+                except (OSError, ValueError):
+                    pass
+                stop.set()
+            threading.Thread(target=watch_stdin, daemon=True).start()
+            stop.wait(lifetime)
+            return 0
+        env = dict(os.environ, APPSTORE_OCSP_SETUP=setup_path)
+        child = subprocess.Popen(rest, env=env)
+        deadline = time.time() + lifetime
+        while child.poll() is None:
+            if stop.wait(0.2) or time.time() > deadline:
+                print(f"ocsp_harness: stopping {rest[0]} (signal or {lifetime:.0f} s lifetime)", file=sys.stderr)
+                child.terminate()
+                try:
+                    child.wait(5)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                return 124
+        return child.returncode
+    finally:
+        h.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
