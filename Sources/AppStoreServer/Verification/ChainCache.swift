@@ -73,20 +73,23 @@ final class ChainCache: Sendable {
             state.withLock { $0.stats.misses &+= 1 }
             return nil
         }
-        return state.withLock { s in
-            s.tick &+= 1
-            if var e = s.entries[key] {
-                if now <= e.expiresAt {
-                    e.lastUsed = s.tick
-                    s.entries[key] = e
-                    s.stats.hits &+= 1
-                    return e.chain
-                }
-                s.entries[key] = nil
+        return state.withLock { s in Self.hit(&s, key, now: now) }
+    }
+
+    /// The live entry for `key`, counted as a hit, or nil (an expired entry is dropped), counted as a miss.
+    private static func hit(_ s: inout State, _ key: Key, now: Int64) -> VerifiedChain? {
+        s.tick &+= 1
+        if var e = s.entries[key] {
+            if now <= e.expiresAt {
+                e.lastUsed = s.tick
+                s.entries[key] = e
+                s.stats.hits &+= 1
+                return e.chain
             }
-            s.stats.misses &+= 1
-            return nil
+            s.entries[key] = nil
         }
+        s.stats.misses &+= 1
+        return nil
     }
 
     /// Stores a verified chain for the TTL from `now`, or only until `validUntil` when that is earlier.
@@ -106,17 +109,7 @@ final class ChainCache: Sendable {
             return nil
         }
         return state.withLock { s in
-            s.tick &+= 1
-            if var e = s.entries[key] {
-                if now <= e.expiresAt {
-                    e.lastUsed = s.tick
-                    s.entries[key] = e
-                    s.stats.hits &+= 1
-                    return .cached(e.chain)
-                }
-                s.entries[key] = nil
-            }
-            s.stats.misses &+= 1
+            if let chain = Self.hit(&s, key, now: now) { return .cached(chain) }
             if let f = s.flights[key] { return .follow(f) }
             let f = Flight()
             s.flights[key] = f
