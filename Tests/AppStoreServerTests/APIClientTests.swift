@@ -59,6 +59,12 @@ import AppStoreServerHTTP
         let u = try b.build(.getTransactionInfo(transactionId: "ü"))
         #expect(u.url.hasSuffix("/%C3%BC"))
         #expect(throws: AppStoreServerAPIError.self) { try b.build(.getTransactionInfo(transactionId: "")) }
+        // Dot segments are unreserved characters, so encoding alone would let them move the request elsewhere.
+        for dots in [".", ".."] {
+            #expect(throws: AppStoreServerAPIError.self) { try b.build(.getTransactionInfo(transactionId: dots)) }
+            #expect(throws: AppStoreServerAPIError.self) { try b.build(.finishTransaction(transactionId: dots)) }
+        }
+        #expect(try b.build(.getTransactionInfo(transactionId: "...")).url.hasSuffix("/transactions/..."))
     }
 
     @Test func queryDatesAreRoundedMillisecondsAndBodyDatesTruncated() throws {
@@ -86,6 +92,30 @@ import AppStoreServerHTTP
         r = try b.build(.sendConsumptionData(transactionId: "1", consumptionRequest: body))
         sent = try JSONSerialization.jsonObject(with: Data(r.body)) as! [String: Any]
         #expect(sent["appAccountToken"] as? String == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        body.appAccountToken = "7E3FB20B-4CDB-47CC-936D-99D65F608138"  // lowercase on the wire
+        r = try b.build(.sendConsumptionData(transactionId: "1", consumptionRequest: body))
+        sent = try JSONSerialization.jsonObject(with: Data(r.body)) as! [String: Any]
+        #expect(sent["appAccountToken"] as? String == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        body.appAccountToken = "not-a-uuid"
+        #expect(throws: AppStoreServerAPIError.self) { try b.build(.sendConsumptionData(transactionId: "1", consumptionRequest: body)) }
+    }
+
+    @Test func paginationStopsOnARepeatedToken() throws {
+        // A server answering A -> B -> A would otherwise be followed forever.
+        final class Cycling: BlockingHTTPTransport, @unchecked Sendable {
+            var calls = 0
+            func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse {
+                calls += 1
+                let next = request.url.contains("revision=A") ? "B" : "A"
+                return HTTPResponse(status: 200, body: Array(#"{"revision":"\#(next)","hasMore":true,"signedTransactions":[]}"#.utf8))
+            }
+        }
+        let t = Cycling()
+        let caller = AppStoreServerAPICaller(builder: try APIFixtures.builder(), retryPolicy: .none)
+        #expect(throws: AppStoreServerAPIError.self) {
+            try AppStoreServerAPIPagination.allPages(.getRefundHistory(anyTransactionId: "1", revision: nil), caller: caller, transport: t)
+        }
+        #expect(t.calls == 3)  // nil -> A -> B, then A again is refused before it is sent
     }
 
     @Test func bearerTokenIsFreshAndIndependentlyVerified() throws {
@@ -317,6 +347,11 @@ import AppStoreServerHTTP
         let notFound = AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 404, rawApiError: 4040010)
         #expect(p.delayMilliseconds(beforeRetry: 1, after: notFound) == nil)
         #expect(APIRetryPolicy.none.delayMilliseconds(beforeRetry: 1, after: e429) == nil)
+        // Apple's retryable codes are retried whatever the status; 4290000 only comes with (and is retried as) 429.
+        for code: Int64 in [4040002, 4040004, 4040006, 5000001] {
+            #expect(p.delayMilliseconds(beforeRetry: 1, after: AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 404, rawApiError: code)) == 100)
+        }
+        #expect(p.delayMilliseconds(beforeRetry: 1, after: AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 400, rawApiError: 4290000)) == nil)
     }
 }
 

@@ -81,7 +81,8 @@ public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringCon
         return Self.retryableCodes.contains(rawApiError)
     }
 
-    public static let retryableCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001, 4290000]
+    /// Apple's retryable error codes; HTTP 429 is retried by status, whatever its code.
+    public static let retryableCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001]
 
     public var description: String { message }
 

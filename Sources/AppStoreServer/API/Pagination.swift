@@ -47,25 +47,35 @@ public enum AppStoreServerAPIPagination {
     public static func allPages(_ request: AppStoreServerAPIRequest, caller: AppStoreServerAPICaller,
                                 transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> [HTTPResponse] {
         var pages: [HTTPResponse] = []
+        var seen = Set<AppStoreServerAPIRequest>()
         var next: AppStoreServerAPIRequest? = request
         while let current = next {
             guard pages.count < maxPages else { throw .argument("\(request.endpoint.name): more than \(maxPages) pages", request.endpoint) }
+            guard seen.insert(current).inserted else { throw cycle(current) }
             let response = try caller.send(current, transport: transport)
             next = try nextPage(after: current, response: response)
             pages.append(response)
         }
         return pages
     }
+
+    /// A continuation token the server already gave: following it would loop forever.
+    static func cycle(_ request: AppStoreServerAPIRequest) -> AppStoreServerAPIError {
+        AppStoreServerAPIError(kind: .undecodableResponse, endpoint: request.endpoint,
+                               message: "\(request.endpoint.name): the server repeated an earlier continuation token (pagination cycle)")
+    }
 }
 
 extension AppStoreServerAPIClient {
     func allPages<T: Decodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> [T] {
         var pages: [T] = []
+        var seen = Set<AppStoreServerAPIRequest>()
         var next: AppStoreServerAPIRequest? = request
         while let current = next {
             guard pages.count < AppStoreServerAPIPagination.maxPages else {
                 throw .argument("\(request.endpoint.name): more than \(AppStoreServerAPIPagination.maxPages) pages", request.endpoint)
             }
+            guard seen.insert(current).inserted else { throw AppStoreServerAPIPagination.cycle(current) }
             let response = try await send(current)
             pages.append(try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: current.endpoint, response: response))
             next = try AppStoreServerAPIPagination.nextPage(after: current, response: response)

@@ -97,6 +97,8 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
         func segments(_ fixed: String) { path += fixed.split(separator: "/").map(String.init) }
         func id(_ s: String, _ name: String) throws(AppStoreServerAPIError) -> String {
             guard !s.isEmpty else { throw .argument("\(name) must not be empty", endpoint) }
+            // "." and ".." survive percent-encoding (unreserved) but would move the request to another path.
+            guard s != ".", s != ".." else { throw .argument("\(name) must not be \"\(s)\"", endpoint) }
             return PercentEncoding.encode(s)
         }
         func uuid(_ u: UUID) -> String { u.uuidString.lowercased() }
@@ -134,8 +136,15 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
             segments("inApps/v1/transactions/appTransactions"); path.append(try id(tid, "anyTransactionId"))
         case .finishTransaction(let tid):
             segments("inApps/v1/transactions"); path.append(try id(tid, "transactionId")); path.append("finish")
-        case .sendConsumptionData(let tid, let r):
+        case .sendConsumptionData(let tid, var r):
             segments("inApps/v1/transactions/consumption"); path.append(try id(tid, "transactionId"))
+            // V1 keeps the token as text (always sent, "" when none); a non-empty one must be a UUID, lowercase.
+            if let token = r.appAccountToken, !token.isEmpty {
+                guard let u = UUID(uuidString: token) else {
+                    throw .argument("consumptionRequest.appAccountToken must be a UUID or empty, got \"\(token)\"", endpoint)
+                }
+                r.appAccountToken = u.uuidString.lowercased()
+            }
             try json(r, "consumptionRequest")
         case .sendConsumptionInformation(let tid, let r):
             segments("inApps/v2/transactions/consumption"); path.append(try id(tid, "transactionId"))
