@@ -49,10 +49,11 @@ struct PayloadProbe: Decodable {
             kind = .appTransaction
         } else if c.contains(.userLocale) && c.contains(.requestIdentifier) {
             kind = .realtimeRequest
+        } else if c.contains(.autoRenewStatus) || c.contains(.autoRenewProductId) {
+            // Renewal-only keys first: a renewal info must stay one even if Apple adds a transactionId to it.
+            kind = .renewalInfo
         } else if c.contains(.transactionId) {
             kind = .transaction
-        } else if c.contains(.autoRenewStatus) || c.contains(.autoRenewProductId) {
-            kind = .renewalInfo
         } else {
             kind = nil
         }

@@ -74,8 +74,10 @@ extension SignedDataVerifier {
         let identity = value.identityFailure(for: self)
         if identity != nil || T.probesKindOnSuccess {
             if let actual = (try? decoder.decode(PayloadProbe.self, from: payloadData))?.kind, actual != T.kind {
-                return .failure(VerificationFailure(.wrongKind,
-                    "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+                // Keep the status Apple's identity checks give for this payload (e.g. INVALID_ENVIRONMENT for a
+                // transaction given to the app-transaction call); the reason says what really happened.
+                return .failure(VerificationFailure(status: identity?.status ?? .INVALID_APP_IDENTIFIER, reason: .wrongKind,
+                    message: "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
             }
         }
         if let identity { return .failure(identity) }
