@@ -123,7 +123,16 @@ import AppStoreServerHTTP
         let r1 = try b.build(.getImageList, issuedAt: Date(timeIntervalSince1970: 1_700_000_000))
         let r2 = try b.build(.getImageList)
         let t1 = String(r1.headers[0].value.dropFirst(7)), t2 = String(r2.headers[0].value.dropFirst(7))
-        #expect(t1 != t2)
+        // Fresh means a new iat per request (signatures differ anyway: ECDSA is randomised).
+        func iat(_ token: String) throws -> Int {
+            let claims = token.split(separator: ".")[1]
+            let padded = claims.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                + String(repeating: "=", count: (4 - claims.count % 4) % 4)
+            let json = try JSONSerialization.jsonObject(with: try #require(Data(base64Encoded: padded))) as? [String: Any]
+            return try #require(json?["iat"] as? Int)
+        }
+        #expect(try iat(t1) == 1_700_000_000)
+        #expect(abs(try iat(t2) - Int(Date().timeIntervalSince1970)) < 60)
         let ids = SigningFixtures.ids
         #expect(try SigningFixtures.independentlyVerified([
             ["kind": "api_token", "name": "API request bearer token", "value": t2,

@@ -276,3 +276,17 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
         return out
     }
 }
+
+@Suite struct HostileHeaderTests {
+    /// An attacker-chosen alg is quoted only as a short printable prefix in the message.
+    @Test func longOrControlCharacterAlgIsNotEchoed() throws {
+        let s = try TestSigner()
+        let v = try s.verifier()
+        let alg = String(repeating: "A", count: 10_000) + "\u{1B}[31m"
+        let jws = try s.sign(TestSigner.transaction(), header: ["alg": alg, "x5c": s.x5c])
+        guard case .invalid(let f) = v.verifyAndDecodeTransaction(signedTransaction: jws) else { Issue.record("accepted"); return }
+        #expect(f.reason == .unsupportedAlgorithm)
+        #expect(f.message.count < 120)
+        #expect(!f.message.contains("\u{1B}"))
+    }
+}

@@ -144,7 +144,8 @@ extension SignedDataVerifier {
         case .failure(let f): return .failure(f)
         }
         guard header.alg == "ES256" else {
-            let alg = header.alg.map { "\"\($0)\"" } ?? "missing"
+            // The header is attacker-controlled: quote at most a short, printable prefix of it.
+            let alg = header.alg.map { "\"\(String($0.unicodeScalars.prefix(32).filter { $0.value >= 0x20 && $0.value < 0x7F }))\"" } ?? "missing"
             return .failure(VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted"))
         }
         guard let x5c = header.x5c else {
