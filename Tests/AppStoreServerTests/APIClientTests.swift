@@ -73,6 +73,10 @@ import AppStoreServerHTTP
                                                    transactionHistoryRequest: .init(startDate: Date(timeIntervalSince1970: 123.4556)),
                                                    version: .v2))
         #expect(h.url.hasSuffix("?startDate=123456"))
+        // Booleans are the words true/false; repeated keys for lists.
+        let t = try b.build(.getTransactionHistory(anyTransactionId: "1", revision: nil,
+                                                   transactionHistoryRequest: .init(productIds: ["a", "b"], revoked: true), version: .v2))
+        #expect(t.url.hasSuffix("?productId=a&productId=b&revoked=true"))
         let n = try b.build(.getNotificationHistory(paginationToken: nil, notificationHistoryRequest: .init(
             startDate: Date(timeIntervalSince1970: 123.4559), endDate: Date(timeIntervalSince1970: 124.0001))))
         #expect(APIFixtures.canonical(bytes: n.body) == #"{"endDate":124000,"startDate":123455}"#)
