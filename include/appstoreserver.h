@@ -259,10 +259,11 @@ appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier,
  * thread-safe; key memory is cleansed when it is freed. Key bytes never appear in error messages. */
 typedef struct appstore_signing_key appstore_signing_key;
 
-/* `pem`/`pem_len`: the .p8 text (copied, then cleansed). key_id and bundle_id are required; issuer_id (the App
- * Store Connect issuer) may be NULL when only promotional offer v1 signatures are made. Failure: status
- * APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED / KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or
- * APPSTORE_INVALID_ARGUMENT. */
+/* `pem`/`pem_len`: the .p8 text, parsed in place (the library makes no copy of it; the caller owns and clears its
+ * buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. key_id
+ * and bundle_id are required; issuer_id (the App Store Connect issuer) may be NULL when only promotional offer v1
+ * signatures are made. Failure: status APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED /
+ * KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or APPSTORE_INVALID_ARGUMENT. */
 appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const char *key_id, const char *issuer_id,
                                          const char *bundle_id, appstore_signing_key **key_out,
                                          appstore_error **err_out);

@@ -61,6 +61,41 @@ enum SigningFixtures {
         #expect(!e.message.contains(body))
         #expect(!e.description.contains(body.prefix(12)))
     }
+
+    /// Key text is searched as bytes: markers are found next to invalid UTF-8 and after more than 4 KB of other
+    /// text, and the three entry points (String, [UInt8], borrowed buffer) agree.
+    @Test func pemIsSearchedAsBytes() throws {
+        let pem = try SigningFixtures.pem("p256.p8")
+        let marker = Array("-----BEGIN PRIVATE KEY-----".utf8)
+        #expect(Array(pem.utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+        #expect(![UInt8]("-----BEGIN PRIVATE KEY----".utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+        #expect([UInt8]().withUnsafeBytes { !KeyMemory.contains($0, marker) && KeyMemory.contains($0, []) })
+        #expect([UInt8]("--------BEGIN PRIVATE KEY-----".utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+
+        let prefixed = [0xFF, 0xFE, 0xC0, 0x0A] + [UInt8](repeating: 0x23, count: 5000) + [0x0A] + Array(pem.utf8)
+        _ = try SigningKey(pemBytes: prefixed)
+        _ = try prefixed.withUnsafeBytes { buffer throws(SigningKeyError) in try SigningKey(pemBuffer: buffer) }
+        func reason(_ bytes: [UInt8]) -> SigningKeyError.Reason? {
+            do { _ = try SigningKey(pemBytes: bytes); return nil } catch { return error.reason }
+        }
+        #expect(reason([0xFF, 0xFE, 0x00, 0x80]) == .notPEM)
+        #expect(reason(Array("-----BEGIN PRIVATE KEY-----\n\u{FF}\u{FE}\n-----END PRIVATE KEY-----\n".utf8)) == .malformed)
+        #expect(reason([0xFF] + Array("\n-----BEGIN ENCRYPTED PRIVATE KEY-----\n".utf8)) == .encrypted)
+        #expect(reason([]) == .notPEM)
+        #expect(throws: SigningKeyError.self) { try SigningKey(pemBuffer: UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
+
+    /// The transient copy of the key text is wiped with OPENSSL_cleanse (zeros, same length).
+    @Test func transientCopiesAreCleansed() {
+        var bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
+        #expect(bytes.contains { $0 != 0 })
+        KeyMemory.cleanse(&bytes)
+        #expect(bytes.count == 300)
+        #expect(bytes.allSatisfy { $0 == 0 })
+        var empty: [UInt8] = []
+        KeyMemory.cleanse(&empty)
+        #expect(empty.isEmpty)
+    }
 }
 
 @Suite struct SignatureCreationTests {
