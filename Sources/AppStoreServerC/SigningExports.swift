@@ -28,6 +28,7 @@ extension CFailure {
     init(_ e: SigningError) {
         switch e.reason {
         case .invalidArgument: self = .argument(e.message)
+        case .invalidKey(let keyError): self.init(keyError)
         case .invalidRequest: self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
         case .signingFailed: self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
         }

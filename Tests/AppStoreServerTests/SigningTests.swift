@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AppStoreServer
+@testable import AppStoreServerC
 
 /// Keys written once per process by Tests/support/check_signatures.py (Python `cryptography`).
 enum SigningFixtures {
@@ -60,6 +61,15 @@ enum SigningFixtures {
         guard case .failure(let e) = result else { Issue.record("truncated key accepted"); return }
         #expect(!e.message.contains(body))
         #expect(!e.description.contains(body.prefix(12)))
+        // The same through an Apple-style initializer (the SigningError carries the key error and its message).
+        let ids = SigningFixtures.ids
+        do {
+            _ = try PromotionalOfferV2SignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId)
+            Issue.record("truncated key accepted")
+        } catch {
+            #expect(!error.message.contains(body.prefix(12)))
+            #expect(!"\(error.reason)".contains(body.prefix(12)))
+        }
     }
 
     /// Key text is searched as bytes: markers are found next to invalid UTF-8 and after more than 4 KB of other
@@ -95,6 +105,47 @@ enum SigningFixtures {
         var empty: [UInt8] = []
         KeyMemory.cleanse(&empty)
         #expect(empty.isEmpty)
+    }
+
+    /// Apple-style initializers (PEM as a String) keep the precise key error, and the C layer maps it to
+    /// APPSTORE_INVALID_KEY with the same reason and message.
+    @Test func appleStyleInitializersKeepTheKeyError() throws {
+        let ids = SigningFixtures.ids
+        let cases: [(String, SigningKeyError.Reason, FailureReason)] = [
+            ("p384.p8", .wrongCurve, .keyWrongCurve), ("rsa.p8", .notEC, .keyNotEC), ("encrypted.p8", .encrypted, .keyEncrypted),
+            ("truncated.p8", .malformed, .keyMalformed), ("not_pem.txt", .notPEM, .keyNotPEM),
+        ]
+        for (file, keyReason, cReason) in cases {
+            let pem = try SigningFixtures.pem(file)
+            let direct: SigningKeyError
+            do { _ = try SigningKey(pem: pem); Issue.record("\(file) accepted"); continue } catch { direct = error }
+            let initializers: [(String, () throws(SigningError) -> Void)] = [
+                ("PromotionalOfferV2SignatureCreator", { () throws(SigningError) in
+                    _ = try PromotionalOfferV2SignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("IntroductoryOfferEligibilitySignatureCreator", { () throws(SigningError) in
+                    _ = try IntroductoryOfferEligibilitySignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("AdvancedCommerceInAppSignatureCreator", { () throws(SigningError) in
+                    _ = try AdvancedCommerceInAppSignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("PromotionalOfferSignatureCreator", { () throws(SigningError) in
+                    _ = try PromotionalOfferSignatureCreator(privateKey: pem, keyId: ids.keyId, bundleId: ids.bundleId) }),
+            ]
+            for (name, make) in initializers {
+                do throws(SigningError) {
+                    try make()
+                    Issue.record("\(name)(\(file)) accepted")
+                } catch {
+                    #expect(error.reason == .invalidKey(direct), "\(name)(\(file)): \(error.reason)")
+                    guard case .invalidKey(let e) = error.reason else { continue }
+                    #expect(e.reason == keyReason, "\(name)(\(file))")
+                    #expect(error.message == direct.message, "\(name)(\(file)): \(error.message)")
+                    let c = CFailure(error)
+                    #expect(c.status == 10 && c.reason == cReason && c.message == direct.message, "\(name)(\(file)) in C: \(c.status) \(c.reason)")
+                }
+            }
+        }
+        // Other signing errors keep their C mapping.
+        #expect(CFailure(SigningError(.invalidArgument, "x")).status == 1)
+        #expect(CFailure(SigningError(.signingFailed, "x")).status == 99)
     }
 }
 
