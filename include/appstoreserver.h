@@ -306,7 +306,9 @@ appstore_status appstore_signing_key_create_introductory_offer_eligibility(const
  * models as JSON, chosen by its "operation" key (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
  * REACTIVATE_SUBSCRIPTION). It is decoded, validated against Apple's limits (failure: APPSTORE_INVALID_ARGUMENT,
  * reason INVALID_REQUEST, message naming the field), re-encoded with operation and version "1", and its standard
- * base64 is the `request` claim. */
+ * base64 is the `request` claim. Keys the model does not know are rejected at every level (APPSTORE_INVALID_ARGUMENT,
+ * reason INVALID_ARGUMENT, message naming the key path, e.g. "items[0].descripton"), so nothing given is dropped
+ * silently; "version", when given, must be "1". request_json_len at most 1 MiB (1048576). */
 appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
                                                                      const char *request_json,
                                                                      size_t request_json_len, char **jws_out,

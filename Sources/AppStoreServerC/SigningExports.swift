@@ -53,6 +53,7 @@ func signing<T>(_ body: () throws(SigningError) -> T) throws(CFailure) -> T {
 /// Input size limits, checked before a byte of the input is read (so an absurd length cannot make the library read
 /// or copy gigabytes). Documented in appstoreserver.h.
 let maximumPEMLength = 1 << 20
+let maximumRequestJSONLength = 1 << 20
 
 func optionalUTF8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String? {
     guard let p else { return nil }
@@ -179,7 +180,11 @@ public func appstoreSigningKeyCreateAdvancedCommerceInApp(
     guarded(errOut) { () throws(CFailure) in
         let box = try handle(key, SigningKeyBox.self, "key")
         guard let jwsOut else { throw .argument("jws_out is NULL") }
-        let json = [UInt8](try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json"))
+        let view = try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json")
+        guard view.count <= maximumRequestJSONLength else {
+            throw .argument("request_json_len is too large (\(requestJSONLen) bytes; at most \(maximumRequestJSONLength))")
+        }
+        let json = [UInt8](view)
         let iss = try box.requireIssuer()
         let jws = try signing { () throws(SigningError) in
             try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)

@@ -106,4 +106,53 @@ enum AdvancedCommerceFixtures {
         }
         #expect(e.field == "items[0].SKU")
     }
+
+    /// A key the model does not read is an error naming its path, at every level, whatever its value (null too);
+    /// known optional keys with null stay accepted.
+    @Test func jsonEntryPointRejectsUnknownKeysAtEveryLevel() throws {
+        let c = try creator()
+        func failure(_ json: String) -> SigningError? {
+            do { _ = try c.createSignature(requestJSON: Array(json.utf8)); return nil } catch { return error }
+        }
+        let info = #""requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"}"#
+        let reactivate = #"{"operation":"REACTIVATE_SUBSCRIPTION","transactionId":"1",\#(info)"#
+        let create = #"{"operation":"CREATE_SUBSCRIPTION","currency":"USD","taxCode":"C003","period":"P1M",\#(info),"descriptors":{"description":"d","displayName":"n"}"#
+        let item = #""displayName":"n","price":1,"SKU":"s""#
+        let cases: [(json: String, path: String)] = [
+            (reactivate + #","storefornt":"USA"}"#, "storefornt"),
+            (reactivate + #","storefornt":null}"#, "storefornt"),
+            (reactivate + #","Storefront":"USA"}"#, "Storefront"),
+            (reactivate + #","items":[{"SKU":"a"},{"sku":"b"}]}"#, "items[1].sku"),
+            (#"{"operation":"REACTIVATE_SUBSCRIPTION","transactionId":"1","requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11","appAccountTokn":"x"}}"#,
+             "requestInfo.appAccountTokn"),
+            // A misspelt required key is named as unknown (not only reported as missing).
+            (create + #","items":[{"descripton":"d",\#(item)}]}"#, "items[0].descripton"),
+            (create + #","items":[{"description":"d",\#(item),"offer":{"period":"P1M","periodCount":1,"price":1,"reason":"ACQUISITION","periodcount":2}}]}"#,
+             "items[0].offer.periodcount"),
+            (create + #","items":[{"description":"d",\#(item)}],"descriptors2":{}}"#, "descriptors2"),
+            (#"{"operation":"MODIFY_SUBSCRIPTION","transactionId":"1","retainBillingCycle":true,\#(info),"descriptors":{"effective":"IMMEDIATELY","displayname":"x"}}"#,
+             "descriptors.displayname"),
+            (#"{"operation":"MODIFY_SUBSCRIPTION","transactionId":"1","retainBillingCycle":true,\#(info),"periodChange":{"effective":"IMMEDIATELY","period":"P1Y","when":"now"}}"#,
+             "periodChange.when"),
+            (#"{"operation":"CREATE_ONE_TIME_CHARGE","currency":"EUR","taxCode":"C003",\#(info),"item":{"description":"d",\#(item),"quantity":2}}"#,
+             "item.quantity"),
+        ]
+        for (json, path) in cases {
+            let e = failure(json)
+            #expect(e?.reason == .invalidArgument, "\(path): \(e?.message ?? "accepted")")
+            #expect(e?.message.contains("unknown key \"\(path)\"") == true, "\(path): \(e?.message ?? "accepted")")
+        }
+        // The message lists the keys the model reads there.
+        let listed = failure(reactivate + #","items":[{"sku":"b"}]}"#)?.message ?? ""
+        #expect(listed.contains(#"keys there: "SKU""#), "\(listed)")
+        // Known optional keys given as null are fine (as absent); so is version "1" (or null); other versions are not.
+        #expect(failure(reactivate + #","storefront":null,"items":null}"#) == nil)
+        #expect(failure(reactivate + #","version":"1"}"#) == nil)
+        #expect(failure(reactivate + #","version":null}"#) == nil)
+        for bad in [#""2""#, "1", #""""#, "{}"] {
+            let e = failure(reactivate + #","version":\#(bad)}"#)
+            #expect(e?.reason == .invalidArgument && e?.message.contains("\"version\" must be \"1\"") == true, "version \(bad): \(e?.message ?? "accepted")")
+        }
+        #expect(failure(#"{"operation":5}"#)?.message.contains("no \"operation\" string") == true)
+    }
 }
