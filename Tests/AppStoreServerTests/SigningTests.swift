@@ -261,6 +261,25 @@ enum SigningFixtures {
         #expect(try !SigningFixtures.independentlyVerified([["kind": "promo_v1", "value": r.signature,
             "expect": ["bundleId": ids.bundleId, "keyId": ids.keyId, "productId": "p", "offerId": "o", "appAccountToken": "",
                        "nonce": r.nonce, "timestamp": r.timestamp + 1]]], quiet: true))
+        // Advanced Commerce: the request claim must be exactly the expected object (a key missing from or added to
+        // the expectation, or a JSON type changed, fails).
+        let ac = try AdvancedCommerceInAppSignatureCreator(signingKey: key, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId)
+        let answer = AdvancedCommerceFixtures.knownAnswers[4]  // reactivate (full)
+        let acJWS = try ac.createSignature(advancedCommerceInAppRequest: answer.request)
+        let acBase: [String: Any] = ["kid": ids.keyId, "iss": ids.issuerId, "bid": ids.bundleId]
+        let exact = AdvancedCommerceFixtures.object(answer.json)
+        #expect(try SigningFixtures.independentlyVerified([["kind": "advanced_commerce", "value": acJWS,
+                                                            "expect": acBase.merging(["request": exact]) { $1 }]], quiet: true))
+        var missing = exact
+        missing["storefront"] = nil
+        var extra = exact
+        extra["currency"] = "USD"
+        var retyped = exact
+        retyped["transactionId"] = 2000000000000003
+        for wrong in [missing, extra, retyped] {
+            #expect(try !SigningFixtures.independentlyVerified([["kind": "advanced_commerce", "value": acJWS,
+                                                                 "expect": acBase.merging(["request": wrong]) { $1 }]], quiet: true))
+        }
     }
 }
 
