@@ -259,10 +259,11 @@ appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier,
  * thread-safe; key memory is cleansed when it is freed. Key bytes never appear in error messages. */
 typedef struct appstore_signing_key appstore_signing_key;
 
-/* `pem`/`pem_len`: the .p8 text (copied, then cleansed). key_id and bundle_id are required; issuer_id (the App
- * Store Connect issuer) may be NULL when only promotional offer v1 signatures are made. Failure: status
- * APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED / KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or
- * APPSTORE_INVALID_ARGUMENT. */
+/* `pem`/`pem_len`: the .p8 text, parsed in place (the library makes no copy of it; the caller owns and clears its
+ * buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. key_id
+ * and bundle_id are required; issuer_id (the App Store Connect issuer) may be NULL when only promotional offer v1
+ * signatures are made. Failure: status APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED /
+ * KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or APPSTORE_INVALID_ARGUMENT. */
 appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const char *key_id, const char *issuer_id,
                                          const char *bundle_id, appstore_signing_key **key_out,
                                          appstore_error **err_out);
@@ -305,7 +306,9 @@ appstore_status appstore_signing_key_create_introductory_offer_eligibility(const
  * models as JSON, chosen by its "operation" key (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
  * REACTIVATE_SUBSCRIPTION). It is decoded, validated against Apple's limits (failure: APPSTORE_INVALID_ARGUMENT,
  * reason INVALID_REQUEST, message naming the field), re-encoded with operation and version "1", and its standard
- * base64 is the `request` claim. */
+ * base64 is the `request` claim. Keys the model does not know are rejected at every level (APPSTORE_INVALID_ARGUMENT,
+ * reason INVALID_ARGUMENT, message naming the key path, e.g. "items[0].descripton"), so nothing given is dropped
+ * silently; "version", when given, must be "1". request_json_len at most 1 MiB (1048576). */
 appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
                                                                      const char *request_json,
                                                                      size_t request_json_len, char **jws_out,

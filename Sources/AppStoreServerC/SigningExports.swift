@@ -28,6 +28,7 @@ extension CFailure {
     init(_ e: SigningError) {
         switch e.reason {
         case .invalidArgument: self = .argument(e.message)
+        case .invalidKey(let keyError): self.init(keyError)
         case .invalidRequest: self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
         case .signingFailed: self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
         }
@@ -49,6 +50,11 @@ func signing<T>(_ body: () throws(SigningError) -> T) throws(CFailure) -> T {
     do throws(SigningError) { return try body() } catch { throw CFailure(error) }
 }
 
+/// Input size limits, checked before a byte of the input is read (so an absurd length cannot make the library read
+/// or copy gigabytes). Documented in appstoreserver.h.
+let maximumPEMLength = 1 << 20
+let maximumRequestJSONLength = 1 << 20
+
 func optionalUTF8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String? {
     guard let p else { return nil }
     return try utf8String(p, name)
@@ -61,15 +67,17 @@ public func appstoreSigningKeyNew(_ pem: UnsafePointer<CChar>?, _ pemLen: UInt, 
     guarded(errOut) { () throws(CFailure) in
         guard let out else { throw .argument("key_out is NULL") }
         let view = try bytes(pem.map(UnsafeRawPointer.init), pemLen, "pem")
+        guard view.count <= maximumPEMLength else {
+            throw .argument("pem_len is too large (\(pemLen) bytes; at most \(maximumPEMLength), a .p8 key is about 250)")
+        }
         let kid = try utf8String(keyId, "key_id")
         let bid = try utf8String(bundleId, "bundle_id")
         let iss = try optionalUTF8String(issuerId, "issuer_id")
         guard !kid.isEmpty else { throw .argument("key_id must not be empty") }
         guard !bid.isEmpty else { throw .argument("bundle_id must not be empty") }
-        var copy = [UInt8](view)
-        defer { copy.withUnsafeMutableBytes { p in _ = p.initializeMemory(as: UInt8.self, repeating: 0) } }
+        // Parsed in place from the caller's buffer: no Swift copy of the key text exists to be cleansed.
         let key: SigningKey
-        do throws(SigningKeyError) { key = try SigningKey(pemBytes: copy) } catch { throw CFailure(error) }
+        do throws(SigningKeyError) { key = try SigningKey(pemBuffer: view) } catch { throw CFailure(error) }
         out.pointee = retained(SigningKeyBox(key: key, keyId: kid, issuerId: iss, bundleId: bid))
     }
 }
@@ -172,7 +180,11 @@ public func appstoreSigningKeyCreateAdvancedCommerceInApp(
     guarded(errOut) { () throws(CFailure) in
         let box = try handle(key, SigningKeyBox.self, "key")
         guard let jwsOut else { throw .argument("jws_out is NULL") }
-        let json = [UInt8](try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json"))
+        let view = try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json")
+        guard view.count <= maximumRequestJSONLength else {
+            throw .argument("request_json_len is too large (\(requestJSONLen) bytes; at most \(maximumRequestJSONLength))")
+        }
+        let json = [UInt8](view)
         let iss = try box.requireIssuer()
         let jws = try signing { () throws(SigningError) in
             try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AppStoreServer
+@testable import AppStoreServerC
 
 /// Keys written once per process by Tests/support/check_signatures.py (Python `cryptography`).
 enum SigningFixtures {
@@ -60,6 +61,91 @@ enum SigningFixtures {
         guard case .failure(let e) = result else { Issue.record("truncated key accepted"); return }
         #expect(!e.message.contains(body))
         #expect(!e.description.contains(body.prefix(12)))
+        // The same through an Apple-style initializer (the SigningError carries the key error and its message).
+        let ids = SigningFixtures.ids
+        do {
+            _ = try PromotionalOfferV2SignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId)
+            Issue.record("truncated key accepted")
+        } catch {
+            #expect(!error.message.contains(body.prefix(12)))
+            #expect(!"\(error.reason)".contains(body.prefix(12)))
+        }
+    }
+
+    /// Key text is searched as bytes: markers are found next to invalid UTF-8 and after more than 4 KB of other
+    /// text, and the three entry points (String, [UInt8], borrowed buffer) agree.
+    @Test func pemIsSearchedAsBytes() throws {
+        let pem = try SigningFixtures.pem("p256.p8")
+        let marker = Array("-----BEGIN PRIVATE KEY-----".utf8)
+        #expect(Array(pem.utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+        #expect(![UInt8]("-----BEGIN PRIVATE KEY----".utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+        #expect([UInt8]().withUnsafeBytes { !KeyMemory.contains($0, marker) && KeyMemory.contains($0, []) })
+        #expect([UInt8]("--------BEGIN PRIVATE KEY-----".utf8).withUnsafeBytes { KeyMemory.contains($0, marker) })
+
+        let prefixed = [0xFF, 0xFE, 0xC0, 0x0A] + [UInt8](repeating: 0x23, count: 5000) + [0x0A] + Array(pem.utf8)
+        _ = try SigningKey(pemBytes: prefixed)
+        _ = try prefixed.withUnsafeBytes { buffer throws(SigningKeyError) in try SigningKey(pemBuffer: buffer) }
+        func reason(_ bytes: [UInt8]) -> SigningKeyError.Reason? {
+            do { _ = try SigningKey(pemBytes: bytes); return nil } catch { return error.reason }
+        }
+        #expect(reason([0xFF, 0xFE, 0x00, 0x80]) == .notPEM)
+        #expect(reason(Array("-----BEGIN PRIVATE KEY-----\n\u{FF}\u{FE}\n-----END PRIVATE KEY-----\n".utf8)) == .malformed)
+        #expect(reason([0xFF] + Array("\n-----BEGIN ENCRYPTED PRIVATE KEY-----\n".utf8)) == .encrypted)
+        #expect(reason([]) == .notPEM)
+        #expect(throws: SigningKeyError.self) { try SigningKey(pemBuffer: UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
+
+    /// The transient copy of the key text is wiped with OPENSSL_cleanse (zeros, same length).
+    @Test func transientCopiesAreCleansed() {
+        var bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) }
+        #expect(bytes.contains { $0 != 0 })
+        KeyMemory.cleanse(&bytes)
+        #expect(bytes.count == 300)
+        #expect(bytes.allSatisfy { $0 == 0 })
+        var empty: [UInt8] = []
+        KeyMemory.cleanse(&empty)
+        #expect(empty.isEmpty)
+    }
+
+    /// Apple-style initializers (PEM as a String) keep the precise key error, and the C layer maps it to
+    /// APPSTORE_INVALID_KEY with the same reason and message.
+    @Test func appleStyleInitializersKeepTheKeyError() throws {
+        let ids = SigningFixtures.ids
+        let cases: [(String, SigningKeyError.Reason, FailureReason)] = [
+            ("p384.p8", .wrongCurve, .keyWrongCurve), ("rsa.p8", .notEC, .keyNotEC), ("encrypted.p8", .encrypted, .keyEncrypted),
+            ("truncated.p8", .malformed, .keyMalformed), ("not_pem.txt", .notPEM, .keyNotPEM),
+        ]
+        for (file, keyReason, cReason) in cases {
+            let pem = try SigningFixtures.pem(file)
+            let direct: SigningKeyError
+            do { _ = try SigningKey(pem: pem); Issue.record("\(file) accepted"); continue } catch { direct = error }
+            let initializers: [(String, () throws(SigningError) -> Void)] = [
+                ("PromotionalOfferV2SignatureCreator", { () throws(SigningError) in
+                    _ = try PromotionalOfferV2SignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("IntroductoryOfferEligibilitySignatureCreator", { () throws(SigningError) in
+                    _ = try IntroductoryOfferEligibilitySignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("AdvancedCommerceInAppSignatureCreator", { () throws(SigningError) in
+                    _ = try AdvancedCommerceInAppSignatureCreator(signingKey: pem, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId) }),
+                ("PromotionalOfferSignatureCreator", { () throws(SigningError) in
+                    _ = try PromotionalOfferSignatureCreator(privateKey: pem, keyId: ids.keyId, bundleId: ids.bundleId) }),
+            ]
+            for (name, make) in initializers {
+                do throws(SigningError) {
+                    try make()
+                    Issue.record("\(name)(\(file)) accepted")
+                } catch {
+                    #expect(error.reason == .invalidKey(direct), "\(name)(\(file)): \(error.reason)")
+                    guard case .invalidKey(let e) = error.reason else { continue }
+                    #expect(e.reason == keyReason, "\(name)(\(file))")
+                    #expect(error.message == direct.message, "\(name)(\(file)): \(error.message)")
+                    let c = CFailure(error)
+                    #expect(c.status == 10 && c.reason == cReason && c.message == direct.message, "\(name)(\(file)) in C: \(c.status) \(c.reason)")
+                }
+            }
+        }
+        // Other signing errors keep their C mapping.
+        #expect(CFailure(SigningError(.invalidArgument, "x")).status == 1)
+        #expect(CFailure(SigningError(.signingFailed, "x")).status == 99)
     }
 }
 
@@ -175,6 +261,25 @@ enum SigningFixtures {
         #expect(try !SigningFixtures.independentlyVerified([["kind": "promo_v1", "value": r.signature,
             "expect": ["bundleId": ids.bundleId, "keyId": ids.keyId, "productId": "p", "offerId": "o", "appAccountToken": "",
                        "nonce": r.nonce, "timestamp": r.timestamp + 1]]], quiet: true))
+        // Advanced Commerce: the request claim must be exactly the expected object (a key missing from or added to
+        // the expectation, or a JSON type changed, fails).
+        let ac = try AdvancedCommerceInAppSignatureCreator(signingKey: key, keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId)
+        let answer = AdvancedCommerceFixtures.knownAnswers[4]  // reactivate (full)
+        let acJWS = try ac.createSignature(advancedCommerceInAppRequest: answer.request)
+        let acBase: [String: Any] = ["kid": ids.keyId, "iss": ids.issuerId, "bid": ids.bundleId]
+        let exact = AdvancedCommerceFixtures.object(answer.json)
+        #expect(try SigningFixtures.independentlyVerified([["kind": "advanced_commerce", "value": acJWS,
+                                                            "expect": acBase.merging(["request": exact]) { $1 }]], quiet: true))
+        var missing = exact
+        missing["storefront"] = nil
+        var extra = exact
+        extra["currency"] = "USD"
+        var retyped = exact
+        retyped["transactionId"] = 2000000000000003
+        for wrong in [missing, extra, retyped] {
+            #expect(try !SigningFixtures.independentlyVerified([["kind": "advanced_commerce", "value": acJWS,
+                                                                 "expect": acBase.merging(["request": wrong]) { $1 }]], quiet: true))
+        }
     }
 }
 

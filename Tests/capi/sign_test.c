@@ -2,9 +2,14 @@
  * Signature creation through the C ABI.
  *   sign_test KEYDIR OUT.json
  * KEYDIR comes from `check_signatures.py keys`. Writes every token / signature it makes to OUT.json for
- * `check_signatures.py check` (Python cryptography + joserfc verify them), and checks error paths itself:
- * bad keys, bad arguments, invalid Advanced Commerce requests, and 8 threads signing on one key handle.
+ * `check_signatures.py check` (Python cryptography + joserfc verify them), including every promotional offer and
+ * API token the 8 threads make on one key handle, and checks itself: bad keys, bad arguments, invalid Advanced
+ * Commerce requests, and known answers (the `request` claim of Advanced Commerce modify / reactivate requests
+ * decodes to exactly the expected JSON: every key, nothing extra, JSON types included).
+ * (NULL / invalid UTF-8 / garbage inputs of every signing function: sign_error_paths.c.)
  */
+#include "capi_util.h"
+
 #include <appstoreserver.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -68,6 +73,7 @@ struct thread_arg {
     const appstore_signing_key *key;
     int index;
     char *jws[25];
+    char *token[25];
     int errors;
 };
 
@@ -78,12 +84,82 @@ static void *sign_many(void *p) {
         snprintf(product, sizeof product, "p%d", a->index);
         if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, &a->jws[i], NULL) != APPSTORE_OK)
             a->errors++;
-        char *token = NULL;
-        if (appstore_signing_key_create_api_token(a->key, 0, 0, &token, NULL) != APPSTORE_OK) a->errors++;
-        appstore_string_free(token);
+        /* Every fourth token at a fixed issued_at with a 60-minute lifetime, the others now with the default. */
+        int64_t issued_at = i % 4 == 0 ? 1750000000 + a->index : 0, lifetime = i % 4 == 0 ? 3600 : 0;
+        if (appstore_signing_key_create_api_token(a->key, issued_at, lifetime, &a->token[i], NULL) != APPSTORE_OK)
+            a->errors++;
     }
     return NULL;
 }
+
+/* The JSON object a JWS's `request` claim decodes to (payload base64url -> claims -> standard base64 -> JSON). */
+static json_t *request_claim(const char *jws) {
+    const char *dot1 = strchr(jws, '.'), *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+    if (!dot2) return NULL;
+    size_t n = (size_t)(dot2 - dot1 - 1), len = 0;
+    char *seg = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) seg[i] = dot1[1 + i] == '-' ? '+' : dot1[1 + i] == '_' ? '/' : dot1[1 + i];
+    seg[n] = 0;
+    unsigned char *payload = capi_base64_decode(seg, &len);
+    free(seg);
+    json_t *claims = payload ? json_loadb((const char *)payload, len, 0, NULL) : NULL;
+    free(payload);
+    const char *request = json_string_value(json_object_get(claims, "request"));
+    unsigned char *raw = request ? capi_base64_decode(request, &len) : NULL;
+    json_t *out = raw ? json_loadb((const char *)raw, len, 0, NULL) : NULL;
+    free(raw);
+    json_decref(claims);
+    return out;
+}
+
+/* Known answers: `input` goes in (keys in any order, UUIDs in capitals, version left out or null-valued optionals),
+ * `expect` is written out separately: what the request claim must decode to, exactly. */
+static const struct {
+    const char *name, *input, *expect;
+} AC_KNOWN[] = {
+    {"C modify subscription (full)",
+     "{\"operation\":\"MODIFY_SUBSCRIPTION\",\"transactionId\":\"2000000000000001\",\"retainBillingCycle\":true,"
+     "\"currency\":\"USD\",\"storefront\":\"USA\",\"taxCode\":\"C003-00-1\","
+     "\"requestInfo\":{\"requestReferenceId\":\"3E9C1F5B-5A4E-4F0A-9C2E-1D7C1F2B6A11\","
+     "\"appAccountToken\":\"7F3B2A10-8C4D-4E5F-9A6B-0C1D2E3F4A5B\",\"consistencyToken\":\"ct-1\"},"
+     "\"addItems\":[{\"SKU\":\"storage.1tb\",\"description\":\"Extra storage\",\"displayName\":\"Storage\",\"price\":990,"
+     "\"proratedPrice\":330,\"offer\":{\"period\":\"P1W\",\"periodCount\":2,\"price\":0,\"reason\":\"RETENTION\"}}],"
+     "\"changeItems\":[{\"currentSKU\":\"pro.monthly\",\"SKU\":\"pro.yearly\",\"description\":\"Pro yearly\","
+     "\"displayName\":\"Pro\",\"effective\":\"NEXT_BILL_CYCLE\",\"price\":19990,\"proratedPrice\":12000,"
+     "\"reason\":\"UPGRADE\",\"offer\":{\"period\":\"P1M\",\"periodCount\":1,\"price\":500,\"reason\":\"WIN_BACK\"}}],"
+     "\"descriptors\":{\"description\":\"Pro+\",\"displayName\":\"Pro plus\",\"effective\":\"IMMEDIATELY\"},"
+     "\"periodChange\":{\"effective\":\"NEXT_BILL_CYCLE\",\"period\":\"P1Y\"},\"removeItems\":[{\"SKU\":\"legacy.addon\"}]}",
+     "{\"operation\":\"MODIFY_SUBSCRIPTION\",\"version\":\"1\",\"currency\":\"USD\",\"storefront\":\"USA\","
+     "\"taxCode\":\"C003-00-1\",\"retainBillingCycle\":true,\"transactionId\":\"2000000000000001\","
+     "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\","
+     "\"appAccountToken\":\"7f3b2a10-8c4d-4e5f-9a6b-0c1d2e3f4a5b\",\"consistencyToken\":\"ct-1\"},"
+     "\"addItems\":[{\"description\":\"Extra storage\",\"displayName\":\"Storage\",\"price\":990,\"proratedPrice\":330,"
+     "\"SKU\":\"storage.1tb\",\"offer\":{\"period\":\"P1W\",\"periodCount\":2,\"price\":0,\"reason\":\"RETENTION\"}}],"
+     "\"changeItems\":[{\"currentSKU\":\"pro.monthly\",\"description\":\"Pro yearly\",\"displayName\":\"Pro\","
+     "\"effective\":\"NEXT_BILL_CYCLE\",\"price\":19990,\"proratedPrice\":12000,\"reason\":\"UPGRADE\",\"SKU\":\"pro.yearly\","
+     "\"offer\":{\"period\":\"P1M\",\"periodCount\":1,\"price\":500,\"reason\":\"WIN_BACK\"}}],"
+     "\"descriptors\":{\"description\":\"Pro+\",\"displayName\":\"Pro plus\",\"effective\":\"IMMEDIATELY\"},"
+     "\"periodChange\":{\"effective\":\"NEXT_BILL_CYCLE\",\"period\":\"P1Y\"},\"removeItems\":[{\"SKU\":\"legacy.addon\"}]}"},
+    {"C modify subscription (minimal)",
+     "{\"operation\":\"MODIFY_SUBSCRIPTION\",\"transactionId\":\"2000000000000002\",\"retainBillingCycle\":false,"
+     "\"storefront\":null,\"requestInfo\":{\"requestReferenceId\":\"3E9C1F5B-5A4E-4F0A-9C2E-1D7C1F2B6A11\"}}",
+     "{\"operation\":\"MODIFY_SUBSCRIPTION\",\"version\":\"1\",\"retainBillingCycle\":false,"
+     "\"transactionId\":\"2000000000000002\",\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}"},
+    {"C reactivate subscription (full)",
+     "{\"version\":\"1\",\"items\":[{\"SKU\":\"pro.monthly\"},{\"SKU\":\"storage.1tb\"}],\"storefront\":\"GBR\","
+     "\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"2000000000000003\","
+     "\"requestInfo\":{\"consistencyToken\":\"ct-1\",\"appAccountToken\":\"7F3B2A10-8C4D-4E5F-9A6B-0C1D2E3F4A5B\","
+     "\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}",
+     "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"version\":\"1\",\"storefront\":\"GBR\",\"transactionId\":\"2000000000000003\","
+     "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\","
+     "\"appAccountToken\":\"7f3b2a10-8c4d-4e5f-9a6b-0c1d2e3f4a5b\",\"consistencyToken\":\"ct-1\"},"
+     "\"items\":[{\"SKU\":\"pro.monthly\"},{\"SKU\":\"storage.1tb\"}]}"},
+    {"C reactivate subscription (minimal)",
+     "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"2000000000000004\","
+     "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}",
+     "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"version\":\"1\",\"transactionId\":\"2000000000000004\","
+     "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}"},
+};
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -152,6 +228,7 @@ int main(int argc, char **argv) {
     const char *ac = "{\"operation\":\"CREATE_ONE_TIME_CHARGE\",\"currency\":\"EUR\",\"taxCode\":\"C003\","
                      "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
                      "\"item\":{\"description\":\"Gems\",\"displayName\":\"500 gems\",\"SKU\":\"gems.500\",\"price\":499}}";
+    appstore_status st;
     CHECK(appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), &s, NULL) == APPSTORE_OK, "advanced commerce");
     if (s) {
         json_t *req = json_loads(ac, 0, NULL);
@@ -161,10 +238,53 @@ int main(int argc, char **argv) {
         add(items, "advanced_commerce", "C advanced commerce", s, e);
         appstore_string_free(s); s = NULL;
     }
+    /* Known answers (modify, reactivate): checked here with jansson (json_equal: same keys, values and JSON
+     * types) and sent to the independent checker with the same expectation. */
+    for (size_t i = 0; i < sizeof AC_KNOWN / sizeof AC_KNOWN[0]; i++) {
+        json_error_t jerr;
+        json_t *want = json_loads(AC_KNOWN[i].expect, 0, &jerr);
+        CHECK(want != NULL, "%s: the expectation is not JSON: %s", AC_KNOWN[i].name, jerr.text);
+        s = NULL;
+        st = appstore_signing_key_create_advanced_commerce_in_app(key, AC_KNOWN[i].input, strlen(AC_KNOWN[i].input), &s, &err);
+        CHECK(st == APPSTORE_OK, "%s: %s %s", AC_KNOWN[i].name, appstore_status_name(st), appstore_error_message(err));
+        appstore_error_free(err); err = NULL;
+        if (st == APPSTORE_OK && want) {
+            json_t *got = request_claim(s);
+            char *got_text = got ? json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+            char *want_text = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
+            CHECK(got && json_equal(got, want), "%s: request claim %s, expected %s", AC_KNOWN[i].name,
+                  got_text ? got_text : "(undecodable)", want_text);
+            free(got_text);
+            free(want_text);
+            json_decref(got);
+            json_t *e = expect_base();
+            json_object_set(e, "request", want);
+            add(items, "advanced_commerce", AC_KNOWN[i].name, s, e);
+        }
+        json_decref(want);
+        appstore_string_free(s); s = NULL;
+    }
+    /* The comparison can fail: a missing key, an extra key and a changed JSON type are all told apart. */
+    {
+        json_t *a = json_loads("{\"x\":true,\"y\":{\"z\":1}}", 0, NULL);
+        json_t *missing = json_loads("{\"x\":true,\"y\":{}}", 0, NULL);
+        json_t *extra = json_loads("{\"x\":true,\"y\":{\"z\":1},\"w\":null}", 0, NULL);
+        json_t *retyped = json_loads("{\"x\":1,\"y\":{\"z\":1}}", 0, NULL);
+        CHECK(!json_equal(a, missing) && !json_equal(a, extra) && !json_equal(a, retyped), "json_equal is not exact");
+        json_decref(a); json_decref(missing); json_decref(extra); json_decref(retyped);
+    }
+    /* Unknown keys are refused with their path (the full list is in sign_error_paths.c). */
+    const char *misspelt = "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"1\",\"storefornt\":\"USA\","
+                           "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}";
+    s = (char *)0x1;
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, misspelt, strlen(misspelt), &s, &err);
+    CHECK(st == APPSTORE_INVALID_ARGUMENT && s == (char *)0x1 && strstr(appstore_error_message(err), "unknown key \"storefornt\""),
+          "misspelt storefront: %s %s", appstore_status_name(st), appstore_error_message(err));
+    appstore_error_free(err); err = NULL; s = NULL;
     const char *too_long = "{\"operation\":\"CREATE_ONE_TIME_CHARGE\",\"currency\":\"EUR\",\"taxCode\":\"C003\","
                            "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
                            "\"item\":{\"description\":\"0123456789012345678901234567890123456789012345\",\"displayName\":\"g\",\"SKU\":\"g\",\"price\":1}}";
-    appstore_status st = appstore_signing_key_create_advanced_commerce_in_app(key, too_long, strlen(too_long), &s, &err);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, too_long, strlen(too_long), &s, &err);
     CHECK(st == APPSTORE_INVALID_ARGUMENT && appstore_error_reason(err) == APPSTORE_REASON_INVALID_REQUEST &&
           strstr(appstore_error_message(err), "item.description") != NULL,
           "46-char description: %s %s", appstore_status_name(st), appstore_error_message(err));
@@ -196,7 +316,20 @@ int main(int argc, char **argv) {
             add(items, "promo_v2", name, args[t].jws[i], e);
             appstore_string_free(args[t].jws[i]);
         }
+        /* The threads' API tokens go to the independent checker too (lifetime, and iat where it was fixed). */
+        for (int i = 0; i < 25; i++) {
+            if (!args[t].token[i]) continue;
+            char name[64];
+            snprintf(name, sizeof name, "C thread %d token #%d", t, i);
+            json_t *e = expect_base();
+            json_object_set_new(e, "lifetime", json_integer(i % 4 == 0 ? 3600 : 300));
+            if (i % 4 == 0) json_object_set_new(e, "iat", json_integer(1750000000 + t));
+            add(items, "api_token", name, args[t].token[i], e);
+            appstore_string_free(args[t].token[i]);
+        }
     }
+    /* 8 x 25 promotional offers, 8 x 25 tokens, and the items above: a short list means something was lost. */
+    CHECK(json_array_size(items) >= 400 + 4, "only %zu items to check", json_array_size(items));
 
     char pub[4096];
     snprintf(pub, sizeof pub, "%s/p256_public.pem", dir);

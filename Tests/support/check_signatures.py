@@ -10,7 +10,8 @@ FILE.json: {"public_key": PATH, "items": [{"kind": ..., "value": ..., "expect": 
   api_token          expect: kid, iss, bid, lifetime, iat (optional)
   promo_v2           expect: kid, iss, bid, productId, offerIdentifier, transactionId (absent -> must be absent)
   intro_eligibility  expect: kid, iss, bid, productId, allowIntroductoryOffer (bool), transactionId
-  advanced_commerce  expect: kid, iss, bid, request (the JSON object the request claim must decode to)
+  advanced_commerce  expect: kid, iss, bid, request (the JSON object the request claim must decode to, exactly:
+                     same keys at every level, same values and JSON types)
   promo_v1           expect: bundleId, keyId, productId, offerId, appAccountToken, nonce, timestamp
 Prints one line per failure and a closing line 'signatures: N passed, M failed'; exits 1 on any failure.
 """
@@ -49,6 +50,29 @@ def write_keys(out: Path) -> None:
 
 def b64url_json(seg: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
+
+
+def canonical(value) -> str:
+    """JSON text with sorted keys: equal only for equal keys, values and JSON types."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def shape_differences(got, want, path="request") -> list:
+    """Missing / unexpected keys and type changes, by path (for readable failures)."""
+    out = []
+    if isinstance(got, dict) and isinstance(want, dict):
+        out += [f"{path}.{k} missing" for k in sorted(set(want) - set(got))]
+        out += [f"{path}.{k} unexpected" for k in sorted(set(got) - set(want))]
+        for k in sorted(set(got) & set(want)):
+            out += shape_differences(got[k], want[k], f"{path}.{k}")
+    elif isinstance(got, list) and isinstance(want, list):
+        if len(got) != len(want):
+            out.append(f"{path} has {len(got)} elements, expected {len(want)}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            out += shape_differences(g, w, f"{path}[{i}]")
+    elif type(got) is not type(want):
+        out.append(f"{path} is {type(got).__name__}, expected {type(want).__name__}")
+    return out
 
 
 def check_jws(item: dict, key: ECKey) -> list:
@@ -101,8 +125,10 @@ def check_jws(item: dict, key: ECKey) -> list:
             if "-" in raw or "_" in raw:
                 problems.append("request must be standard base64, not base64url")
             decoded = json.loads(base64.b64decode(raw, validate=True))
-            if decoded != expect["request"]:
-                problems.append(f"request decodes to {decoded}, expected {expect['request']}")
+            # Exact shape: same keys at every level, same values, same JSON types (True is not 1 here).
+            if canonical(decoded) != canonical(expect["request"]):
+                problems.append(f"request decodes to {canonical(decoded)}, expected {canonical(expect['request'])}"
+                                + "".join(f"; {d}" for d in shape_differences(decoded, expect["request"])))
         except ValueError as e:
             problems.append(f"request claim is not base64 JSON: {e}")
     for k in feature - {"request"}:

@@ -99,11 +99,12 @@ struct JWSSignatureCreator: Sendable {
     }
 }
 
+/// The Apple-style initializers' key parsing: the key error is kept whole (reason and message) in `.invalidKey`.
 func loadKey(_ pem: String) throws(SigningError) -> SigningKey {
     do throws(SigningKeyError) {
         return try SigningKey(pem: pem)
     } catch {
-        throw .argument(error.message)
+        throw SigningError(.invalidKey(error), error.message)
     }
 }
 

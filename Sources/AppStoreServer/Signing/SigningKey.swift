@@ -21,40 +21,68 @@ public struct SigningKeyError: Error, Hashable, Sendable, CustomStringConvertibl
 
 /// An App Store Connect private key (PKCS#8 PEM `.p8`, EC P-256), parsed once. Immutable and thread-safe: one
 /// instance may sign concurrently from many threads. The key is cleansed from memory when the instance is freed
-/// (OpenSSL clears EC private scalars on free; our transient copies of the PEM are cleansed right after parsing).
+/// (OpenSSL clears EC private scalars on free). The PEM text is searched as bytes (never turned into a `String`),
+/// and every transient copy this type makes of it is cleansed with `OPENSSL_cleanse` right after parsing.
 public final class SigningKey: @unchecked Sendable {
     let pkey: OpaquePointer
 
+    /// The largest PEM input accepted (OpenSSL's memory BIO takes an `Int32` length). A `.p8` key is ~250 bytes.
+    static let maximumPEMLength = Int(Int32.max)
+
     public convenience init(pem: String) throws(SigningKeyError) {
         var bytes = Array(pem.utf8)
-        defer { bytes.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
+        defer { KeyMemory.cleanse(&bytes) }
         try self.init(pemBytes: bytes)
     }
 
     /// - Parameter pemBytes: the PEM text (`-----BEGIN PRIVATE KEY-----`, or SEC1 `EC PRIVATE KEY`).
-    public init(pemBytes: [UInt8]) throws(SigningKeyError) {
-        let text = String(decoding: pemBytes.prefix(4096), as: UTF8.self)
-        if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED") {
-            throw SigningKeyError(.encrypted, "the private key is encrypted; provide the unencrypted .p8 key from App Store Connect")
+    public convenience init(pemBytes: [UInt8]) throws(SigningKeyError) {
+        let parsed = pemBytes.withUnsafeBytes { Self.parse($0) }
+        try self.init(parsed: parsed)
+    }
+
+    /// The PEM text in memory the caller owns (borrowed for the call, never copied by Swift; for the C ABI).
+    public convenience init(pemBuffer: UnsafeRawBufferPointer) throws(SigningKeyError) {
+        try self.init(parsed: Self.parse(pemBuffer))
+    }
+
+    private init(parsed: Result<OpaquePointer, SigningKeyError>) throws(SigningKeyError) {
+        switch parsed {
+        case .success(let key): pkey = key
+        case .failure(let error): throw error
         }
-        guard text.contains("-----BEGIN PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----") else {
-            throw SigningKeyError(.notPEM, "not a PEM private key: expected a -----BEGIN PRIVATE KEY----- block (.p8 file)")
+    }
+
+    private static let encryptedMarkers: [[UInt8]] = [Array("-----BEGIN ENCRYPTED PRIVATE KEY-----".utf8),
+                                                       Array("Proc-Type: 4,ENCRYPTED".utf8)]
+    private static let keyMarkers: [[UInt8]] = [Array("-----BEGIN PRIVATE KEY-----".utf8),
+                                                 Array("-----BEGIN EC PRIVATE KEY-----".utf8)]
+
+    /// Parses PEM text into an EC P-256 EVP_PKEY (owned by the caller). Reads only `pem`; makes no copy of it.
+    static func parse(_ pem: UnsafeRawBufferPointer) -> Result<OpaquePointer, SigningKeyError> {
+        guard pem.count <= maximumPEMLength else {
+            return .failure(SigningKeyError(.malformed, "the PEM input is too large (\(pem.count) bytes)"))
         }
-        guard pemBytes.count <= Int(Int32.max) else { throw SigningKeyError(.malformed, "the PEM input is too large") }
-        let parsed: OpaquePointer? = pemBytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+        if encryptedMarkers.contains(where: { KeyMemory.contains(pem, $0) }) {
+            return .failure(SigningKeyError(.encrypted, "the private key is encrypted; provide the unencrypted .p8 key from App Store Connect"))
+        }
+        guard keyMarkers.contains(where: { KeyMemory.contains(pem, $0) }) else {
+            return .failure(SigningKeyError(.notPEM, "not a PEM private key: expected a -----BEGIN PRIVATE KEY----- block (.p8 file)"))
+        }
+        let parsed: OpaquePointer? = {
+            guard let base = pem.baseAddress, let bio = BIO_new_mem_buf(base, Int32(pem.count)) else { return nil }
             defer { BIO_free(bio) }
             // An empty passphrase (not NULL) so OpenSSL never prompts on a terminal.
             var empty: [CChar] = [0]
             return empty.withUnsafeMutableBytes { PEM_read_bio_PrivateKey(bio, nil, nil, $0.baseAddress) }
-        }
+        }()
         OpenSSL.drainErrors()
         guard let key = parsed else {
-            throw SigningKeyError(.malformed, "the PEM private key could not be parsed (truncated or corrupt base64/DER)")
+            return .failure(SigningKeyError(.malformed, "the PEM private key could not be parsed (truncated or corrupt base64/DER)"))
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
             EVP_PKEY_free(key)
-            throw SigningKeyError(.notEC, "the private key is not an EC key; App Store Connect keys are EC P-256")
+            return .failure(SigningKeyError(.notEC, "the private key is not an EC key; App Store Connect keys are EC P-256"))
         }
         var name = [CChar](repeating: 0, count: 64)
         var len = 0
@@ -62,9 +90,9 @@ public final class SigningKey: @unchecked Sendable {
         let group = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard ok, group == "prime256v1" else {
             EVP_PKEY_free(key)
-            throw SigningKeyError(.wrongCurve, "the EC key is on curve \(ok ? group : "unknown"); ES256 requires P-256 (prime256v1)")
+            return .failure(SigningKeyError(.wrongCurve, "the EC key is on curve \(ok ? group : "unknown"); ES256 requires P-256 (prime256v1)"))
         }
-        self.pkey = key
+        return .success(key)
     }
 
     deinit { EVP_PKEY_free(pkey) }
@@ -86,6 +114,33 @@ public final class SigningKey: @unchecked Sendable {
     func signJOSE(_ message: UnsafeRawBufferPointer) -> [UInt8]? {
         guard let der = signDER(message) else { return nil }
         return ES256.derToRaw(der)
+    }
+}
+
+/// Handling of memory that may hold key material.
+enum KeyMemory {
+    /// Overwrites the array's bytes with zeros through `OPENSSL_cleanse`, which the optimiser cannot drop (a plain
+    /// store loop to memory that is freed right after may be removed as a dead store).
+    static func cleanse(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse(base, $0.count) } }
+    }
+
+    /// Whether `needle` occurs in `haystack`, comparing bytes (no `String` copy of the text is made).
+    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty else { return true }
+        guard haystack.count >= needle.count else { return false }
+        let first = needle[0]
+        var i = 0
+        let last = haystack.count - needle.count
+        while i <= last {
+            if haystack[i] == first {
+                var k = 1
+                while k < needle.count, haystack[i + k] == needle[k] { k += 1 }
+                if k == needle.count { return true }
+            }
+            i += 1
+        }
+        return false
     }
 }
 
