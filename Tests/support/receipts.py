@@ -406,8 +406,22 @@ def main(argv) -> int:
     add("tampered-signature", full_der[:-5] + bytes([full_der[-5] ^ 0x80]) + full_der[-4:],
         error("VERIFICATION_FAILURE", "bad_signature"), full, check="invalid")
 
+    # The signature is checked before the creation date is used: a flipped digit of attribute 12 ("3025-06-01",
+    # after the signer's notAfter) is tampering, not an expired certificate.
+    add("tampered-creation-date", flip_in(full_der, b"2025-06-01T12:00:00Z", 0),
+        error("VERIFICATION_FAILURE", "bad_signature"), None, extract=full.extract(), check="invalid")
+
     r = full_receipt(created="June 1st, 2025")
     add("undecodable-creation-date", sign(r.payload(), pki.signer, pki.signer_key, chain),
+        error("INVALID_RECEIPT", "undecodable_payload"), r)
+    # A signed but unreadable creation date leaves no date to validate the chain at: trust is still checked first
+    # (without validity periods), then the date is reported.
+    r = full_receipt(created="June 1st, 2025")
+    add("undecodable-creation-date-untrusted-signer",
+        sign(r.payload(), pki.other_signer, pki.signer_key, [pki.other_int, pki.other_root]),
+        error("VERIFICATION_FAILURE", "untrusted_chain"), r)
+    r = full_receipt(created="June 1st, 2025")
+    add("undecodable-creation-date-expired-signer", sign(r.payload(), pki.expired_signer, pki.signer_key, chain),
         error("INVALID_RECEIPT", "undecodable_payload"), r)
     r = full_receipt()
     r.attrs.append(attr(2, utf8(OTHER_BUNDLE)))
