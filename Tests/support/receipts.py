@@ -7,7 +7,9 @@ markers, expired signer, an unrelated root, a four-level chain). The receipt pay
 are written here byte by byte, then signed as PKCS#7 SignedData by `cryptography` (SHA-256 or SHA-1, without
 signed attributes like Apple's, or with them; the SHA-1 of older Apple receipts is covered by the real
 receipts, cryptography cannot sign with it); one receipt is re-encoded with BER indefinite lengths and a
-segmented OCTET STRING as Xcode does. Every expected value is computed here, independently of the library.
+segmented OCTET STRING as Xcode does; one has its attribute SET wrapped in an extra OCTET STRING (signed as
+wrapped: valid, also BER re-encoded; signed unwrapped but carried wrapped and the reverse: bad signature).
+Every expected value is computed here, independently of the library.
 
 Writes OUTDIR/root.der, OUTDIR/other-root.der, OUTDIR/receipts/<id>.b64 and OUTDIR/manifest.json:
   cases[]: {id, path, verifier: {roots: [...], bundleId: str|null},
@@ -305,6 +307,19 @@ def ber_reencode(der: bytes) -> bytes:
     return indefinite(0x30, [oid[2], indefinite(0xA0, [new_sd])])
 
 
+def replace_econtent(der: bytes, octets: bytes) -> bytes:
+    """The same SignedData (DER) with the eContent OCTET STRING replaced by `octets`: signature and certificates
+    unchanged, so the signature no longer covers the content unless `octets` is what was signed."""
+    _, ci, _ = parse_der(der)
+    oid, content0 = children(ci)
+    (_, sd, _), = children(content0[1])
+    sd_parts = children(sd)
+    e_oid, _ = children(sd_parts[2][1])
+    new_encap = tlv(0x30, e_oid[2] + tlv(0xA0, tlv(0x04, octets)))
+    new_sd = tlv(0x30, sd_parts[0][2] + sd_parts[1][2] + new_encap + b"".join(p[2] for p in sd_parts[3:]))
+    return tlv(0x30, oid[2] + tlv(0xA0, new_sd))
+
+
 def flip_in(data: bytes, needle: bytes, offset=0) -> bytes:
     at = data.index(needle) + offset
     return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
@@ -410,6 +425,22 @@ def main(argv) -> int:
     # after the signer's notAfter) is tampering, not an expired certificate.
     add("tampered-creation-date", flip_in(full_der, b"2025-06-01T12:00:00Z", 0),
         error("VERIFICATION_FAILURE", "bad_signature"), None, extract=full.extract(), check="invalid")
+
+    # Xcode-style extra wrapping: the eContent octets are an OCTET STRING that holds the attribute SET. The signature
+    # covers the eContent octets as they are (wrapped), which is also what the parser must have read; as DER and
+    # re-encoded with indefinite lengths and a segmented eContent.
+    r = full_receipt()
+    wrapped = tlv(0x04, r.payload())
+    wrapped_der = sign(wrapped, pki.signer, pki.signer_key, chain)
+    add("valid-xcode-wrapped", wrapped_der, valid(r), r, check="valid")
+    add("valid-xcode-wrapped-ber-indefinite", ber_reencode(wrapped_der), valid(r), r, check="valid")
+    # The wrapping is part of what is signed: signed unwrapped but carried wrapped, and the reverse, do not verify
+    # (a verifier that unwrapped before checking the signature would accept both).
+    add("wrapped-content-signed-unwrapped",
+        replace_econtent(sign(r.payload(), pki.signer, pki.signer_key, chain), wrapped),
+        error("VERIFICATION_FAILURE", "bad_signature"), r, check="invalid")
+    add("unwrapped-content-signed-wrapped", replace_econtent(wrapped_der, r.payload()),
+        error("VERIFICATION_FAILURE", "bad_signature"), r, check="invalid")
 
     r = full_receipt(created="June 1st, 2025")
     add("undecodable-creation-date", sign(r.payload(), pki.signer, pki.signer_key, chain),
