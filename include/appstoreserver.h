@@ -375,7 +375,9 @@ void appstore_transport_free(appstore_transport *transport);
  * extra OCTET STRING wrapping included): *id_out receives the FIRST in-app transaction id, as Apple's Python, Node
  * and Java libraries return it — precisely the first attribute 1703 (transaction id) or 1705 (original transaction
  * id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. (Apple's Swift
- * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. */
+ * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. An id containing a NUL byte
+ * cannot be returned as a C string: APPSTORE_INVALID_RECEIPT / RECEIPT_MALFORMED (the JSON of
+ * appstore_receipt_extract_transaction_ids carries it, escaped as \u0000). */
 appstore_status appstore_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len, char **id_out,
                                                         appstore_error **err_out);
 

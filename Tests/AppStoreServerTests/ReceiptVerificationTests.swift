@@ -388,7 +388,33 @@ struct OwnReceiptRunner {
         guard st == 0, let out, Self.canonical(Array(UnsafeRawBufferPointer(start: out, count: strlen(out)))) == Self.canonical(r.json) else {
             return "C extract_transaction_ids differs from the Swift result (status \(st))"
         }
-        return nil
+        return checkCFirstId(want, text)
+    }
+
+    /// appstore_receipt_extract_transaction_id: the first id byte for byte (a C string cannot hold a NUL, so an id
+    /// with one must fail as `cIdError` says), NOT_FOUND without one.
+    func checkCFirstId(_ want: [String: Any], _ text: String) -> String? {
+        var id: UnsafeMutablePointer<CChar>?
+        var err: OpaquePointer?
+        let st = text.utf8CString.withUnsafeBufferPointer {
+            appstoreReceiptExtractTransactionId($0.baseAddress, UInt($0.count - 1), &id, &err)
+        }
+        defer { appstoreErrorFree(err) }
+        let got = id.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: strlen($0))) }
+        if st == 0 { appstoreStringFree(id) }
+        let status = String(cString: appstoreStatusName(st))
+        let reason = String(cString: appstoreReasonName(appstoreErrorReason(err)))
+        if let fail = want["cIdError"] as? [String: Any] {
+            let expected = "\(fail["status"] ?? "?")/\(fail["reason"] ?? "?")"
+            return st != 0 && got == nil && "\(status)/\(reason)" == expected ? nil
+                : "C extract_transaction_id gave \(status)/\(reason) \(got.map { "id of \($0.count) bytes" } ?? ""), expected \(expected)"
+        }
+        guard let first = want["first"] as? String else {
+            return status == "NOT_FOUND" && reason == "no_transaction_id" && got == nil ? nil
+                : "C extract_transaction_id gave \(status)/\(reason), expected NOT_FOUND/no_transaction_id"
+        }
+        return st == 0 && got == Array(first.utf8) ? nil
+            : "C extract_transaction_id gave \(status)/\(reason) \(got.map { String(decoding: $0, as: UTF8.self) } ?? "-"), expected \(first)"
     }
 
     mutating func run() throws {
@@ -417,7 +443,7 @@ struct OwnReceiptRunner {
         try runner.run()
         for f in runner.failures { print("receipts FAIL \(f)") }
         print("receipts: \(runner.passed) passed, \(runner.failed) failed")
-        #expect(runner.passed >= 31)
+        #expect(runner.passed >= 32)
         #expect(runner.failed == 0)
     }
 }

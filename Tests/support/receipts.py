@@ -15,7 +15,9 @@ Writes OUTDIR/root.der, OUTDIR/other-root.der, OUTDIR/receipts/<id>.b64 and OUTD
   cases[]: {id, path, verifier: {roots: [...], bundleId: str|null},
             expect: {result: "valid", json: {...}, effectiveDateSource, effectiveDate?}
                   | {result: "error", status, reason},
-            extract: {first: str|null, transactionIds: [...], originalTransactionIds: [...]} | {error: reason}}
+            extract: {first: str|null, transactionIds: [...], originalTransactionIds: [...],
+                      cIdError?: {status, reason}}}
+  extract.cIdError: appstore_receipt_extract_transaction_id (the bare id as a C string) must fail so.
   "json" is the exact expected output of the verify call without its "verification" object.
 
 When the openssl command is available, the valid receipts are cross-checked with `openssl cms -verify -attime`
@@ -468,6 +470,15 @@ def main(argv) -> int:
     r.in_app([(1705, utf8("3000000000000001")), (1703, utf8("3000000000000009")), (1701, integer(1))],
              {"quantity": 1, "transactionId": "3000000000000009", "originalTransactionId": "3000000000000001"})
     add("valid-first-id-is-original", sign(r.payload(), pki.signer, pki.signer_key, chain), valid(r), r)
+
+    # A transaction id with a NUL byte: verified and in the JSON outputs (escaped as \u0000), but the C call that
+    # returns the bare id as a C string must refuse it rather than hand back a truncated "1000000000000".
+    r = Receipt().app()
+    nul_id = "1000000000000\x00042"
+    r.in_app([(1701, integer(1)), (1703, utf8(nul_id)), (1705, utf8("1000000000000042"))],
+             {"quantity": 1, "transactionId": nul_id, "originalTransactionId": "1000000000000042"})
+    add("valid-transaction-id-with-nul", sign(r.payload(), pki.signer, pki.signer_key, chain), valid(r), r,
+        extract={**r.extract(), "cIdError": {"status": "INVALID_RECEIPT", "reason": "receipt_malformed"}})
 
     manifest = {
         "title": "app receipts signed by the project's own CA (Tests/support/receipts.py)",
