@@ -378,7 +378,9 @@ void appstore_transport_free(appstore_transport *transport);
  * extra OCTET STRING wrapping included): *id_out receives the FIRST in-app transaction id, as Apple's Python, Node
  * and Java libraries return it — precisely the first attribute 1703 (transaction id) or 1705 (original transaction
  * id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. (Apple's Swift
- * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. */
+ * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. An id containing a NUL byte
+ * cannot be returned as a C string: APPSTORE_INVALID_RECEIPT / RECEIPT_MALFORMED (the JSON of
+ * appstore_receipt_extract_transaction_ids carries it, escaped as \u0000). */
 appstore_status appstore_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len, char **id_out,
                                                         appstore_error **err_out);
 
@@ -412,10 +414,12 @@ appstore_status appstore_receipt_verifier_new(const uint8_t *const *root_ders, c
 void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
 
 /* Verifies a base64 app receipt, in order: the PKCS#7 SignedData structure and the receipt attributes (bounded
- * parse); the signer certificate's chain to a configured root, validated at the receipt's creation date (attribute
- * 12; at the current time when the receipt has none, and the output says so), exactly signer <- intermediate <-
- * root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer, 1.2.840.113635.100.6.2.1 on the
- * intermediate); the PKCS#7 signature over the content (OpenSSL); the documented fields; the bundle id.
+ * parse); the PKCS#7 signature over the content with the signer certificate's key (OpenSSL), which authenticates
+ * the content; then the signer certificate's chain to a configured root, validated at the now-authenticated
+ * creation date (attribute 12; at the current time when the receipt has none, and the output says so), exactly
+ * signer <- intermediate <- root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer,
+ * 1.2.840.113635.100.6.2.1 on the intermediate); the documented fields; the bundle id. Signature first, so that
+ * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED.
  * On success, when json_out is not NULL, *json_out receives (absent fields left out, dates in ms since 1970):
  *   {"bundleId":"...","applicationVersion":"...","originalApplicationVersion":"...",
  *    "receiptCreationDate":ms,"receiptExpirationDate":ms,

@@ -35,6 +35,17 @@ private func receiptText(_ p: UnsafePointer<CChar>?, _ len: UInt, _ name: String
     return s
 }
 
+/// A receipt's id as a new C string. A NUL byte would end the C string early and hand the caller a different,
+/// shorter id, so an id containing one is a malformed receipt (the JSON calls escape it as \u0000 instead).
+private func receiptIdCString(_ id: String, _ what: String) throws(CFailure) -> UnsafeMutablePointer<CChar> {
+    let bytes = Array(id.utf8)
+    if let at = bytes.firstIndex(of: 0) {
+        throw CFailure(ReceiptError(.receiptMalformed,
+            "the \(what) contains a NUL byte (at offset \(at) of \(bytes.count)): it cannot be returned as a C string"))
+    }
+    return try mallocCString(bytes)
+}
+
 private func appReceipt(_ b64: UnsafePointer<CChar>?, _ len: UInt) throws(CFailure) -> AppReceipt {
     let text = try receiptText(b64, len, "receipt")
     do throws(ReceiptError) {
@@ -55,7 +66,7 @@ public func appstoreReceiptExtractTransactionId(_ b64: UnsafePointer<CChar>?, _ 
                            message: receipt.inApp.isEmpty ? "the app receipt has no in-app purchase records"
                                : "the app receipt's in-app purchase records carry no transaction id")
         }
-        idOut.pointee = try mallocCString(Array(id.utf8))
+        idOut.pointee = try receiptIdCString(id, "app receipt's first transaction id")
     }
 }
 
@@ -85,7 +96,7 @@ public func appstoreTransactionReceiptExtractTransactionId(_ b64: UnsafePointer<
             throw CFailure(status: CStatus.notFound, reason: .noTransactionId,
                            message: "the transaction receipt has no \"purchase-info\" with a \"transaction-id\"")
         }
-        idOut.pointee = try mallocCString(Array(id.utf8))
+        idOut.pointee = try receiptIdCString(id, "transaction receipt's transaction id")
     }
 }
 

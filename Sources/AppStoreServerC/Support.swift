@@ -128,6 +128,8 @@ func bytes(_ p: UnsafeRawPointer?, _ len: UInt, _ name: String) throws(CFailure)
 }
 
 /// Copies bytes into a new malloc'd NUL-terminated C string, owned by the caller (appstore_string_free).
+/// The bytes are copied as they are: an embedded NUL would make C read a shorter string, so callers pass only text
+/// that cannot hold one (JSON, which escapes it; base64; names) or reject it first (receipt ids).
 func mallocCString(_ content: [UInt8]) throws(CFailure) -> UnsafeMutablePointer<CChar> {
     guard let out = malloc(content.count + 1)?.assumingMemoryBound(to: CChar.self) else { throw .outOfMemory() }
     content.withUnsafeBytes { src in

@@ -38,6 +38,109 @@ enum RealReceipts {
         return Int64((f.date(from: iso)?.timeIntervalSince1970 ?? -1) * 1000)
     }
 
+    /// A minimal DER walker (definite lengths only: the real receipts are DER), independent of the library, to find
+    /// where to tamper.
+    struct Node {
+        let tag: UInt8
+        let start: Int
+        let content: Range<Int>
+        var end: Int { content.upperBound }
+    }
+
+    static func node(_ b: [UInt8], at i: Int, limit: Int) -> Node? {
+        guard i + 2 <= limit else { return nil }
+        var p = i + 1
+        var len = Int(b[p])
+        p += 1
+        if len & 0x80 != 0 {
+            let n = len & 0x7F
+            guard (1...4).contains(n), p + n <= limit else { return nil }
+            len = 0
+            for _ in 0..<n { len = len << 8 | Int(b[p]); p += 1 }
+        }
+        guard p + len <= limit else { return nil }
+        return Node(tag: b[i], start: i, content: p..<(p + len))
+    }
+
+    static func children(_ b: [UInt8], of n: Node) -> [Node] {
+        var out: [Node] = []
+        var i = n.content.lowerBound
+        while i < n.content.upperBound, let c = node(b, at: i, limit: n.content.upperBound) {
+            out.append(c)
+            i = c.end
+        }
+        return out
+    }
+
+    /// Where to tamper in a real receipt (byte offsets into its DER).
+    struct Layout {
+        /// The 20 characters of attribute 12's IA5String date.
+        let creationDate: Range<Int>
+        /// Whole certificates (SEQUENCE, tag included).
+        let signer: Node, intermediate: Node, root: Node
+        /// The signer's subjectPublicKeyInfo BIT STRING and the certificates' signatureValue BIT STRINGs.
+        let signerKey: Node, signerSignature: Node, intermediateKey: Node, intermediateSignature: Node
+    }
+
+    static func layout(_ der: [UInt8], appleRoot: [UInt8]) -> Layout? {
+        // Attribute 12: SEQUENCE { INTEGER 12, INTEGER 1, OCTET STRING { IA5String (20) } }, exactly once.
+        let attr12: [UInt8] = [0x02, 0x01, 0x0C, 0x02, 0x01, 0x01, 0x04, 0x16, 0x16, 0x14]
+        let hits = (0...(der.count - attr12.count)).filter { der[$0..<($0 + attr12.count)].elementsEqual(attr12) }
+        guard hits.count == 1, let at = hits.first else { return nil }
+        guard let top = node(der, at: 0, limit: der.count), let explicit = children(der, of: top).last,
+              let signed = children(der, of: explicit).first,
+              let certSet = children(der, of: signed).first(where: { $0.tag == 0xA0 }) else { return nil }
+        let certs = children(der, of: certSet)
+        guard certs.count == 3 else { return nil }
+        let text = { (n: Node) in String(decoding: der[n.start..<n.end], as: UTF8.self) }
+        guard let root = certs.first(where: { der[$0.start..<$0.end].elementsEqual(appleRoot) }),
+              let signer = certs.first(where: { text($0).contains("Receipt Signing") }),
+              let intermediate = certs.first(where: { $0.start != root.start && $0.start != signer.start }) else { return nil }
+        func parts(_ cert: Node) -> (key: Node, signature: Node)? {
+            let c = children(der, of: cert)
+            guard c.count == 3, c[2].tag == 0x03 else { return nil }
+            let tbs = children(der, of: c[0])
+            // [0] version, serial, signature algorithm, issuer, validity, subject, subjectPublicKeyInfo, ...
+            guard tbs.count >= 7, tbs[0].tag == 0xA0, tbs[6].tag == 0x30,
+                  let key = children(der, of: tbs[6]).last, key.tag == 0x03 else { return nil }
+            return (key, c[2])
+        }
+        guard let s = parts(signer), let i = parts(intermediate) else { return nil }
+        return Layout(creationDate: (at + attr12.count)..<(at + attr12.count + 20), signer: signer,
+                      intermediate: intermediate, root: root, signerKey: s.key, signerSignature: s.signature,
+                      intermediateKey: i.key, intermediateSignature: i.signature)
+    }
+
+    /// Tampered copies of a real receipt and the reason verification must give for each.
+    static func tamperings(_ e: Expected, _ der: [UInt8], appleRoot: [UInt8]) -> [(what: String, bytes: [UInt8], reason: String?)]? {
+        guard let l = layout(der, appleRoot: appleRoot),
+              let content = flip(der, at: Array(e.bundleId.utf8), offset: 3),
+              let subject = flip(der, at: Array("iTunes Store Receipt Signing".utf8), offset: 2) else { return nil }
+        func at(_ i: Int, _ mask: UInt8 = 0x01) -> [UInt8] { var out = der; out[i] ^= mask; return out }
+        let d = l.creationDate.lowerBound
+        return [
+            // Signed content: one bit of the bundle id.
+            ("content byte", content, "bad_signature"),
+            // attribute 12, "YYYY-MM-DDThh:mm:ssZ": the year's first digit ("3015": every certificate expired), the
+            // month's first digit (month 17: unreadable, so it used to fall back to now), the last digit of the seconds.
+            ("creation date year digit", at(d), "bad_signature"),
+            ("creation date month digit", at(d + 5), "bad_signature"),
+            ("creation date seconds digit", at(d + 18), "bad_signature"),
+            // The RSA signature (the last bytes of the DER).
+            ("signature byte", at(der.count - 7, 0x40), "bad_signature"),
+            // Signer certificate: its subject (its key still verifies the signature; its issuer's signature on it
+            // no longer does), its own signatureValue, and its public key (the receipt's signature fails first).
+            ("signer certificate subject", subject, "untrusted_chain"),
+            ("signer certificate signature", at(l.signerSignature.end - 20), "untrusted_chain"),
+            ("signer certificate key", at(l.signerKey.content.lowerBound + 100), "bad_signature"),
+            // Intermediate certificate: its key (the signer's certificate no longer verifies) and its signatureValue.
+            ("intermediate certificate key", at(l.intermediateKey.content.lowerBound + 100), "untrusted_chain"),
+            ("intermediate certificate signature", at(l.intermediateSignature.end - 20), "untrusted_chain"),
+            // The copy of Apple Inc. Root the receipt carries is never trusted: corrupting its signature changes nothing.
+            ("carried root certificate signature", at(l.root.end - 20), nil),
+        ]
+    }
+
     /// A copy of `bytes` with one bit flipped at the first occurrence of `needle` plus `offset`.
     static func flip(_ bytes: [UInt8], at needle: [UInt8], offset: Int = 0) -> [UInt8]? {
         guard needle.count <= bytes.count else { return nil }
@@ -113,31 +216,23 @@ func reasonOf(_ body: () throws -> Void) -> String? {
         #expect((json["verification"] as? [String: Any])?["effectiveDateSource"] as? String == "receiptCreationDate")
     }
 
+    /// The signature is checked before anything read from the content is used: tampering is `bad_signature`,
+    /// wherever it is in the signed content (also in the creation date the chain is validated at).
     @Test func tamperedRealReceiptsAreRejected() throws {
         guard Paths.conformanceAvailable else { return }
-        let verifier = try ReceiptVerifier(rootCertificates: [try RealReceipts.appleIncRoot()])
+        let root = try RealReceipts.appleIncRoot()
+        let verifier = try ReceiptVerifier(rootCertificates: [root])
         for e in RealReceipts.all {
             let der = try RealReceipts.der(e.file)
-            // Signed content: one bit of the bundle id.
-            let content = try #require(RealReceipts.flip(der, at: Array(e.bundleId.utf8), offset: 3))
-            #expect(reasonOf { _ = try verifier.verify(appReceiptDER: content) } == "bad_signature", "\(e.file) content")
-            // The unverified parse still reads it: that is why extraction alone proves nothing.
-            #expect(try AppReceipt(der: content).firstTransactionId == e.first)
-            // Signature: the last bytes of the DER are the RSA signature.
-            var sig = der
-            sig[sig.count - 7] ^= 0x40
-            #expect(reasonOf { _ = try verifier.verify(appReceiptDER: sig) } == "bad_signature", "\(e.file) signature")
-            // Certificates: the signer's subject, and (2024) a byte inside the carried WWDR G5 intermediate's key.
-            let leaf = try #require(RealReceipts.flip(der, at: Array("iTunes Store Receipt Signing".utf8), offset: 2))
-            #expect(reasonOf { _ = try verifier.verify(appReceiptDER: leaf) } == "untrusted_chain", "\(e.file) signer cert")
-            // The copy of Apple Inc. Root the receipt carries is never trusted: corrupting its signature changes nothing.
-            let root = try RealReceipts.appleIncRoot()
-            if let rootAt = RealReceipts.flip(der, at: Array(root.suffix(40)), offset: 20) {
-                #expect(try verifier.verify(appReceiptDER: rootAt).receipt.bundleId == e.bundleId, "\(e.file) carried root")
-            } else {
-                Issue.record("\(e.file): the receipt does not carry Apple Inc. Root")
+            let cases = try #require(RealReceipts.tamperings(e, der, appleRoot: root), "\(e.file): layout not found")
+            for (what, bytes, reason) in cases {
+                #expect(bytes != der, "\(e.file) \(what): nothing changed")
+                #expect(reasonOf { _ = try verifier.verify(appReceiptDER: bytes) } == reason, "\(e.file) \(what)")
             }
+            // The unverified parse reads tampered content: that is why extraction alone proves nothing.
+            #expect(try AppReceipt(der: cases[0].bytes).firstTransactionId == e.first)
         }
+        // 2024: a byte inside the carried WWDR G5 intermediate's key, found by its DER.
         let g5 = try RealReceipts.cert("apple-wwdr-ca-g5.der")
         let der2024 = try RealReceipts.der("sandbox-app-receipt-2024-04-02")
         let intermediate = try #require(RealReceipts.flip(der2024, at: g5, offset: 300))
@@ -293,7 +388,33 @@ struct OwnReceiptRunner {
         guard st == 0, let out, Self.canonical(Array(UnsafeRawBufferPointer(start: out, count: strlen(out)))) == Self.canonical(r.json) else {
             return "C extract_transaction_ids differs from the Swift result (status \(st))"
         }
-        return nil
+        return checkCFirstId(want, text)
+    }
+
+    /// appstore_receipt_extract_transaction_id: the first id byte for byte (a C string cannot hold a NUL, so an id
+    /// with one must fail as `cIdError` says), NOT_FOUND without one.
+    func checkCFirstId(_ want: [String: Any], _ text: String) -> String? {
+        var id: UnsafeMutablePointer<CChar>?
+        var err: OpaquePointer?
+        let st = text.utf8CString.withUnsafeBufferPointer {
+            appstoreReceiptExtractTransactionId($0.baseAddress, UInt($0.count - 1), &id, &err)
+        }
+        defer { appstoreErrorFree(err) }
+        let got = id.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: strlen($0))) }
+        if st == 0 { appstoreStringFree(id) }
+        let status = String(cString: appstoreStatusName(st))
+        let reason = String(cString: appstoreReasonName(appstoreErrorReason(err)))
+        if let fail = want["cIdError"] as? [String: Any] {
+            let expected = "\(fail["status"] ?? "?")/\(fail["reason"] ?? "?")"
+            return st != 0 && got == nil && "\(status)/\(reason)" == expected ? nil
+                : "C extract_transaction_id gave \(status)/\(reason) \(got.map { "id of \($0.count) bytes" } ?? ""), expected \(expected)"
+        }
+        guard let first = want["first"] as? String else {
+            return status == "NOT_FOUND" && reason == "no_transaction_id" && got == nil ? nil
+                : "C extract_transaction_id gave \(status)/\(reason), expected NOT_FOUND/no_transaction_id"
+        }
+        return st == 0 && got == Array(first.utf8) ? nil
+            : "C extract_transaction_id gave \(status)/\(reason) \(got.map { String(decoding: $0, as: UTF8.self) } ?? "-"), expected \(first)"
     }
 
     mutating func run() throws {
@@ -322,7 +443,7 @@ struct OwnReceiptRunner {
         try runner.run()
         for f in runner.failures { print("receipts FAIL \(f)") }
         print("receipts: \(runner.passed) passed, \(runner.failed) failed")
-        #expect(runner.passed >= 24)
+        #expect(runner.passed >= 32)
         #expect(runner.failed == 0)
     }
 }

@@ -7,7 +7,9 @@
  *     (json_equal, "verification" aside, whose effectiveDateSource / effectiveDate are checked too); an error case's
  *     status and reason must be exact; the unverified extraction must give the expected ids;
  *  2. the real sandbox receipts of CONFORMANCE_DIR (2015, 2020, 2024) verified against Apple Inc. Root, the wrong
- *     root and the wrong bundle; the three old-style transaction receipts (skipped loudly without CONFORMANCE_DIR);
+ *     root and the wrong bundle; the three old-style transaction receipts; tampered copies of the real receipts
+ *     (content, creation date, signature, signer and intermediate certificates, carried root), each with its exact
+ *     status and reason (all skipped loudly without CONFORMANCE_DIR);
  *  3. argument and configuration errors, names of the new statuses and reasons, the header's output conventions;
  *  4. N threads x M iterations verifying and extracting on one shared verifier, every result identical to the
  *     single-threaded one.
@@ -117,8 +119,9 @@ static void check_extraction(json_t *want, const char *text, size_t len, const c
         return;
     }
     json_error_t jerr;
-    json_t *got = json_loads(json, 0, &jerr);
+    json_t *got = json_loads(json, JSON_ALLOW_NUL, &jerr);
     appstore_string_free(json);
+    capi_check(&T, got != NULL, what, "extract_transaction_ids output is not JSON: %s", jerr.text);
     capi_check(&T, json_equal(json_object_get(got, "firstTransactionId"), json_object_get(want, "first")) ||
                    (json_is_null(json_object_get(want, "first")) && json_is_null(json_object_get(got, "firstTransactionId"))),
                what, "firstTransactionId differs");
@@ -127,14 +130,25 @@ static void check_extraction(json_t *want, const char *text, size_t len, const c
     capi_check(&T, json_equal(json_object_get(got, "originalTransactionIds"), json_object_get(want, "originalTransactionIds")),
                what, "originalTransactionIds differ");
     json_decref(got);
-    /* the single id */
+    /* the single id, byte for byte (the expected one may hold a NUL: then the call must fail as cIdError says) */
     char *one = STR_SENTINEL;
     err = NULL;
     st = appstore_receipt_extract_transaction_id(text, len, &one, &err);
-    const char *first = json_string_value(json_object_get(want, "first"));
-    if (first) {
-        capi_check(&T, st == APPSTORE_OK && one != STR_SENTINEL && strcmp(one, first) == 0, what, "first id: %s",
-                   appstore_status_name(st));
+    json_t *first_json = json_object_get(want, "first");
+    const char *first = json_string_value(first_json);
+    json_t *fail = json_object_get(want, "cIdError");
+    if (fail) {
+        const char *want_status = json_string_value(json_object_get(fail, "status"));
+        const char *want_reason = json_string_value(json_object_get(fail, "reason"));
+        capi_check(&T, st != APPSTORE_OK && one == STR_SENTINEL && strcmp(appstore_status_name(st), want_status) == 0 &&
+                           strcmp(appstore_reason_name(appstore_error_reason(err)), want_reason) == 0,
+                   what, "first id: expected %s/%s, got %s/%s%s", want_status, want_reason, appstore_status_name(st),
+                   appstore_reason_name(appstore_error_reason(err)), st == APPSTORE_OK ? " with an id" : "");
+        if (st == APPSTORE_OK) appstore_string_free(one);
+    } else if (first) {
+        size_t n = json_string_length(first_json);
+        capi_check(&T, st == APPSTORE_OK && one != STR_SENTINEL && strlen(one) == n && memcmp(one, first, n) == 0, what,
+                   "first id: %s", appstore_status_name(st));
         if (st == APPSTORE_OK) appstore_string_free(one);
     } else {
         capi_check(&T, st == APPSTORE_NOT_FOUND && one == STR_SENTINEL &&
@@ -147,7 +161,7 @@ static void check_extraction(json_t *want, const char *text, size_t len, const c
 static void own_fixtures(const char *dir) {
     char *mpath = capi_join(dir, "manifest.json");
     json_error_t jerr;
-    json_t *m = json_load_file(mpath, 0, &jerr);
+    json_t *m = json_load_file(mpath, JSON_ALLOW_NUL, &jerr); /* ids with a NUL byte, escaped as \u0000 */
     free(mpath);
     if (!capi_check(&T, m != NULL, "receipt fixture manifest", "%s", jerr.text)) return;
     size_t i, count = 0;
@@ -180,7 +194,8 @@ static void own_fixtures(const char *dir) {
         json_t *expect = json_object_get(c, "expect");
         if (strcmp(json_string_value(json_object_get(expect, "result")), "valid") == 0) {
             if (capi_check(&T, st == APPSTORE_OK, id, "expected valid, got %s/%s", appstore_status_name(st), reason)) {
-                json_t *got = json_loads(json, 0, &jerr);
+                json_t *got = json_loads(json, JSON_ALLOW_NUL, &jerr);
+                capi_check(&T, got != NULL, id, "output is not JSON: %s", jerr.text);
                 json_t *verification = json_incref(json_object_get(got, "verification"));
                 json_object_del(got, "verification");
                 int same = json_equal(got, json_object_get(expect, "json"));
@@ -213,7 +228,7 @@ static void own_fixtures(const char *dir) {
         check_extraction(json_object_get(c, "extract"), text, len, id);
         free(text);
     }
-    capi_check(&T, count >= 24, "receipt fixture manifest has at least 24 cases", "%zu", count);
+    capi_check(&T, count >= 32, "receipt fixture manifest has at least 32 cases", "%zu", count);
     json_decref(m);
 }
 
@@ -310,6 +325,186 @@ static void real_receipts(const char *dir) {
         if (st == APPSTORE_OK) appstore_string_free(id);
         free(text);
     }
+}
+
+/* ---- 2b. tampered real receipts ------------------------------------------------------------------------------ */
+
+/* A minimal DER walker (definite lengths only: the real receipts are DER), independent of the library. */
+typedef struct {
+    unsigned char tag;
+    size_t start, content, end; /* identifier offset, content offset, offset past the element */
+} der_node;
+
+static int der_at(const unsigned char *b, size_t i, size_t limit, der_node *n) {
+    if (i + 2 > limit) return 0;
+    size_t p = i + 1, len = b[p++];
+    if (len & 0x80) {
+        size_t k = len & 0x7F;
+        if (k < 1 || k > 4 || p + k > limit) return 0;
+        len = 0;
+        while (k--) len = len << 8 | b[p++];
+    }
+    if (len > limit - p) return 0;
+    *n = (der_node){b[i], i, p, p + len};
+    return 1;
+}
+
+/* The children of n, at most max; returns their count. */
+static size_t der_children(const unsigned char *b, const der_node *n, der_node *out, size_t max) {
+    size_t count = 0, i = n->content;
+    der_node c;
+    while (i < n->end && count < max && der_at(b, i, n->end, &c)) {
+        out[count++] = c;
+        i = c.end;
+    }
+    return count;
+}
+
+static const unsigned char *find_bytes(const unsigned char *hay, size_t n, const void *needle, size_t m) {
+    for (size_t i = 0; m <= n && i <= n - m; i++)
+        if (memcmp(hay + i, needle, m) == 0) return hay + i;
+    return NULL;
+}
+
+/* The subjectPublicKeyInfo BIT STRING and the signatureValue BIT STRING of a certificate. */
+static int cert_parts(const unsigned char *b, const der_node *cert, der_node *key, der_node *sig) {
+    der_node c[4], tbs[12], spki[3];
+    if (der_children(b, cert, c, 4) != 3 || c[2].tag != 0x03) return 0;
+    /* [0] version, serial, signature algorithm, issuer, validity, subject, subjectPublicKeyInfo, ... */
+    if (der_children(b, &c[0], tbs, 12) < 7 || tbs[0].tag != 0xA0 || tbs[6].tag != 0x30) return 0;
+    if (der_children(b, &tbs[6], spki, 3) != 2 || spki[1].tag != 0x03) return 0;
+    *key = spki[1];
+    *sig = c[2];
+    return 1;
+}
+
+typedef struct {
+    size_t date;                       /* offset of attribute 12's 20-character date */
+    der_node signer, intermediate, root;
+    der_node signer_key, signer_sig, intermediate_key, intermediate_sig;
+} receipt_layout;
+
+static int layout_of(const unsigned char *der, size_t len, const unsigned char *apple_root, size_t root_len,
+                     receipt_layout *l) {
+    /* Attribute 12: SEQUENCE { INTEGER 12, INTEGER 1, OCTET STRING { IA5String (20) } }, exactly once. */
+    static const unsigned char attr12[] = {0x02, 0x01, 0x0C, 0x02, 0x01, 0x01, 0x04, 0x16, 0x16, 0x14};
+    const unsigned char *hit = find_bytes(der, len, attr12, sizeof attr12);
+    if (!hit || find_bytes(hit + 1, len - (size_t)(hit + 1 - der), attr12, sizeof attr12)) return 0;
+    l->date = (size_t)(hit - der) + sizeof attr12;
+    der_node top, info[2], explicit_[1], signed_[8], certs[4];
+    if (!der_at(der, 0, len, &top) || der_children(der, &top, info, 2) != 2) return 0;
+    if (der_children(der, &info[1], explicit_, 1) != 1) return 0;
+    size_t n = der_children(der, &explicit_[0], signed_, 8);
+    const der_node *set = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (signed_[i].tag == 0xA0) set = &signed_[i];
+    if (!set || der_children(der, set, certs, 4) != 3) return 0;
+    int have_signer = 0, have_root = 0, have_intermediate = 0;
+    for (size_t i = 0; i < 3; i++) {
+        size_t clen = certs[i].end - certs[i].start;
+        if (clen == root_len && memcmp(der + certs[i].start, apple_root, root_len) == 0) {
+            l->root = certs[i];
+            have_root = 1;
+        } else if (find_bytes(der + certs[i].start, clen, "Receipt Signing", 15)) {
+            l->signer = certs[i];
+            have_signer = 1;
+        } else {
+            l->intermediate = certs[i];
+            have_intermediate = 1;
+        }
+    }
+    return have_signer && have_root && have_intermediate &&
+           cert_parts(der, &l->signer, &l->signer_key, &l->signer_sig) &&
+           cert_parts(der, &l->intermediate, &l->intermediate_key, &l->intermediate_sig);
+}
+
+/* Each tampered copy must fail with exactly this status and reason (or, for the carried root, still verify): the
+ * signature is checked before anything read from the content is used, so tampering with signed bytes — also the
+ * creation date the chain is validated at — is bad_signature; a certificate whose key still verifies the receipt's
+ * signature fails in the chain. */
+static void real_tampering(const char *dir) {
+    static const char *apple[] = {"certs/apple-inc-root-ca.der"};
+    appstore_status st;
+    appstore_error *err = NULL;
+    appstore_receipt_verifier *v = make_verifier(dir, apple, 1, NULL, &st, &err);
+    if (!capi_check(&T, v != NULL, "tampering: verifier", NULL)) return;
+    size_t root_len;
+    unsigned char *apple_root = read_or_die(dir, apple[0], &root_len);
+    for (size_t r = 0; r < NREAL; r++) {
+        size_t text_len, len;
+        char *text = text_or_die(dir, REAL[r].file, &text_len);
+        unsigned char *der = capi_base64_decode(text, &len);
+        free(text);
+        receipt_layout l;
+        if (!capi_check(&T, der && layout_of(der, len, apple_root, root_len, &l), REAL[r].file,
+                        "cannot find attribute 12 and the three certificates")) {
+            free(der);
+            continue;
+        }
+        const unsigned char *bundle = find_bytes(der, len, REAL[r].bundle, strlen(REAL[r].bundle));
+        const unsigned char *subject = find_bytes(der, len, "iTunes Store Receipt Signing", 28);
+        if (!capi_check(&T, bundle && subject, REAL[r].file, "bundle id or signer subject not found")) {
+            free(der);
+            continue;
+        }
+        const struct {
+            const char *what;
+            size_t at;
+            unsigned char mask;
+            appstore_status status;
+            const char *reason;
+        } cases[] = {
+            /* signed content: one bit of the bundle id */
+            {"content byte", (size_t)(bundle - der) + 3, 0x01, APPSTORE_VERIFICATION_FAILURE, "bad_signature"},
+            /* attribute 12 "YYYY-MM-DDThh:mm:ssZ": year "3xxx" (every certificate expired), month "1x" (unreadable:
+             * used to fall back to now), the last digit of the seconds */
+            {"creation date year digit", l.date, 0x01, APPSTORE_VERIFICATION_FAILURE, "bad_signature"},
+            {"creation date month digit", l.date + 5, 0x01, APPSTORE_VERIFICATION_FAILURE, "bad_signature"},
+            {"creation date seconds digit", l.date + 18, 0x01, APPSTORE_VERIFICATION_FAILURE, "bad_signature"},
+            /* the RSA signature, the last bytes of the DER */
+            {"signature byte", len - 7, 0x40, APPSTORE_VERIFICATION_FAILURE, "bad_signature"},
+            /* signer certificate: subject and own signatureValue (its key still verifies the receipt; its issuer's
+             * signature on it does not), public key (the receipt's signature fails first) */
+            {"signer certificate subject", (size_t)(subject - der) + 2, 0x01, APPSTORE_VERIFICATION_FAILURE,
+             "untrusted_chain"},
+            {"signer certificate signature", l.signer_sig.end - 20, 0x01, APPSTORE_VERIFICATION_FAILURE,
+             "untrusted_chain"},
+            {"signer certificate key", l.signer_key.content + 100, 0x01, APPSTORE_VERIFICATION_FAILURE,
+             "bad_signature"},
+            /* intermediate certificate: key (the signer's certificate no longer verifies) and signatureValue */
+            {"intermediate certificate key", l.intermediate_key.content + 100, 0x01, APPSTORE_VERIFICATION_FAILURE,
+             "untrusted_chain"},
+            {"intermediate certificate signature", l.intermediate_sig.end - 20, 0x01, APPSTORE_VERIFICATION_FAILURE,
+             "untrusted_chain"},
+            /* the carried copy of Apple Inc. Root is never trusted: corrupting it changes nothing */
+            {"carried root certificate signature", l.root.end - 20, 0x01, APPSTORE_OK, "none"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char what[300];
+            snprintf(what, sizeof what, "%s: %s", REAL[r].file, cases[i].what);
+            der[cases[i].at] ^= cases[i].mask;
+            char *b64 = capi_base64_encode(der, len);
+            der[cases[i].at] ^= cases[i].mask;
+            char *json;
+            const char *reason;
+            st = verify(v, b64, strlen(b64), &json, &reason, what);
+            capi_check(&T, st == cases[i].status && strcmp(reason, cases[i].reason) == 0, what,
+                       "expected %s/%s, got %s/%s", appstore_status_name(cases[i].status), cases[i].reason,
+                       appstore_status_name(st), reason);
+            if (st == APPSTORE_OK) {
+                json_error_t jerr;
+                json_t *got = json_loads(json, 0, &jerr);
+                const char *b = json_string_value(json_object_get(got, "bundleId"));
+                capi_check(&T, b && strcmp(b, REAL[r].bundle) == 0, what, "bundleId of the verified copy");
+                json_decref(got);
+            }
+            free(json);
+            free(b64);
+        }
+        free(der);
+    }
+    free(apple_root);
+    appstore_receipt_verifier_free(v);
 }
 
 /* ---- 3. arguments, names, configuration ----------------------------------------------------------------------- */
@@ -477,8 +672,10 @@ int main(int argc, char **argv) {
     own_fixtures(argv[1]);
     char *manifest = capi_join(argv[2], "manifest.json");
     struct stat sb;
-    if (stat(manifest, &sb) == 0) real_receipts(argv[2]);
-    else printf("receipts: SKIPPED the real receipts — %s not found; real Apple receipts NOT verified\n", argv[2]);
+    if (stat(manifest, &sb) == 0) {
+        real_receipts(argv[2]);
+        real_tampering(argv[2]);
+    } else printf("receipts: SKIPPED the real receipts — %s not found; real Apple receipts NOT verified\n", argv[2]);
     free(manifest);
     arguments(argv[1]);
     if (nthreads > 0) threads(argv[1], nthreads, iterations);

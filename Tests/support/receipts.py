@@ -7,13 +7,17 @@ markers, expired signer, an unrelated root, a four-level chain). The receipt pay
 are written here byte by byte, then signed as PKCS#7 SignedData by `cryptography` (SHA-256 or SHA-1, without
 signed attributes like Apple's, or with them; the SHA-1 of older Apple receipts is covered by the real
 receipts, cryptography cannot sign with it); one receipt is re-encoded with BER indefinite lengths and a
-segmented OCTET STRING as Xcode does. Every expected value is computed here, independently of the library.
+segmented OCTET STRING as Xcode does; one has its attribute SET wrapped in an extra OCTET STRING (signed as
+wrapped: valid, also BER re-encoded; signed unwrapped but carried wrapped and the reverse: bad signature).
+Every expected value is computed here, independently of the library.
 
 Writes OUTDIR/root.der, OUTDIR/other-root.der, OUTDIR/receipts/<id>.b64 and OUTDIR/manifest.json:
   cases[]: {id, path, verifier: {roots: [...], bundleId: str|null},
             expect: {result: "valid", json: {...}, effectiveDateSource, effectiveDate?}
                   | {result: "error", status, reason},
-            extract: {first: str|null, transactionIds: [...], originalTransactionIds: [...]} | {error: reason}}
+            extract: {first: str|null, transactionIds: [...], originalTransactionIds: [...],
+                      cIdError?: {status, reason}}}
+  extract.cIdError: appstore_receipt_extract_transaction_id (the bare id as a C string) must fail so.
   "json" is the exact expected output of the verify call without its "verification" object.
 
 When the openssl command is available, the valid receipts are cross-checked with `openssl cms -verify -attime`
@@ -305,6 +309,19 @@ def ber_reencode(der: bytes) -> bytes:
     return indefinite(0x30, [oid[2], indefinite(0xA0, [new_sd])])
 
 
+def replace_econtent(der: bytes, octets: bytes) -> bytes:
+    """The same SignedData (DER) with the eContent OCTET STRING replaced by `octets`: signature and certificates
+    unchanged, so the signature no longer covers the content unless `octets` is what was signed."""
+    _, ci, _ = parse_der(der)
+    oid, content0 = children(ci)
+    (_, sd, _), = children(content0[1])
+    sd_parts = children(sd)
+    e_oid, _ = children(sd_parts[2][1])
+    new_encap = tlv(0x30, e_oid[2] + tlv(0xA0, tlv(0x04, octets)))
+    new_sd = tlv(0x30, sd_parts[0][2] + sd_parts[1][2] + new_encap + b"".join(p[2] for p in sd_parts[3:]))
+    return tlv(0x30, oid[2] + tlv(0xA0, new_sd))
+
+
 def flip_in(data: bytes, needle: bytes, offset=0) -> bytes:
     at = data.index(needle) + offset
     return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
@@ -406,8 +423,38 @@ def main(argv) -> int:
     add("tampered-signature", full_der[:-5] + bytes([full_der[-5] ^ 0x80]) + full_der[-4:],
         error("VERIFICATION_FAILURE", "bad_signature"), full, check="invalid")
 
+    # The signature is checked before the creation date is used: a flipped digit of attribute 12 ("3025-06-01",
+    # after the signer's notAfter) is tampering, not an expired certificate.
+    add("tampered-creation-date", flip_in(full_der, b"2025-06-01T12:00:00Z", 0),
+        error("VERIFICATION_FAILURE", "bad_signature"), None, extract=full.extract(), check="invalid")
+
+    # Xcode-style extra wrapping: the eContent octets are an OCTET STRING that holds the attribute SET. The signature
+    # covers the eContent octets as they are (wrapped), which is also what the parser must have read; as DER and
+    # re-encoded with indefinite lengths and a segmented eContent.
+    r = full_receipt()
+    wrapped = tlv(0x04, r.payload())
+    wrapped_der = sign(wrapped, pki.signer, pki.signer_key, chain)
+    add("valid-xcode-wrapped", wrapped_der, valid(r), r, check="valid")
+    add("valid-xcode-wrapped-ber-indefinite", ber_reencode(wrapped_der), valid(r), r, check="valid")
+    # The wrapping is part of what is signed: signed unwrapped but carried wrapped, and the reverse, do not verify
+    # (a verifier that unwrapped before checking the signature would accept both).
+    add("wrapped-content-signed-unwrapped",
+        replace_econtent(sign(r.payload(), pki.signer, pki.signer_key, chain), wrapped),
+        error("VERIFICATION_FAILURE", "bad_signature"), r, check="invalid")
+    add("unwrapped-content-signed-wrapped", replace_econtent(wrapped_der, r.payload()),
+        error("VERIFICATION_FAILURE", "bad_signature"), r, check="invalid")
+
     r = full_receipt(created="June 1st, 2025")
     add("undecodable-creation-date", sign(r.payload(), pki.signer, pki.signer_key, chain),
+        error("INVALID_RECEIPT", "undecodable_payload"), r)
+    # A signed but unreadable creation date leaves no date to validate the chain at: trust is still checked first
+    # (without validity periods), then the date is reported.
+    r = full_receipt(created="June 1st, 2025")
+    add("undecodable-creation-date-untrusted-signer",
+        sign(r.payload(), pki.other_signer, pki.signer_key, [pki.other_int, pki.other_root]),
+        error("VERIFICATION_FAILURE", "untrusted_chain"), r)
+    r = full_receipt(created="June 1st, 2025")
+    add("undecodable-creation-date-expired-signer", sign(r.payload(), pki.expired_signer, pki.signer_key, chain),
         error("INVALID_RECEIPT", "undecodable_payload"), r)
     r = full_receipt()
     r.attrs.append(attr(2, utf8(OTHER_BUNDLE)))
@@ -423,6 +470,15 @@ def main(argv) -> int:
     r.in_app([(1705, utf8("3000000000000001")), (1703, utf8("3000000000000009")), (1701, integer(1))],
              {"quantity": 1, "transactionId": "3000000000000009", "originalTransactionId": "3000000000000001"})
     add("valid-first-id-is-original", sign(r.payload(), pki.signer, pki.signer_key, chain), valid(r), r)
+
+    # A transaction id with a NUL byte: verified and in the JSON outputs (escaped as \u0000), but the C call that
+    # returns the bare id as a C string must refuse it rather than hand back a truncated "1000000000000".
+    r = Receipt().app()
+    nul_id = "1000000000000\x00042"
+    r.in_app([(1701, integer(1)), (1703, utf8(nul_id)), (1705, utf8("1000000000000042"))],
+             {"quantity": 1, "transactionId": nul_id, "originalTransactionId": "1000000000000042"})
+    add("valid-transaction-id-with-nul", sign(r.payload(), pki.signer, pki.signer_key, chain), valid(r), r,
+        extract={**r.extract(), "cIdError": {"status": "INVALID_RECEIPT", "reason": "receipt_malformed"}})
 
     manifest = {
         "title": "app receipts signed by the project's own CA (Tests/support/receipts.py)",

@@ -63,8 +63,8 @@ extension AppReceiptContents {
         inAppPurchases = records
     }
 
-    /// The creation date (attribute 12) read leniently, before the signature is checked, to choose the date the
-    /// certificate chain is validated at: nil when absent, `.invalid` when unreadable.
+    /// The creation date (attribute 12, the first one) read leniently, once the signature has authenticated the
+    /// content, to choose the date the certificate chain is validated at: nil when absent, `.invalid` when unreadable.
     static func creationDate(payload: [UInt8]) -> ReceiptValue.DateValue? {
         guard let set = try? ReceiptAttributeSet(payload, context: "") else { return .invalid }
         var found: ReceiptValue.DateValue?

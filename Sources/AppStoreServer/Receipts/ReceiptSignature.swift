@@ -75,9 +75,10 @@ final class PKCS7Receipt {
 /// the given time, with Apple's marker extensions (receipt signing 1.2.840.113635.100.6.11.1 on the signer, WWDR
 /// 1.2.840.113635.100.6.2.1 on the intermediate).
 enum ReceiptChainVerifier {
-    /// Returns the signer's subject on success.
+    /// Returns the signer's subject on success. `time` nil: validity periods are not checked (used only to report
+    /// trust, shape and marker failures before a receipt whose signed creation date is unreadable is rejected).
     static func verify(signer: OpaquePointer, untrusted: OpaquePointer?, trust: TrustStore,
-                       at time: Int64) throws(ReceiptError) -> String {
+                       at time: Int64?) throws(ReceiptError) -> String {
         guard let ctx = X509_STORE_CTX_new() else {
             throw ReceiptError(.internal, "OpenSSL could not allocate a verification context")
         }
@@ -86,7 +87,11 @@ enum ReceiptChainVerifier {
             OpenSSL.drainErrors()
             throw ReceiptError(.internal, "OpenSSL could not initialise chain verification")
         }
-        X509_STORE_CTX_set_time(ctx, 0, time_t(time))
+        if let time {
+            X509_STORE_CTX_set_time(ctx, 0, time_t(time))
+        } else {
+            X509_STORE_CTX_set_flags(ctx, UInt(X509_V_FLAG_NO_CHECK_TIME))
+        }
         if X509_verify_cert(ctx) != 1 {
             let code = X509_STORE_CTX_get_error(ctx)
             let depth = X509_STORE_CTX_get_error_depth(ctx)
@@ -97,7 +102,7 @@ enum ReceiptChainVerifier {
             switch code {
             case X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID:
                 throw ReceiptError(.expired,
-                    "\(which) is not valid at the effective date \(Timestamp.iso8601(time)): \(text)")
+                    "\(which) is not valid at the effective date \(Timestamp.iso8601(time ?? 0)): \(text)")
             default:
                 throw ReceiptError(.untrustedChain, "the receipt's signer does not chain to a trusted root (\(which)): \(text)")
             }

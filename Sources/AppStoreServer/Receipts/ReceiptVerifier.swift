@@ -2,11 +2,17 @@ import FoundationEssentials
 
 /// Verifies legacy app receipts — beyond Apple's libraries, which only extract an id without checking anything.
 ///
-/// In order: base64; the PKCS#7 SignedData structure (BER, bounded parse); the receipt attributes; the signer
-/// certificate's chain to one of the caller's roots (Apple Inc. Root for App Store receipts; the certificates the
-/// receipt carries are only candidates for the intermediate, never trusted) at the receipt's creation date
-/// (attribute 12; now when it is absent), exactly three certificates, Apple's marker extensions; the PKCS#7
-/// signature over the content (OpenSSL); the documented fields; the bundle id, when one was configured.
+/// In order: base64; the PKCS#7 SignedData structure (BER, bounded parse); the receipt attribute structure; the
+/// PKCS#7 signature over the content with the signer certificate's key (OpenSSL), and that OpenSSL and our parser
+/// read the same content — from here on the content is authenticated; then the signer certificate's chain to one
+/// of the caller's roots (Apple Inc. Root for App Store receipts; the certificates the receipt carries are only
+/// candidates for the intermediate, never trusted) at the now-authenticated creation date (attribute 12; now when
+/// it is absent), exactly three certificates, Apple's marker extensions; the documented fields; the bundle id,
+/// when one was configured.
+///
+/// The signature comes first because the chain is validated at a date read from the content: checked the other
+/// way round, a tampered creation date would choose the validation date (Apple's receipt signing certificates have
+/// all expired by now) and a forgery would be reported as `expired` or `untrustedChain` instead of `badSignature`.
 ///
 /// Immutable and thread-safe.
 public final class ReceiptVerifier: Sendable {
@@ -36,32 +42,50 @@ public final class ReceiptVerifier: Sendable {
 
     /// Verifies a binary (BER/DER) app receipt.
     public func verify(appReceiptDER der: [UInt8]) throws(ReceiptError) -> VerifiedAppReceipt {
-        // Our own bounded parse first: hostile structures stop here, and it yields the date to validate at.
+        // Our own bounded parse first: hostile structures stop here, before OpenSSL parses anything.
         let envelope = try ReceiptEnvelope(der: der)
         _ = try ReceiptAttributeSet(envelope.payload, context: "receipt attributes")
-        let now = Timestamp.now()
-        let created = AppReceiptContents.creationDate(payload: envelope.payload)
-        let effective: Int64
-        let source: VerifiedAppReceipt.EffectiveDateSource
-        if case .milliseconds(let ms)? = created {
-            effective = ms
-            source = .receiptCreationDate
-        } else {
-            // Absent (or unreadable: reported after the signature check, so that tampering is called tampering).
-            effective = now * 1000
-            source = .now
-        }
-        let seconds = max(0, min(Timestamp.limit, effective >= 0 ? effective / 1000 : (effective - 999) / 1000))
 
+        // The signature, with the key of the signer certificate the receipt carries (not trusted yet): nothing read
+        // from the content may decide anything before this.
         let pkcs7 = try PKCS7Receipt(der: der)
         let signer = try pkcs7.signer()
-        let subject = try ReceiptChainVerifier.verify(signer: signer, untrusted: pkcs7.certificates, trust: trust, at: seconds)
         let content = try pkcs7.verifiedContent()
         guard content == envelope.content else {
             throw ReceiptError(.receiptMalformed, "OpenSSL and the receipt parser read different signed content")
         }
 
-        let contents = try AppReceiptContents(payload: envelope.payload)
+        // The content is authenticated: its creation date chooses the date the chain is validated at. The full
+        // decode happens now too, but its errors are reported after the chain's (trust before content).
+        let decoded: Result<AppReceiptContents, ReceiptError>
+        do throws(ReceiptError) {
+            decoded = .success(try AppReceiptContents(payload: envelope.payload))
+        } catch {
+            decoded = .failure(error)
+        }
+        let effective: Int64
+        let source: VerifiedAppReceipt.EffectiveDateSource
+        let subject: String
+        switch AppReceiptContents.creationDate(payload: envelope.payload) {
+        case .milliseconds(let ms)?:
+            effective = ms
+            source = .receiptCreationDate
+            subject = try ReceiptChainVerifier.verify(signer: signer, untrusted: pkcs7.certificates, trust: trust,
+                                                      at: Self.seconds(ms))
+        case .invalid?:
+            // Signed, but not a date: there is no date to validate at. Trust, shape and markers are still checked
+            // (without validity periods), so an untrusted signer is reported as such; then the date's error.
+            _ = try ReceiptChainVerifier.verify(signer: signer, untrusted: pkcs7.certificates, trust: trust, at: nil)
+            _ = try decoded.get()
+            throw ReceiptError(.undecodablePayload, "attribute 12 (receipt creation date) is not an RFC 3339 date")
+        case .absent?, nil:
+            effective = Timestamp.now() * 1000
+            source = .now
+            subject = try ReceiptChainVerifier.verify(signer: signer, untrusted: pkcs7.certificates, trust: trust,
+                                                      at: Self.seconds(effective))
+        }
+
+        let contents = try decoded.get()
         if let bundleId, contents.bundleId != bundleId {
             throw ReceiptError(.wrongBundle, contents.bundleId.map {
                 "the receipt is for bundle id \"\($0)\", not \"\(bundleId)\""
@@ -69,6 +93,11 @@ public final class ReceiptVerifier: Sendable {
         }
         return VerifiedAppReceipt(receipt: contents, effectiveDate: Date(receiptMilliseconds: effective),
                                   effectiveDateSource: source, signerSubject: subject)
+    }
+
+    /// Milliseconds to whole seconds, clamped to 1970...9999 (what the chain check takes; no arithmetic can trap).
+    static func seconds(_ ms: Int64) -> Int64 {
+        ms <= 0 ? 0 : min(Timestamp.limit, ms / 1000)
     }
 }
 
