@@ -229,7 +229,8 @@ void appstore_verifier_free(appstore_verifier *verifier);
  * NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown keys kept);
  * free it with appstore_string_free. json_out may be NULL to verify only. With online checks on and the chain not
  * cached, a call makes up to two OCSP exchanges through the transport, one after the other, on the calling thread
- * (so it may block up to twice the OCSP timeout). */
+ * (so it may block up to twice the OCSP timeout, if the transport enforces it); a call that waits for another thread
+ * checking the same chain waits at most twice the OCSP timeout + 1 s before it checks for itself. */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, char **json_out, appstore_error **err_out);
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
@@ -321,8 +322,16 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
  * the whole exchange in milliseconds. All inputs are valid only during the call. It reports the response through
  * `response` with appstore_http_response_set_status (required), _add_header and _append_body, and returns
  * APPSTORE_TRANSPORT_OK, or APPSTORE_TRANSPORT_TIMEOUT / _UNREACHABLE / _FAILED when no response was obtained.
- * It is called on the thread that called the library function, possibly from several threads at once, and must
- * not call back into the library except through the appstore_http_response_* functions. */
+ * It is called on the thread that called the library function, possibly from several threads at once.
+ *
+ * The callback MUST enforce `timeout_ms` itself (connect, send and receive together) and return
+ * APPSTORE_TRANSPORT_TIMEOUT when it runs out: the library cannot interrupt it, so a callback that ignores the timeout
+ * blocks its caller for as long as it takes. With online checks, callers that meet a chain another thread is checking
+ * wait for that thread's result at most 2 x the OCSP timeout + 1 s, then check for themselves (through the callback
+ * again).
+ * The callback MUST NOT call back into the library except through the appstore_http_response_* functions; in
+ * particular it must not verify anything with the verifier that called it (the nested call could wait on the outer
+ * one for that whole bound, and may recurse). */
 typedef struct appstore_http_response appstore_http_response;
 
 #define APPSTORE_TRANSPORT_OK 0

@@ -7,6 +7,16 @@ import Glibc
 struct OnlineChecks: Sendable {
     let transport: any BlockingHTTPTransport
     let timeoutMilliseconds: UInt32
+
+    /// Slack on top of the two exchanges' timeouts for the leader's own work (chain verification, parsing).
+    static let followerWaitMarginMilliseconds: UInt64 = 1000
+
+    /// How long a caller waits for another caller already checking the same chain (two exchanges, one after the
+    /// other, plus a margin) before it checks for itself: a transport that ignores its timeout, or calls back into
+    /// the verifier, then delays only the calls that go through it.
+    var followerWaitMilliseconds: UInt64 {
+        2 * UInt64(timeoutMilliseconds) + Self.followerWaitMarginMilliseconds
+    }
 }
 
 /// OCSP revocation checks of a verified chain (RFC 6960), as Apple's libraries do with online checks on: the
