@@ -343,7 +343,12 @@ typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, co
                                          size_t headers_len, const uint8_t *body, size_t body_len,
                                          uint32_t timeout_ms, appstore_http_response *response);
 
-/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599. */
+/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599.
+ * _append_body may be called repeatedly; the body may total at most 64 MiB (67108864 bytes). An append beyond that is
+ * refused with APPSTORE_INVALID_ARGUMENT (nothing of it is kept), and the exchange then fails as if the callback had
+ * returned APPSTORE_TRANSPORT_FAILED, whatever it returns (online checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE /
+ * APPSTORE_REASON_OCSP_UNREACHABLE; API calls: APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_TRANSPORT_FAILED). OCSP
+ * answers are further limited to 1 MiB (APPSTORE_REASON_OCSP_MALFORMED beyond). */
 appstore_status appstore_http_response_set_status(appstore_http_response *response, int32_t status,
                                                   appstore_error **err_out);
 appstore_status appstore_http_response_add_header(appstore_http_response *response, const char *name,
