@@ -116,7 +116,8 @@ static json_t *responder_counts(void) {
 /* Requests received between two snapshots: about the certificate with this serial, or in all (serial NULL). */
 static long long received(json_t *before, json_t *after, const char *serial) {
     if (!serial)
-        return json_integer_value(json_object_get(after, "total")) - json_integer_value(json_object_get(before, "total"));
+        return json_integer_value(json_object_get(after, "total")) -
+               json_integer_value(json_object_get(before, "total"));
     return json_integer_value(json_object_get(json_object_get(after, "bySerial"), serial)) -
            json_integer_value(json_object_get(json_object_get(before, "bySerial"), serial));
 }
@@ -551,15 +552,16 @@ static void body_cap(void) {
         appstore_status st = verify(v, "good", 0, &reason);
         char what[96];
         if (mode < 3) {
-            snprintf(what, sizeof what, "append_body beyond 64 MiB (%s)", mode == 1 ? "64 MiB, then 1 byte" : "one call");
+            snprintf(what, sizeof what, "append_body beyond 64 MiB (%s)",
+                     mode == 1 ? "64 MiB, then 1 byte" : "one call");
             capi_check(&T, c.first == APPSTORE_OK && c.second == APPSTORE_INVALID_ARGUMENT &&
                                c.second_reason == APPSTORE_REASON_INVALID_ARGUMENT &&
                                strstr(c.second_message, "64 MiB") != NULL,
                        what, "appends %s then %s (%s): %s", appstore_status_name(c.first),
                        appstore_status_name(c.second), appstore_reason_name(c.second_reason), c.second_message);
             snprintf(what, sizeof what, "a refused append fails the exchange (mode %d)", mode);
-            capi_check(&T, st == APPSTORE_RETRYABLE_VERIFICATION_FAILURE && reason == APPSTORE_REASON_OCSP_UNREACHABLE &&
-                               strstr(last_message, "64 MiB") != NULL,
+            capi_check(&T, st == APPSTORE_RETRYABLE_VERIFICATION_FAILURE &&
+                               reason == APPSTORE_REASON_OCSP_UNREACHABLE && strstr(last_message, "64 MiB") != NULL,
                        what, "%s %s: %s", appstore_status_name(st), appstore_reason_name(reason), last_message);
         } else {
             /* Exactly at the cap: accepted by the transport, refused by OCSP's own 1 MiB limit. */
@@ -669,7 +671,8 @@ static void stuck_leader(void) {
     pthread_mutex_unlock(&g.m);
     pthread_join(tid, NULL);
     capi_check(&T, still_blocked, "stuck leader: still blocked when the follower returned", NULL);
-    capi_check(&T, g.leader_status == APPSTORE_RETRYABLE_VERIFICATION_FAILURE && g.leader_reason == APPSTORE_REASON_OCSP_TIMEOUT,
+    capi_check(&T, g.leader_status == APPSTORE_RETRYABLE_VERIFICATION_FAILURE &&
+                       g.leader_reason == APPSTORE_REASON_OCSP_TIMEOUT,
                "stuck leader: the leader's own result", "%s %s", appstore_status_name(g.leader_status),
                appstore_reason_name(g.leader_reason));
     st = verify(v, "good", 2, NULL);

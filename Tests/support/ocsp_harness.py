@@ -15,7 +15,7 @@ internal port; the URLs in the certificates point at relays in this process, whi
   other      CA = a sibling intermediate under the same root: answers, but is not authorised for our leaves
   foreign    CA = an unrelated self-signed root: its answers chain to nothing we trust
   noeku      CA = intermediate, signed by a certificate the intermediate issued WITHOUT the OCSPSigning extended key
-             usage (the delegated-responder attack: any certificate of the CA must not be able to vouch for its siblings)
+             usage (the delegated-responder attack: no other certificate of the CA may vouch for its siblings)
   stale      like `inter`, but run 3 days in the past (faketime), -ndays 1: nextUpdate was 2 days ago
   future     like `inter`, but run 2 days in the future (faketime): thisUpdate is tomorrow
   short      like `inter`, but run 55 s in the past with -nmin 1: its answers are good for SHORT_SECONDS more seconds
