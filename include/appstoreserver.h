@@ -229,7 +229,8 @@ void appstore_verifier_free(appstore_verifier *verifier);
  * NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown keys kept);
  * free it with appstore_string_free. json_out may be NULL to verify only. With online checks on and the chain not
  * cached, a call makes up to two OCSP exchanges through the transport, one after the other, on the calling thread
- * (so it may block up to twice the OCSP timeout). */
+ * (so it may block up to twice the OCSP timeout, if the transport enforces it); a call that waits for another thread
+ * checking the same chain waits at most twice the OCSP timeout + 1 s before it checks for itself. */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, char **json_out, appstore_error **err_out);
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
@@ -324,8 +325,16 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
  * the whole exchange in milliseconds. All inputs are valid only during the call. It reports the response through
  * `response` with appstore_http_response_set_status (required), _add_header and _append_body, and returns
  * APPSTORE_TRANSPORT_OK, or APPSTORE_TRANSPORT_TIMEOUT / _UNREACHABLE / _FAILED when no response was obtained.
- * It is called on the thread that called the library function, possibly from several threads at once, and must
- * not call back into the library except through the appstore_http_response_* functions. */
+ * It is called on the thread that called the library function, possibly from several threads at once.
+ *
+ * The callback MUST enforce `timeout_ms` itself (connect, send and receive together) and return
+ * APPSTORE_TRANSPORT_TIMEOUT when it runs out: the library cannot interrupt it, so a callback that ignores the timeout
+ * blocks its caller for as long as it takes. With online checks, callers that meet a chain another thread is checking
+ * wait for that thread's result at most 2 x the OCSP timeout + 1 s, then check for themselves (through the callback
+ * again).
+ * The callback MUST NOT call back into the library except through the appstore_http_response_* functions; in
+ * particular it must not verify anything with the verifier that called it (the nested call could wait on the outer
+ * one for that whole bound, and may recurse). */
 typedef struct appstore_http_response appstore_http_response;
 
 #define APPSTORE_TRANSPORT_OK 0
@@ -337,7 +346,12 @@ typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, co
                                          size_t headers_len, const uint8_t *body, size_t body_len,
                                          uint32_t timeout_ms, appstore_http_response *response);
 
-/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599. */
+/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599.
+ * _append_body may be called repeatedly; the body may total at most 64 MiB (67108864 bytes). An append beyond that is
+ * refused with APPSTORE_INVALID_ARGUMENT (nothing of it is kept), and the exchange then fails as if the callback had
+ * returned APPSTORE_TRANSPORT_FAILED, whatever it returns (online checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE /
+ * APPSTORE_REASON_OCSP_UNREACHABLE; API calls: APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_TRANSPORT_FAILED). OCSP
+ * answers are further limited to 1 MiB (APPSTORE_REASON_OCSP_MALFORMED beyond). */
 appstore_status appstore_http_response_set_status(appstore_http_response *response, int32_t status,
                                                   appstore_error **err_out);
 appstore_status appstore_http_response_add_header(appstore_http_response *response, const char *name,
@@ -574,11 +588,13 @@ appstore_status appstore_api_client_call_all_pages(const appstore_api_client *cl
                                                    appstore_error **err_out);
 
 /* The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed
- * to the callback; 0 = 30000, Apple's). The request is a POST of the DER OCSP request to the URL in the certificate,
- * with headers "Content-Type: application/ocsp-request" and "Accept: application/ocsp-response"; the library checks
- * the response itself (status 200, then the OCSP answer). transport NULL removes the transport. The options, and
- * every verifier made from them, keep their own reference to the transport: appstore_transport_free may be called
- * at any time, but user_data must stay valid until those are freed too. */
+ * to the callback; 0 = 30000, Apple's; the callback must enforce it, see Transport). The request is a POST of the
+ * DER OCSP request to the certificate's first http(s) OCSP URL (Authority Information Access; URLs of other schemes
+ * before it are skipped, later ones are not tried; none: APPSTORE_REASON_OCSP_NO_RESPONDER), with headers
+ * "Content-Type: application/ocsp-request" and "Accept: application/ocsp-response"; the library checks the response
+ * itself (status 200, then the OCSP answer). transport NULL removes the transport. The options, and every verifier
+ * made from them, keep their own reference to the transport: appstore_transport_free may be called at any time, but
+ * user_data must stay valid until those are freed too. */
 appstore_status appstore_verifier_options_set_transport(appstore_verifier_options *options,
                                                         const appstore_transport *transport, uint32_t timeout_ms,
                                                         appstore_error **err_out);

@@ -12,10 +12,16 @@ public typealias CTransportFunction = @convention(c) (
 
 /// The object behind `appstore_http_response *`: what the host's callback fills in.
 final class ResponseBox: Sendable {
+    /// Most bytes a response body may have (App Store Server API answers included; OCSP answers have their own,
+    /// smaller limit). appstore_http_response_append_body refuses to go beyond it.
+    static let maxBodyBytes = 64 << 20
+
     struct Values {
         var status: Int?
         var headers: [HTTPHeader] = []
         var body: [UInt8] = []
+        /// An append was refused for exceeding `maxBodyBytes`: the exchange fails whatever the callback returns.
+        var bodyTooLarge = false
     }
     let values = Mutex(Values())
 }
@@ -51,6 +57,10 @@ final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
             throw TransportError(kind, "the transport callback reported \(kind) (code \(rc)) for \(request.method) \(request.url)")
         }
         let v = response.values.withLock { $0 }
+        if v.bodyTooLarge {
+            throw TransportError(.failed, "the response to \(request.method) \(request.url) is larger than "
+                + "\(ResponseBox.maxBodyBytes) bytes (64 MiB), the most appstore_http_response_append_body accepts")
+        }
         guard let status = v.status else {
             throw TransportError(.failed, "the transport callback returned success without setting a status")
         }
@@ -98,6 +108,18 @@ public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: U
     guarded(errOut) { () throws(CFailure) in
         let box = try handle(response, ResponseBox.self, "response")
         let view = try bytes(data.map(UnsafeRawPointer.init), len, "data")
-        box.values.withLock { $0.body.append(contentsOf: view) }
+        let had: Int? = box.values.withLock { v in
+            // Checked before anything is copied; once refused, the body stays refused.
+            guard !v.bodyTooLarge, view.count <= ResponseBox.maxBodyBytes - v.body.count else {
+                v.bodyTooLarge = true
+                return v.body.count
+            }
+            v.body.append(contentsOf: view)
+            return nil
+        }
+        if let had {
+            throw .argument("the response body would exceed \(ResponseBox.maxBodyBytes) bytes (64 MiB): \(had) bytes "
+                + "so far, \(len) more; the exchange fails")
+        }
     }
 }

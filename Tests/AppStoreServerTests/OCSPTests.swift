@@ -12,13 +12,23 @@ final class OCSPHarness: @unchecked Sendable {
         let jws: [String]
         let status: String
         let reason: String?
+        /// OCSP requests the first online call makes (at the transport) ...
         let requests: Int
+        /// ... and how many of them reach a responder (not the `down` one).
+        let responderRequests: Int
         let messageContains: [String]
+        /// The outcome with online checks off.
+        let offlineStatus: String
+        let offlineReason: String?
+        /// Serials (upper-case hex) of the leaf and its intermediate, as the responders' counts name them.
+        let serial: String
+        let intermediateSerial: String
     }
     let dir: URL
     let root: [UInt8]
     let bundleId: String
     let urls: [String: String]
+    let controlURL: String
     let shortAnswerSeconds: Int
     let cases: [String: Case]
     private let process: Process
@@ -61,14 +71,19 @@ final class OCSPHarness: @unchecked Sendable {
         self.root = [UInt8](try Data(contentsOf: URL(fileURLWithPath: setup["root"] as! String)))
         self.bundleId = setup["bundleId"] as! String
         self.urls = setup["urls"] as! [String: String]
+        self.controlURL = setup["controlUrl"] as! String
         self.shortAnswerSeconds = setup["shortAnswerSeconds"] as! Int
         var cases: [String: Case] = [:]
         for (name, value) in setup["cases"] as! [String: [String: Any]] {
             let e = value["expect"] as! [String: Any]
+            let offline = e["offline"] as! [String: Any]
             cases[name] = Case(name: name,
                                jws: try (value["jws"] as! [String]).map { try Paths.text(URL(fileURLWithPath: $0)) },
                                status: e["status"] as! String, reason: e["reason"] as? String,
-                               requests: e["requests"] as! Int, messageContains: e["messageContains"] as? [String] ?? [])
+                               requests: e["requests"] as! Int, responderRequests: e["responderRequests"] as! Int,
+                               messageContains: e["messageContains"] as? [String] ?? [],
+                               offlineStatus: offline["status"] as! String, offlineReason: offline["reason"] as? String,
+                               serial: value["serial"] as! String, intermediateSerial: value["intermediateSerial"] as! String)
         }
         self.cases = cases
     }
@@ -82,10 +97,43 @@ final class OCSPHarness: @unchecked Sendable {
 
     func jws(_ name: String, _ i: Int = 0) -> String { cases[name]!.jws[i] }
 
+    func offlineVerifier(_ transport: any BlockingHTTPTransport) throws -> SignedDataVerifier {
+        try SignedDataVerifier(rootCertificates: [root], bundleId: bundleId, appAppleId: nil, environment: .sandbox,
+                               enableOnlineChecks: false, transport: transport)
+    }
+
+    /// What the responders received so far, counted by the harness's relays (not by any transport of ours).
+    func responderCounts() throws -> ResponderCounts {
+        let response = try SocketTransport().send(HTTPRequest(method: "GET", url: controlURL, timeoutMilliseconds: 10_000))
+        guard response.status == 200,
+              let json = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw HarnessError(message: "GET \(controlURL): HTTP \(response.status)")
+        }
+        return ResponderCounts(total: json["total"] as? Int ?? -1,
+                               byResponder: json["byResponder"] as? [String: Int] ?? [:],
+                               bySerial: json["bySerial"] as? [String: Int] ?? [:])
+    }
+
     /// A signer over one of the harness's leaves, for payloads of the tests' own.
     func signer(_ leaf: String = "good") throws -> TestSigner {
         try TestSigner(dir: dir, leaf: "leaf_\(leaf).der", keyFile: "leaf_\(leaf).key.pem")
     }
+}
+
+/// Requests the harness's responders received: in all, per responder, per requested certificate serial.
+struct ResponderCounts {
+    var total: Int
+    var byResponder: [String: Int]
+    var bySerial: [String: Int]
+
+    /// What was received since `earlier`.
+    func since(_ earlier: ResponderCounts) -> ResponderCounts {
+        ResponderCounts(total: total - earlier.total,
+                        byResponder: byResponder.merging(earlier.byResponder.mapValues { -$0 }, uniquingKeysWith: +)
+                            .filter { $0.value != 0 },
+                        bySerial: bySerial.merging(earlier.bySerial.mapValues { -$0 }, uniquingKeysWith: +).filter { $0.value != 0 })
+    }
+    func serial(_ s: String) -> Int { bySerial[s] ?? 0 }
 }
 
 /// A transport made of a closure, for rewriting or recording what a real transport does.
@@ -130,10 +178,11 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
     /// (the intermediate is asked first, so a revoked intermediate costs one).
     @Test func everyCaseAgainstRealResponders() throws {
         let h = try OCSPHarness.get()
-        #expect(h.cases.count >= 12)
+        #expect(Set(h.cases.keys).isSuperset(of: Self.requiredCases), "missing: \(Self.requiredCases.subtracting(h.cases.keys))")
         for c in h.cases.values.sorted(by: { $0.name < $1.name }) {
             let t = SocketTransport()
             let v = try h.verifier(t, timeoutMilliseconds: c.name == "responder_slow" ? 2500 : 10_000)
+            let before = try h.responderCounts()
             let started = Date()
             let result = v.verifyAndDecodeTransaction(signedTransaction: c.jws[0])
             let elapsed = Date().timeIntervalSince(started)
@@ -150,26 +199,94 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
                 }
             }
             #expect(t.requests == c.requests, "\(c.name): \(t.requests) OCSP requests, expected \(c.requests)")
+            // The same, counted where the requests arrive: the intermediate is asked about first, then the leaf.
+            let got = try h.responderCounts().since(before)
+            #expect(got.total == c.responderRequests, "\(c.name): the responders got \(got.bySerial), expected \(c.responderRequests) requests")
+            if c.requests >= 1 { #expect(got.serial(c.intermediateSerial) == 1, "\(c.name): \(got.bySerial)") }
+            if c.responderRequests == 2 { #expect(got.serial(c.serial) == 1, "\(c.name): \(got.bySerial)") }
             if c.name == "responder_slow" {
                 #expect(elapsed < 5.5, "the slow responder case took \(elapsed) s; the timeout is 2.5 s, the relay waits 6 s")
             }
         }
     }
 
-    /// A burst of payloads under one chain costs one OCSP exchange per certificate within the TTL.
+    static let requiredCases: Set<String> = [
+        "good", "leaf_revoked", "leaf_unknown", "responder_down", "responder_slow", "wrong_responder",
+        "foreign_responder", "responder_without_eku", "stale_response", "future_response", "short_lived_answer",
+        "no_ocsp_url", "intermediate_revoked", "leaf_expired_now", "leaf_not_valid_at_signed_date",
+        "aia_http_after_ldap", "aia_no_http", "no_nonce", "no_next_update", "no_next_update_edge",
+        "no_next_update_old", "next_update_30s_ago", "next_update_90s_ago",
+    ]
+
+    /// Every case with online checks off: validated at the payload's signedDate, the transport never used, nothing
+    /// reaching a responder.
+    @Test func everyCaseOffline() throws {
+        let h = try OCSPHarness.get()
+        let t = SocketTransport()
+        let v = try h.offlineVerifier(t)
+        let before = try h.responderCounts()
+        for c in h.cases.values.sorted(by: { $0.name < $1.name }) {
+            let f = failure(v.verifyAndDecodeTransaction(signedTransaction: c.jws[0]))
+            #expect(f.map { "\($0.status)" } ?? "OK" == c.offlineStatus, "\(c.name): \(f.map { "\($0)" } ?? "verified")")
+            #expect(f?.reason.name == c.offlineReason, "\(c.name): \(f.map { "\($0)" } ?? "verified")")
+        }
+        #expect(t.requests == 0)
+        #expect(try h.responderCounts().since(before).total == 0)
+    }
+
+    /// Online checks validate the chain at the current time, not at the payload's signedDate (Apple's rule): a leaf
+    /// valid at signedDate but expired now fails online and passes offline; a leaf not yet valid at signedDate but
+    /// valid now passes online (with good OCSP answers) and fails offline.
+    @Test func onlineChecksValidateAtTheCurrentTime() throws {
+        let h = try OCSPHarness.get()
+        let t = SocketTransport()
+        let online = try h.verifier(t)
+        let offline = try h.offlineVerifier(t)
+        let before = try h.responderCounts()
+
+        let expiredNow = h.cases["leaf_expired_now"]!
+        let f = failure(online.verifyAndDecodeTransaction(signedTransaction: expiredNow.jws[0]))
+        #expect(f?.reason == .expired, "\(f.map { "\($0)" } ?? "verified")")
+        #expect(f?.status == .VERIFICATION_FAILURE)
+        #expect(f?.message.contains("leaf") == true)
+        #expect(t.requests == 0)  // the chain fails before any responder is asked
+        let tx = try offline.verifyAndDecodeTransaction(signedTransaction: expiredNow.jws[0]).get()
+        #expect(tx.signedDate.map { $0 < Date().addingTimeInterval(-9 * 86_400) } == true)
+
+        let notYet = h.cases["leaf_not_valid_at_signed_date"]!
+        #expect(throws: Never.self) { try online.verifyAndDecodeTransaction(signedTransaction: notYet.jws[0]).get() }
+        #expect(t.requests == 2)
+        let g = failure(offline.verifyAndDecodeTransaction(signedTransaction: notYet.jws[0]))
+        #expect(g?.reason == .expired, "\(g.map { "\($0)" } ?? "verified")")
+        #expect(g?.message.contains("leaf") == true)
+        // Offline never asks; online asked once about each certificate of the second chain.
+        #expect(t.requests == 2)
+        let got = try h.responderCounts().since(before)
+        #expect(got.total == 2 && got.serial(notYet.serial) == 1 && got.serial(notYet.intermediateSerial) == 1, "\(got.bySerial)")
+    }
+
+    /// A burst of payloads under one chain costs one OCSP exchange per certificate within the TTL, counted both at
+    /// the transport and at the responders.
     @Test func oneExchangePerCertificateWithinTheTTL() throws {
         let h = try OCSPHarness.get()
         let t = SocketTransport()
         let v = try h.verifier(t)
+        let good = h.cases["good"]!
+        let before = try h.responderCounts()
         for round in 0..<5 {
-            for i in 0..<h.cases["good"]!.jws.count {
+            for i in 0..<good.jws.count {
                 let tx = try v.verifyAndDecodeTransaction(signedTransaction: h.jws("good", i)).get()
                 #expect(tx.transactionId == String(format: "30000000000000%02d", i), "round \(round)")
             }
         }
         #expect(t.requests == 2)
         #expect(v.chainCacheStatistics.misses == 1)
-        #expect(v.chainCacheStatistics.hits == UInt64(5 * h.cases["good"]!.jws.count - 1))
+        #expect(v.chainCacheStatistics.hits == UInt64(5 * good.jws.count - 1))
+        let got = try h.responderCounts().since(before)
+        #expect(got.total == 2, "\(got.bySerial)")
+        #expect(got.serial(good.intermediateSerial) == 1, "the root's responder: \(got.bySerial)")
+        #expect(got.serial(good.serial) == 1, "the intermediate's responder: \(got.bySerial)")
+        #expect(got.byResponder == ["root": 1, "inter": 1])
     }
 
     /// A deep notification (notification + nested transaction + renewal info, one chain) costs two exchanges.
@@ -193,15 +310,21 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
         #expect(t.requests == 2)
     }
 
-    /// Failures are never cached: the next call asks again.
+    /// Failures are never cached: the next call asks again (counted at the transport and at the responders).
     @Test func failuresAreNotCached() throws {
         let h = try OCSPHarness.get()
-        for (name, perCall) in [("responder_down", 2), ("leaf_revoked", 2), ("intermediate_revoked", 1)] {
+        for (name, perCall) in [("responder_down", 2), ("leaf_revoked", 2), ("intermediate_revoked", 1), ("leaf_unknown", 2)] {
             let t = SocketTransport()
             let v = try h.verifier(t)
+            let c = h.cases[name]!
+            let before = try h.responderCounts()
             for call in 1...3 {
                 #expect(failure(v.verifyAndDecodeTransaction(signedTransaction: h.jws(name))) != nil, "\(name)")
                 #expect(t.requests == perCall * call, "\(name): call \(call) made \(t.requests) requests in all")
+                let got = try h.responderCounts().since(before)
+                #expect(got.serial(c.intermediateSerial) == call, "\(name): call \(call): \(got.bySerial)")
+                // The leaf's responder, when there is one to count at (the `down` one refuses connections).
+                #expect(got.serial(c.serial) == (perCall == 2 && name != "responder_down" ? call : 0), "\(name): \(got.bySerial)")
             }
             #expect(v.chainCacheStatistics.entries == 0)
         }
@@ -377,11 +500,95 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
             return try t.send(r)
         })
         let jws = h.cases["good"]!.jws
+        let before = try h.responderCounts()
         #expect(runThreads(8) { thread in
             (0..<25).filter { i in failure(v.verifyAndDecodeTransaction(signedTransaction: jws[(thread + i) % jws.count])) != nil }.count
         } == 0)
         #expect(t.requests == 2)
         #expect(v.chainCacheStatistics.entries == 1)
+        let got = try h.responderCounts().since(before)
+        #expect(got.total == 2 && got.serial(h.cases["good"]!.serial) == 1, "\(got.bySerial)")
+    }
+
+    /// A leader whose transport ignores its timeout (here: blocks until released, 20 s at most) holds the callers
+    /// waiting for the same chain no longer than 2 x timeout + 1 s; they then check for themselves.
+    @Test func aStuckLeaderDoesNotHoldItsFollowers() throws {
+        let h = try OCSPHarness.get()
+        final class Gate: @unchecked Sendable {
+            let lock = NSCondition()
+            var calls = 0, entered = false, released = false, leaderDone = false
+            var leaderResult: VerificationFailure?
+        }
+        let gate = Gate()
+        let real = SocketTransport()
+        let v = try h.verifier(FunctionTransport { r throws(TransportError) in
+            gate.lock.lock()
+            gate.calls += 1
+            let first = gate.calls == 1
+            if first {
+                gate.entered = true
+                gate.lock.broadcast()
+                let limit = Date().addingTimeInterval(20)
+                while !gate.released && gate.lock.wait(until: limit) {}
+            }
+            gate.lock.unlock()
+            if first { throw TransportError(.timeout, "ignored its \(r.timeoutMilliseconds) ms timeout") }
+            return try real.send(r)
+        }, timeoutMilliseconds: 500)
+        let bound = Double(try #require(v.online).followerWaitMilliseconds) / 1000
+        #expect(bound == 2.0)
+
+        Thread {
+            let f = failure(v.verifyAndDecodeTransaction(signedTransaction: h.jws("good", 0)))
+            gate.lock.lock()
+            gate.leaderResult = f
+            gate.leaderDone = true
+            gate.lock.broadcast()
+            gate.lock.unlock()
+        }.start()
+        gate.lock.lock()
+        let limit = Date().addingTimeInterval(10)
+        while !gate.entered && gate.lock.wait(until: limit) {}
+        let entered = gate.entered
+        gate.lock.unlock()
+        try #require(entered, "the leader never reached its transport")
+
+        let started = Date()
+        let result = v.verifyAndDecodeTransaction(signedTransaction: h.jws("good", 1))
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(failure(result) == nil, "\(failure(result).map { "\($0)" } ?? "")")
+        #expect(elapsed >= bound - 0.05, "the follower did not wait for the leader (\(elapsed) s)")
+        #expect(elapsed < bound + 3, "the follower waited \(elapsed) s; the bound is \(bound) s")
+
+        gate.lock.lock()
+        let leaderStillBlocked = !gate.leaderDone
+        gate.released = true
+        gate.lock.broadcast()
+        let doneBy = Date().addingTimeInterval(10)
+        while !gate.leaderDone && gate.lock.wait(until: doneBy) {}
+        let leaderResult = gate.leaderResult
+        gate.lock.unlock()
+        #expect(leaderStillBlocked)
+        #expect(leaderResult?.reason == .ocspTimeout)
+        // The follower's own check was cached; the leader's failure did not replace it.
+        #expect(throws: Never.self) { try v.verifyAndDecodeTransaction(signedTransaction: h.jws("good", 2)).get() }
+        #expect(gate.calls == 3)
+    }
+
+    /// Canned answers (no nonce echoed) around the skew: an answer whose end (nextUpdate, or thisUpdate + 1 h) is
+    /// up to 60 s past is accepted but not cached (it is already over), a current one is cached.
+    @Test func answersAcceptedWithinTheSkewAreNotCached() throws {
+        let h = try OCSPHarness.get()
+        for (name, perCall) in [("next_update_30s_ago", 2), ("no_next_update_edge", 2), ("no_nonce", 0), ("no_next_update", 0)] {
+            let t = SocketTransport()
+            let v = try h.verifier(t)
+            let before = try h.responderCounts()
+            for i in 0..<2 {
+                #expect(throws: Never.self, "\(name)") { try v.verifyAndDecodeTransaction(signedTransaction: h.jws(name, i)).get() }
+            }
+            #expect(t.requests == 2 + perCall, "\(name): \(t.requests) requests")
+            #expect(try h.responderCounts().since(before).total == 2 + perCall, "\(name)")
+        }
     }
 
     /// When the first caller's check fails, the callers that waited for it check for themselves (a failure is not

@@ -5,7 +5,7 @@
 #
 #   c_ocsp                    every harness case, the cache, the transport contract, threads (system-linked library)
 #   c_ocsp_selfcontained      the same through the self-contained library
-#   c_ocsp_valgrind           the same (less the slow responder and the threads) under valgrind
+#   c_ocsp_valgrind           the same (less the slow responder, the stuck leader and the threads) under valgrind
 find_package(Threads REQUIRED)
 set(OCSP_HARNESS "${CMAKE_CURRENT_SOURCE_DIR}/Tests/support/ocsp_harness.py")
 

@@ -64,7 +64,10 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 }
 
 /// Sends requests and blocks until the response (or failure) — what synchronous callers (the verifier's OCSP
-/// checks, the C ABI) use. Implementations must be safe to call from many threads at once.
+/// checks, the C ABI) use. Implementations must be safe to call from many threads at once, must give up after
+/// `request.timeoutMilliseconds` (throwing `.timeout`: nothing can interrupt them), and must not call back into the
+/// verifier that is using them. Callers that wait for another thread's check of the same chain wait at most twice
+/// the OCSP timeout + 1 s, then check for themselves.
 public protocol BlockingHTTPTransport: Sendable {
     func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse
 }

@@ -102,7 +102,8 @@ final class ChainCache: Sendable {
     }
 
     /// Like `lookup`, but coalesces concurrent misses of one key, so that a burst of payloads under a new chain
-    /// costs one chain verification and one round of OCSP exchanges instead of one per thread.
+    /// costs one chain verification and one round of OCSP exchanges instead of one per thread. Followers wait a
+    /// bounded time (`Flight.wait(milliseconds:)`), then verify for themselves.
     func lookupOrJoin(_ key: Key, now: Int64) -> Claim? {
         guard configuration.maxEntries > 0 else {
             state.withLock { $0.stats.misses &+= 1 }
@@ -156,7 +157,8 @@ final class ChainCache: Sendable {
 }
 
 /// One verification in progress that other callers wait for: the chain when it succeeded, nil when it failed (each
-/// waiter then verifies for itself, so a failure is never handed on).
+/// waiter then verifies for itself, so a failure is never handed on). Waits are bounded: a leader stuck in a transport
+/// that ignores its timeout (or one that calls back into the verifier) must not hold every caller of that chain.
 final class Flight: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -165,7 +167,12 @@ final class Flight: @unchecked Sendable {
 
     init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        // Deadlines on the monotonic clock: setting the wall clock neither shortens nor stretches a wait.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -183,11 +190,20 @@ final class Flight: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    /// Blocks until the leader finishes (its OCSP exchanges are bounded by the transport's timeout).
-    func wait() -> VerifiedChain? {
+    /// Blocks until the leader finishes, but at most `milliseconds`: the leader's chain, or nil when it failed or
+    /// has not finished in time (the caller then verifies for itself).
+    func wait(milliseconds: UInt64) -> VerifiedChain? {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let bounded = min(milliseconds, 100 * 365 * 86_400 * 1000)  // a century: no overflow below
+        let nanoseconds = Int(deadline.tv_nsec) + Int(bounded % 1000) * 1_000_000
+        deadline.tv_sec += Int(bounded / 1000) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
         pthread_mutex_lock(mutex)
-        while !finished { pthread_cond_wait(condition, mutex) }
-        let result = chain
+        while !finished {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        let result = finished ? chain : nil
         pthread_mutex_unlock(mutex)
         return result
     }

@@ -7,6 +7,16 @@ import Glibc
 struct OnlineChecks: Sendable {
     let transport: any BlockingHTTPTransport
     let timeoutMilliseconds: UInt32
+
+    /// Slack on top of the two exchanges' timeouts for the leader's own work (chain verification, parsing).
+    static let followerWaitMarginMilliseconds: UInt64 = 1000
+
+    /// How long a caller waits for another caller already checking the same chain (two exchanges, one after the
+    /// other, plus a margin) before it checks for itself: a transport that ignores its timeout, or calls back into
+    /// the verifier, then delays only the calls that go through it.
+    var followerWaitMilliseconds: UInt64 {
+        2 * UInt64(timeoutMilliseconds) + Self.followerWaitMarginMilliseconds
+    }
 }
 
 /// OCSP revocation checks of a verified chain (RFC 6960), as Apple's libraries do with online checks on: the
@@ -15,13 +25,16 @@ struct OnlineChecks: Sendable {
 /// signed "good".
 ///
 /// Checked per certificate, in this order (the first failure is reported):
-///  1. an http(s) OCSP URL in the AIA extension                    else `ocsp_no_responder`
+///  1. an http(s) OCSP URL in the AIA extension: the first one, in the extension's order; OCSP URLs of other
+///     schemes (ldap:, ...) before it are skipped, and later http(s) URLs are not tried when it fails
+///                                                                  else `ocsp_no_responder`
 ///  2. the exchange: POST application/ocsp-request, nonce included  unreachable / timeout / non-200: retryable
 ///  3. DER OCSPResponse, at most 1 MiB, nothing after it            else `ocsp_malformed`
 ///  4. responseStatus successful                                    tryLater / internalError: retryable `ocsp_try_later`;
 ///                                                                  others `ocsp_refused`
-///  5. a basic response signed by the issuer or by a responder the issuer delegated to (EKU OCSPSigning), its chain
-///     leading to the verifier's roots (OCSP_basic_verify)         else `ocsp_bad_signature`
+///  5. a basic response signed by the issuer or by a responder the issuer delegated to (EKU OCSPSigning; any other
+///     certificate the issuer issued is refused), its chain leading to the verifier's roots (OCSP_basic_verify)
+///                                                                  else `ocsp_bad_signature`
 ///  6. a status for exactly this certificate id (issuer name and key hashes, serial)  else `ocsp_cert_id_mismatch`
 ///  7. the nonce echoed, when the responder echoes one (responders serving pre-signed answers, as large CAs do, do
 ///     not; freshness then rests on the update times)               else `ocsp_nonce_mismatch`
@@ -54,13 +67,13 @@ enum OCSP {
         }
 
         // 1. Where to ask.
-        guard let url = cert.ocspURL else {
+        let urls = cert.ocspURLs
+        guard !urls.isEmpty else {
             return fail(.ocspNoResponder, "it names no OCSP responder (no OCSP URL in its Authority Information Access extension)")
         }
-        let lower = url.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"),
-              url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
-            return fail(.ocspNoResponder, "its OCSP URL \"\(url)\" is not an http(s) URL")
+        guard let url = urls.first(where: isHTTPURL) else {
+            let listed = urls.prefix(4).map { "\"\($0)\"" }.joined(separator: ", ") + (urls.count > 4 ? ", ..." : "")
+            return fail(.ocspNoResponder, "none of its OCSP URLs is an http(s) URL (\(listed))")
         }
 
         // 2. The request: one certificate id (SHA-1 name and key hashes, as responders expect) and a nonce.
@@ -223,10 +236,18 @@ enum OCSP {
         }
     }
 
-    /// Empties this thread's OpenSSL error queue; its last entry as text, with the detail OpenSSL attached (such as
-    /// the certificate verification error of a responder's chain).
+    /// An http:// or https:// URL of printable ASCII (a request line cannot carry anything else).
+    static func isHTTPURL(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return (lower.hasPrefix("http://") || lower.hasPrefix("https://"))
+            && url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
+    }
+
+    /// Empties this thread's OpenSSL error queue; its entries as text, oldest first, joined by "; ", each with the
+    /// detail OpenSSL attached (such as the certificate verification error of a responder's chain). The first entry
+    /// says what went wrong (e.g. "missing ocspsigning usage"), the last what OpenSSL concluded from it.
     private static func errorDetail() -> String? {
-        var last: String?
+        var entries: [String] = []
         while true {
             var data: UnsafePointer<CChar>?
             var flags: Int32 = 0
@@ -238,9 +259,9 @@ enum OCSP {
             if flags & ERR_TXT_STRING != 0, let data, let extra = String(validatingCString: data), !extra.isEmpty {
                 text += " (\(extra))"
             }
-            last = text
+            if entries.count < 8 { entries.append(text) }
         }
-        return last
+        return entries.isEmpty ? nil : entries.joined(separator: "; ")
     }
 
     private static func seconds(_ t: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>) -> Int64? {
@@ -251,13 +272,21 @@ enum OCSP {
 }
 
 extension Certificate {
-    /// The first OCSP responder URL of the Authority Information Access extension.
-    var ocspURL: String? {
-        guard let urls = X509_get1_ocsp(x509) else { return nil }
+    /// The OCSP responder URLs of the Authority Information Access extension, in order (entries that are not
+    /// UTF-8 are left out).
+    var ocspURLs: [String] {
+        guard let urls = X509_get1_ocsp(x509) else { return [] }
         defer { X509_email_free(urls) }
-        guard appstore_shim_sk_OPENSSL_STRING_num(urls) > 0,
-              let first = appstore_shim_sk_OPENSSL_STRING_value(urls, 0) else { return nil }
-        return String(validatingCString: first)
+        var result: [String] = []
+        let count = appstore_shim_sk_OPENSSL_STRING_num(urls)
+        var i: Int32 = 0
+        while i < count {
+            if let p = appstore_shim_sk_OPENSSL_STRING_value(urls, i), let url = String(validatingCString: p) {
+                result.append(url)
+            }
+            i += 1
+        }
+        return result
     }
 
     /// The serial number in upper-case hex (as OpenSSL prints it), for messages.

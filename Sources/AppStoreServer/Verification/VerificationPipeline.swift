@@ -93,12 +93,15 @@ extension SignedDataVerifier {
         let key = ChainCache.Key(header: [UInt8](jws.headerSegment))
         var chain: VerifiedChain?
         var flight: Flight?
-        if online != nil {
-            // Concurrent first sightings of one chain wait for a single round of OCSP exchanges.
+        if let online {
+            // Concurrent first sightings of one chain wait for a single round of OCSP exchanges, but not for ever.
             switch cache.lookupOrJoin(key, now: now) {
             case .cached(let c)?: chain = c
             case .lead(let f)?: flight = f
-            case .follow(let f)?: chain = f.wait()  // nil when the leader failed: then this call checks for itself
+            case .follow(let f)?:
+                // nil when the leader failed or is still busy after its two exchanges' timeouts and a margin (its
+                // transport ignores the timeout?): then this call checks for itself.
+                chain = f.wait(milliseconds: online.followerWaitMilliseconds)
             case nil: break
             }
         } else {
