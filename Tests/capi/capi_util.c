@@ -1,9 +1,12 @@
+#define _POSIX_C_SOURCE 200809L
 #include "capi_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 unsigned char *capi_read_file(const char *path, size_t *len_out) {
     FILE *f = fopen(path, "rb");
@@ -175,4 +178,26 @@ int capi_finish(const capi_tally *t) {
     printf("%s: %ld passed, %ld failed\n", t->label, t->passed, t->failed);
     fflush(stdout);
     return (t->failed == 0 && t->passed > 0) ? 0 : 1;
+}
+
+void capi_run_forked(capi_tally *t, const char *what, void (*body)(void *ctx), void *ctx) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        capi_check(t, 0, what, "fork failed");
+        return;
+    }
+    if (pid == 0) {
+        t->passed = t->failed = 0;
+        body(ctx);
+        fflush(stdout);
+        _exit(t->failed ? 1 : 0);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) {
+        capi_check(t, 0, what, "waitpid failed");
+        return;
+    }
+    if (WIFSIGNALED(status)) capi_check(t, 0, what, "CRASHED with signal %d", WTERMSIG(status));
+    else capi_check(t, WIFEXITED(status) && WEXITSTATUS(status) == 0, what, "%s", "see above");
 }

@@ -48,6 +48,10 @@ typedef struct {
 int capi_check(capi_tally *t, int ok, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Runs body(ctx) in a forked child whose checks go to a zeroed *t; records one check in the parent: the child must
+ * exit normally with no failed check. A crash (signal) fails that one check instead of ending the whole run. */
+void capi_run_forked(capi_tally *t, const char *what, void (*body)(void *ctx), void *ctx);
+
 /* Prints the closing line and returns the process exit code (0 only when nothing failed and something passed). */
 int capi_finish(const capi_tally *t);
 

@@ -164,36 +164,32 @@ typedef struct {
     const char *want_reason;
 } garbage;
 
+/* One garbage input through one verify function (run in a child process by run_isolated). */
+typedef struct {
+    const char *what;
+    capi_verify_fn fn;
+    const appstore_verifier *v;
+    const garbage *g;
+} isolated_call;
+
+static void isolated_body(void *ctx) {
+    const isolated_call *c = ctx;
+    char *json = JSON_SENTINEL;
+    appstore_error *err = NULL;
+    appstore_status st = c->fn(c->v, c->g->jws, c->g->len, &json, &err);
+    capi_check(&T, json == JSON_SENTINEL, c->what, "json_out written on failure");
+    expect_error(c->what, st, &err, c->g->want_status, c->g->want_reason);
+    /* Once more without err_out: same status, no crash. */
+    st = c->fn(c->v, c->g->jws, c->g->len, NULL, NULL);
+    capi_check(&T, st == c->g->want_status, c->what, "without err_out: status %s", appstore_status_name(st));
+}
+
 /* Runs fn(v, g) in a child process; one check per input and function. */
 static void run_isolated(const char *fn_name, capi_verify_fn fn, const appstore_verifier *v, const garbage *g) {
     char what[256];
     snprintf(what, sizeof what, "%s(%s)", fn_name, g->label);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        capi_check(&T, 0, what, "fork failed");
-        return;
-    }
-    if (pid == 0) {
-        T.passed = T.failed = 0;
-        char *json = JSON_SENTINEL;
-        appstore_error *err = NULL;
-        appstore_status st = fn(v, g->jws, g->len, &json, &err);
-        capi_check(&T, json == JSON_SENTINEL, what, "json_out written on failure");
-        expect_error(what, st, &err, g->want_status, g->want_reason);
-        /* Once more without err_out: same status, no crash. */
-        st = fn(v, g->jws, g->len, NULL, NULL);
-        capi_check(&T, st == g->want_status, what, "without err_out: status %s", appstore_status_name(st));
-        fflush(stdout);
-        _exit(T.failed ? 1 : 0);
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) {
-        capi_check(&T, 0, what, "waitpid failed");
-        return;
-    }
-    if (WIFSIGNALED(status)) capi_check(&T, 0, what, "CRASHED with signal %d", WTERMSIG(status));
-    else capi_check(&T, WIFEXITED(status) && WEXITSTATUS(status) == 0, what, "%s", "see above");
+    isolated_call c = {what, fn, v, g};
+    capi_run_forked(&T, what, isolated_body, &c);
 }
 
 /* ---- sections ----------------------------------------------------------------------------------------------- */

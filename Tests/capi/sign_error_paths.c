@@ -138,29 +138,22 @@ static void check_case(const char *what, const sign_case *c) {
                appstore_status_name(st), written);
 }
 
+typedef struct {
+    const char *what;
+    const sign_case *c;
+} isolated_case;
+
+static void isolated_body(void *ctx) {
+    const isolated_case *ic = ctx;
+    check_case(ic->what, ic->c);
+}
+
 /* Runs one case in a child process: a crash (signal) is a failure of that case, not the end of the run. */
 static void run(const sign_case *c) {
     char what[320];
     snprintf(what, sizeof what, "%s(%s)", FN_NAME[c->fn], c->label);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        capi_check(&T, 0, what, "fork failed");
-        return;
-    }
-    if (pid == 0) {
-        T.passed = T.failed = 0;
-        check_case(what, c);
-        fflush(stdout);
-        _exit(T.failed ? 1 : 0);
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) {
-        capi_check(&T, 0, what, "waitpid failed");
-        return;
-    }
-    if (WIFSIGNALED(status)) capi_check(&T, 0, what, "CRASHED with signal %d", WTERMSIG(status));
-    else capi_check(&T, WIFEXITED(status) && WEXITSTATUS(status) == 0, what, "%s", "see above");
+    isolated_case ic = {what, c};
+    capi_run_forked(&T, what, isolated_body, &ic);
 }
 
 /* Shorthands for the common outcomes. */
