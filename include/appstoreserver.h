@@ -35,6 +35,14 @@
 extern "C" {
 #endif
 
+/* Annotations for readers and binding generators; they expand to nothing.
+ *   APPSTORE_OPTIONAL      the pointer argument may be NULL: an input left out, or an output the caller does not want.
+ *                          Without it a pointer is required (err_out is always optional, see CONVENTIONS).
+ *   APPSTORE_JSON(Model)   the text is JSON of this model of spec/models.json (endpoint_params, endpoint_response and
+ *                          endpoint_pages: the endpoint's parameters object, response model, and array of pages). */
+#define APPSTORE_OPTIONAL
+#define APPSTORE_JSON(model)
+
 /* ---- Version -------------------------------------------------------------------------------------------- */
 
 #define APPSTORE_VERSION_MAJOR 0
@@ -49,37 +57,37 @@ const char *appstore_version(void);
 
 typedef int32_t appstore_status;
 
-#define APPSTORE_OK 0
-/* A required argument is NULL, not valid UTF-8, or out of range. */
+/* @generated statuses: scripts/generate from spec/; do not edit by hand */
+#define APPSTORE_OK 0 /* success */
+/* a required argument is NULL, not valid UTF-8, or out of range; nothing was done */
 #define APPSTORE_INVALID_ARGUMENT 1
-/* The options do not make a usable verifier (no roots, Production without app Apple ID, online checks without a
- * transport, ...). */
+/* the options do not make a usable verifier or client (no roots, Production without app Apple ID, online checks
+ * without a transport, ...) */
 #define APPSTORE_CONFIGURATION_ERROR 2
-/* Apple's verification statuses (VerificationStatus / VerificationException in Apple's libraries). */
-#define APPSTORE_VERIFICATION_FAILURE 3
-/* Online checks only: the OCSP responder could not be reached, timed out, answered non-200 or "try later". Nothing
- * was learnt about the data; verify again later. Never cached. */
+#define APPSTORE_VERIFICATION_FAILURE 3 /* the signed data is not genuine or not valid (Apple's VERIFICATION_FAILURE) */
+/* online checks only: no OCSP answer could be obtained; nothing was learnt about the data, verify again later; never
+ * cached */
 #define APPSTORE_RETRYABLE_VERIFICATION_FAILURE 4
-#define APPSTORE_INVALID_APP_IDENTIFIER 5
-#define APPSTORE_INVALID_ENVIRONMENT 6
-#define APPSTORE_INVALID_CHAIN_LENGTH 7
-#define APPSTORE_INVALID_CERTIFICATE 8
+#define APPSTORE_INVALID_APP_IDENTIFIER 5 /* the data is for another app (bundle id or app Apple ID) */
+#define APPSTORE_INVALID_ENVIRONMENT 6 /* the data is from another environment */
+#define APPSTORE_INVALID_CHAIN_LENGTH 7 /* the x5c chain is missing or not exactly 3 certificates */
+#define APPSTORE_INVALID_CERTIFICATE 8 /* an x5c certificate cannot be read */
+/* not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report VERIFICATION_FAILURE) */
 #define APPSTORE_INVALID_JWT_FORMAT 9
-/* A signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256). */
-#define APPSTORE_INVALID_KEY 10
-/* Receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil). */
+#define APPSTORE_INVALID_KEY 10 /* a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256) */
+/* receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil) */
 #define APPSTORE_NOT_FOUND 11
-/* Receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field). */
+/* receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field) */
 #define APPSTORE_INVALID_RECEIPT 12
-/* App Store Server API calls (values 20-29). Apple answered with an HTTP error status (reasons API_ERROR,
- * HTTP_ERROR, RATE_LIMITED); see appstore_error_http_status / _api_error_code / _retry_after. */
+/* App Store Server API: Apple answered with an HTTP error status (see appstore_error_http_status / _api_error_code /
+ * _retry_after) */
 #define APPSTORE_API_ERROR 20
-/* No answer: the transport timed out, could not connect, or failed (reasons TRANSPORT_*). */
+/* App Store Server API: no answer; the transport timed out, could not connect, or failed */
 #define APPSTORE_TRANSPORT_ERROR 21
-/* Apple answered with a success status, but the body does not decode into the endpoint's model. */
+/* App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's model */
 #define APPSTORE_INVALID_RESPONSE 22
-/* A bug or resource exhaustion inside the library. */
-#define APPSTORE_INTERNAL_ERROR 99
+#define APPSTORE_INTERNAL_ERROR 99 /* a bug or resource exhaustion inside the library */
+/* @end statuses */
 
 /* Apple-style name of a status ("VERIFICATION_FAILURE", "OK", ...); "UNKNOWN" for other values. Static. */
 const char *appstore_status_name(appstore_status status);
@@ -88,62 +96,87 @@ const char *appstore_status_name(appstore_status status);
 
 typedef int32_t appstore_reason;
 
-#define APPSTORE_REASON_NONE 0
-#define APPSTORE_REASON_MALFORMED 1                  /* not three base64url segments, header not JSON, payload not JSON */
-#define APPSTORE_REASON_UNSUPPORTED_ALG 2            /* alg is not ES256 */
-#define APPSTORE_REASON_MISSING_X5C 3                /* no x5c header */
-#define APPSTORE_REASON_CHAIN_LENGTH 4               /* x5c is not exactly 3 certificates */
-#define APPSTORE_REASON_BAD_CERTIFICATE 5            /* x5c entry not base64 / not DER / leaf key not P-256 */
-#define APPSTORE_REASON_NO_TRUST_ANCHOR 6            /* no root certificates configured */
-#define APPSTORE_REASON_UNTRUSTED_CHAIN 7            /* chain does not lead to a configured root */
-#define APPSTORE_REASON_EXPIRED 8                    /* a certificate is not valid at the effective date */
-#define APPSTORE_REASON_MISSING_MARKER_OID 9         /* Apple's leaf or intermediate marker extension missing */
-#define APPSTORE_REASON_BAD_SIGNATURE 10             /* ES256 signature wrong, or not 64-byte r||s */
-#define APPSTORE_REASON_UNDECODABLE_PAYLOAD 11       /* signed JSON does not decode into the expected model */
-#define APPSTORE_REASON_WRONG_BUNDLE 12
+/* @generated reasons: scripts/generate from spec/; do not edit by hand */
+#define APPSTORE_REASON_NONE 0 /* no failure [OK] */
+/* not three base64url segments, header not JSON, payload not JSON [INVALID_JWT_FORMAT] */
+#define APPSTORE_REASON_MALFORMED 1
+#define APPSTORE_REASON_UNSUPPORTED_ALG 2 /* alg is not ES256 [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_MISSING_X5C 3 /* no x5c header [INVALID_CHAIN_LENGTH] */
+#define APPSTORE_REASON_CHAIN_LENGTH 4 /* x5c is not exactly 3 certificates [INVALID_CHAIN_LENGTH] */
+/* x5c entry not base64 / not DER / leaf key not P-256 [INVALID_CERTIFICATE/CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_BAD_CERTIFICATE 5
+/* no root certificates configured [VERIFICATION_FAILURE/CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_NO_TRUST_ANCHOR 6
+#define APPSTORE_REASON_UNTRUSTED_CHAIN 7 /* chain does not lead to a configured root [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_EXPIRED 8 /* a certificate is not valid at the effective date [VERIFICATION_FAILURE] */
+/* Apple's leaf or intermediate marker extension missing [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_MISSING_MARKER_OID 9
+#define APPSTORE_REASON_BAD_SIGNATURE 10 /* ES256 signature wrong, or not 64-byte r||s [VERIFICATION_FAILURE] */
+/* signed JSON does not decode into the expected model [INVALID_JWT_FORMAT/INVALID_RECEIPT] */
+#define APPSTORE_REASON_UNDECODABLE_PAYLOAD 11
+#define APPSTORE_REASON_WRONG_BUNDLE 12 /* the payload's bundle id is not the verifier's [INVALID_APP_IDENTIFIER] */
+/* the payload's app Apple ID is not the verifier's (Production) [INVALID_APP_IDENTIFIER] */
 #define APPSTORE_REASON_WRONG_APP_ID 13
-#define APPSTORE_REASON_WRONG_ENVIRONMENT 14
-#define APPSTORE_REASON_WRONG_KIND 15                /* e.g. a transaction given to the notification call */
-#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16  /* online checks on, but no transport to reach OCSP responders */
+#define APPSTORE_REASON_WRONG_ENVIRONMENT 14 /* the payload's environment is not the verifier's [INVALID_ENVIRONMENT] */
+/* e.g. a transaction given to the notification call [INVALID_APP_IDENTIFIER/INVALID_ENVIRONMENT/INVALID_RECEIPT] */
+#define APPSTORE_REASON_WRONG_KIND 15
+/* online checks on, but no transport to reach OCSP responders [CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE 16
+/* a required argument is NULL, not UTF-8, out of range, or a request JSON key is unknown
+ * [INVALID_ARGUMENT/CONFIGURATION_ERROR] */
 #define APPSTORE_REASON_INVALID_ARGUMENT 17
-#define APPSTORE_REASON_INTERNAL 18
-#define APPSTORE_REASON_KEY_NOT_PEM 19              /* no -----BEGIN PRIVATE KEY----- block */
-#define APPSTORE_REASON_KEY_ENCRYPTED 20            /* encrypted PKCS#8: provide the plain .p8 */
-#define APPSTORE_REASON_KEY_MALFORMED 21            /* truncated or corrupt PEM/DER */
-#define APPSTORE_REASON_KEY_NOT_EC 22               /* RSA, Ed25519, ... */
-#define APPSTORE_REASON_KEY_WRONG_CURVE 23          /* EC, but not P-256 */
-#define APPSTORE_REASON_INVALID_REQUEST 24          /* a request model breaks Apple's limits; the message names the field */
-#define APPSTORE_REASON_SIGNING_FAILED 25
-#define APPSTORE_REASON_RECEIPT_MALFORMED 40        /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes */
-#define APPSTORE_REASON_NO_TRANSACTION_ID 41        /* with APPSTORE_NOT_FOUND: the receipt has no transaction id */
-#define APPSTORE_REASON_SIGNER_MISSING 42           /* receipt unsigned, or without its signer's certificate */
-/* App Store Server API (values 60-79) */
-#define APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT 60  /* the Xcode environment has no App Store Server API */
-#define APPSTORE_REASON_UNKNOWN_ENDPOINT 61         /* not one of the APPSTORE_API_* endpoint names */
-#define APPSTORE_REASON_INVALID_PARAMETERS 62       /* params_json: not an object, unknown/missing key, wrong type */
-#define APPSTORE_REASON_API_ERROR 63                /* HTTP error with Apple's error payload (errorCode, errorMessage) */
-#define APPSTORE_REASON_HTTP_ERROR 64               /* HTTP error without an App Store error payload */
-#define APPSTORE_REASON_RATE_LIMITED 65             /* HTTP 429 */
-#define APPSTORE_REASON_UNDECODABLE_RESPONSE 66     /* success status, body does not decode (message says what) */
-#define APPSTORE_REASON_TRANSPORT_TIMEOUT 67
-#define APPSTORE_REASON_TRANSPORT_UNREACHABLE 68
+#define APPSTORE_REASON_INTERNAL 18 /* a bug or resource exhaustion inside the library [INTERNAL_ERROR] */
+#define APPSTORE_REASON_KEY_NOT_PEM 19 /* no -----BEGIN PRIVATE KEY----- block [INVALID_KEY] */
+#define APPSTORE_REASON_KEY_ENCRYPTED 20 /* encrypted PKCS#8: provide the plain .p8 [INVALID_KEY] */
+#define APPSTORE_REASON_KEY_MALFORMED 21 /* truncated or corrupt PEM/DER [INVALID_KEY] */
+#define APPSTORE_REASON_KEY_NOT_EC 22 /* RSA, Ed25519, ... [INVALID_KEY] */
+#define APPSTORE_REASON_KEY_WRONG_CURVE 23 /* EC, but not P-256 [INVALID_KEY] */
+/* a request model breaks Apple's limits; the message names the field [INVALID_ARGUMENT] */
+#define APPSTORE_REASON_INVALID_REQUEST 24
+#define APPSTORE_REASON_SIGNING_FAILED 25 /* OpenSSL could not create the signature [INTERNAL_ERROR] */
+/* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT] */
+#define APPSTORE_REASON_RECEIPT_MALFORMED 40
+/* with APPSTORE_NOT_FOUND: the receipt has no transaction id [NOT_FOUND] */
+#define APPSTORE_REASON_NO_TRANSACTION_ID 41
+/* receipt unsigned, or without its signer's certificate [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_SIGNER_MISSING 42
+/* the Xcode environment has no App Store Server API [CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT 60
+#define APPSTORE_REASON_UNKNOWN_ENDPOINT 61 /* not one of the APPSTORE_ENDPOINT_* endpoint names [INVALID_ARGUMENT] */
+/* params_json: not an object, unknown/missing key, wrong type [INVALID_ARGUMENT] */
+#define APPSTORE_REASON_INVALID_PARAMETERS 62
+#define APPSTORE_REASON_API_ERROR 63 /* HTTP error with Apple's error payload (errorCode, errorMessage) [API_ERROR] */
+#define APPSTORE_REASON_HTTP_ERROR 64 /* HTTP error without an App Store error payload [API_ERROR] */
+#define APPSTORE_REASON_RATE_LIMITED 65 /* HTTP 429 [API_ERROR, retryable] */
+/* success status, body does not decode (message says what) [INVALID_RESPONSE] */
+#define APPSTORE_REASON_UNDECODABLE_RESPONSE 66
+#define APPSTORE_REASON_TRANSPORT_TIMEOUT 67 /* the transport reported TIMEOUT [TRANSPORT_ERROR, retryable] */
+#define APPSTORE_REASON_TRANSPORT_UNREACHABLE 68 /* the transport reported UNREACHABLE [TRANSPORT_ERROR, retryable] */
+/* the transport reported FAILED, or the response body exceeded 64 MiB [TRANSPORT_ERROR] */
 #define APPSTORE_REASON_TRANSPORT_FAILED 69
-#define APPSTORE_REASON_NO_TRANSPORT 70             /* appstore_api_client_call without a configured transport */
-/* Online checks (OCSP of the intermediate and the leaf), APPSTORE_VERIFICATION_FAILURE: */
-#define APPSTORE_REASON_REVOKED 80                  /* the message names the certificate, revocation time and reason */
-#define APPSTORE_REASON_OCSP_UNKNOWN 81             /* the responder does not know the certificate */
-#define APPSTORE_REASON_OCSP_BAD_SIGNATURE 82       /* answer not signed by the issuer or a responder it authorised */
-#define APPSTORE_REASON_OCSP_STALE 83               /* thisUpdate in the future or nextUpdate passed (60 s skew) */
-#define APPSTORE_REASON_OCSP_MALFORMED 84           /* not a DER OCSP response, not basic, unreadable fields */
-#define APPSTORE_REASON_OCSP_CERT_ID_MISMATCH 85    /* the answer is about other certificates */
-#define APPSTORE_REASON_OCSP_NONCE_MISMATCH 86      /* the answer echoes another nonce (replay) */
-#define APPSTORE_REASON_OCSP_REFUSED 87             /* responseStatus malformedRequest / sigRequired / unauthorized */
-#define APPSTORE_REASON_OCSP_NO_RESPONDER 88        /* the certificate names no http(s) OCSP URL */
-/* ... and APPSTORE_RETRYABLE_VERIFICATION_FAILURE: */
-#define APPSTORE_REASON_OCSP_UNREACHABLE 89         /* the transport reported UNREACHABLE or FAILED */
-#define APPSTORE_REASON_OCSP_TIMEOUT 90             /* the transport reported TIMEOUT */
-#define APPSTORE_REASON_OCSP_HTTP_ERROR 91          /* HTTP status other than 200 */
-#define APPSTORE_REASON_OCSP_TRY_LATER 92           /* responseStatus tryLater / internalError */
+/* appstore_api_client_call without a configured transport [CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_NO_TRANSPORT 70
+/* the message names the certificate, revocation time and reason [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_REVOKED 80
+#define APPSTORE_REASON_OCSP_UNKNOWN 81 /* the responder does not know the certificate [VERIFICATION_FAILURE] */
+/* answer not signed by the issuer or a responder it authorised [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_OCSP_BAD_SIGNATURE 82
+/* thisUpdate in the future or nextUpdate passed (60 s skew) [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_OCSP_STALE 83
+/* not a DER OCSP response, not basic, unreadable fields [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_OCSP_MALFORMED 84
+#define APPSTORE_REASON_OCSP_CERT_ID_MISMATCH 85 /* the answer is about other certificates [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_OCSP_NONCE_MISMATCH 86 /* the answer echoes another nonce (replay) [VERIFICATION_FAILURE] */
+/* responseStatus malformedRequest / sigRequired / unauthorized [VERIFICATION_FAILURE] */
+#define APPSTORE_REASON_OCSP_REFUSED 87
+#define APPSTORE_REASON_OCSP_NO_RESPONDER 88 /* the certificate names no http(s) OCSP URL [VERIFICATION_FAILURE] */
+/* the transport reported UNREACHABLE or FAILED [RETRYABLE_VERIFICATION_FAILURE, retryable] */
+#define APPSTORE_REASON_OCSP_UNREACHABLE 89
+#define APPSTORE_REASON_OCSP_TIMEOUT 90 /* the transport reported TIMEOUT [RETRYABLE_VERIFICATION_FAILURE, retryable] */
+#define APPSTORE_REASON_OCSP_HTTP_ERROR 91 /* HTTP status other than 200 [RETRYABLE_VERIFICATION_FAILURE, retryable] */
+/* responseStatus tryLater / internalError [RETRYABLE_VERIFICATION_FAILURE, retryable] */
+#define APPSTORE_REASON_OCSP_TRY_LATER 92
+/* @end reasons */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
 const char *appstore_reason_name(appstore_reason reason);
@@ -232,27 +265,28 @@ void appstore_verifier_free(appstore_verifier *verifier);
  * (so it may block up to twice the OCSP timeout, if the transport enforces it); a call that waits for another thread
  * checking the same chain waits at most twice the OCSP timeout + 1 s before it checks for itself. */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
-                                                      size_t jws_len, char **json_out, appstore_error **err_out);
+                                                      size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(ResponseBodyV2DecodedPayload), appstore_error **err_out);
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
-                                                     size_t jws_len, char **json_out, appstore_error **err_out);
+                                                     size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(JWSTransactionDecodedPayload), appstore_error **err_out);
 appstore_status appstore_verifier_verify_renewal_info(const appstore_verifier *verifier, const char *jws,
-                                                      size_t jws_len, char **json_out, appstore_error **err_out);
+                                                      size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(JWSRenewalInfoDecodedPayload), appstore_error **err_out);
 appstore_status appstore_verifier_verify_app_transaction(const appstore_verifier *verifier, const char *jws,
-                                                         size_t jws_len, char **json_out, appstore_error **err_out);
+                                                         size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(AppTransaction), appstore_error **err_out);
 /* A Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
 appstore_status appstore_verifier_verify_realtime_request(const appstore_verifier *verifier, const char *jws,
-                                                          size_t jws_len, char **json_out, appstore_error **err_out);
+                                                          size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(DecodedRealtimeRequestBody), appstore_error **err_out);
 /* Verifies a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo,
  * appData.signedAppTransactionInfo), each at its own effective date. *json_out is
  *   {"notification":{...},"transaction":{...},"renewalInfo":{...},"appTransaction":{...}}
  * with the nested keys present only when the notification carries them. A nested failure fails the call, and
  * the error message starts with the field name (e.g. "data.signedTransactionInfo: ..."). */
 appstore_status appstore_verifier_verify_notification_deep(const appstore_verifier *verifier, const char *jws,
-                                                           size_t jws_len, char **json_out, appstore_error **err_out);
+                                                           size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(VerifiedNotification), appstore_error **err_out);
 
 /* Chain cache counters since the verifier was created. Any out-pointer may be NULL. */
-appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier, uint64_t *hits_out,
-                                              uint64_t *misses_out, uint64_t *entries_out, appstore_error **err_out);
+appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier, APPSTORE_OPTIONAL uint64_t *hits_out,
+                                              APPSTORE_OPTIONAL uint64_t *misses_out,
+                                              APPSTORE_OPTIONAL uint64_t *entries_out, appstore_error **err_out);
 
 /* ---- Signing ------------------------------------------------------------------------------------------- */
 
@@ -265,7 +299,8 @@ typedef struct appstore_signing_key appstore_signing_key;
  * and bundle_id are required; issuer_id (the App Store Connect issuer) may be NULL when only promotional offer v1
  * signatures are made. Failure: status APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED /
  * KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or APPSTORE_INVALID_ARGUMENT. */
-appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const char *key_id, const char *issuer_id,
+appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const char *key_id,
+                                         APPSTORE_OPTIONAL const char *issuer_id,
                                          const char *bundle_id, appstore_signing_key **key_out,
                                          appstore_error **err_out);
 void appstore_signing_key_free(appstore_signing_key *key);
@@ -283,9 +318,11 @@ appstore_status appstore_signing_key_create_api_token(const appstore_signing_key
  * *nonce_out and *timestamp_out (each optional, may be NULL) receive what was signed. */
 appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_signing_key *key,
                                                                  const char *product_id, const char *offer_id,
-                                                                 const char *app_account_token, const char *nonce,
+                                                                 APPSTORE_OPTIONAL const char *app_account_token,
+                                                                 APPSTORE_OPTIONAL const char *nonce,
                                                                  int64_t timestamp_ms, char **signature_out,
-                                                                 char **nonce_out, int64_t *timestamp_out,
+                                                                 APPSTORE_OPTIONAL char **nonce_out,
+                                                                 APPSTORE_OPTIONAL int64_t *timestamp_out,
                                                                  appstore_error **err_out);
 
 /* Promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when not
@@ -293,7 +330,8 @@ appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_
 appstore_status appstore_signing_key_create_promotional_offer_v2(const appstore_signing_key *key,
                                                                  const char *product_id,
                                                                  const char *offer_identifier,
-                                                                 const char *transaction_id, char **jws_out,
+                                                                 APPSTORE_OPTIONAL const char *transaction_id,
+                                                                 char **jws_out,
                                                                  appstore_error **err_out);
 
 /* Introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
@@ -311,7 +349,8 @@ appstore_status appstore_signing_key_create_introductory_offer_eligibility(const
  * reason INVALID_ARGUMENT, message naming the key path, e.g. "items[0].descripton"), so nothing given is dropped
  * silently; "version", when given, must be "1". request_json_len at most 1 MiB (1048576). */
 appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
-                                                                     const char *request_json,
+                                                                     const char *request_json
+                                                                         APPSTORE_JSON(AdvancedCommerceInAppRequest),
                                                                      size_t request_json_len, char **jws_out,
                                                                      appstore_error **err_out);
 
@@ -324,11 +363,11 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
  * (`headers`/`headers_len`, NUL-terminated too), the body (`body`/`body_len`, may be NULL when 0) and the timeout for
  * the whole exchange in milliseconds. All inputs are valid only during the call. It reports the response through
  * `response` with appstore_http_response_set_status (required), _add_header and _append_body, and returns
- * APPSTORE_TRANSPORT_OK, or APPSTORE_TRANSPORT_TIMEOUT / _UNREACHABLE / _FAILED when no response was obtained.
+ * APPSTORE_TRANSPORT_RESULT_OK, or APPSTORE_TRANSPORT_RESULT_TIMEOUT / _UNREACHABLE / _FAILED when no response was obtained.
  * It is called on the thread that called the library function, possibly from several threads at once.
  *
  * The callback MUST enforce `timeout_ms` itself (connect, send and receive together) and return
- * APPSTORE_TRANSPORT_TIMEOUT when it runs out: the library cannot interrupt it, so a callback that ignores the timeout
+ * APPSTORE_TRANSPORT_RESULT_TIMEOUT when it runs out: the library cannot interrupt it, so a callback that ignores the timeout
  * blocks its caller for as long as it takes. With online checks, callers that meet a chain another thread is checking
  * wait for that thread's result at most 2 x the OCSP timeout + 1 s, then check for themselves (through the callback
  * again).
@@ -337,10 +376,10 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
  * one for that whole bound, and may recurse). */
 typedef struct appstore_http_response appstore_http_response;
 
-#define APPSTORE_TRANSPORT_OK 0
-#define APPSTORE_TRANSPORT_TIMEOUT 1
-#define APPSTORE_TRANSPORT_UNREACHABLE 2
-#define APPSTORE_TRANSPORT_FAILED 3
+#define APPSTORE_TRANSPORT_RESULT_OK 0
+#define APPSTORE_TRANSPORT_RESULT_TIMEOUT 1
+#define APPSTORE_TRANSPORT_RESULT_UNREACHABLE 2
+#define APPSTORE_TRANSPORT_RESULT_FAILED 3
 
 typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, const char *url, const char *headers,
                                          size_t headers_len, const uint8_t *body, size_t body_len,
@@ -349,7 +388,7 @@ typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, co
 /* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599.
  * _append_body may be called repeatedly; the body may total at most 64 MiB (67108864 bytes). An append beyond that is
  * refused with APPSTORE_INVALID_ARGUMENT (nothing of it is kept), and the exchange then fails as if the callback had
- * returned APPSTORE_TRANSPORT_FAILED, whatever it returns (online checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE /
+ * returned APPSTORE_TRANSPORT_RESULT_FAILED, whatever it returns (online checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE /
  * APPSTORE_REASON_OCSP_UNREACHABLE; API calls: APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_TRANSPORT_FAILED). OCSP
  * answers are further limited to 1 MiB (APPSTORE_REASON_OCSP_MALFORMED beyond). */
 appstore_status appstore_http_response_set_status(appstore_http_response *response, int32_t status,
@@ -357,13 +396,13 @@ appstore_status appstore_http_response_set_status(appstore_http_response *respon
 appstore_status appstore_http_response_add_header(appstore_http_response *response, const char *name,
                                                   const char *value, appstore_error **err_out);
 appstore_status appstore_http_response_append_body(appstore_http_response *response, const uint8_t *data,
-                                                   size_t len, appstore_error **err_out);
+                                                   size_t data_len, appstore_error **err_out);
 
 /* A transport handle: the callback and its user_data (borrowed: keep it alive until appstore_transport_free and
  * until every handle using the transport is freed). */
 typedef struct appstore_transport appstore_transport;
 
-appstore_status appstore_transport_new(appstore_transport_fn fn, void *user_data, appstore_transport **transport_out,
+appstore_status appstore_transport_new(appstore_transport_fn fn, APPSTORE_OPTIONAL void *user_data, appstore_transport **transport_out,
                                        appstore_error **err_out);
 void appstore_transport_free(appstore_transport *transport);
 
@@ -406,7 +445,8 @@ appstore_status appstore_receipt_extract_transaction_id(const char *receipt_b64,
  * firstTransactionId: what appstore_receipt_extract_transaction_id returns. A receipt without in-app records is
  * APPSTORE_OK with empty arrays and a null firstTransactionId. */
 appstore_status appstore_receipt_extract_transaction_ids(const char *receipt_b64, size_t receipt_len,
-                                                         char **json_out, appstore_error **err_out);
+                                                         char **json_out APPSTORE_JSON(AppReceiptTransactionIds),
+                                                         appstore_error **err_out);
 
 /* Apple's ReceiptUtility.extractTransactionId(transactionReceipt:) for an old-style (iOS 6) transaction receipt:
  * base64 text with "purchase-info" = "<base64>"; whose decoded text has "transaction-id" = "<id>"; (matched as
@@ -422,8 +462,9 @@ typedef struct appstore_receipt_verifier appstore_receipt_verifier;
  * bundle_id: NULL accepts any bundle id; otherwise a receipt for another bundle id fails (an empty string is
  * APPSTORE_INVALID_ARGUMENT). No roots: APPSTORE_CONFIGURATION_ERROR / NO_TRUST_ANCHOR; a root that is not DER:
  * APPSTORE_CONFIGURATION_ERROR / BAD_CERTIFICATE. */
-appstore_status appstore_receipt_verifier_new(const uint8_t *const *root_ders, const size_t *root_lens,
-                                              size_t root_count, const char *bundle_id,
+appstore_status appstore_receipt_verifier_new(APPSTORE_OPTIONAL const uint8_t *const *root_ders,
+                                              APPSTORE_OPTIONAL const size_t *root_lens,
+                                              size_t root_count, APPSTORE_OPTIONAL const char *bundle_id,
                                               appstore_receipt_verifier **verifier_out, appstore_error **err_out);
 void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
 
@@ -451,7 +492,7 @@ void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
  *   APPSTORE_INVALID_ARGUMENT       NULL verifier, NULL / empty receipt, receipt text not UTF-8
  * Xcode (StoreKit testing) receipts are signed by a local self-signed certificate and do not verify. */
 appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier *verifier, const char *receipt_b64,
-                                                 size_t receipt_len, char **json_out, appstore_error **err_out);
+                                                 size_t receipt_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(VerifiedAppReceiptFields), appstore_error **err_out);
 
 /* ---- App Store Server API ------------------------------------------------------------------------------ */
 
@@ -465,46 +506,107 @@ appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier
  * under "body" with Apple's JSON keys. Unknown keys are rejected (APPSTORE_INVALID_ARGUMENT, reason
  * INVALID_PARAMETERS, message naming the key); request models are checked against Apple's limits (reason
  * INVALID_REQUEST, message naming the field, e.g. "bulletPoints must have at most 5 elements"). Keys per endpoint: */
-#define APPSTORE_API_GET_TRANSACTION_INFO "getTransactionInfo"                      /* transactionId */
-/* anyTransactionId; optional revision, startDate, endDate, productIds [..], productTypes ["AUTO_RENEWABLE", ...],
- * sort "ASCENDING"|"DESCENDING", subscriptionGroupIdentifiers [..], inAppOwnershipType, revoked (bool) */
-#define APPSTORE_API_GET_TRANSACTION_HISTORY "getTransactionHistory"                /* version 2 */
-#define APPSTORE_API_GET_TRANSACTION_HISTORY_V1 "getTransactionHistoryV1"           /* version 1 (deprecated by Apple) */
-#define APPSTORE_API_GET_ALL_SUBSCRIPTION_STATUSES "getAllSubscriptionStatuses"     /* anyTransactionId; status [1,2..] */
-#define APPSTORE_API_GET_REFUND_HISTORY "getRefundHistory"                          /* anyTransactionId; revision */
-#define APPSTORE_API_LOOK_UP_ORDER_ID "lookUpOrderId"                               /* orderId */
-#define APPSTORE_API_GET_APP_TRANSACTION_INFO "getAppTransactionInfo"               /* anyTransactionId */
-#define APPSTORE_API_FINISH_TRANSACTION "finishTransaction"                         /* transactionId */
-#define APPSTORE_API_SEND_CONSUMPTION_DATA "sendConsumptionData"                    /* transactionId, body (V1) */
-#define APPSTORE_API_SEND_CONSUMPTION_INFORMATION "sendConsumptionInformation"      /* transactionId, body */
-#define APPSTORE_API_SET_APP_ACCOUNT_TOKEN "setAppAccountToken"                     /* originalTransactionId, body */
-#define APPSTORE_API_EXTEND_SUBSCRIPTION_RENEWAL_DATE "extendSubscriptionRenewalDate" /* originalTransactionId, body */
-#define APPSTORE_API_EXTEND_RENEWAL_DATE_FOR_ALL_ACTIVE_SUBSCRIBERS "extendRenewalDateForAllActiveSubscribers" /* body */
-#define APPSTORE_API_GET_STATUS_OF_SUBSCRIPTION_RENEWAL_DATE_EXTENSIONS "getStatusOfSubscriptionRenewalDateExtensions" /* productId, requestIdentifier */
-#define APPSTORE_API_REQUEST_TEST_NOTIFICATION "requestTestNotification"            /* (none) */
-#define APPSTORE_API_GET_TEST_NOTIFICATION_STATUS "getTestNotificationStatus"       /* testNotificationToken */
-#define APPSTORE_API_GET_NOTIFICATION_HISTORY "getNotificationHistory"              /* body; paginationToken */
-#define APPSTORE_API_UPLOAD_IMAGE "uploadImage"             /* imageIdentifier, image (standard base64 PNG); imageSize */
-#define APPSTORE_API_DELETE_IMAGE "deleteImage"                                     /* imageIdentifier */
-#define APPSTORE_API_GET_IMAGE_LIST "getImageList"                                  /* (none) */
-#define APPSTORE_API_UPLOAD_MESSAGE "uploadMessage"                                 /* messageIdentifier, body */
-#define APPSTORE_API_DELETE_MESSAGE "deleteMessage"                                 /* messageIdentifier */
-#define APPSTORE_API_GET_MESSAGE_LIST "getMessageList"                              /* (none) */
-#define APPSTORE_API_CONFIGURE_DEFAULT_MESSAGE "configureDefaultMessage"            /* productId, locale, body */
-#define APPSTORE_API_DELETE_DEFAULT_MESSAGE "deleteDefaultMessage"                  /* productId, locale */
-#define APPSTORE_API_GET_DEFAULT_MESSAGE "getDefaultMessage"                        /* productId, locale */
-#define APPSTORE_API_CONFIGURE_REALTIME_URL "configureRealtimeURL"                  /* body */
-#define APPSTORE_API_DELETE_REALTIME_URL "deleteRealtimeURL"                        /* (none) */
-#define APPSTORE_API_GET_REALTIME_URL "getRealtimeURL"                              /* (none) */
-#define APPSTORE_API_INITIATE_PERFORMANCE_TEST "initiatePerformanceTest"            /* body */
-#define APPSTORE_API_GET_PERFORMANCE_TEST_RESULTS "getPerformanceTestResults"       /* requestId */
-/* Advanced Commerce API server endpoints: transactionId, body */
-#define APPSTORE_API_CANCEL_SUBSCRIPTION "cancelSubscription"
-#define APPSTORE_API_CHANGE_SUBSCRIPTION_METADATA "changeSubscriptionMetadata"
-#define APPSTORE_API_CHANGE_SUBSCRIPTION_PRICE "changeSubscriptionPrice"
-#define APPSTORE_API_MIGRATE_SUBSCRIPTION "migrateSubscription"
-#define APPSTORE_API_REVOKE_SUBSCRIPTION "revokeSubscription"
-#define APPSTORE_API_REQUEST_TRANSACTION_REFUND "requestTransactionRefund"
+/* @generated endpoints: scripts/generate from spec/; do not edit by hand */
+/* Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. Keys: transactionId. Answer:
+ * TransactionInfoResponse. */
+#define APPSTORE_ENDPOINT_GET_TRANSACTION_INFO "getTransactionInfo"
+/* Get Transaction History (version 2): GET /inApps/v2/history/{anyTransactionId}. Keys: anyTransactionId; optional
+ * revision, startDate, endDate, productIds, productTypes, sort, subscriptionGroupIdentifiers, inAppOwnershipType,
+ * revoked. Answer: HistoryResponse. */
+#define APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY "getTransactionHistory"
+/* Get Transaction History (version 1): GET /inApps/v1/history/{anyTransactionId}. Keys: anyTransactionId; optional
+ * revision, startDate, endDate, productIds, productTypes, sort, subscriptionGroupIdentifiers, inAppOwnershipType,
+ * revoked. Answer: HistoryResponse. Deprecated by Apple. */
+#define APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY_V1 "getTransactionHistoryV1"
+/* Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}. Keys: anyTransactionId; optional
+ * status. Answer: StatusResponse. */
+#define APPSTORE_ENDPOINT_GET_ALL_SUBSCRIPTION_STATUSES "getAllSubscriptionStatuses"
+/* Get Refund History: GET /inApps/v2/refund/lookup/{anyTransactionId}. Keys: anyTransactionId; optional revision.
+ * Answer: RefundHistoryResponse. */
+#define APPSTORE_ENDPOINT_GET_REFUND_HISTORY "getRefundHistory"
+/* Look Up Order ID: GET /inApps/v1/lookup/{orderId}. Keys: orderId. Answer: OrderLookupResponse. */
+#define APPSTORE_ENDPOINT_LOOK_UP_ORDER_ID "lookUpOrderId"
+/* Get App Transaction Info: GET /inApps/v1/transactions/appTransactions/{anyTransactionId}. Keys: anyTransactionId.
+ * Answer: AppTransactionInfoResponse. */
+#define APPSTORE_ENDPOINT_GET_APP_TRANSACTION_INFO "getAppTransactionInfo"
+/* Finish Transaction: POST /inApps/v1/transactions/{transactionId}/finish. Keys: transactionId. */
+#define APPSTORE_ENDPOINT_FINISH_TRANSACTION "finishTransaction"
+/* Send Consumption Information (version 1): PUT /inApps/v1/transactions/consumption/{transactionId}. Keys:
+ * transactionId, body. Deprecated by Apple. */
+#define APPSTORE_ENDPOINT_SEND_CONSUMPTION_DATA "sendConsumptionData"
+/* Send Consumption Information: PUT /inApps/v2/transactions/consumption/{transactionId}. Keys: transactionId, body. */
+#define APPSTORE_ENDPOINT_SEND_CONSUMPTION_INFORMATION "sendConsumptionInformation"
+/* Set App Account Token: PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken. Keys:
+ * originalTransactionId, body. */
+#define APPSTORE_ENDPOINT_SET_APP_ACCOUNT_TOKEN "setAppAccountToken"
+/* Extend a Subscription Renewal Date: PUT /inApps/v1/subscriptions/extend/{originalTransactionId}. Keys:
+ * originalTransactionId, body. Answer: ExtendRenewalDateResponse. */
+#define APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE "extendSubscriptionRenewalDate"
+/* Extend Subscription Renewal Dates for All Active Subscribers: POST /inApps/v1/subscriptions/extend/mass. Keys:
+ * body. Answer: MassExtendRenewalDateResponse. */
+#define APPSTORE_ENDPOINT_EXTEND_RENEWAL_DATE_FOR_ALL_ACTIVE_SUBSCRIBERS "extendRenewalDateForAllActiveSubscribers"
+/* Get Status of Subscription Renewal Date Extensions: GET
+ * /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}. Keys: requestIdentifier, productId. Answer:
+ * MassExtendRenewalDateStatusResponse. */
+#define APPSTORE_ENDPOINT_GET_STATUS_OF_SUBSCRIPTION_RENEWAL_DATE_EXTENSIONS "getStatusOfSubscriptionRenewalDateExtensions"
+/* Request a Test Notification: POST /inApps/v1/notifications/test. Keys: (none). Answer:
+ * SendTestNotificationResponse. */
+#define APPSTORE_ENDPOINT_REQUEST_TEST_NOTIFICATION "requestTestNotification"
+/* Get Test Notification Status: GET /inApps/v1/notifications/test/{testNotificationToken}. Keys:
+ * testNotificationToken. Answer: CheckTestNotificationResponse. */
+#define APPSTORE_ENDPOINT_GET_TEST_NOTIFICATION_STATUS "getTestNotificationStatus"
+/* Get Notification History: POST /inApps/v1/notifications/history. Keys: body; optional paginationToken. Answer:
+ * NotificationHistoryResponse. */
+#define APPSTORE_ENDPOINT_GET_NOTIFICATION_HISTORY "getNotificationHistory"
+/* Upload Image: PUT /inApps/v1/messaging/image/{imageIdentifier}. Keys: imageIdentifier, image; optional imageSize. */
+#define APPSTORE_ENDPOINT_UPLOAD_IMAGE "uploadImage"
+/* Delete Image: DELETE /inApps/v1/messaging/image/{imageIdentifier}. Keys: imageIdentifier. */
+#define APPSTORE_ENDPOINT_DELETE_IMAGE "deleteImage"
+/* Get Image List: GET /inApps/v1/messaging/image/list. Keys: (none). Answer: GetImageListResponse. */
+#define APPSTORE_ENDPOINT_GET_IMAGE_LIST "getImageList"
+/* Upload Message: PUT /inApps/v1/messaging/message/{messageIdentifier}. Keys: messageIdentifier, body. */
+#define APPSTORE_ENDPOINT_UPLOAD_MESSAGE "uploadMessage"
+/* Delete Message: DELETE /inApps/v1/messaging/message/{messageIdentifier}. Keys: messageIdentifier. */
+#define APPSTORE_ENDPOINT_DELETE_MESSAGE "deleteMessage"
+/* Get Message List: GET /inApps/v1/messaging/message/list. Keys: (none). Answer: GetMessageListResponse. */
+#define APPSTORE_ENDPOINT_GET_MESSAGE_LIST "getMessageList"
+/* Configure Default Message: PUT /inApps/v1/messaging/default/{productId}/{locale}. Keys: productId, locale, body. */
+#define APPSTORE_ENDPOINT_CONFIGURE_DEFAULT_MESSAGE "configureDefaultMessage"
+/* Delete Default Message: DELETE /inApps/v1/messaging/default/{productId}/{locale}. Keys: productId, locale. */
+#define APPSTORE_ENDPOINT_DELETE_DEFAULT_MESSAGE "deleteDefaultMessage"
+/* Get Default Message: GET /inApps/v1/messaging/default/{productId}/{locale}. Keys: productId, locale. Answer:
+ * DefaultConfigurationResponse. */
+#define APPSTORE_ENDPOINT_GET_DEFAULT_MESSAGE "getDefaultMessage"
+/* Configure Realtime URL: PUT /inApps/v1/messaging/realtime/url. Keys: body. */
+#define APPSTORE_ENDPOINT_CONFIGURE_REALTIME_URL "configureRealtimeURL"
+/* Delete Realtime URL: DELETE /inApps/v1/messaging/realtime/url. Keys: (none). */
+#define APPSTORE_ENDPOINT_DELETE_REALTIME_URL "deleteRealtimeURL"
+/* Get Realtime URL: GET /inApps/v1/messaging/realtime/url. Keys: (none). Answer: RealtimeUrlResponse. */
+#define APPSTORE_ENDPOINT_GET_REALTIME_URL "getRealtimeURL"
+/* Initiate Performance Test: POST /inApps/v1/messaging/performanceTest. Keys: body. Answer: PerformanceTestResponse. */
+#define APPSTORE_ENDPOINT_INITIATE_PERFORMANCE_TEST "initiatePerformanceTest"
+/* Get Performance Test Results: GET /inApps/v1/messaging/performanceTest/result/{requestId}. Keys: requestId.
+ * Answer: PerformanceTestResultResponse. */
+#define APPSTORE_ENDPOINT_GET_PERFORMANCE_TEST_RESULTS "getPerformanceTestResults"
+/* Cancel a Subscription: POST /advancedCommerce/v1/subscription/cancel/{transactionId}. Keys: transactionId, body.
+ * Answer: AdvancedCommerceSubscriptionCancelResponse. */
+#define APPSTORE_ENDPOINT_CANCEL_SUBSCRIPTION "cancelSubscription"
+/* Change Subscription Metadata: POST /advancedCommerce/v1/subscription/changeMetadata/{transactionId}. Keys:
+ * transactionId, body. Answer: AdvancedCommerceSubscriptionChangeMetadataResponse. */
+#define APPSTORE_ENDPOINT_CHANGE_SUBSCRIPTION_METADATA "changeSubscriptionMetadata"
+/* Change Subscription Price: POST /advancedCommerce/v1/subscription/changePrice/{transactionId}. Keys:
+ * transactionId, body. Answer: AdvancedCommerceSubscriptionPriceChangeResponse. */
+#define APPSTORE_ENDPOINT_CHANGE_SUBSCRIPTION_PRICE "changeSubscriptionPrice"
+/* Migrate a Subscription to Advanced Commerce: POST /advancedCommerce/v1/subscription/migrate/{transactionId}. Keys:
+ * transactionId, body. Answer: AdvancedCommerceSubscriptionMigrateResponse. */
+#define APPSTORE_ENDPOINT_MIGRATE_SUBSCRIPTION "migrateSubscription"
+/* Revoke a Subscription: POST /advancedCommerce/v1/subscription/revoke/{transactionId}. Keys: transactionId, body.
+ * Answer: AdvancedCommerceSubscriptionRevokeResponse. */
+#define APPSTORE_ENDPOINT_REVOKE_SUBSCRIPTION "revokeSubscription"
+/* Request a Transaction Refund: POST /advancedCommerce/v1/transaction/requestRefund/{transactionId}. Keys:
+ * transactionId, body. Answer: AdvancedCommerceRequestRefundResponse. */
+#define APPSTORE_ENDPOINT_REQUEST_TRANSACTION_REFUND "requestTransactionRefund"
+/* @end endpoints */
 
 /* The endpoint names this library knows, for bindings: count and name by index ("" out of range). Static. */
 size_t appstore_api_endpoint_count(void);
@@ -519,7 +621,7 @@ appstore_status appstore_api_client_options_new(appstore_api_client_options **op
 void appstore_api_client_options_free(appstore_api_client_options *options);
 /* The transport appstore_api_client_call uses (retained by clients created from these options; NULL unsets). */
 appstore_status appstore_api_client_options_set_transport(appstore_api_client_options *options,
-                                                          const appstore_transport *transport,
+                                                          APPSTORE_OPTIONAL const appstore_transport *transport,
                                                           appstore_error **err_out);
 /* The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; >= 1. */
 appstore_status appstore_api_client_options_set_timeout_ms(appstore_api_client_options *options, uint32_t timeout_ms,
@@ -532,7 +634,7 @@ appstore_status appstore_api_client_options_set_retry(appstore_api_client_option
                                                       uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
                                                       appstore_error **err_out);
 /* Replaces the environment's base URL (http:// or https://; e.g. a test server); NULL restores it. */
-appstore_status appstore_api_client_options_set_base_url(appstore_api_client_options *options, const char *base_url,
+appstore_status appstore_api_client_options_set_base_url(appstore_api_client_options *options, APPSTORE_OPTIONAL const char *base_url,
                                                          appstore_error **err_out);
 
 /* An immutable, thread-safe API client: the signing key (which must have an issuer id), the environment and the
@@ -541,7 +643,7 @@ appstore_status appstore_api_client_options_set_base_url(appstore_api_client_opt
 typedef struct appstore_api_client appstore_api_client;
 
 appstore_status appstore_api_client_new(const appstore_signing_key *key, appstore_environment environment,
-                                        const appstore_api_client_options *options, appstore_api_client **client_out,
+                                        APPSTORE_OPTIONAL const appstore_api_client_options *options, appstore_api_client **client_out,
                                         appstore_error **err_out);
 void appstore_api_client_free(appstore_api_client *client);
 
@@ -553,7 +655,7 @@ typedef struct appstore_api_request appstore_api_request;
  * appstoreserver/<version>, Accept: application/json, Content-Type only with a body: application/json, or
  * image/png for uploadImage), body. UUIDs are lowercase on the wire. */
 appstore_status appstore_api_client_build_request(const appstore_api_client *client, const char *endpoint,
-                                                  const char *params_json, appstore_api_request **request_out,
+                                                  APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params), appstore_api_request **request_out,
                                                   appstore_error **err_out);
 /* Getters: "" / 0 when request is NULL. Headers as "Name: value\r\n" lines (the transport callback's format), or
  * one by one (index < count). The body pointer is never NULL (len 0 when there is no body). */
@@ -563,7 +665,7 @@ const char *appstore_api_request_headers(const appstore_api_request *request);
 size_t appstore_api_request_header_count(const appstore_api_request *request);
 const char *appstore_api_request_header_name(const appstore_api_request *request, size_t index);
 const char *appstore_api_request_header_value(const appstore_api_request *request, size_t index);
-const uint8_t *appstore_api_request_body(const appstore_api_request *request, size_t *len_out);
+const uint8_t *appstore_api_request_body(const appstore_api_request *request, APPSTORE_OPTIONAL size_t *len_out);
 uint32_t appstore_api_request_timeout_ms(const appstore_api_request *request);
 void appstore_api_request_free(appstore_api_request *request);
 
@@ -573,18 +675,21 @@ void appstore_api_request_free(appstore_api_request *request);
  * APPSTORE_INVALID_RESPONSE naming what did not decode. Other statuses fail with APPSTORE_API_ERROR carrying the
  * HTTP status, Apple's error code and message, and Retry-After. */
 appstore_status appstore_api_client_decode_response(const appstore_api_client *client, const char *endpoint,
-                                                    int32_t http_status, const char *headers, size_t headers_len,
-                                                    const uint8_t *body, size_t body_len, char **json_out,
+                                                    int32_t http_status, APPSTORE_OPTIONAL const char *headers, size_t headers_len,
+                                                    APPSTORE_OPTIONAL const uint8_t *body, size_t body_len,
+                                                    char **json_out APPSTORE_JSON(endpoint_response),
                                                     appstore_error **err_out);
 
 /* Build + send through the client's transport (with retries) + decode, as above. json_out may be NULL. */
 appstore_status appstore_api_client_call(const appstore_api_client *client, const char *endpoint,
-                                         const char *params_json, char **json_out, appstore_error **err_out);
+                                         APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
+                                         APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(endpoint_response), appstore_error **err_out);
 /* For the paginated endpoints (getTransactionHistory, getTransactionHistoryV1, getRefundHistory: revision/hasMore;
  * getNotificationHistory: paginationToken/hasMore): follows the pages to the end; *json_out is a JSON array of
  * every page as sent. */
 appstore_status appstore_api_client_call_all_pages(const appstore_api_client *client, const char *endpoint,
-                                                   const char *params_json, char **json_out,
+                                                   APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
+                                                   char **json_out APPSTORE_JSON(endpoint_pages),
                                                    appstore_error **err_out);
 
 /* The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed
@@ -596,7 +701,7 @@ appstore_status appstore_api_client_call_all_pages(const appstore_api_client *cl
  * made from them, keep their own reference to the transport: appstore_transport_free may be called at any time, but
  * user_data must stay valid until those are freed too. */
 appstore_status appstore_verifier_options_set_transport(appstore_verifier_options *options,
-                                                        const appstore_transport *transport, uint32_t timeout_ms,
+                                                        APPSTORE_OPTIONAL const appstore_transport *transport, uint32_t timeout_ms,
                                                         appstore_error **err_out);
 
 #ifdef __cplusplus

@@ -8,44 +8,6 @@ import Glibc
 // App Store Server API at the C ABI: sans-I/O request builder and response decoder, plus calls through a
 // host-supplied transport (appstore_transport) with the configured retry policy.
 
-extension CFailure {
-    init(_ e: AppStoreServerAPIError) {
-        var detail = APIErrorDetail()
-        detail.httpStatus = Int32(clamping: e.httpStatusCode ?? 0)
-        detail.code = e.rawApiError ?? 0
-        detail.codeName = e.apiErrorName ?? ""
-        detail.errorMessage = e.errorMessage ?? ""
-        detail.retryAfter = e.retryAfterSeconds ?? -1
-        switch e.kind {
-        case .invalidArgument:
-            self.init(status: CStatus.invalidArgument, reason: .invalidParameters, message: e.message)
-        case .invalidRequest:
-            self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
-        case .configuration:
-            let reason: FailureReason = e.message.contains("Xcode") || e.message.contains("environment") ? .unsupportedEnvironment : .invalidArgument
-            self.init(status: CStatus.configuration, reason: reason, message: e.message)
-        case .apiError, .httpError:
-            let reason: FailureReason = e.httpStatusCode == 429 ? .rateLimited : (e.kind == .apiError ? .apiError : .httpError)
-            self.init(status: CStatus.apiError, reason: reason, message: e.message, api: detail)
-        case .undecodableResponse:
-            self.init(status: CStatus.invalidResponse, reason: .undecodableResponse, message: e.message, api: detail)
-        case .transport(let kind):
-            let reason: FailureReason = switch kind {
-            case .timeout: .transportTimeout
-            case .unreachable: .transportUnreachable
-            case .failed: .transportFailed
-            }
-            self.init(status: CStatus.transportError, reason: reason, message: e.message)
-        case .signing:
-            self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
-        }
-    }
-}
-
-func api<T>(_ body: () throws(AppStoreServerAPIError) -> T) throws(CFailure) -> T {
-    do throws(AppStoreServerAPIError) { return try body() } catch { throw CFailure(error) }
-}
-
 /// The object behind `appstore_api_client_options *` (a locked builder).
 final class APIClientOptionsBox: Sendable {
     struct Values {
@@ -68,7 +30,7 @@ final class APIClientBox: Sendable {
 
     func requireTransport() throws(CFailure) -> CTransport {
         guard let transport else {
-            throw CFailure(status: CStatus.configuration, reason: .noTransport,
+            throw CFailure(statusCode: .configurationError, reason: .noTransport,
                            message: "the client has no transport: set one with appstore_api_client_options_set_transport, "
                                     + "or use appstore_api_client_build_request / _decode_response with your own HTTP")
         }
@@ -118,7 +80,6 @@ final class APIRequestBox: @unchecked Sendable {
     }
 }
 
-private let emptyString = StaticCStrings([], fallback: "")
 nonisolated(unsafe) private let emptyBody: UnsafeMutablePointer<UInt8> = {
     let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
     p.initialize(to: 0)
@@ -130,21 +91,15 @@ private let endpointNames = StaticCStrings(
 func endpoint(_ p: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIEndpoint {
     let name = try utf8String(p, "endpoint")
     guard let e = AppStoreServerAPIEndpoint(name: name) else {
-        throw CFailure(status: CStatus.invalidArgument, reason: .unknownEndpoint,
-                       message: "unknown endpoint \"\(name)\" (see APPSTORE_API_* in appstoreserver.h)")
+        throw CFailure(statusCode: .invalidArgument, reason: .unknownEndpoint,
+                       message: "unknown endpoint \"\(name)\" (see APPSTORE_ENDPOINT_* in appstoreserver.h)")
     }
     return e
 }
 
-func request(_ e: AppStoreServerAPIEndpoint, _ params: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIRequest {
-    let json: [UInt8]
-    if let params {
-        guard let s = String(validatingCString: params) else { throw .argument("params_json is not valid UTF-8") }
-        json = Array(s.utf8)
-    } else {
-        json = []
-    }
-    return try api { () throws(AppStoreServerAPIError) in try AppStoreServerAPIRequest(endpoint: e, parametersJSON: json) }
+func request(_ e: AppStoreServerAPIEndpoint, _ params: UnsafePointer<CChar>?) throws -> AppStoreServerAPIRequest {
+    let json = try optionalUTF8String(params, "params_json").map { Array($0.utf8) } ?? []
+    return try AppStoreServerAPIRequest(endpoint: e, parametersJSON: json)
 }
 
 // MARK: endpoints
@@ -154,7 +109,7 @@ public func appstoreApiEndpointCount() -> UInt { UInt(AppStoreServerAPIEndpoint.
 
 @c(appstore_api_endpoint_name)
 public func appstoreApiEndpointName(_ index: UInt) -> UnsafePointer<CChar> {
-    guard index < UInt(AppStoreServerAPIEndpoint.allCases.count) else { return emptyString.get(0) }
+    guard index < UInt(AppStoreServerAPIEndpoint.allCases.count) else { return StaticCStrings.emptyString }
     return endpointNames.get(Int32(index))
 }
 
@@ -162,9 +117,8 @@ public func appstoreApiEndpointName(_ index: UInt) -> UnsafePointer<CChar> {
 
 @c(appstore_api_client_options_new)
 public func appstoreApiClientOptionsNew(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
-        guard let out else { throw .argument("options_out is NULL") }
-        out.pointee = retained(APIClientOptionsBox())
+    guarded(errOut) {
+        try output(out, "options_out") { APIClientOptionsBox() }
     }
 }
 
@@ -173,7 +127,7 @@ public func appstoreApiClientOptionsFree(_ options: OpaquePointer?) { release(op
 
 @c(appstore_api_client_options_set_transport)
 public func appstoreApiClientOptionsSetTransport(_ options: OpaquePointer?, _ transport: OpaquePointer?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, APIClientOptionsBox.self, "options")
         let t = transport == nil ? nil : try handle(transport, CTransport.self, "transport")
         box.values.withLock { $0.transport = t }
@@ -182,9 +136,9 @@ public func appstoreApiClientOptionsSetTransport(_ options: OpaquePointer?, _ tr
 
 @c(appstore_api_client_options_set_timeout_ms)
 public func appstoreApiClientOptionsSetTimeoutMs(_ options: OpaquePointer?, _ timeout: UInt32, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, APIClientOptionsBox.self, "options")
-        guard timeout > 0 else { throw .argument("timeout_ms must be at least 1") }
+        guard timeout > 0 else { throw CFailure.argument("timeout_ms must be at least 1") }
         box.values.withLock { $0.timeoutMilliseconds = timeout }
     }
 }
@@ -192,11 +146,11 @@ public func appstoreApiClientOptionsSetTimeoutMs(_ options: OpaquePointer?, _ ti
 @c(appstore_api_client_options_set_retry)
 public func appstoreApiClientOptionsSetRetry(_ options: OpaquePointer?, _ maxRetries: UInt32, _ initialBackoff: UInt32,
                                              _ maxBackoff: UInt32, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, APIClientOptionsBox.self, "options")
-        guard maxRetries <= 100 else { throw .argument("max_retries must be at most 100, got \(maxRetries)") }
+        guard maxRetries <= 100 else { throw CFailure.argument("max_retries must be at most 100, got \(maxRetries)") }
         guard maxBackoff >= initialBackoff else {
-            throw .argument("max_backoff_ms (\(maxBackoff)) must be >= initial_backoff_ms (\(initialBackoff))")
+            throw CFailure.argument("max_backoff_ms (\(maxBackoff)) must be >= initial_backoff_ms (\(initialBackoff))")
         }
         box.values.withLock {
             $0.retry = APIRetryPolicy(maxRetries: Int(maxRetries), initialBackoffMilliseconds: initialBackoff,
@@ -207,7 +161,7 @@ public func appstoreApiClientOptionsSetRetry(_ options: OpaquePointer?, _ maxRet
 
 @c(appstore_api_client_options_set_base_url)
 public func appstoreApiClientOptionsSetBaseUrl(_ options: OpaquePointer?, _ baseURL: UnsafePointer<CChar>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, APIClientOptionsBox.self, "options")
         let url = try optionalUTF8String(baseURL, "base_url")
         box.values.withLock { $0.baseURL = url }
@@ -219,25 +173,16 @@ public func appstoreApiClientOptionsSetBaseUrl(_ options: OpaquePointer?, _ base
 @c(appstore_api_client_new)
 public func appstoreApiClientNew(_ key: OpaquePointer?, _ environment: Int32, _ options: OpaquePointer?,
                                  _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let k = try handle(key, SigningKeyBox.self, "key")
-        guard let out else { throw .argument("client_out is NULL") }
-        let env: AppStoreEnvironment
-        switch environment {
-        case 1: env = .sandbox
-        case 2: env = .production
-        case 3: env = .xcode
-        case 4: env = .localTesting
-        default: throw .argument("environment \(environment) is not one of APPSTORE_ENVIRONMENT_* (1-4)")
-        }
+        guard let out else { throw CFailure.argument("client_out is NULL") }
+        let env = try cEnvironment(environment)
         let values = options == nil ? APIClientOptionsBox.Values()
             : try handle(options, APIClientOptionsBox.self, "options").values.withLock { $0 }
         let issuer = try k.requireIssuer()
-        let builder = try api { () throws(AppStoreServerAPIError) in
-            try AppStoreServerAPIRequestBuilder(signingKey: k.key, keyId: k.keyId, issuerId: issuer, bundleId: k.bundleId,
-                                                environment: env, baseURL: values.baseURL,
-                                                timeoutMilliseconds: values.timeoutMilliseconds)
-        }
+        let builder = try AppStoreServerAPIRequestBuilder(signingKey: k.key, keyId: k.keyId, issuerId: issuer, bundleId: k.bundleId,
+                                                          environment: env, baseURL: values.baseURL,
+                                                          timeoutMilliseconds: values.timeoutMilliseconds)
         out.pointee = retained(APIClientBox(caller: AppStoreServerAPICaller(builder: builder, retryPolicy: values.retry),
                                             transport: values.transport))
     }
@@ -250,11 +195,11 @@ public func appstoreApiClientFree(_ client: OpaquePointer?) { release(client, AP
 public func appstoreApiClientBuildRequest(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
                                           _ params: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
                                           _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(client, APIClientBox.self, "client")
-        guard let out else { throw .argument("request_out is NULL") }
+        guard let out else { throw CFailure.argument("request_out is NULL") }
         let r = try request(try endpoint(endpointName), params)
-        let http = try api { () throws(AppStoreServerAPIError) in try box.caller.builder.build(r) }
+        let http = try box.caller.builder.build(r)
         out.pointee = retained(try APIRequestBox(http))
     }
 }
@@ -279,58 +224,47 @@ func parseHeaderLines(_ text: UnsafeRawBufferPointer) -> [HTTPHeader] {
 public func appstoreApiClientDecodeResponse(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ status: Int32,
                                             _ headers: UnsafePointer<CChar>?, _ headersLen: UInt, _ body: UnsafePointer<UInt8>?,
                                             _ bodyLen: UInt, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         _ = try handle(client, APIClientBox.self, "client")
-        guard let jsonOut else { throw .argument("json_out is NULL") }
+        guard let jsonOut else { throw CFailure.argument("json_out is NULL") }
         let e = try endpoint(endpointName)
-        guard (100...599).contains(status) else { throw .argument("http_status \(status) is not an HTTP status (100-599)") }
+        guard (100...599).contains(status) else { throw CFailure.argument("http_status \(status) is not an HTTP status (100-599)") }
         let headerView = try bytes(headers.map(UnsafeRawPointer.init), headersLen, "headers")
         let bodyView = try bytes(body.map(UnsafeRawPointer.init), bodyLen, "body")
         let response = HTTPResponse(status: Int(status), headers: parseHeaderLines(headerView), body: [UInt8](bodyView))
-        let json = try api { () throws(AppStoreServerAPIError) in try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response) }
-        jsonOut.pointee = try mallocCString(json)
+        jsonOut.pointee = try mallocCString(try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response))
     }
 }
 
 @c(appstore_api_client_call)
 public func appstoreApiClientCall(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ params: UnsafePointer<CChar>?,
                                   _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(client, APIClientBox.self, "client")
         let e = try endpoint(endpointName)
         let r = try request(e, params)
         let transport = try box.requireTransport()
-        let json = try api { () throws(AppStoreServerAPIError) in
-            let response = try box.caller.send(r, transport: transport)
-            return try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response)
-        }
-        if let jsonOut { jsonOut.pointee = try mallocCString(json) }
+        let response = try box.caller.send(r, transport: transport)
+        try outputString(jsonOut, try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response))
     }
 }
 
 @c(appstore_api_client_call_all_pages)
 public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
                                           _ params: UnsafePointer<CChar>?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(client, APIClientBox.self, "client")
-        guard let jsonOut else { throw .argument("json_out is NULL") }
+        guard let jsonOut else { throw CFailure.argument("json_out is NULL") }
         let e = try endpoint(endpointName)
         guard AppStoreServerAPIPagination.isPaginated(e) else {
-            throw CFailure(status: CStatus.invalidArgument, reason: .invalidParameters,
-                           message: "\(e.name) is not paginated (getTransactionHistory, getTransactionHistoryV1, getRefundHistory, getNotificationHistory are)")
+            let paginated = AppStoreServerAPIEndpoint.allCases.filter(\.isPaginated).map(\.name).joined(separator: ", ")
+            throw CFailure(statusCode: .invalidArgument, reason: .invalidParameters,
+                           message: "\(e.name) is not paginated (\(paginated) are)")
         }
         let r = try request(e, params)
         let transport = try box.requireTransport()
-        let pages = try api { () throws(AppStoreServerAPIError) in
-            try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport)
-        }
-        var out: [UInt8] = [UInt8(ascii: "[")]
-        for (i, page) in pages.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += page.body
-        }
-        out.append(UInt8(ascii: "]"))
-        jsonOut.pointee = try mallocCString(out)
+        let pages = try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport)
+        jsonOut.pointee = try mallocCString(AppStoreServerAPIPagination.pagesJSON(pages))
     }
 }
 
@@ -340,17 +274,17 @@ private func requestBox(_ p: OpaquePointer?) -> APIRequestBox? { try? handle(p, 
 
 @c(appstore_api_request_method)
 public func appstoreApiRequestMethod(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
-    requestBox(request)?.method.map { UnsafePointer($0) } ?? emptyString.get(0)
+    requestBox(request)?.method.map { UnsafePointer($0) } ?? StaticCStrings.emptyString
 }
 
 @c(appstore_api_request_url)
 public func appstoreApiRequestUrl(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
-    requestBox(request)?.url.map { UnsafePointer($0) } ?? emptyString.get(0)
+    requestBox(request)?.url.map { UnsafePointer($0) } ?? StaticCStrings.emptyString
 }
 
 @c(appstore_api_request_headers)
 public func appstoreApiRequestHeaders(_ request: OpaquePointer?) -> UnsafePointer<CChar> {
-    requestBox(request)?.headerText.map { UnsafePointer($0) } ?? emptyString.get(0)
+    requestBox(request)?.headerText.map { UnsafePointer($0) } ?? StaticCStrings.emptyString
 }
 
 @c(appstore_api_request_header_count)
@@ -359,7 +293,7 @@ public func appstoreApiRequestHeaderCount(_ request: OpaquePointer?) -> UInt { U
 @c(appstore_api_request_header_name)
 public func appstoreApiRequestHeaderName(_ request: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar> {
     guard let box = requestBox(request), index < UInt(box.headerNames.count), let p = box.headerNames[Int(index)] else {
-        return emptyString.get(0)
+        return StaticCStrings.emptyString
     }
     return UnsafePointer(p)
 }
@@ -367,7 +301,7 @@ public func appstoreApiRequestHeaderName(_ request: OpaquePointer?, _ index: UIn
 @c(appstore_api_request_header_value)
 public func appstoreApiRequestHeaderValue(_ request: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar> {
     guard let box = requestBox(request), index < UInt(box.headerValues.count), let p = box.headerValues[Int(index)] else {
-        return emptyString.get(0)
+        return StaticCStrings.emptyString
     }
     return UnsafePointer(p)
 }

@@ -18,36 +18,10 @@ final class SigningKeyBox: Sendable {
     }
     func requireIssuer() throws(CFailure) -> String {
         guard let issuerId, !issuerId.isEmpty else {
-            throw .argument("this signature needs the issuer id, but the key was created with issuer_id NULL")
+            throw CFailure.argument("this signature needs the issuer id, but the key was created with issuer_id NULL")
         }
         return issuerId
     }
-}
-
-extension CFailure {
-    init(_ e: SigningError) {
-        switch e.reason {
-        case .invalidArgument: self = .argument(e.message)
-        case .invalidKey(let keyError): self.init(keyError)
-        case .invalidRequest: self.init(status: CStatus.invalidArgument, reason: .invalidRequest, message: e.message)
-        case .signingFailed: self.init(status: CStatus.internalError, reason: .signingFailed, message: e.message)
-        }
-    }
-    init(_ e: SigningKeyError) {
-        let reason: FailureReason = switch e.reason {
-        case .notPEM: .keyNotPEM
-        case .encrypted: .keyEncrypted
-        case .malformed: .keyMalformed
-        case .notEC: .keyNotEC
-        case .wrongCurve: .keyWrongCurve
-        }
-        self.init(status: CStatus.invalidKey, reason: reason, message: e.message)
-    }
-}
-
-/// Runs a Swift signing call, mapping its typed error.
-func signing<T>(_ body: () throws(SigningError) -> T) throws(CFailure) -> T {
-    do throws(SigningError) { return try body() } catch { throw CFailure(error) }
 }
 
 /// Input size limits, checked before a byte of the input is read (so an absurd length cannot make the library read
@@ -55,29 +29,23 @@ func signing<T>(_ body: () throws(SigningError) -> T) throws(CFailure) -> T {
 let maximumPEMLength = 1 << 20
 let maximumRequestJSONLength = 1 << 20
 
-func optionalUTF8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String? {
-    guard let p else { return nil }
-    return try utf8String(p, name)
-}
-
 @c(appstore_signing_key_new)
 public func appstoreSigningKeyNew(_ pem: UnsafePointer<CChar>?, _ pemLen: UInt, _ keyId: UnsafePointer<CChar>?,
                                   _ issuerId: UnsafePointer<CChar>?, _ bundleId: UnsafePointer<CChar>?,
                                   _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
-        guard let out else { throw .argument("key_out is NULL") }
+    guarded(errOut) {
+        guard let out else { throw CFailure.argument("key_out is NULL") }
         let view = try bytes(pem.map(UnsafeRawPointer.init), pemLen, "pem")
         guard view.count <= maximumPEMLength else {
-            throw .argument("pem_len is too large (\(pemLen) bytes; at most \(maximumPEMLength), a .p8 key is about 250)")
+            throw CFailure.argument("pem_len is too large (\(pemLen) bytes; at most \(maximumPEMLength), a .p8 key is about 250)")
         }
         let kid = try utf8String(keyId, "key_id")
         let bid = try utf8String(bundleId, "bundle_id")
         let iss = try optionalUTF8String(issuerId, "issuer_id")
-        guard !kid.isEmpty else { throw .argument("key_id must not be empty") }
-        guard !bid.isEmpty else { throw .argument("bundle_id must not be empty") }
+        guard !kid.isEmpty else { throw CFailure.argument("key_id must not be empty") }
+        guard !bid.isEmpty else { throw CFailure.argument("bundle_id must not be empty") }
         // Parsed in place from the caller's buffer: no Swift copy of the key text exists to be cleansed.
-        let key: SigningKey
-        do throws(SigningKeyError) { key = try SigningKey(pemBuffer: view) } catch { throw CFailure(error) }
+        let key = try SigningKey(pemBuffer: view)
         out.pointee = retained(SigningKeyBox(key: key, keyId: kid, issuerId: iss, bundleId: bid))
     }
 }
@@ -88,16 +56,14 @@ public func appstoreSigningKeyFree(_ key: OpaquePointer?) { release(key, Signing
 @c(appstore_signing_key_create_api_token)
 public func appstoreSigningKeyCreateApiToken(_ key: OpaquePointer?, _ issuedAt: Int64, _ lifetime: Int64,
                                              _ tokenOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
-        guard let tokenOut else { throw .argument("token_out is NULL") }
+        guard let tokenOut else { throw CFailure.argument("token_out is NULL") }
         let iss = try box.requireIssuer()
-        guard issuedAt >= 0 else { throw .argument("issued_at must be >= 0 (0 = now), got \(issuedAt)") }
+        guard issuedAt >= 0 else { throw CFailure.argument("issued_at must be >= 0 (0 = now), got \(issuedAt)") }
         let date = issuedAt == 0 ? Date() : Date(timeIntervalSince1970: Double(issuedAt))
-        let token = try signing { () throws(SigningError) in
-            try AppStoreServerAPIToken.create(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId,
-                                              issuedAt: date, lifetime: lifetime == 0 ? AppStoreServerAPIToken.defaultLifetime : lifetime)
-        }
+        let token = try AppStoreServerAPIToken.create(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId,
+                                          issuedAt: date, lifetime: lifetime == 0 ? AppStoreServerAPIToken.defaultLifetime : lifetime)
         tokenOut.pointee = try mallocCString(Array(token.utf8))
     }
 }
@@ -108,19 +74,17 @@ public func appstoreSigningKeyCreatePromotionalOfferV1(
     _ appAccountToken: UnsafePointer<CChar>?, _ nonce: UnsafePointer<CChar>?, _ timestampMs: Int64,
     _ signatureOut: StringOut?, _ nonceOut: StringOut?, _ timestampOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?
 ) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
-        guard let signatureOut else { throw .argument("signature_out is NULL") }
+        guard let signatureOut else { throw CFailure.argument("signature_out is NULL") }
         let product = try utf8String(productId, "product_id")
         let offer = try utf8String(offerId, "offer_id")
         let token = try optionalUTF8String(appAccountToken, "app_account_token") ?? ""
         let n = try optionalUTF8String(nonce, "nonce")
-        guard timestampMs >= 0 else { throw .argument("timestamp_ms must be >= 0 (0 = now), got \(timestampMs)") }
-        let result = try signing { () throws(SigningError) in
-            try PromotionalOfferSignatureCreator(signingKey: box.key, keyId: box.keyId, bundleId: box.bundleId)
-                .createSignature(productIdentifier: product, subscriptionOfferID: offer, appAccountToken: token,
-                                 nonce: n, timestamp: timestampMs == 0 ? nil : timestampMs)
-        }
+        guard timestampMs >= 0 else { throw CFailure.argument("timestamp_ms must be >= 0 (0 = now), got \(timestampMs)") }
+        let result = try PromotionalOfferSignatureCreator(signingKey: box.key, keyId: box.keyId, bundleId: box.bundleId)
+            .createSignature(productIdentifier: product, subscriptionOfferID: offer, appAccountToken: token,
+                             nonce: n, timestamp: timestampMs == 0 ? nil : timestampMs)
         let sig = try mallocCString(Array(result.signature.utf8))
         var nonceCopy: UnsafeMutablePointer<CChar>?
         if nonceOut != nil {
@@ -137,17 +101,15 @@ public func appstoreSigningKeyCreatePromotionalOfferV2(
     _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ offerIdentifier: UnsafePointer<CChar>?,
     _ transactionId: UnsafePointer<CChar>?, _ jwsOut: StringOut?, _ errOut: ErrorOut?
 ) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
-        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        guard let jwsOut else { throw CFailure.argument("jws_out is NULL") }
         let product = try utf8String(productId, "product_id")
         let offer = try utf8String(offerIdentifier, "offer_identifier")
         let tx = try optionalUTF8String(transactionId, "transaction_id")
         let iss = try box.requireIssuer()
-        let jws = try signing { () throws(SigningError) in
-            try PromotionalOfferV2SignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-                .createSignature(productId: product, offerIdentifier: offer, transactionId: tx)
-        }
+        let jws = try PromotionalOfferV2SignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+            .createSignature(productId: product, offerIdentifier: offer, transactionId: tx)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }
@@ -157,17 +119,15 @@ public func appstoreSigningKeyCreateIntroductoryOfferEligibility(
     _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ allow: Int32, _ transactionId: UnsafePointer<CChar>?,
     _ jwsOut: StringOut?, _ errOut: ErrorOut?
 ) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
-        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        guard let jwsOut else { throw CFailure.argument("jws_out is NULL") }
         let product = try utf8String(productId, "product_id")
         let tx = try utf8String(transactionId, "transaction_id")
-        guard allow == 0 || allow == 1 else { throw .argument("allow must be 0 or 1, got \(allow)") }
+        guard allow == 0 || allow == 1 else { throw CFailure.argument("allow must be 0 or 1, got \(allow)") }
         let iss = try box.requireIssuer()
-        let jws = try signing { () throws(SigningError) in
-            try IntroductoryOfferEligibilitySignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-                .createSignature(productId: product, allowIntroductoryOffer: allow == 1, transactionId: tx)
-        }
+        let jws = try IntroductoryOfferEligibilitySignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+            .createSignature(productId: product, allowIntroductoryOffer: allow == 1, transactionId: tx)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }
@@ -177,19 +137,17 @@ public func appstoreSigningKeyCreateAdvancedCommerceInApp(
     _ key: OpaquePointer?, _ requestJSON: UnsafePointer<CChar>?, _ requestJSONLen: UInt, _ jwsOut: StringOut?,
     _ errOut: ErrorOut?
 ) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
-        guard let jwsOut else { throw .argument("jws_out is NULL") }
+        guard let jwsOut else { throw CFailure.argument("jws_out is NULL") }
         let view = try bytes(requestJSON.map(UnsafeRawPointer.init), requestJSONLen, "request_json")
         guard view.count <= maximumRequestJSONLength else {
-            throw .argument("request_json_len is too large (\(requestJSONLen) bytes; at most \(maximumRequestJSONLength))")
+            throw CFailure.argument("request_json_len is too large (\(requestJSONLen) bytes; at most \(maximumRequestJSONLength))")
         }
         let json = [UInt8](view)
         let iss = try box.requireIssuer()
-        let jws = try signing { () throws(SigningError) in
-            try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-                .createSignature(requestJSON: json)
-        }
+        let jws = try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
+            .createSignature(requestJSON: json)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }

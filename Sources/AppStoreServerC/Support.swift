@@ -4,60 +4,29 @@ import Synchronization
 import Glibc
 #endif
 
-// Plumbing shared by the @c exports: error boxes, guarded entry, handle and string conversion.
+// Plumbing shared by the @c exports: the one error path, handles, argument conversion, static strings.
 // Nothing here may trap on caller input: every conversion is checked and reported as INVALID_ARGUMENT.
 
 public typealias ErrorOut = UnsafeMutablePointer<OpaquePointer?>
 public typealias StringOut = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
 
-enum CStatus {
-    static let ok: Int32 = 0
-    static let invalidArgument: Int32 = 1
-    static let configuration: Int32 = 2
-    static let invalidKey: Int32 = 10
-    static let apiError: Int32 = 20
-    static let transportError: Int32 = 21
-    static let invalidResponse: Int32 = 22
-    static let internalError: Int32 = 99
-}
-
-/// What an App Store Server API answer said, for the appstore_error_* accessors.
-struct APIErrorDetail {
-    var httpStatus: Int32 = 0
-    var code: Int64 = 0
-    var codeName: String = ""
-    var errorMessage: String = ""
-    var retryAfter: Int64 = -1
-}
-
-/// A failure on its way to C: status, reason and message (and, for API calls, what Apple answered).
-struct CFailure: Error {
-    let status: Int32
+/// A mistake found at the C boundary itself (NULL, invalid UTF-8, a length out of range, out of memory). Every other
+/// failure comes from the core as its own `AppStoreServerFailure`.
+struct CFailure: AppStoreServerFailure {
+    let statusCode: AppStoreStatus
     let reason: FailureReason
     let message: String
-    var api: APIErrorDetail? = nil
 
-    init(status: Int32, reason: FailureReason, message: String, api: APIErrorDetail? = nil) {
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.api = api
-    }
-    init(_ f: VerificationFailure) {
-        self.init(status: f.status.rawValue, reason: f.reason, message: f.message)
-    }
-    init(_ e: ConfigurationError) {
-        self.init(status: e.reason == .internal ? CStatus.internalError : CStatus.configuration, reason: e.reason, message: e.message)
-    }
     static func argument(_ message: String) -> CFailure {
-        CFailure(status: CStatus.invalidArgument, reason: .invalidArgument, message: message)
+        CFailure(statusCode: .invalidArgument, reason: .invalidArgument, message: message)
     }
     static func outOfMemory() -> CFailure {
-        CFailure(status: CStatus.internalError, reason: .internal, message: "out of memory")
+        CFailure(statusCode: .internalError, reason: .internal, message: "out of memory")
     }
 }
 
-/// The object behind `appstore_error *`.
+/// The object behind `appstore_error *`: status, reason, message and, for App Store Server API failures, what
+/// Apple answered.
 final class ErrorBox {
     let status: Int32
     let reason: Int32
@@ -67,17 +36,19 @@ final class ErrorBox {
     let apiErrorName: UnsafeMutablePointer<CChar>?
     let apiErrorMessage: UnsafeMutablePointer<CChar>?
     let retryAfter: Int64
-    init(_ f: CFailure) {
-        status = f.status
+
+    init(_ f: any AppStoreServerFailure) {
+        status = f.statusCode.rawValue
         reason = f.reason.rawValue
         message = strdup(f.message)
-        let api = f.api ?? APIErrorDetail()
-        httpStatus = api.httpStatus
-        apiErrorCode = api.code
-        apiErrorName = api.codeName.isEmpty ? nil : strdup(api.codeName)
-        apiErrorMessage = api.errorMessage.isEmpty ? nil : strdup(api.errorMessage)
-        retryAfter = api.retryAfter
+        let api = f as? AppStoreServerAPIError
+        httpStatus = Int32(clamping: api?.httpStatusCode ?? 0)
+        apiErrorCode = api?.rawApiError ?? 0
+        apiErrorName = (api?.apiErrorName).flatMap { strdup($0) }
+        apiErrorMessage = (api?.errorMessage).flatMap { $0.isEmpty ? nil : strdup($0) }
+        retryAfter = api?.retryAfterSeconds ?? -1
     }
+
     deinit {
         free(message)
         free(apiErrorName)
@@ -85,22 +56,30 @@ final class ErrorBox {
     }
 }
 
-/// Runs an export body; maps a thrown CFailure to its status and, if asked, an appstore_error.
-func guarded(_ errOut: ErrorOut?, _ body: () throws(CFailure) -> Void) -> Int32 {
+/// Runs an export body. Any failure becomes its status and, if asked, an appstore_error: the same mapping for every
+/// error type of the library (they all adopt `AppStoreServerFailure`); anything else is INTERNAL_ERROR.
+func guarded(_ errOut: ErrorOut?, _ body: () throws -> Void) -> Int32 {
+    let failure: any AppStoreServerFailure
     do {
         try body()
-        return CStatus.ok
+        return AppStoreStatus.ok.rawValue
+    } catch let f as any AppStoreServerFailure {
+        failure = f
     } catch {
-        errOut?.pointee = OpaquePointer(Unmanaged.passRetained(ErrorBox(error)).toOpaque())
-        return error.status
+        failure = CFailure(statusCode: .internalError, reason: .internal, message: "unexpected error: \(error)")
     }
+    errOut?.pointee = OpaquePointer(Unmanaged.passRetained(ErrorBox(failure)).toOpaque())
+    return failure.statusCode.rawValue
 }
+
+// MARK: handles
 
 func handle<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type, _ name: String) throws(CFailure) -> T {
     guard let p else { throw .argument("\(name) is NULL") }
     return Unmanaged<T>.fromOpaque(UnsafeRawPointer(p)).takeUnretainedValue()
 }
 
+/// A new handle for the caller (released by the matching _free).
 func retained<T: AnyObject>(_ object: T) -> OpaquePointer {
     OpaquePointer(Unmanaged.passRetained(object).toOpaque())
 }
@@ -110,11 +89,24 @@ func release<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type) {
     Unmanaged<T>.fromOpaque(UnsafeRawPointer(p)).release()
 }
 
+/// Writes a new handle to a required out-parameter.
+func output<T: AnyObject>(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ name: String, _ make: () throws -> T) throws {
+    guard let out else { throw CFailure.argument("\(name) is NULL") }
+    out.pointee = retained(try make())
+}
+
+// MARK: arguments
+
 /// A NUL-terminated UTF-8 argument as a String; NULL or invalid UTF-8 is an argument error.
 func utf8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String {
     guard let p else { throw .argument("\(name) is NULL") }
     guard let s = String(validatingCString: p) else { throw .argument("\(name) is not valid UTF-8") }
     return s
+}
+
+func optionalUTF8String(_ p: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String? {
+    guard let p else { return nil }
+    return try utf8String(p, name)
 }
 
 /// A (pointer, length) argument as a borrowed byte view. NULL is allowed only with length 0.
@@ -127,6 +119,19 @@ func bytes(_ p: UnsafeRawPointer?, _ len: UInt, _ name: String) throws(CFailure)
     return UnsafeRawBufferPointer(start: p, count: Int(len))
 }
 
+/// APPSTORE_ENVIRONMENT_* (1-4).
+func cEnvironment(_ value: Int32) throws(CFailure) -> AppStoreEnvironment {
+    switch value {
+    case 1: .sandbox
+    case 2: .production
+    case 3: .xcode
+    case 4: .localTesting
+    default: throw .argument("environment \(value) is not one of APPSTORE_ENVIRONMENT_* (1-4)")
+    }
+}
+
+// MARK: results
+
 /// Copies bytes into a new malloc'd NUL-terminated C string, owned by the caller (appstore_string_free).
 /// The bytes are copied as they are: an embedded NUL would make C read a shorter string, so callers pass only text
 /// that cannot hold one (JSON, which escapes it; base64; names) or reject it first (receipt ids).
@@ -136,6 +141,18 @@ func mallocCString(_ content: [UInt8]) throws(CFailure) -> UnsafeMutablePointer<
         if let base = src.baseAddress { memcpy(out, base, src.count) }
     }
     out[content.count] = 0
+    return out
+}
+
+/// Writes a result string to an optional out-parameter (nothing is allocated when the caller passed NULL).
+func outputString(_ out: StringOut?, _ content: [UInt8]) throws(CFailure) {
+    guard let out else { return }
+    out.pointee = try mallocCString(content)
+}
+
+/// Writes a result string to a required out-parameter, checked before any work by `requireOut`.
+func requireOut(_ out: StringOut?, _ name: String) throws(CFailure) -> StringOut {
+    guard let out else { throw .argument("\(name) is NULL") }
     return out
 }
 
@@ -150,6 +167,10 @@ final class StaticCStrings: Sendable {
         self.fallback = UnsafePointerBox(fallback)
     }
     func get(_ key: Int32) -> UnsafePointer<CChar> { (table[key] ?? fallback).pointer }
+
+    /// The static "" every getter returns for a missing value or a NULL handle.
+    static let empty = StaticCStrings([], fallback: "")
+    static var emptyString: UnsafePointer<CChar> { empty.get(0) }
 
     final class UnsafePointerBox: @unchecked Sendable {
         let pointer: UnsafePointer<CChar>

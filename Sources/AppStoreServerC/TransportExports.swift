@@ -71,10 +71,9 @@ final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
 @c(appstore_transport_new)
 public func appstoreTransportNew(_ function: CTransportFunction?, _ userData: UnsafeMutableRawPointer?,
                                  _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
-        guard let function else { throw .argument("fn is NULL") }
-        guard let out else { throw .argument("transport_out is NULL") }
-        out.pointee = retained(CTransport(function: function, userData: userData))
+    guarded(errOut) {
+        guard let function else { throw CFailure.argument("fn is NULL") }
+        try output(out, "transport_out") { CTransport(function: function, userData: userData) }
     }
 }
 
@@ -83,9 +82,9 @@ public func appstoreTransportFree(_ transport: OpaquePointer?) { release(transpo
 
 @c(appstore_http_response_set_status)
 public func appstoreHttpResponseSetStatus(_ response: OpaquePointer?, _ status: Int32, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(response, ResponseBox.self, "response")
-        guard (100...599).contains(status) else { throw .argument("status \(status) is not an HTTP status (100-599)") }
+        guard (100...599).contains(status) else { throw CFailure.argument("status \(status) is not an HTTP status (100-599)") }
         box.values.withLock { $0.status = Int(status) }
     }
 }
@@ -93,11 +92,11 @@ public func appstoreHttpResponseSetStatus(_ response: OpaquePointer?, _ status: 
 @c(appstore_http_response_add_header)
 public func appstoreHttpResponseAddHeader(_ response: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                           _ value: UnsafePointer<CChar>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(response, ResponseBox.self, "response")
         let n = try utf8String(name, "name")
         let v = try utf8String(value, "value")
-        guard !n.isEmpty else { throw .argument("name is empty") }
+        guard !n.isEmpty else { throw CFailure.argument("name is empty") }
         box.values.withLock { $0.headers.append(HTTPHeader(n, v)) }
     }
 }
@@ -105,7 +104,7 @@ public func appstoreHttpResponseAddHeader(_ response: OpaquePointer?, _ name: Un
 @c(appstore_http_response_append_body)
 public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: UnsafePointer<UInt8>?, _ len: UInt,
                                            _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(response, ResponseBox.self, "response")
         let view = try bytes(data.map(UnsafeRawPointer.init), len, "data")
         let had: Int? = box.values.withLock { v in
@@ -118,7 +117,7 @@ public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: U
             return nil
         }
         if let had {
-            throw .argument("the response body would exceed \(ResponseBox.maxBodyBytes) bytes (64 MiB): \(had) bytes "
+            throw CFailure.argument("the response body would exceed \(ResponseBox.maxBodyBytes) bytes (64 MiB): \(had) bytes "
                 + "so far, \(len) more; the exchange fails")
         }
     }

@@ -28,9 +28,8 @@ final class VerifierBox: Sendable {
 
 @c(appstore_verifier_options_new)
 public func appstoreVerifierOptionsNew(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
-        guard let out else { throw .argument("options_out is NULL") }
-        out.pointee = retained(VerifierOptionsBox())
+    guarded(errOut) {
+        try output(out, "options_out") { VerifierOptionsBox() }
     }
 }
 
@@ -40,10 +39,10 @@ public func appstoreVerifierOptionsFree(_ options: OpaquePointer?) { release(opt
 @c(appstore_verifier_options_add_root)
 public func appstoreVerifierOptionsAddRoot(_ options: OpaquePointer?, _ der: UnsafePointer<UInt8>?, _ derLen: UInt,
                                            _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
         let view = try bytes(der.map(UnsafeRawPointer.init), derLen, "der")
-        guard !view.isEmpty else { throw .argument("der is empty") }
+        guard !view.isEmpty else { throw CFailure.argument("der is empty") }
         let copy = [UInt8](view)
         box.values.withLock { $0.roots.append(copy) }
     }
@@ -52,7 +51,7 @@ public func appstoreVerifierOptionsAddRoot(_ options: OpaquePointer?, _ der: Uns
 @c(appstore_verifier_options_set_bundle_id)
 public func appstoreVerifierOptionsSetBundleId(_ options: OpaquePointer?, _ bundleId: UnsafePointer<CChar>?,
                                                _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
         let s = try utf8String(bundleId, "bundle_id")
         box.values.withLock { $0.bundleId = s }
@@ -62,7 +61,7 @@ public func appstoreVerifierOptionsSetBundleId(_ options: OpaquePointer?, _ bund
 @c(appstore_verifier_options_set_app_apple_id)
 public func appstoreVerifierOptionsSetAppAppleId(_ options: OpaquePointer?, _ appAppleId: Int64,
                                                  _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
         box.values.withLock { $0.appAppleId = appAppleId }
     }
@@ -71,16 +70,9 @@ public func appstoreVerifierOptionsSetAppAppleId(_ options: OpaquePointer?, _ ap
 @c(appstore_verifier_options_set_environment)
 public func appstoreVerifierOptionsSetEnvironment(_ options: OpaquePointer?, _ environment: Int32,
                                                   _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
-        let env: AppStoreEnvironment
-        switch environment {
-        case 1: env = .sandbox
-        case 2: env = .production
-        case 3: env = .xcode
-        case 4: env = .localTesting
-        default: throw .argument("environment \(environment) is not one of APPSTORE_ENVIRONMENT_* (1-4)")
-        }
+        let env = try cEnvironment(environment)
         box.values.withLock { $0.environment = env }
     }
 }
@@ -88,9 +80,9 @@ public func appstoreVerifierOptionsSetEnvironment(_ options: OpaquePointer?, _ e
 @c(appstore_verifier_options_set_online_checks)
 public func appstoreVerifierOptionsSetOnlineChecks(_ options: OpaquePointer?, _ enabled: Int32,
                                                    _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
-        guard enabled == 0 || enabled == 1 else { throw .argument("enabled must be 0 or 1, got \(enabled)") }
+        guard enabled == 0 || enabled == 1 else { throw CFailure.argument("enabled must be 0 or 1, got \(enabled)") }
         box.values.withLock { $0.onlineChecks = enabled == 1 }
     }
 }
@@ -98,9 +90,9 @@ public func appstoreVerifierOptionsSetOnlineChecks(_ options: OpaquePointer?, _ 
 @c(appstore_verifier_options_set_chain_cache)
 public func appstoreVerifierOptionsSetChainCache(_ options: OpaquePointer?, _ maxEntries: UInt32, _ ttlSeconds: Int64,
                                                  _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
-        guard ttlSeconds >= 0 else { throw .argument("ttl_seconds must be >= 0, got \(ttlSeconds)") }
+        guard ttlSeconds >= 0 else { throw CFailure.argument("ttl_seconds must be >= 0, got \(ttlSeconds)") }
         box.values.withLock { $0.cache = ChainCacheConfiguration(maxEntries: Int(maxEntries), timeToLive: ttlSeconds) }
     }
 }
@@ -108,7 +100,7 @@ public func appstoreVerifierOptionsSetChainCache(_ options: OpaquePointer?, _ ma
 @c(appstore_verifier_options_set_transport)
 public func appstoreVerifierOptionsSetTransport(_ options: OpaquePointer?, _ transport: OpaquePointer?, _ timeoutMs: UInt32,
                                                 _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
         // The options (and every verifier built from them) hold their own reference to the transport object.
         let t: CTransport? = transport.map { Unmanaged<CTransport>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
@@ -125,19 +117,14 @@ public func appstoreVerifierOptionsSetTransport(_ options: OpaquePointer?, _ tra
 @c(appstore_verifier_new)
 public func appstoreVerifierNew(_ options: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
                                 _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(options, VerifierOptionsBox.self, "options")
-        guard let out else { throw .argument("verifier_out is NULL") }
+        guard let out else { throw CFailure.argument("verifier_out is NULL") }
         let v = box.values.withLock { $0 }
-        let verifier: SignedDataVerifier
-        do throws(ConfigurationError) {
-            verifier = try SignedDataVerifier(rootCertificates: v.roots, bundleId: v.bundleId, appAppleId: v.appAppleId,
+        let verifier = try SignedDataVerifier(rootCertificates: v.roots, bundleId: v.bundleId, appAppleId: v.appAppleId,
                                               environment: v.environment, enableOnlineChecks: v.onlineChecks,
                                               chainCache: v.cache, transport: v.transport,
                                               ocspTimeoutMilliseconds: v.ocspTimeoutMilliseconds)
-        } catch {
-            throw CFailure(error)
-        }
         out.pointee = retained(VerifierBox(verifier))
     }
 }
@@ -148,14 +135,10 @@ public func appstoreVerifierFree(_ verifier: OpaquePointer?) { release(verifier,
 private func verifyExport(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
                           _ jsonOut: StringOut?, _ errOut: ErrorOut?,
                           _ run: (SignedDataVerifier, UnsafeRawBufferPointer) -> Result<[UInt8], VerificationFailure>) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(verifier, VerifierBox.self, "verifier")
         let input = try bytes(jws.map(UnsafeRawPointer.init), jwsLen, "jws")
-        switch run(box.verifier, input) {
-        case .failure(let f): throw CFailure(f)
-        case .success(let json):
-            if let jsonOut { jsonOut.pointee = try mallocCString(json) }
-        }
+        try outputString(jsonOut, try run(box.verifier, input).get())
     }
 }
 
@@ -199,7 +182,7 @@ public func appstoreVerifierVerifyNotificationDeep(_ verifier: OpaquePointer?, _
 public func appstoreVerifierCacheStats(_ verifier: OpaquePointer?, _ hits: UnsafeMutablePointer<UInt64>?,
                                        _ misses: UnsafeMutablePointer<UInt64>?, _ entries: UnsafeMutablePointer<UInt64>?,
                                        _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) { () throws(CFailure) in
+    guarded(errOut) {
         let box = try handle(verifier, VerifierBox.self, "verifier")
         let s = box.verifier.chainCacheStatistics
         hits?.pointee = s.hits

@@ -5,10 +5,24 @@ import AppStoreServerHTTP
 
 /// The request builder, against the canonical calls, without a server.
 @Suite struct APIRequestBuilderTests {
-    @Test func everyEndpointHasOneCanonicalCase() {
+    @Test func everyEndpointHasOneCanonicalCase() throws {
         #expect(APIFixtures.cases.count == AppStoreServerAPIEndpoint.allCases.count)
-        #expect(AppStoreServerAPIEndpoint.allCases.count == 37)
+        let spec = try SpecEndpoints.all().map(\.name)
+        #expect(AppStoreServerAPIEndpoint.allCases.map(\.name) == spec)
         #expect(Set(APIFixtures.cases.map(\.endpoint)) == Set(AppStoreServerAPIEndpoint.allCases))
+    }
+
+    /// The generated endpoint table says what spec/endpoints.json says (read here with Foundation, not the generator).
+    @Test func endpointTableMatchesTheSpec() throws {
+        for s in try SpecEndpoints.all() {
+            let e = try #require(AppStoreServerAPIEndpoint(name: s.name), "\(s.name) is in the spec but not in Swift")
+            #expect(e.method == s.method && e.pathTemplate == s.path, "\(s.name)")
+            #expect(e.rateLimitPerSecond == s.rateLimit, "\(s.name)")
+            #expect(e.isPaginated == s.paginated, "\(s.name)")
+            #expect(e.isDeprecated == s.deprecated, "\(s.name)")
+            let keys = e.parameterKeys
+            #expect(Set(keys.required + keys.optional).isSuperset(of: s.parameterKeys), "\(s.name): \(keys)")
+        }
     }
 
     /// For every endpoint: the typed Swift call and the C ABI's JSON params make the same request, and the built
@@ -70,12 +84,11 @@ import AppStoreServerHTTP
     @Test func queryDatesAreRoundedMillisecondsAndBodyDatesTruncated() throws {
         let b = try APIFixtures.builder()
         let h = try b.build(.getTransactionHistory(anyTransactionId: "1", revision: nil,
-                                                   transactionHistoryRequest: .init(startDate: Date(timeIntervalSince1970: 123.4556)),
-                                                   version: .v2))
+                                                   transactionHistoryRequest: .init(startDate: Date(timeIntervalSince1970: 123.4556))))
         #expect(h.url.hasSuffix("?startDate=123456"))
         // Booleans are the words true/false; repeated keys for lists.
         let t = try b.build(.getTransactionHistory(anyTransactionId: "1", revision: nil,
-                                                   transactionHistoryRequest: .init(productIds: ["a", "b"], revoked: true), version: .v2))
+                                                   transactionHistoryRequest: .init(productIds: ["a", "b"], revoked: true)))
         #expect(t.url.hasSuffix("?productId=a&productId=b&revoked=true"))
         let n = try b.build(.getNotificationHistory(paginationToken: nil, notificationHistoryRequest: .init(
             startDate: Date(timeIntervalSince1970: 123.4559), endDate: Date(timeIntervalSince1970: 124.0001))))
@@ -156,7 +169,7 @@ import AppStoreServerHTTP
         #expect(try base(.localTesting) == "https://local-testing-base-url")
         #expect(try base(.sandbox, "http://127.0.0.1:8080/") == "http://127.0.0.1:8080")
         do { _ = try base(.xcode); Issue.record("Xcode accepted") } catch {
-            #expect(error.kind == .configuration)
+            #expect(error.kind == .configuration(.unsupportedEnvironment))
             #expect(error.message.contains("Xcode"))
         }
         #expect(throws: AppStoreServerAPIError.self) { try base(.sandbox, "ftp://x") }

@@ -116,13 +116,15 @@ enum TypedCalls {
         productIds: ["com.example.a", "com.example.b"], productTypes: [.autoRenewable, .consumable], sort: .descending,
         subscriptionGroupIdentifiers: ["sub_group_1", "sub_group_2"], inAppOwnershipType: .familyShared, revoked: false)
 
+    /// The typed call of the endpoint; endpoints added to the spec later fall back to their canonical JSON params (a
+    /// new endpoint needs only the spec and its case in api_cases.json).
     static func request(_ e: AppStoreServerAPIEndpoint) -> AppStoreServerAPIRequest {
         switch e {
         case .getTransactionInfo: return .getTransactionInfo(transactionId: tx)
         case .getTransactionHistory:
-            return .getTransactionHistory(anyTransactionId: tx, revision: nil, transactionHistoryRequest: history, version: .v2)
+            return .getTransactionHistory(anyTransactionId: tx, revision: nil, transactionHistoryRequest: history)
         case .getTransactionHistoryV1:
-            return .getTransactionHistory(anyTransactionId: tx, revision: nil, transactionHistoryRequest: history, version: .v1)
+            return .getTransactionHistoryV1(anyTransactionId: tx, revision: nil, transactionHistoryRequest: history)
         case .getAllSubscriptionStatuses: return .getAllSubscriptionStatuses(anyTransactionId: tx, status: [.expired, .active])
         case .getRefundHistory: return .getRefundHistory(anyTransactionId: tx, revision: nil)
         case .lookUpOrderId: return .lookUpOrderId(orderId: "MQ12/ab cd?#%")
@@ -207,6 +209,11 @@ enum TypedCalls {
                 currency: "USD", items: [AdvancedCommerceRequestRefundItem(sku: "com.example.sku.1", refundAmount: 990, refundReason: .other,
                                                                            refundType: .custom, revoke: false)],
                 refundRiskingPreference: false, requestInfo: rinfo))
+        default:
+            guard let c = APIFixtures.case(e), let r = try? AppStoreServerAPIRequest(endpoint: e, parametersJSON: c.paramsJSON) else {
+                preconditionFailure("\(e.name): no canonical case in api_cases.json")
+            }
+            return r
         }
     }
 
@@ -215,8 +222,10 @@ enum TypedCalls {
     static func call(_ c: AppStoreServerAPIClient, _ r: AppStoreServerAPIRequest) async throws(AppStoreServerAPIError) -> (any Encodable)? {
         switch r {
         case .getTransactionInfo(let t): return try await c.getTransactionInfo(transactionId: t)
-        case .getTransactionHistory(let t, let rev, let f, let v):
-            return try await c.getTransactionHistory(anyTransactionId: t, revision: rev, transactionHistoryRequest: f, version: v)
+        case .getTransactionHistory(let t, let rev, let f):
+            return try await c.getTransactionHistory(anyTransactionId: t, revision: rev, transactionHistoryRequest: f, version: .v2)
+        case .getTransactionHistoryV1(let t, let rev, let f):
+            return try await c.getTransactionHistory(anyTransactionId: t, revision: rev, transactionHistoryRequest: f, version: .v1)
         case .getAllSubscriptionStatuses(let t, let s): return try await c.getAllSubscriptionStatuses(anyTransactionId: t, status: s)
         case .getRefundHistory(let t, let rev): return try await c.getRefundHistory(anyTransactionId: t, revision: rev)
         case .lookUpOrderId(let o): return try await c.lookUpOrderId(orderId: o)
@@ -255,6 +264,42 @@ enum TypedCalls {
         case .migrateSubscription(let t, let b): return try await c.migrateSubscription(transactionId: t, request: b)
         case .revokeSubscription(let t, let b): return try await c.revokeSubscription(transactionId: t, request: b)
         case .requestTransactionRefund(let t, let b): return try await c.requestTransactionRefund(transactionId: t, request: b)
+        default: return try await c.perform(r) as? any Encodable
+        }
+    }
+}
+
+/// spec/endpoints.json as the tests read it (independently of scripts/generate).
+struct SpecEndpoints {
+    let name: String
+    let method: String
+    let path: String
+    let rateLimit: Int?
+    let paginated: Bool
+    let deprecated: Bool
+    /// Path and scalar query parameter names, and "body" for a model body (flattened query models are not listed).
+    let parameterKeys: Set<String>
+
+    static func all() throws -> [SpecEndpoints] {
+        let data = try Data(contentsOf: Paths.repo.appendingPathComponent("spec/endpoints.json"))
+        let doc = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let list = try #require(doc["endpoints"] as? [[String: Any]])
+        return list.map { e in
+            let params = e["parameters"] as? [[String: Any]] ?? []
+            var keys = Set<String>()
+            for p in params {
+                let type = p["type"] as? String
+                switch p["in"] as? String {
+                case "body": keys.insert(type == "Bytes" ? p["name"] as? String ?? "" : "body")
+                case "query" where type?.first?.isUppercase == true && type != "String" && type != "Bool" && type != "Date" && type != "UUID":
+                    break  // a model or enum: flattened model fields are checked by requestMatchesCanonicalCase
+                default: keys.insert(p["name"] as? String ?? "")
+                }
+            }
+            return SpecEndpoints(name: e["name"] as? String ?? "", method: e["method"] as? String ?? "",
+                                 path: e["path"] as? String ?? "", rateLimit: e["rateLimitPerSecond"] as? Int,
+                                 paginated: e["pagination"] != nil, deprecated: e["deprecated"] as? Bool ?? false,
+                                 parameterKeys: keys)
         }
     }
 }

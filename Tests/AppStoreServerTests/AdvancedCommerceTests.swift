@@ -159,7 +159,7 @@ enum AdvancedCommerceFixtures {
         let c = try creator()
         func failure(_ r: some AdvancedCommerceInAppRequest) -> ModelValidationError? {
             do { _ = try c.createSignature(advancedCommerceInAppRequest: r); return nil }
-            catch { if case .invalidRequest(let e) = error.reason { return e }; return nil }
+            catch { if case .invalidRequest(let e) = error.kind { return e }; return nil }
         }
         #expect(failure(AdvancedCommerceFixtures.subscriptionCreate()) == nil)
         #expect(failure(AdvancedCommerceFixtures.subscriptionCreate(description: String(repeating: "x", count: 45))) == nil)
@@ -176,8 +176,8 @@ enum AdvancedCommerceFixtures {
 
     @Test func jsonEntryPointPicksTheModelByOperation() throws {
         let c = try creator()
-        func reason(_ json: String) -> SigningError.Reason? {
-            do { _ = try c.createSignature(requestJSON: Array(json.utf8)); return nil } catch { return error.reason }
+        func reason(_ json: String) -> SigningError.Kind? {
+            do { _ = try c.createSignature(requestJSON: Array(json.utf8)); return nil } catch { return error.kind }
         }
         #expect(reason(#"{"operation":"REACTIVATE_SUBSCRIPTION","requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"},"transactionId":"1"}"#) == nil)
         #expect(reason(#"{"operation":"DELETE_EVERYTHING"}"#) == .invalidArgument)

@@ -204,10 +204,10 @@ func reasonOf(_ body: () throws -> Void) -> String? {
         #expect(p.productId == "com.revenuecat.monthly_4.99.1_week_intro")
         #expect(p.transactionId == "1000000692879214")
         #expect(p.originalTransactionId == "1000000692878476")
-        #expect(p.webOrderLineItemId == 1000000054042695)
+        #expect(p.webOrderLineItemId == "1000000054042695")
         #expect(p.isInIntroOfferPeriod == false)
         #expect(p.cancellationDate == nil)  // an empty IA5String in the receipt
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(v.json)) as? [String: Any])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(try v.json())) as? [String: Any])
         let first = try #require((json["inApp"] as? [[String: Any]])?.first)
         #expect(first["purchaseDate"] as? Int64 == RealReceipts.ms("2020-07-14T19:36:40Z"))
         #expect(first["originalPurchaseDate"] as? Int64 == RealReceipts.ms("2020-07-14T19:33:27Z"))
@@ -300,7 +300,7 @@ struct OwnReceiptRunner {
         let v = c["verifier"] as? [String: Any] ?? [:]
         let verifier = try ReceiptVerifier(rootCertificates: try roots(c), bundleId: v["bundleId"] as? String)
         do throws(ReceiptError) {
-            return Outcome(json: Self.canonical(try verifier.verify(appReceipt: text).json))
+            return Outcome(json: Self.canonical(try verifier.verify(appReceipt: text).json()))
         } catch {
             return Outcome(json: nil, status: Self.receiptStatus[error.reason.name] ?? "VERIFICATION_FAILURE",
                            reason: error.reason.name)

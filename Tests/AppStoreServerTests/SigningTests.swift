@@ -39,10 +39,10 @@ enum SigningFixtures {
 
 @Suite struct SigningKeyTests {
     @Test func rejectsBadKeysWithClearReasons() throws {
-        func reason(_ file: String) -> SigningKeyError.Reason? {
+        func reason(_ file: String) -> SigningKeyError.Kind? {
             guard let pem = try? SigningFixtures.pem(file) else { return nil }
             let result = Result { () throws(SigningKeyError) -> SigningKey in try SigningKey(pem: pem) }
-            if case .failure(let e) = result { return e.reason }
+            if case .failure(let e) = result { return e.kind }
             return nil
         }
         #expect(reason("p256.p8") == nil)
@@ -85,8 +85,8 @@ enum SigningFixtures {
         let prefixed = [0xFF, 0xFE, 0xC0, 0x0A] + [UInt8](repeating: 0x23, count: 5000) + [0x0A] + Array(pem.utf8)
         _ = try SigningKey(pemBytes: prefixed)
         _ = try prefixed.withUnsafeBytes { buffer throws(SigningKeyError) in try SigningKey(pemBuffer: buffer) }
-        func reason(_ bytes: [UInt8]) -> SigningKeyError.Reason? {
-            do { _ = try SigningKey(pemBytes: bytes); return nil } catch { return error.reason }
+        func reason(_ bytes: [UInt8]) -> SigningKeyError.Kind? {
+            do { _ = try SigningKey(pemBytes: bytes); return nil } catch { return error.kind }
         }
         #expect(reason([0xFF, 0xFE, 0x00, 0x80]) == .notPEM)
         #expect(reason(Array("-----BEGIN PRIVATE KEY-----\n\u{FF}\u{FE}\n-----END PRIVATE KEY-----\n".utf8)) == .malformed)
@@ -111,7 +111,7 @@ enum SigningFixtures {
     /// APPSTORE_INVALID_KEY with the same reason and message.
     @Test func appleStyleInitializersKeepTheKeyError() throws {
         let ids = SigningFixtures.ids
-        let cases: [(String, SigningKeyError.Reason, FailureReason)] = [
+        let cases: [(String, SigningKeyError.Kind, FailureReason)] = [
             ("p384.p8", .wrongCurve, .keyWrongCurve), ("rsa.p8", .notEC, .keyNotEC), ("encrypted.p8", .encrypted, .keyEncrypted),
             ("truncated.p8", .malformed, .keyMalformed), ("not_pem.txt", .notPEM, .keyNotPEM),
         ]
@@ -134,18 +134,18 @@ enum SigningFixtures {
                     try make()
                     Issue.record("\(name)(\(file)) accepted")
                 } catch {
-                    #expect(error.reason == .invalidKey(direct), "\(name)(\(file)): \(error.reason)")
-                    guard case .invalidKey(let e) = error.reason else { continue }
-                    #expect(e.reason == keyReason, "\(name)(\(file))")
+                    #expect(error.kind == .invalidKey(direct), "\(name)(\(file)): \(error.kind)")
+                    guard case .invalidKey(let e) = error.kind else { continue }
+                    #expect(e.kind == keyReason, "\(name)(\(file))")
                     #expect(error.message == direct.message, "\(name)(\(file)): \(error.message)")
-                    let c = CFailure(error)
-                    #expect(c.status == 10 && c.reason == cReason && c.message == direct.message, "\(name)(\(file)) in C: \(c.status) \(c.reason)")
+                    // The status and reason the C layer reports (AppStoreServerFailure).
+                    #expect(error.statusCode == .invalidKey && error.reason == cReason, "\(name)(\(file)): \(error.statusCode) \(error.reason)")
                 }
             }
         }
         // Other signing errors keep their C mapping.
-        #expect(CFailure(SigningError(.invalidArgument, "x")).status == 1)
-        #expect(CFailure(SigningError(.signingFailed, "x")).status == 99)
+        #expect(SigningError(.invalidArgument, "x").statusCode.rawValue == 1)
+        #expect(SigningError(.signingFailed, "x").statusCode.rawValue == 99)
     }
 }
 

@@ -12,6 +12,7 @@ foreach(flavour IN ITEMS appstoreserver appstoreserver_selfcontained)
   add_executable(${exe} Tests/capi/api_test.c Tests/capi/http_transport.c Tests/capi/capi_util.c)
   target_compile_options(${exe} PRIVATE ${C_WARNINGS})
   target_link_libraries(${exe} PRIVATE ${flavour} PkgConfig::JANSSON Threads::Threads m)
-  add_test(NAME c_${exe} COMMAND ${exe} "${SIGNING_KEYS}" "${API_CASES}" "${API_MOCK}")
+  add_test(NAME c_${exe} COMMAND ${exe} "${SIGNING_KEYS}" "${API_CASES}" "${API_MOCK}"
+                                      "${CMAKE_CURRENT_SOURCE_DIR}/spec/endpoints.json")
   set_tests_properties(c_${exe} PROPERTIES FIXTURES_REQUIRED signing TIMEOUT 600)
 endforeach()

@@ -227,7 +227,7 @@ static void run_case(appstore_api_client *client, json_t *c) {
     int32_t tr = http_fetch(appstore_api_request_method(req), url, appstore_api_request_headers(req),
                             strlen(appstore_api_request_headers(req)), body, body_len, 10000, &res);
     snprintf(what, sizeof what, "%s sans-I/O exchange", endpoint);
-    if (CHECK(tr == APPSTORE_TRANSPORT_OK, what, "transport %d", tr)) {
+    if (CHECK(tr == APPSTORE_TRANSPORT_RESULT_OK, what, "transport %d", tr)) {
         char *json = NULL;
         st = appstore_api_client_decode_response(client, endpoint, res.status, res.headers, res.headers_len, res.body,
                                                  res.body_len, &json, &err);
@@ -282,7 +282,7 @@ static outcome call(appstore_api_client *client, const char *endpoint, const cha
 static outcome info(appstore_api_client *client, const char *transaction_id) {
     char params[200];
     snprintf(params, sizeof params, "{\"transactionId\":\"%s\"}", transaction_id);
-    return call(client, APPSTORE_API_GET_TRANSACTION_INFO, params);
+    return call(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, params);
 }
 
 static void check_errors(appstore_api_client *client, appstore_api_client *retrying, appstore_api_client *fast,
@@ -346,18 +346,18 @@ static void check_errors(appstore_api_client *client, appstore_api_client *retry
     char *json = (char *)"untouched";
     const char *hdrs = "Content-Type: application/json\r\nretry-after: 5\r\n";
     const char *payload = "{\"errorCode\":4290000,\"errorMessage\":\"Rate limit exceeded.\"}";
-    appstore_status st = appstore_api_client_decode_response(client, APPSTORE_API_GET_TRANSACTION_INFO, 429, hdrs, strlen(hdrs),
+    appstore_status st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429, hdrs, strlen(hdrs),
                                                              (const uint8_t *)payload, strlen(payload), &json, &err);
     CHECK(st == APPSTORE_API_ERROR && appstore_error_retry_after(err) == 5 && appstore_error_http_status(err) == 429 &&
               strcmp(json, "untouched") == 0,
           "decode_response 429", "%s retry_after %lld", appstore_status_name(st), (long long)appstore_error_retry_after(err));
     appstore_error_free(err);
     err = NULL;
-    st = appstore_api_client_decode_response(client, APPSTORE_API_FINISH_TRANSACTION, 200, NULL, 0, NULL, 0, &json, &err);
+    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_FINISH_TRANSACTION, 200, NULL, 0, NULL, 0, &json, &err);
     CHECK(st == APPSTORE_OK && strcmp(json, "{}") == 0, "decode_response void endpoint", "%s", appstore_status_name(st));
     if (st == APPSTORE_OK) appstore_string_free(json);
     const char *ac = "{\"errorCode\":4030021,\"errorMessage\":\"The transaction was already refunded.\"}";
-    st = appstore_api_client_decode_response(client, APPSTORE_API_REQUEST_TRANSACTION_REFUND, 403, NULL, 0, (const uint8_t *)ac,
+    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_REQUEST_TRANSACTION_REFUND, 403, NULL, 0, (const uint8_t *)ac,
                                              strlen(ac), &json, &err);
     CHECK(st == APPSTORE_API_ERROR && strcmp(appstore_error_api_error_name(err), "alreadyRefunded") == 0,
           "Advanced Commerce error name", "%s", appstore_error_api_error_name(err));
@@ -388,7 +388,7 @@ static void check_pagination(appstore_api_client *client, json_t *cases) {
     }
     appstore_error *err = NULL;
     char *json = NULL;
-    appstore_status st = appstore_api_client_call_all_pages(client, APPSTORE_API_GET_IMAGE_LIST, NULL, &json, &err);
+    appstore_status st = appstore_api_client_call_all_pages(client, APPSTORE_ENDPOINT_GET_IMAGE_LIST, NULL, &json, &err);
     CHECK(st == APPSTORE_INVALID_ARGUMENT && json == NULL, "all pages of a non-paginated endpoint", "%s", appstore_status_name(st));
     appstore_error_free(err);
 }
@@ -410,17 +410,17 @@ static void check_arguments(appstore_signing_key *key, appstore_signing_key *key
     expect_failure("unknown endpoint", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_UNKNOWN_ENDPOINT, "getTransactionInfos");
     CHECK(req == (appstore_api_request *)0x1, "outputs untouched on failure", "%p", (void *)req);
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "{}", &req, &err);
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{}", &req, &err);
     expect_failure("missing parameter", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS,
                    "missing required parameter \"transactionId\"");
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "{\"transactionID\":\"1\"}", &req, &err);
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionID\":\"1\"}", &req, &err);
     expect_failure("unknown parameter", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS, "transactionID");
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_GET_TRANSACTION_INFO, "not json", &req, &err);
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "not json", &req, &err);
     expect_failure("params not JSON", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS, "JSON");
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_SEND_CONSUMPTION_INFORMATION,
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_SEND_CONSUMPTION_INFORMATION,
                                            "{\"transactionId\":\"1\",\"body\":{\"customerConsented\":true,\"sampleContentProvided\":true}}",
                                            &req, &err);
     expect_failure("missing required body key", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_PARAMETERS,
@@ -433,33 +433,33 @@ static void check_arguments(appstore_signing_key *key, appstore_signing_key *key
         n += snprintf(params + n, sizeof params - (size_t)n, "%s{\"text\":\"t\",\"imageIdentifier\":\"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d\",\"altText\":\"a\"}",
                       i ? "," : "");
     snprintf(params + n, sizeof params - (size_t)n, "]}}");
-    st = appstore_api_client_build_request(client, APPSTORE_API_UPLOAD_MESSAGE, params, &req, &err);
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_UPLOAD_MESSAGE, params, &req, &err);
     expect_failure("too many bullet points", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_REQUEST,
                    "bulletPoints must have at most 5 elements");
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_EXTEND_SUBSCRIPTION_RENEWAL_DATE,
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE,
                                            "{\"originalTransactionId\":\"1\",\"body\":{\"extendByDays\":91,\"extendReasonCode\":0,\"requestIdentifier\":\"r\"}}",
                                            &req, &err);
     expect_failure("extendByDays limit", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_REQUEST,
                    "extendByDays must be between 1 and 90");
     err = NULL;
-    st = appstore_api_client_build_request(NULL, APPSTORE_API_GET_IMAGE_LIST, NULL, &req, &err);
+    st = appstore_api_client_build_request(NULL, APPSTORE_ENDPOINT_GET_IMAGE_LIST, NULL, &req, &err);
     expect_failure("NULL client", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "client");
     err = NULL;
     st = appstore_api_client_build_request(client, NULL, NULL, &req, &err);
     expect_failure("NULL endpoint", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "endpoint");
     err = NULL;
-    st = appstore_api_client_build_request(client, APPSTORE_API_GET_IMAGE_LIST, "\xff\xfe", &req, &err);
+    st = appstore_api_client_build_request(client, APPSTORE_ENDPOINT_GET_IMAGE_LIST, "\xff\xfe", &req, &err);
     expect_failure("params not UTF-8", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "UTF-8");
     err = NULL;
     char *json = NULL;
-    st = appstore_api_client_call(no_transport, APPSTORE_API_GET_IMAGE_LIST, NULL, &json, &err);
+    st = appstore_api_client_call(no_transport, APPSTORE_ENDPOINT_GET_IMAGE_LIST, NULL, &json, &err);
     expect_failure("call without transport", st, err, APPSTORE_CONFIGURATION_ERROR, APPSTORE_REASON_NO_TRANSPORT, "transport");
     err = NULL;
-    st = appstore_api_client_decode_response(client, APPSTORE_API_GET_IMAGE_LIST, 99, NULL, 0, NULL, 0, &json, &err);
+    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_GET_IMAGE_LIST, 99, NULL, 0, NULL, 0, &json, &err);
     expect_failure("bad HTTP status", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "99");
     err = NULL;
-    st = appstore_api_client_decode_response(client, APPSTORE_API_GET_IMAGE_LIST, 200, NULL, 5, NULL, 0, &json, &err);
+    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_GET_IMAGE_LIST, 200, NULL, 5, NULL, 0, &json, &err);
     expect_failure("NULL headers with a length", st, err, APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT, "headers");
 
     appstore_api_client *c = NULL;
@@ -490,7 +490,7 @@ static void check_arguments(appstore_signing_key *key, appstore_signing_key *key
     appstore_api_client_options_set_base_url(o, NULL, NULL);
     st = appstore_api_client_new(key, APPSTORE_ENVIRONMENT_PRODUCTION, o, &c, NULL);
     if (CHECK(st == APPSTORE_OK, "production client", "%s", appstore_status_name(st))) {
-        st = appstore_api_client_build_request(c, APPSTORE_API_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &req, NULL);
+        st = appstore_api_client_build_request(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &req, NULL);
         CHECK(st == APPSTORE_OK && strcmp(appstore_api_request_url(req), "https://api.storekit.apple.com/inApps/v1/transactions/1") == 0 &&
                   appstore_api_request_timeout_ms(req) == 30000,
               "production URL and default timeout", "%s", st == APPSTORE_OK ? appstore_api_request_url(req) : "-");
@@ -524,8 +524,8 @@ static void *thread_main(void *p) {
     for (int i = 0; i < 10; i++) {
         char *json = NULL;
         appstore_api_request *req = NULL;
-        if (appstore_api_client_call(a->client, APPSTORE_API_GET_REALTIME_URL, NULL, &json, NULL) == APPSTORE_OK &&
-            strstr(json, "example.com") && appstore_api_client_build_request(a->client, APPSTORE_API_GET_IMAGE_LIST, NULL, &req, NULL) == APPSTORE_OK)
+        if (appstore_api_client_call(a->client, APPSTORE_ENDPOINT_GET_REALTIME_URL, NULL, &json, NULL) == APPSTORE_OK &&
+            strstr(json, "example.com") && appstore_api_client_build_request(a->client, APPSTORE_ENDPOINT_GET_IMAGE_LIST, NULL, &req, NULL) == APPSTORE_OK)
             a->ok++;
         appstore_string_free(json);
         appstore_api_request_free(req);
@@ -534,10 +534,13 @@ static void *thread_main(void *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY\n", argv[0]);
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY SPEC_ENDPOINTS_JSON\n", argv[0]);
         return 2;
     }
+    json_error_t serr;
+    json_t *spec = json_load_file(argv[4], 0, &serr);
+    json_t *spec_endpoints = json_object_get(spec, "endpoints");
     signal(SIGPIPE, SIG_IGN);
     char *public_key = capi_join(argv[1], "p256_public.pem"), *key_path = capi_join(argv[1], "p256.p8");
     json_error_t jerr;
@@ -565,8 +568,16 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    CHECK(appstore_api_endpoint_count() == json_array_size(cases) && json_array_size(cases) == 37, "37 endpoints",
-          "%zu endpoints, %zu cases", appstore_api_endpoint_count(), json_array_size(cases));
+    /* The endpoints are those of spec/endpoints.json, in its order, each with one canonical case. */
+    CHECK(json_array_size(spec_endpoints) > 30 && appstore_api_endpoint_count() == json_array_size(spec_endpoints) &&
+              json_array_size(cases) == json_array_size(spec_endpoints),
+          "one endpoint and one case per spec endpoint", "%zu endpoints, %zu cases, %zu in the spec",
+          appstore_api_endpoint_count(), json_array_size(cases), json_array_size(spec_endpoints));
+    for (size_t i = 0; i < appstore_api_endpoint_count() && i < json_array_size(spec_endpoints); i++) {
+        const char *want = json_string_value(json_object_get(json_array_get(spec_endpoints, i), "name"));
+        CHECK(want && strcmp(appstore_api_endpoint_name(i), want) == 0, "endpoint names in spec order", "%zu: %s, spec %s",
+              i, appstore_api_endpoint_name(i), want ? want : "(none)");
+    }
     for (size_t i = 0; i < appstore_api_endpoint_count(); i++) {
         const char *name = appstore_api_endpoint_name(i);
         int found = 0;
@@ -606,6 +617,7 @@ int main(int argc, char **argv) {
     appstore_signing_key_free(key_without_issuer);
     stop_mock();
     json_decref(doc);
+    json_decref(spec);
     free(pem);
     free(public_key);
     free(key_path);

@@ -32,58 +32,16 @@ import sys
 import tempfile
 
 # --------------------------------------------------------------------------------------------------------------
-# parsing the hand-written header
+# parsing: the same parser as the ABI description (scripts/specgen/cheader.py)
 
-
-def strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
-
-
-def drop_cplusplus_blocks(text: str) -> str:
-    """Removes `#ifdef __cplusplus ... #endif` blocks (not nested), i.e. the extern "C" wrappers."""
-    return re.sub(r"^[ \t]*#[ \t]*ifdef[ \t]+__cplusplus\b.*?^[ \t]*#[ \t]*endif[^\n]*", " ", text, flags=re.S | re.M)
-
-
-def drop_preprocessor(text: str) -> str:
-    text = re.sub(r"\\\n", " ", text)  # continuation lines
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
-
-PROTO_RE = re.compile(r"^(?P<ret>.+?)\b(?P<name>appstore_\w+)\s*\((?P<params>.*)\)$", re.S)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from specgen.cheader import parse_header as _parse_header, strip_comments  # noqa: E402
 
 
 def parse_header(path: str):
-    """Returns (typedefs, prototypes, problems): typedefs = [(name, text)], prototypes = {name: (ret, params)}."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    text = drop_preprocessor(drop_cplusplus_blocks(strip_comments(text)))
-    typedefs, protos, problems = [], {}, []
-    for stmt in text.split(";"):
-        stmt = " ".join(stmt.split())
-        if not stmt:
-            continue
-        if stmt.startswith("typedef "):
-            # function-pointer typedefs: typedef RET (*NAME)(PARAMS)
-            m = re.fullmatch(r"typedef .+?\(\s*\*\s*(\w+)\s*\)\s*\(.*\)", stmt, re.S)
-            if m:
-                typedefs.append((m.group(1), stmt))
-                continue
-            m = re.fullmatch(r"typedef (.+?)\s*\b(\w+)", stmt)
-            if not m:
-                problems.append(f"{path}: cannot parse typedef: {stmt}")
-                continue
-            typedefs.append((m.group(2), stmt))
-            continue
-        m = PROTO_RE.match(stmt)
-        if not m:
-            problems.append(f"{path}: not a prototype, not a typedef: {stmt}")
-            continue
-        name = m.group("name")
-        if name in protos:
-            problems.append(f"{path}: {name} declared twice")
-        protos[name] = (m.group("ret").strip(), m.group("params").strip())
-    return typedefs, protos, problems
+    """Returns (typedefs, prototypes, problems): prototypes = {name: (ret, params)} as the compiler sees them."""
+    typedefs, protos, problems = _parse_header(path)
+    return typedefs, {n: (p.ret, p.params) for n, p in protos.items()}, problems
 
 
 def generated_functions(path: str) -> set[str]:

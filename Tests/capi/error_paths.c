@@ -1,10 +1,11 @@
 /*
- * error_paths TESTPKI_DIR
+ * error_paths TESTPKI_DIR spec/errors.json
  *
  * NULL and garbage through every C entry point, with exact statuses and reasons, and the header's conventions:
  * outputs are written only on success (sentinels stay), err_out may be NULL, a failure with err_out gives a new
  * error whose status equals the returned one, _free(NULL) is a no-op, accessors on NULL give 0 / "", names of
- * unknown values are "UNKNOWN" / "unknown". Garbage inputs run in a forked child each, so a crash is reported as
+ * unknown values are "UNKNOWN" / "unknown"; every status and reason name is the one of spec/errors.json, and every
+ * failure's status is one the spec lists for its reason. Garbage inputs run in a forked child each, so a crash is reported as
  * a failure of that input (with the signal) instead of ending the run.
  * Closing line: "errors: N passed, M failed".
  */
@@ -40,6 +41,8 @@ static const struct {
 };
 #define NVERIFY (sizeof VERIFY / sizeof VERIFY[0])
 
+static int spec_allows(appstore_reason reason, appstore_status status);
+
 /* Fixture data. */
 static unsigned char *root_der;
 static size_t root_len;
@@ -63,6 +66,8 @@ static void expect_error(const char *what, appstore_status st, appstore_error **
                    appstore_status_name(appstore_error_status(err)), appstore_status_name(st));
         capi_check(&T, strcmp(reason, want_reason) == 0, what, "reason %s, expected %s (%s)", reason, want_reason,
                    appstore_error_message(err));
+        capi_check(&T, spec_allows(appstore_error_reason(err), st), what,
+                   "spec/errors.json does not list status %s for reason %s", appstore_status_name(st), reason);
         const char *msg = appstore_error_message(err);
         capi_check(&T, msg != NULL && msg[0] != 0, what, "empty error message");
         appstore_error_free(err);
@@ -194,131 +199,57 @@ static void run_isolated(const char *fn_name, capi_verify_fn fn, const appstore_
 
 /* ---- sections ----------------------------------------------------------------------------------------------- */
 
+/* spec/errors.json: the names and values the library must report, and the statuses each reason may come with. */
+static json_t *errors_spec;
+
+static json_t *spec_reason(appstore_reason value) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(errors_spec, "reasons"), i, r) {
+        if (json_integer_value(json_object_get(r, "value")) == value) return r;
+    }
+    return NULL;
+}
+
+/* Whether the spec lists `status` among the statuses `reason` comes with. */
+static int spec_allows(appstore_reason reason, appstore_status status) {
+    json_t *r = spec_reason(reason);
+    size_t i;
+    json_t *name;
+    json_array_foreach(json_object_get(r, "statuses"), i, name) {
+        if (strcmp(json_string_value(name), appstore_status_name(status)) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Every status and reason of the spec has its name; every other value in a wide range is "UNKNOWN" / "unknown". */
+static void names_of(const char *key, const char *(*name_of)(int32_t), const char *unknown) {
+    json_t *list = json_object_get(errors_spec, key);
+    capi_check(&T, json_array_size(list) > 10, key, "spec/errors.json lists %zu", json_array_size(list));
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) {
+        int32_t v = (int32_t)json_integer_value(json_object_get(e, "value"));
+        const char *want = json_string_value(json_object_get(e, "name"));
+        const char *got = name_of(v);
+        capi_check(&T, got && want && strcmp(got, want) == 0, key, "%d -> %s, expected %s", v, got ? got : "(NULL)",
+                   want ? want : "(none)");
+        capi_check(&T, name_of(v) == got, key, "name of %d is static", v);
+    }
+    static const int32_t far[] = {1000, 12345, INT32_MIN, INT32_MAX};
+    for (int32_t k = -1; k < 300 + (int32_t)(sizeof far / sizeof far[0]); k++) {
+        int32_t value = k < 300 ? k : far[k - 300];
+        int known = 0;
+        json_array_foreach(list, i, e) known |= json_integer_value(json_object_get(e, "value")) == value;
+        if (known) continue;
+        const char *got = name_of(value);
+        capi_check(&T, got && strcmp(got, unknown) == 0, key, "unknown %d -> %s", value, got ? got : "(NULL)");
+    }
+}
+
 static void names(void) {
-    static const struct {
-        appstore_status v;
-        const char *name;
-    } statuses[] = {{APPSTORE_OK, "OK"},
-                    {APPSTORE_INVALID_ARGUMENT, "INVALID_ARGUMENT"},
-                    {APPSTORE_CONFIGURATION_ERROR, "CONFIGURATION_ERROR"},
-                    {APPSTORE_VERIFICATION_FAILURE, "VERIFICATION_FAILURE"},
-                    {APPSTORE_RETRYABLE_VERIFICATION_FAILURE, "RETRYABLE_VERIFICATION_FAILURE"},
-                    {APPSTORE_INVALID_APP_IDENTIFIER, "INVALID_APP_IDENTIFIER"},
-                    {APPSTORE_INVALID_ENVIRONMENT, "INVALID_ENVIRONMENT"},
-                    {APPSTORE_INVALID_CHAIN_LENGTH, "INVALID_CHAIN_LENGTH"},
-                    {APPSTORE_INVALID_CERTIFICATE, "INVALID_CERTIFICATE"},
-                    {APPSTORE_INVALID_JWT_FORMAT, "INVALID_JWT_FORMAT"},
-#ifdef APPSTORE_INVALID_KEY
-                    {APPSTORE_INVALID_KEY, "INVALID_KEY"},
-#endif
-#ifdef APPSTORE_NOT_FOUND /* receipts */
-                    {APPSTORE_NOT_FOUND, "NOT_FOUND"},
-                    {APPSTORE_INVALID_RECEIPT, "INVALID_RECEIPT"},
-#endif
-#ifdef APPSTORE_API_ERROR
-                    {APPSTORE_API_ERROR, "API_ERROR"},
-                    {APPSTORE_TRANSPORT_ERROR, "TRANSPORT_ERROR"},
-                    {APPSTORE_INVALID_RESPONSE, "INVALID_RESPONSE"},
-#endif
-                    {APPSTORE_INTERNAL_ERROR, "INTERNAL_ERROR"}};
-    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
-        const char *got = appstore_status_name(statuses[i].v);
-        capi_check(&T, got && strcmp(got, statuses[i].name) == 0, "appstore_status_name", "%d -> %s, expected %s",
-                   statuses[i].v, got ? got : "(NULL)", statuses[i].name);
-        capi_check(&T, appstore_status_name(statuses[i].v) == got, "appstore_status_name is static", "%d", statuses[i].v);
-    }
-    /* Every other value is "UNKNOWN": no undocumented codes in -1..299, and far-away values. */
-    static const appstore_status far_status[] = {1000, 12345, INT32_MIN, INT32_MAX};
-    for (appstore_status s = -1; s < 300 + (appstore_status)(sizeof far_status / sizeof far_status[0]); s++) {
-        appstore_status value = s < 300 ? s : far_status[s - 300];
-        int known = 0;
-        for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) known |= statuses[i].v == value;
-        if (known) continue;
-        const char *got = appstore_status_name(value);
-        capi_check(&T, got && strcmp(got, "UNKNOWN") == 0, "appstore_status_name(unknown)", "%d -> %s", value,
-                   got ? got : "(NULL)");
-    }
-    static const struct {
-        appstore_reason v;
-        const char *name;
-    } reasons[] = {{APPSTORE_REASON_NONE, "none"},
-                   {APPSTORE_REASON_MALFORMED, "malformed"},
-                   {APPSTORE_REASON_UNSUPPORTED_ALG, "unsupported_alg"},
-                   {APPSTORE_REASON_MISSING_X5C, "missing_x5c"},
-                   {APPSTORE_REASON_CHAIN_LENGTH, "chain_length"},
-                   {APPSTORE_REASON_BAD_CERTIFICATE, "bad_certificate"},
-                   {APPSTORE_REASON_NO_TRUST_ANCHOR, "no_trust_anchor"},
-                   {APPSTORE_REASON_UNTRUSTED_CHAIN, "untrusted_chain"},
-                   {APPSTORE_REASON_EXPIRED, "expired"},
-                   {APPSTORE_REASON_MISSING_MARKER_OID, "missing_marker_oid"},
-                   {APPSTORE_REASON_BAD_SIGNATURE, "bad_signature"},
-                   {APPSTORE_REASON_UNDECODABLE_PAYLOAD, "undecodable_payload"},
-                   {APPSTORE_REASON_WRONG_BUNDLE, "wrong_bundle"},
-                   {APPSTORE_REASON_WRONG_APP_ID, "wrong_app_id"},
-                   {APPSTORE_REASON_WRONG_ENVIRONMENT, "wrong_environment"},
-                   {APPSTORE_REASON_WRONG_KIND, "wrong_kind"},
-                   {APPSTORE_REASON_ONLINE_CHECKS_UNAVAILABLE, "online_checks_unavailable"},
-                   {APPSTORE_REASON_INVALID_ARGUMENT, "invalid_argument"},
-                   {APPSTORE_REASON_INTERNAL, "internal"},
-#ifdef APPSTORE_REASON_KEY_NOT_PEM /* signature creation (signing keys, request models) */
-                   {APPSTORE_REASON_KEY_NOT_PEM, "key_not_pem"},
-                   {APPSTORE_REASON_KEY_ENCRYPTED, "key_encrypted"},
-                   {APPSTORE_REASON_KEY_MALFORMED, "key_malformed"},
-                   {APPSTORE_REASON_KEY_NOT_EC, "key_not_ec"},
-                   {APPSTORE_REASON_KEY_WRONG_CURVE, "key_wrong_curve"},
-                   {APPSTORE_REASON_INVALID_REQUEST, "invalid_request"},
-                   {APPSTORE_REASON_SIGNING_FAILED, "signing_failed"},
-#ifdef APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT
-                   {APPSTORE_REASON_UNSUPPORTED_ENVIRONMENT, "unsupported_environment"},
-                   {APPSTORE_REASON_UNKNOWN_ENDPOINT, "unknown_endpoint"},
-                   {APPSTORE_REASON_INVALID_PARAMETERS, "invalid_parameters"},
-                   {APPSTORE_REASON_API_ERROR, "api_error"},
-                   {APPSTORE_REASON_HTTP_ERROR, "http_error"},
-                   {APPSTORE_REASON_RATE_LIMITED, "rate_limited"},
-                   {APPSTORE_REASON_UNDECODABLE_RESPONSE, "undecodable_response"},
-                   {APPSTORE_REASON_TRANSPORT_TIMEOUT, "transport_timeout"},
-                   {APPSTORE_REASON_TRANSPORT_UNREACHABLE, "transport_unreachable"},
-                   {APPSTORE_REASON_TRANSPORT_FAILED, "transport_failed"},
-                   {APPSTORE_REASON_NO_TRANSPORT, "no_transport"},
-#endif
-#endif
-#ifdef APPSTORE_REASON_RECEIPT_MALFORMED /* receipts */
-                   {APPSTORE_REASON_RECEIPT_MALFORMED, "receipt_malformed"},
-                   {APPSTORE_REASON_NO_TRANSACTION_ID, "no_transaction_id"},
-                   {APPSTORE_REASON_SIGNER_MISSING, "signer_missing"},
-#endif
-#ifdef APPSTORE_REASON_REVOKED /* online checks (OCSP) */
-                   {APPSTORE_REASON_REVOKED, "revoked"},
-                   {APPSTORE_REASON_OCSP_UNKNOWN, "ocsp_unknown"},
-                   {APPSTORE_REASON_OCSP_BAD_SIGNATURE, "ocsp_bad_signature"},
-                   {APPSTORE_REASON_OCSP_STALE, "ocsp_stale"},
-                   {APPSTORE_REASON_OCSP_MALFORMED, "ocsp_malformed"},
-                   {APPSTORE_REASON_OCSP_CERT_ID_MISMATCH, "ocsp_cert_id_mismatch"},
-                   {APPSTORE_REASON_OCSP_NONCE_MISMATCH, "ocsp_nonce_mismatch"},
-                   {APPSTORE_REASON_OCSP_REFUSED, "ocsp_refused"},
-                   {APPSTORE_REASON_OCSP_NO_RESPONDER, "ocsp_no_responder"},
-                   {APPSTORE_REASON_OCSP_UNREACHABLE, "ocsp_unreachable"},
-                   {APPSTORE_REASON_OCSP_TIMEOUT, "ocsp_timeout"},
-                   {APPSTORE_REASON_OCSP_HTTP_ERROR, "ocsp_http_error"},
-                   {APPSTORE_REASON_OCSP_TRY_LATER, "ocsp_try_later"},
-#endif
-                  };
-    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
-        const char *got = appstore_reason_name(reasons[i].v);
-        capi_check(&T, got && strcmp(got, reasons[i].name) == 0, "appstore_reason_name", "%d -> %s, expected %s",
-                   reasons[i].v, got ? got : "(NULL)", reasons[i].name);
-        capi_check(&T, appstore_reason_name(reasons[i].v) == got, "appstore_reason_name is static", "%d", reasons[i].v);
-    }
-    static const appstore_reason far_reason[] = {1000, 12345, INT32_MIN, INT32_MAX};
-    for (appstore_reason r = -1; r < 300 + (appstore_reason)(sizeof far_reason / sizeof far_reason[0]); r++) {
-        appstore_reason value = r < 300 ? r : far_reason[r - 300];
-        int known = 0;
-        for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) known |= reasons[i].v == value;
-        if (known) continue;
-        const char *got = appstore_reason_name(value);
-        capi_check(&T, got && strcmp(got, "unknown") == 0, "appstore_reason_name(unknown)", "%d -> %s", value,
-                   got ? got : "(NULL)");
-    }
+    names_of("statuses", appstore_status_name, "UNKNOWN");
+    names_of("reasons", appstore_reason_name, "unknown");
 }
 
 static void null_handles(void) {
@@ -795,9 +726,16 @@ static void garbage_inputs(const appstore_verifier *v) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s TESTPKI_DIR\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s TESTPKI_DIR spec/errors.json\n", argv[0]);
         return 2;
+    }
+    json_error_t serr;
+    errors_spec = json_load_file(argv[2], 0, &serr);
+    if (!json_is_array(json_object_get(errors_spec, "reasons"))) {
+        printf("FAIL cannot read %s: %s\n", argv[2], serr.text);
+        printf("errors: 0 passed, 1 failed\n");
+        return 1;
     }
     const char *dir = argv[1];
     char *p = capi_join(dir, "root.der");

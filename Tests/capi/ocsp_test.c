@@ -105,7 +105,7 @@ static json_t *responder_counts(void) {
     const char *url = json_string_value(json_object_get(setup, "controlUrl"));
     http_result r;
     json_t *j = NULL;
-    if (url && http_fetch("GET", url, "", 0, NULL, 0, 10000, &r) == APPSTORE_TRANSPORT_OK) {
+    if (url && http_fetch("GET", url, "", 0, NULL, 0, 10000, &r) == APPSTORE_TRANSPORT_RESULT_OK) {
         if (r.status == 200) j = json_loadb((const char *)r.body, r.body_len, 0, NULL);
         http_result_free(&r);
     }
@@ -396,14 +396,14 @@ static int32_t spoiling_send(void *user_data, const char *method, const char *ur
     case 1:
         appstore_http_response_set_status(response, 503, NULL);
         appstore_http_response_append_body(response, (const uint8_t *)"busy", 4, NULL);
-        return APPSTORE_TRANSPORT_OK;
+        return APPSTORE_TRANSPORT_RESULT_OK;
     case 2:
         appstore_http_response_set_status(response, 200, NULL);
         appstore_http_response_add_header(response, "Content-Type", "application/ocsp-response", NULL);
         appstore_http_response_append_body(response, (const uint8_t *)"\x30\x03\x02\x01", 4, NULL);
-        return APPSTORE_TRANSPORT_OK;
-    case 3: return APPSTORE_TRANSPORT_TIMEOUT;
-    default: return APPSTORE_TRANSPORT_UNREACHABLE;
+        return APPSTORE_TRANSPORT_RESULT_OK;
+    case 3: return APPSTORE_TRANSPORT_RESULT_TIMEOUT;
+    default: return APPSTORE_TRANSPORT_RESULT_UNREACHABLE;
     }
 }
 
@@ -532,7 +532,7 @@ static int32_t capping_send(void *user_data, const char *method, const char *url
     c->second_reason = appstore_error_reason(err);
     snprintf(c->second_message, sizeof c->second_message, "%s", appstore_error_message(err));
     appstore_error_free(err);
-    return APPSTORE_TRANSPORT_OK; /* even after a refused append: the library must fail the exchange itself */
+    return APPSTORE_TRANSPORT_RESULT_OK; /* even after a refused append: the library must fail the exchange itself */
 }
 
 static void body_cap(void) {
@@ -607,7 +607,7 @@ static int32_t gated_send(void *user_data, const char *method, const char *url, 
         while (!g->released && pthread_cond_timedwait(&g->c, &g->m, &limit) == 0) {}
     }
     pthread_mutex_unlock(&g->m);
-    if (first) return APPSTORE_TRANSPORT_TIMEOUT;
+    if (first) return APPSTORE_TRANSPORT_RESULT_TIMEOUT;
     return http_transport_send(NULL, method, url, headers, headers_len, body, body_len, timeout_ms, response);
 }
 

@@ -81,7 +81,7 @@ add_test(NAME c_thread_stress COMMAND capi_thread_stress "${TESTPKI_DIR}" 8 500)
 set_tests_properties(c_thread_stress PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 600)
 
 # --- 5. error paths -------------------------------------------------------------------------------------------
-add_test(NAME c_error_paths COMMAND capi_error_paths "${TESTPKI_DIR}")
+add_test(NAME c_error_paths COMMAND capi_error_paths "${TESTPKI_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/spec/errors.json")
 set_tests_properties(c_error_paths PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 600)
 
 # --- 6. the demo under valgrind -------------------------------------------------------------------------------

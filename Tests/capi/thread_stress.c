@@ -80,7 +80,7 @@ static int32_t never_called(void *user_data, const char *method, const char *url
     (void)user_data, (void)method, (void)url, (void)headers, (void)headers_len, (void)body, (void)body_len;
     (void)timeout_ms, (void)response;
     atomic_fetch_add(&failed, 1);
-    return APPSTORE_TRANSPORT_FAILED;
+    return APPSTORE_TRANSPORT_RESULT_FAILED;
 }
 
 static atomic_int printed;

@@ -107,7 +107,7 @@ public final class AppStoreServerAPIClient: Sendable {
                             transport: any HTTPTransport, configuration: AppStoreServerAPIConfiguration = .init()) throws(AppStoreServerAPIError) {
         let key: SigningKey
         do throws(SigningKeyError) { key = try SigningKey(pem: signingKey) } catch {
-            throw .configuration("signing key: \(error.message)")
+            throw .configuration(.invalidArgument, "signing key: \(error.message)")
         }
         try self.init(signingKey: key, keyId: keyId, issuerId: issuerId, bundleId: bundleId, environment: environment,
                       transport: transport, configuration: configuration)
@@ -118,7 +118,7 @@ public final class AppStoreServerAPIClient: Sendable {
         try await caller.send(request, transport: transport)
     }
 
-    func call<T: Decodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> T {
+    func call<T: JSONDecodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> T {
         let response = try await send(request)
         return try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: request.endpoint, response: response)
     }
@@ -127,189 +127,6 @@ public final class AppStoreServerAPIClient: Sendable {
         _ = try await send(request)
     }
 
-    // MARK: transactions and subscriptions
-
-    public func getTransactionInfo(transactionId: String) async throws(AppStoreServerAPIError) -> TransactionInfoResponse {
-        try await call(.getTransactionInfo(transactionId: transactionId), TransactionInfoResponse.self)
-    }
-
-    /// Get Transaction History (v2 unless `version` says otherwise). Pass the previous page's `revision` for the next
-    /// page, or use `getAllTransactionHistory`.
-    public func getTransactionHistory(anyTransactionId: String, revision: String?, transactionHistoryRequest: TransactionHistoryRequest,
-                                      version: GetTransactionHistoryVersion) async throws(AppStoreServerAPIError) -> HistoryResponse {
-        try await call(.getTransactionHistory(anyTransactionId: anyTransactionId, revision: revision,
-                                              transactionHistoryRequest: transactionHistoryRequest, version: version),
-                       HistoryResponse.self)
-    }
-
-    /// Apple's deprecated overload: version 1.
-    @available(*, deprecated, message: "Apple deprecated version 1; pass version: .v2")
-    public func getTransactionHistory(anyTransactionId: String, revision: String?,
-                                      transactionHistoryRequest: TransactionHistoryRequest) async throws(AppStoreServerAPIError) -> HistoryResponse {
-        try await getTransactionHistory(anyTransactionId: anyTransactionId, revision: revision,
-                                        transactionHistoryRequest: transactionHistoryRequest, version: .v1)
-    }
-
-    public func getAllSubscriptionStatuses(anyTransactionId: String, status: [Status]? = nil) async throws(AppStoreServerAPIError) -> StatusResponse {
-        try await call(.getAllSubscriptionStatuses(anyTransactionId: anyTransactionId, status: status), StatusResponse.self)
-    }
-
-    public func getRefundHistory(anyTransactionId: String, revision: String?) async throws(AppStoreServerAPIError) -> RefundHistoryResponse {
-        try await call(.getRefundHistory(anyTransactionId: anyTransactionId, revision: revision), RefundHistoryResponse.self)
-    }
-
-    public func lookUpOrderId(orderId: String) async throws(AppStoreServerAPIError) -> OrderLookupResponse {
-        try await call(.lookUpOrderId(orderId: orderId), OrderLookupResponse.self)
-    }
-
-    public func getAppTransactionInfo(anyTransactionId: String) async throws(AppStoreServerAPIError) -> AppTransactionInfoResponse {
-        try await call(.getAppTransactionInfo(anyTransactionId: anyTransactionId), AppTransactionInfoResponse.self)
-    }
-
-    public func finishTransaction(transactionId: String) async throws(AppStoreServerAPIError) {
-        try await callVoid(.finishTransaction(transactionId: transactionId))
-    }
-
-    /// Send Consumption Information V1 (deprecated by Apple); `appAccountToken` is always sent, "" when nil.
-    public func sendConsumptionData(transactionId: String, consumptionRequest: ConsumptionRequestV1) async throws(AppStoreServerAPIError) {
-        try await callVoid(.sendConsumptionData(transactionId: transactionId, consumptionRequest: consumptionRequest))
-    }
-
-    public func sendConsumptionInformation(transactionId: String, consumptionRequest: ConsumptionRequest) async throws(AppStoreServerAPIError) {
-        try await callVoid(.sendConsumptionInformation(transactionId: transactionId, consumptionRequest: consumptionRequest))
-    }
-
-    public func setAppAccountToken(originalTransactionId: String,
-                                   updateAppAccountTokenRequest: UpdateAppAccountTokenRequest) async throws(AppStoreServerAPIError) {
-        try await callVoid(.setAppAccountToken(originalTransactionId: originalTransactionId,
-                                               updateAppAccountTokenRequest: updateAppAccountTokenRequest))
-    }
-
-    public func extendSubscriptionRenewalDate(originalTransactionId: String, extendRenewalDateRequest: ExtendRenewalDateRequest)
-        async throws(AppStoreServerAPIError) -> ExtendRenewalDateResponse {
-        try await call(.extendSubscriptionRenewalDate(originalTransactionId: originalTransactionId,
-                                                      extendRenewalDateRequest: extendRenewalDateRequest), ExtendRenewalDateResponse.self)
-    }
-
-    public func extendRenewalDateForAllActiveSubscribers(massExtendRenewalDateRequest: MassExtendRenewalDateRequest)
-        async throws(AppStoreServerAPIError) -> MassExtendRenewalDateResponse {
-        try await call(.extendRenewalDateForAllActiveSubscribers(massExtendRenewalDateRequest: massExtendRenewalDateRequest),
-                       MassExtendRenewalDateResponse.self)
-    }
-
-    public func getStatusOfSubscriptionRenewalDateExtensions(requestIdentifier: String, productId: String)
-        async throws(AppStoreServerAPIError) -> MassExtendRenewalDateStatusResponse {
-        try await call(.getStatusOfSubscriptionRenewalDateExtensions(requestIdentifier: requestIdentifier, productId: productId),
-                       MassExtendRenewalDateStatusResponse.self)
-    }
-
-    // MARK: notifications
-
-    public func requestTestNotification() async throws(AppStoreServerAPIError) -> SendTestNotificationResponse {
-        try await call(.requestTestNotification, SendTestNotificationResponse.self)
-    }
-
-    public func getTestNotificationStatus(testNotificationToken: String) async throws(AppStoreServerAPIError) -> CheckTestNotificationResponse {
-        try await call(.getTestNotificationStatus(testNotificationToken: testNotificationToken), CheckTestNotificationResponse.self)
-    }
-
-    public func getNotificationHistory(paginationToken: String?, notificationHistoryRequest: NotificationHistoryRequest)
-        async throws(AppStoreServerAPIError) -> NotificationHistoryResponse {
-        try await call(.getNotificationHistory(paginationToken: paginationToken, notificationHistoryRequest: notificationHistoryRequest),
-                       NotificationHistoryResponse.self)
-    }
-
-    // MARK: Retention Messaging
-
-    public func uploadImage(imageIdentifier: UUID, image: [UInt8], imageSize: ImageSize? = nil) async throws(AppStoreServerAPIError) {
-        try await callVoid(.uploadImage(imageIdentifier: imageIdentifier, image: image, imageSize: imageSize))
-    }
-
-    public func deleteImage(imageIdentifier: UUID) async throws(AppStoreServerAPIError) {
-        try await callVoid(.deleteImage(imageIdentifier: imageIdentifier))
-    }
-
-    public func getImageList() async throws(AppStoreServerAPIError) -> GetImageListResponse {
-        try await call(.getImageList, GetImageListResponse.self)
-    }
-
-    public func uploadMessage(messageIdentifier: UUID, uploadMessageRequestBody: UploadMessageRequestBody) async throws(AppStoreServerAPIError) {
-        try await callVoid(.uploadMessage(messageIdentifier: messageIdentifier, uploadMessageRequestBody: uploadMessageRequestBody))
-    }
-
-    public func deleteMessage(messageIdentifier: UUID) async throws(AppStoreServerAPIError) {
-        try await callVoid(.deleteMessage(messageIdentifier: messageIdentifier))
-    }
-
-    public func getMessageList() async throws(AppStoreServerAPIError) -> GetMessageListResponse {
-        try await call(.getMessageList, GetMessageListResponse.self)
-    }
-
-    public func configureDefaultMessage(productId: String, locale: String,
-                                        defaultConfigurationRequest: DefaultConfigurationRequest) async throws(AppStoreServerAPIError) {
-        try await callVoid(.configureDefaultMessage(productId: productId, locale: locale,
-                                                    defaultConfigurationRequest: defaultConfigurationRequest))
-    }
-
-    public func deleteDefaultMessage(productId: String, locale: String) async throws(AppStoreServerAPIError) {
-        try await callVoid(.deleteDefaultMessage(productId: productId, locale: locale))
-    }
-
-    public func getDefaultMessage(productId: String, locale: String) async throws(AppStoreServerAPIError) -> DefaultConfigurationResponse {
-        try await call(.getDefaultMessage(productId: productId, locale: locale), DefaultConfigurationResponse.self)
-    }
-
-    public func configureRealtimeURL(realtimeUrlRequest: RealtimeUrlRequest) async throws(AppStoreServerAPIError) {
-        try await callVoid(.configureRealtimeURL(realtimeUrlRequest: realtimeUrlRequest))
-    }
-
-    public func deleteRealtimeURL() async throws(AppStoreServerAPIError) {
-        try await callVoid(.deleteRealtimeURL)
-    }
-
-    public func getRealtimeURL() async throws(AppStoreServerAPIError) -> RealtimeUrlResponse {
-        try await call(.getRealtimeURL, RealtimeUrlResponse.self)
-    }
-
-    public func initiatePerformanceTest(performanceTestRequest: PerformanceTestRequest) async throws(AppStoreServerAPIError) -> PerformanceTestResponse {
-        try await call(.initiatePerformanceTest(performanceTestRequest: performanceTestRequest), PerformanceTestResponse.self)
-    }
-
-    public func getPerformanceTestResults(requestId: String) async throws(AppStoreServerAPIError) -> PerformanceTestResultResponse {
-        try await call(.getPerformanceTestResults(requestId: requestId), PerformanceTestResultResponse.self)
-    }
-
-    // MARK: Advanced Commerce API
-
-    public func cancelSubscription(transactionId: String, request: AdvancedCommerceSubscriptionCancelRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceSubscriptionCancelResponse {
-        try await call(.cancelSubscription(transactionId: transactionId, request: request), AdvancedCommerceSubscriptionCancelResponse.self)
-    }
-
-    public func changeSubscriptionMetadata(transactionId: String, request: AdvancedCommerceSubscriptionChangeMetadataRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceSubscriptionChangeMetadataResponse {
-        try await call(.changeSubscriptionMetadata(transactionId: transactionId, request: request),
-                       AdvancedCommerceSubscriptionChangeMetadataResponse.self)
-    }
-
-    public func changeSubscriptionPrice(transactionId: String, request: AdvancedCommerceSubscriptionPriceChangeRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceSubscriptionPriceChangeResponse {
-        try await call(.changeSubscriptionPrice(transactionId: transactionId, request: request),
-                       AdvancedCommerceSubscriptionPriceChangeResponse.self)
-    }
-
-    public func migrateSubscription(transactionId: String, request: AdvancedCommerceSubscriptionMigrateRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceSubscriptionMigrateResponse {
-        try await call(.migrateSubscription(transactionId: transactionId, request: request), AdvancedCommerceSubscriptionMigrateResponse.self)
-    }
-
-    public func revokeSubscription(transactionId: String, request: AdvancedCommerceSubscriptionRevokeRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceSubscriptionRevokeResponse {
-        try await call(.revokeSubscription(transactionId: transactionId, request: request), AdvancedCommerceSubscriptionRevokeResponse.self)
-    }
-
-    public func requestTransactionRefund(transactionId: String, request: AdvancedCommerceRequestRefundRequest)
-        async throws(AppStoreServerAPIError) -> AdvancedCommerceRequestRefundResponse {
-        try await call(.requestTransactionRefund(transactionId: transactionId, request: request), AdvancedCommerceRequestRefundResponse.self)
-    }
+    // The endpoint methods (Apple's names) are generated from spec/endpoints.json: Generated/ClientMethods.swift; the
+    // hand-written ones are in APIClient+History.swift.
 }

@@ -3,14 +3,15 @@ import FoundationEssentials
 /// Why an App Store Server API call failed: a bad argument or request model (nothing was sent), a configuration
 /// the client refuses, an error answer from Apple (HTTP status, raw error code, its known name, Apple's message,
 /// Retry-After), a success answer that does not decode, or a transport that got no answer.
-public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     public enum Kind: Hashable, Sendable {
         /// A parameter is missing, unknown or of the wrong type (the message names it). Nothing was sent.
         case invalidArgument
         /// A request model breaks one of Apple's limits (the message names the field). Nothing was sent.
         case invalidRequest(ModelValidationError)
-        /// The client cannot be used as configured (Xcode environment, no transport, bad base URL).
-        case configuration
+        /// The client cannot be used as configured: `unsupportedEnvironment` (Xcode), `noTransport`, `invalidArgument`
+        /// (a bad base URL or timeout).
+        case configuration(FailureReason)
         /// Apple answered with an HTTP error status and an error payload (`rawApiError`, `errorMessage`).
         case apiError
         /// Apple answered with an HTTP error status but no App Store error payload.
@@ -74,7 +75,7 @@ public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringCon
         return advancedCommerce ? (ac ?? general) : (general ?? ac)
     }
 
-    /// Apple's retryable answers: HTTP 429, and error codes 4040002, 4040004, 4040006 and 5000001.
+    /// Apple's retryable answers: HTTP 429, and the error codes spec/errors.json marks retryable.
     public var isRetryable: Bool {
         if httpStatusCode == 429 { return true }
         guard let rawApiError else { return false }
@@ -82,15 +83,40 @@ public struct AppStoreServerAPIError: Error, Hashable, Sendable, CustomStringCon
     }
 
     /// Apple's retryable error codes; HTTP 429 is retried by status, whatever its code.
-    public static let retryableCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001]
+    public static let retryableCodes: Set<Int64> = Set(APIError.retryable.map(\.rawValue) + AdvancedCommerceAPIError.retryable.map(\.rawValue))
 
     public var description: String { message }
+
+    public var statusCode: AppStoreStatus {
+        switch kind {
+        case .invalidArgument, .invalidRequest: .invalidArgument
+        case .configuration: .configurationError
+        case .apiError, .httpError: .apiError
+        case .undecodableResponse: .invalidResponse
+        case .transport: .transportError
+        case .signing: .internalError
+        }
+    }
+
+    public var reason: FailureReason {
+        switch kind {
+        case .invalidArgument: .invalidParameters
+        case .invalidRequest: .invalidRequest
+        case .configuration(let reason): reason
+        case .apiError, .httpError: httpStatusCode == 429 ? .rateLimited : (kind == .apiError ? .apiError : .httpError)
+        case .undecodableResponse: .undecodableResponse
+        case .transport(.timeout): .transportTimeout
+        case .transport(.unreachable): .transportUnreachable
+        case .transport(.failed): .transportFailed
+        case .signing: .signingFailed
+        }
+    }
 
     static func argument(_ message: String, _ endpoint: AppStoreServerAPIEndpoint? = nil) -> AppStoreServerAPIError {
         AppStoreServerAPIError(kind: .invalidArgument, endpoint: endpoint, message: message)
     }
-    static func configuration(_ message: String) -> AppStoreServerAPIError {
-        AppStoreServerAPIError(kind: .configuration, message: message)
+    static func configuration(_ reason: FailureReason, _ message: String) -> AppStoreServerAPIError {
+        AppStoreServerAPIError(kind: .configuration(reason), message: message)
     }
 }
 

@@ -6,41 +6,20 @@ public enum AppStoreServerAPIPagination {
     /// At most this many pages are followed, so a server that never stops cannot loop a client forever.
     public static let maxPages = 100_000
 
-    public static func isPaginated(_ endpoint: AppStoreServerAPIEndpoint) -> Bool {
-        switch endpoint {
-        case .getTransactionHistory, .getTransactionHistoryV1, .getRefundHistory, .getNotificationHistory: true
-        default: false
-        }
-    }
+    public static func isPaginated(_ endpoint: AppStoreServerAPIEndpoint) -> Bool { endpoint.isPaginated }
 
-    /// The request of the page after `response` (already checked to decode), or nil when it was the last one.
-    /// Throws when the server says there is more but gives no new token.
-    public static func nextPage(after request: AppStoreServerAPIRequest, response: HTTPResponse) throws(AppStoreServerAPIError) -> AppStoreServerAPIRequest? {
-        let endpoint = request.endpoint
-        func stalled(_ token: String?) -> AppStoreServerAPIError {
-            AppStoreServerAPIError(kind: .undecodableResponse, endpoint: endpoint,
-                                   message: "\(endpoint.name): hasMore is true but the page gives \(token == nil ? "no" : "the same") continuation token",
-                                   httpStatusCode: response.status)
+    /// The continuation token of the next page (nextPage(after:response:) is generated from spec/endpoints.json):
+    /// nil when `hasMore` is not true; an error when the server says there is more but gives no new token.
+    static func continuation(hasMore: Bool?, token: String?, current: String?, request: AppStoreServerAPIRequest,
+                             response: HTTPResponse) throws(AppStoreServerAPIError) -> String? {
+        guard hasMore == true else { return nil }
+        guard let token, token != current else {
+            let endpoint = request.endpoint
+            throw AppStoreServerAPIError(kind: .undecodableResponse, endpoint: endpoint,
+                                         message: "\(endpoint.name): hasMore is true but the page gives \(token == nil ? "no" : "the same") continuation token",
+                                         httpStatusCode: response.status)
         }
-        switch request {
-        case .getTransactionHistory(let tid, let revision, let filters, let version):
-            let page = try AppStoreServerAPIResponseDecoder.decodeBody(HistoryResponse.self, endpoint: endpoint, response: response)
-            guard page.hasMore == true else { return nil }
-            guard let next = page.revision, next != revision else { throw stalled(page.revision) }
-            return .getTransactionHistory(anyTransactionId: tid, revision: next, transactionHistoryRequest: filters, version: version)
-        case .getRefundHistory(let tid, let revision):
-            let page = try AppStoreServerAPIResponseDecoder.decodeBody(RefundHistoryResponse.self, endpoint: endpoint, response: response)
-            guard page.hasMore == true else { return nil }
-            guard let next = page.revision, next != revision else { throw stalled(page.revision) }
-            return .getRefundHistory(anyTransactionId: tid, revision: next)
-        case .getNotificationHistory(let token, let body):
-            let page = try AppStoreServerAPIResponseDecoder.decodeBody(NotificationHistoryResponse.self, endpoint: endpoint, response: response)
-            guard page.hasMore == true else { return nil }
-            guard let next = page.paginationToken, next != token else { throw stalled(page.paginationToken) }
-            return .getNotificationHistory(paginationToken: next, notificationHistoryRequest: body)
-        default:
-            throw .argument("\(endpoint.name) is not paginated", endpoint)
-        }
+        return token
     }
 
     /// Blocking: every page's answer, in order (used by the C ABI).
@@ -59,6 +38,15 @@ public enum AppStoreServerAPIPagination {
         return pages
     }
 
+    /// Every page's body as one JSON array, the pages exactly as sent (`appstore_api_client_call_all_pages`).
+    public static func pagesJSON(_ pages: [HTTPResponse]) -> [UInt8] {
+        var w = JSONWriter()
+        w.beginArray()
+        for page in pages { w.raw(page.body) }
+        w.endArray()
+        return w.bytes
+    }
+
     /// A continuation token the server already gave: following it would loop forever.
     static func cycle(_ request: AppStoreServerAPIRequest) -> AppStoreServerAPIError {
         AppStoreServerAPIError(kind: .undecodableResponse, endpoint: request.endpoint,
@@ -67,7 +55,7 @@ public enum AppStoreServerAPIPagination {
 }
 
 extension AppStoreServerAPIClient {
-    func allPages<T: Decodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> [T] {
+    func allPages<T: JSONDecodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> [T] {
         var pages: [T] = []
         var seen = Set<AppStoreServerAPIRequest>()
         var next: AppStoreServerAPIRequest? = request
@@ -81,26 +69,5 @@ extension AppStoreServerAPIClient {
             next = try AppStoreServerAPIPagination.nextPage(after: current, response: response)
         }
         return pages
-    }
-
-    /// Every page of Get Transaction History, following `revision` while `hasMore`.
-    public func getAllTransactionHistory(anyTransactionId: String, transactionHistoryRequest: TransactionHistoryRequest = .init(),
-                                         version: GetTransactionHistoryVersion = .v2,
-                                         revision: String? = nil) async throws(AppStoreServerAPIError) -> [HistoryResponse] {
-        try await allPages(.getTransactionHistory(anyTransactionId: anyTransactionId, revision: revision,
-                                                  transactionHistoryRequest: transactionHistoryRequest, version: version),
-                           HistoryResponse.self)
-    }
-
-    /// Every page of Get Refund History, following `revision` while `hasMore`.
-    public func getAllRefundHistory(anyTransactionId: String, revision: String? = nil) async throws(AppStoreServerAPIError) -> [RefundHistoryResponse] {
-        try await allPages(.getRefundHistory(anyTransactionId: anyTransactionId, revision: revision), RefundHistoryResponse.self)
-    }
-
-    /// Every page of Get Notification History, following `paginationToken` while `hasMore`.
-    public func getAllNotificationHistory(notificationHistoryRequest: NotificationHistoryRequest,
-                                          paginationToken: String? = nil) async throws(AppStoreServerAPIError) -> [NotificationHistoryResponse] {
-        try await allPages(.getNotificationHistory(paginationToken: paginationToken, notificationHistoryRequest: notificationHistoryRequest),
-                           NotificationHistoryResponse.self)
     }
 }

@@ -5,39 +5,27 @@ public enum AppStoreServerAPIResponseDecoder {
     /// Largest body accepted (Apple's answers are far smaller; history pages hold at most 20 transactions).
     public static let maxBodyBytes = 16 << 20
 
-    /// Decodes a success answer into `T`, or throws the API error the answer carries.
-    public static func decode<T: Decodable>(_ type: T.Type, endpoint: AppStoreServerAPIEndpoint,
-                                            response: HTTPResponse) throws(AppStoreServerAPIError) -> T {
-        try checkStatus(endpoint: endpoint, response: response)
-        return try decodeBody(type, endpoint: endpoint, response: response)
-    }
-
-    /// Checks a success answer of an endpoint without a response model (the body is ignored).
-    public static func checkNoContent(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) throws(AppStoreServerAPIError) {
-        try checkStatus(endpoint: endpoint, response: response)
-    }
-
     /// The answer as JSON text for the C ABI and bindings: the body exactly as Apple sent it after checking that it
     /// decodes into the endpoint's model, or `{}` for endpoints without a response model.
     public static func json(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) throws(AppStoreServerAPIError) -> [UInt8] {
         try checkStatus(endpoint: endpoint, response: response)
-        guard let type = endpoint.responseType else { return Array("{}".utf8) }
-        _ = try decodeBody(type, endpoint: endpoint, response: response)
+        guard let type = endpoint.responseJSONType else { return Array("{}".utf8) }
+        _ = try decodeBody(type, endpoint: endpoint, response: response)  // opens the existential metatype
         return response.body
     }
 
-    static func decodeBody<T: Decodable>(_ type: T.Type, endpoint: AppStoreServerAPIEndpoint,
-                                         response: HTTPResponse) throws(AppStoreServerAPIError) -> T {
+    static func decodeBody<T: JSONDecodable>(_ type: T.Type, endpoint: AppStoreServerAPIEndpoint,
+                                             response: HTTPResponse) throws(AppStoreServerAPIError) -> T {
         func fail(_ why: String) -> AppStoreServerAPIError {
             AppStoreServerAPIError(kind: .undecodableResponse, endpoint: endpoint,
                                    message: "\(endpoint.name): HTTP \(response.status) response does not decode as \(T.self): \(why)",
                                    httpStatusCode: response.status)
         }
         guard response.body.count <= maxBodyBytes else { throw fail("body larger than \(maxBodyBytes) bytes") }
-        do {
-            return try APIJSON.decoder().decode(T.self, from: Data(response.body))
+        do throws(JSONDecodeError) {
+            return try T(jsonText: response.body, strict: false)
         } catch {
-            throw fail(DecodingErrorText.describe(error))
+            throw fail(error.description)
         }
     }
 
@@ -54,8 +42,7 @@ public enum AppStoreServerAPIResponseDecoder {
             guard !t.isEmpty, t.utf8.count <= 10, t.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
             return Int64(t)
         }
-        let payload = response.body.count <= maxBodyBytes
-            ? try? APIJSON.decoder().decode(ErrorPayload.self, from: Data(response.body)) : nil
+        let payload = response.body.count <= maxBodyBytes ? try? ErrorPayload(jsonText: response.body, strict: false) : nil
         let statusText = "HTTP \(response.status)"
         guard let payload, let code = payload.errorCode else {
             var message = "\(endpoint.name): \(statusText) without an App Store error payload"

@@ -3,13 +3,8 @@
 /// to look the customer up with the App Store Server API (Get Transaction History), never as proof of purchase.
 /// To trust a receipt's contents, verify it with `ReceiptVerifier`.
 public struct AppReceipt: Hashable, Sendable {
-    /// The identifiers of one in-app purchase record (attribute 17).
-    public struct InAppIdentifiers: Hashable, Sendable {
-        /// Attribute 1703.
-        public let transactionId: String?
-        /// Attribute 1705.
-        public let originalTransactionId: String?
-    }
+    /// The identifiers of one in-app purchase record (attribute 17); generated from spec/models.json.
+    public typealias InAppIdentifiers = AppReceiptInAppIdentifiers
 
     /// One entry per in-app purchase record, in the receipt's order.
     public let inApp: [InAppIdentifiers]
@@ -28,6 +23,15 @@ public struct AppReceipt: Hashable, Sendable {
         var seen = Set<String>()
         return inApp.compactMap(\.originalTransactionId).filter { seen.insert($0).inserted }
     }
+
+    /// Every id as one value, the shape of `appstore_receipt_extract_transaction_ids`'s JSON.
+    public var transactionIdSummary: AppReceiptTransactionIds {
+        AppReceiptTransactionIds(firstTransactionId: firstTransactionId, transactionIds: transactionIds,
+                                 originalTransactionIds: originalTransactionIds, inApp: inApp)
+    }
+
+    /// `transactionIdSummary` as UTF-8 JSON (strings only: writing cannot fail).
+    public var json: [UInt8] { (try? transactionIdSummary.jsonBytes()) ?? [] }
 
     /// Parses a base64 app receipt (standard alphabet; line breaks and missing padding tolerated).
     public init(base64 receipt: String) throws(ReceiptError) {

@@ -17,29 +17,7 @@ public struct AppReceiptContents: Hashable, Sendable {
     public let inAppPurchases: [InAppPurchaseReceipt]
 }
 
-/// One in-app purchase record of an app receipt.
-public struct InAppPurchaseReceipt: Hashable, Sendable {
-    /// 1701.
-    public let quantity: Int64?
-    /// 1702.
-    public let productId: String?
-    /// 1703.
-    public let transactionId: String?
-    /// 1705.
-    public let originalTransactionId: String?
-    /// 1704.
-    public let purchaseDate: Date?
-    /// 1706.
-    public let originalPurchaseDate: Date?
-    /// 1708 (auto-renewable subscriptions).
-    public let expiresDate: Date?
-    /// 1712 (refunded by Apple customer support, or upgraded).
-    public let cancellationDate: Date?
-    /// 1711 (auto-renewable subscriptions).
-    public let webOrderLineItemId: Int64?
-    /// 1719 (auto-renewable subscriptions: 1 = in an introductory price period).
-    public let isInIntroOfferPeriod: Bool?
-}
+// InAppPurchaseReceipt is generated from spec/models.json (it is also the JSON of appstore_receipt_verifier_verify).
 
 extension AppReceiptContents {
     /// Decodes the attribute SET. Structure errors are `receiptMalformed`; a documented attribute of the wrong
@@ -89,7 +67,8 @@ extension InAppPurchaseReceipt {
         originalPurchaseDate = try f.date(ReceiptField.originalPurchaseDate, "original purchase date")
         expiresDate = try f.date(ReceiptField.expiresDate, "expires date")
         cancellationDate = try f.date(ReceiptField.cancellationDate, "cancellation date")
-        webOrderLineItemId = try f.integer(ReceiptField.webOrderLineItemId, "web order line item id")
+        // A decimal string, as in signed transactions (and safe from JavaScript's 2^53 limit).
+        webOrderLineItemId = try f.integer(ReceiptField.webOrderLineItemId, "web order line item id").map { String($0) }
         isInIntroOfferPeriod = try f.integer(ReceiptField.isInIntroOfferPeriod, "is-in-intro-offer-period").map { $0 != 0 }
     }
 }
@@ -156,10 +135,4 @@ private struct FieldReader {
 extension Date {
     init(receiptMilliseconds ms: Int64) { self.init(timeIntervalSince1970: Double(ms) / 1000) }
 
-    /// Milliseconds since 1970, rounded to the nearest (exact for every date a receipt can carry).
-    var receiptMilliseconds: Int64 {
-        let v = (timeIntervalSince1970 * 1000).rounded()
-        guard v.isFinite, v > -9.2e18, v < 9.2e18 else { return 0 }
-        return Int64(v)
-    }
 }

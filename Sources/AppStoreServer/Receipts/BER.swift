@@ -6,10 +6,10 @@
 // linear in the input (times the nesting bound for indefinite lengths, whose end is found by walking children).
 
 /// Limits that hold for every receipt parse.
-enum ReceiptLimits {
+public enum ReceiptLimits {
     /// Base64 text accepted by the receipt calls (decoded: about 12 MiB). Real app receipts are kilobytes to a
     /// few hundred kilobytes.
-    static let maxBase64Length = 16 * 1024 * 1024
+    public static let maxBase64Length = 16 * 1024 * 1024
     /// Nesting of constructed elements within one parse. The deepest real structure is 7 levels.
     static let maxDepth = 32
     /// High-tag-number form: at most 4 continuation bytes.

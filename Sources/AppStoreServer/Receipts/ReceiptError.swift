@@ -5,7 +5,7 @@
 /// attribute structure, a limit exceeded), `wrongKind` (an app receipt given to the transaction-receipt call or the
 /// reverse), `undecodablePayload` (a signed field of the wrong type), `signerMissing`, `untrustedChain`, `expired`,
 /// `missingMarkerOID`, `badSignature`, `wrongBundle`, `internal`.
-public struct ReceiptError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ReceiptError: AppStoreServerFailure, Hashable {
     public let reason: FailureReason
     public let message: String
 
@@ -15,4 +15,17 @@ public struct ReceiptError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(reason.name): \(message)" }
+
+    /// The status of a receipt failure (documented in the header's Receipts section).
+    public var statusCode: AppStoreStatus {
+        switch reason {
+        case .receiptMalformed, .wrongKind, .undecodablePayload: .invalidReceipt
+        case .noTransactionId: .notFound
+        case .wrongBundle: .invalidAppIdentifier
+        case .badCertificate: .invalidCertificate
+        case .invalidArgument: .invalidArgument
+        case .internal: .internalError
+        default: .verificationFailure
+        }
+    }
 }

@@ -117,18 +117,22 @@ public struct VerifiedAppReceipt: Hashable, Sendable {
     /// The signer certificate's subject (OpenSSL one-line form).
     public let signerSubject: String
 
-    /// The receipt's fields plus `"verification":{"effectiveDate":ms,"effectiveDateSource":"receiptCreationDate"|"now",
-    /// "signer":"..."}` as UTF-8 JSON; dates in milliseconds since 1970, absent fields left out.
-    public var json: [UInt8] {
-        var w = ReceiptJSONWriter()
-        w.beginObject()
-        receipt.write(to: &w)
-        w.beginObject("verification")
-        w.add("effectiveDate", effectiveDate)
-        w.add("effectiveDateSource", effectiveDateSource.rawValue)
-        w.add("signer", signerSubject)
-        w.endObject()
-        w.endObject()
-        return w.bytes
+    /// The receipt's fields and how it was verified, the shape of `appstore_receipt_verifier_verify`'s JSON.
+    public var fields: VerifiedAppReceiptFields {
+        VerifiedAppReceiptFields(
+            bundleId: receipt.bundleId, applicationVersion: receipt.applicationVersion,
+            originalApplicationVersion: receipt.originalApplicationVersion, receiptCreationDate: receipt.receiptCreationDate,
+            receiptExpirationDate: receipt.receiptExpirationDate, inApp: receipt.inAppPurchases,
+            verification: AppReceiptVerification(effectiveDate: effectiveDate,
+                                                  effectiveDateSource: ReceiptEffectiveDateSource(rawValue: effectiveDateSource.rawValue),
+                                                  signer: signerSubject))
+    }
+
+    /// `fields` as UTF-8 JSON; dates in milliseconds since 1970 (rounded to the nearest, exact for receipt dates),
+    /// absent fields left out. Throws for a date JSON cannot carry (outside years 0001-9999).
+    public func json() throws(ReceiptError) -> [UInt8] {
+        do throws(JSONWriteError) { return try fields.jsonBytes(dateRounding: .toNearest) } catch {
+            throw ReceiptError(.undecodablePayload, "the verified receipt cannot be written as JSON: \(error)")
+        }
     }
 }

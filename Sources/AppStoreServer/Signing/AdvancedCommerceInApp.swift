@@ -1,11 +1,14 @@
 import FoundationEssentials
 
 /// One of the four Advanced Commerce in-app request models. Each encodes its `operation` and `version: "1"`.
-public protocol AdvancedCommerceInAppRequest: Codable, Sendable {
+public protocol AdvancedCommerceInAppRequest: Sendable {
     static var operation: String { get }
     static var version: String { get }
     func validate() throws(ModelValidationError)
 }
+
+/// What the signature creator needs of a request model beyond Apple's protocol: the library's own JSON.
+typealias AdvancedCommerceInAppRequestModel = AdvancedCommerceInAppRequest & JSONDecodable & JSONEncodable
 
 extension AdvancedCommerceOneTimeChargeCreateRequest: AdvancedCommerceInAppRequest {}
 extension AdvancedCommerceSubscriptionCreateRequest: AdvancedCommerceInAppRequest {}
@@ -17,7 +20,7 @@ extension AdvancedCommerceSubscriptionReactivateInAppRequest: AdvancedCommerceIn
 public struct AdvancedCommerceInAppSignatureCreator: Sendable {
     let base: JWSSignatureCreator
 
-    static let requestTypes: [any AdvancedCommerceInAppRequest.Type] = [
+    static let requestTypes: [any AdvancedCommerceInAppRequestModel.Type] = [
         AdvancedCommerceOneTimeChargeCreateRequest.self, AdvancedCommerceSubscriptionCreateRequest.self,
         AdvancedCommerceSubscriptionModifyInAppRequest.self, AdvancedCommerceSubscriptionReactivateInAppRequest.self,
     ]
@@ -31,61 +34,51 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
 
     /// Validates the request against Apple's limits, then signs it.
     public func createSignature(advancedCommerceInAppRequest request: some AdvancedCommerceInAppRequest) throws(SigningError) -> String {
+        guard let model = request as? any AdvancedCommerceInAppRequestModel else {
+            throw .argument("\(type(of: request)) is not one of the four Advanced Commerce in-app request models")
+        }
+        return try sign(model)
+    }
+
+    private func sign(_ request: some AdvancedCommerceInAppRequestModel) throws(SigningError) -> String {
         do throws(ModelValidationError) { try request.validate() } catch {
             throw SigningError(.invalidRequest(error), "invalid \(type(of: request)): \(error)")
         }
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .millisecondsSince1970
-        let json: Data
-        do { json = try encoder.encode(request) } catch {
-            throw SigningError(.signingFailed, "the request could not be encoded as JSON: \(error)")
+        let json: [UInt8]
+        do throws(JSONWriteError) { json = try request.jsonBytes() } catch {
+            throw SigningError(.invalidArgument, "the request cannot be written as JSON: \(error)")
         }
         let encoded = Base64.encode(json, alphabet: .standard)
-        return try base.create(audience: "advanced-commerce-api") { c in c.add("request", encoded) }
+        return try base.create(audience: "advanced-commerce-api") { c in c.member("request", encoded) }
     }
 
-    /// The request as JSON (for the C ABI and bindings): its `operation` key picks the model. Keys the model does
-    /// not know are rejected at every level (the error names the key path, e.g. `items[0].descripton`), so a
-    /// misspelt optional field never silently drops out of the signed request; `version`, when given, must be "1".
+    /// The request as JSON (for the C ABI and bindings): its `operation` key picks the model. Decoded strictly: keys
+    /// the model does not read are rejected at every level (the error names the key path, e.g. `items[0].descripton`),
+    /// so a misspelt optional field never silently drops out of the signed request; `version`, when given, must be "1".
     public func createSignature(requestJSON: [UInt8]) throws(SigningError) -> String {
         let operations = Self.requestTypes.map { $0.operation }.joined(separator: ", ")
-        guard let tree = try? JSONDecoder().decode(JSONTree.self, from: Data(requestJSON)), case .object(let top) = tree else {
-            throw .argument("request_json is not a JSON object")
+        let tree: JSONValue
+        do { tree = try JSONParser.parse(requestJSON) } catch {
+            throw .argument("request_json is not a JSON object (\(error))")
         }
-        guard case .string(let operation)? = top["operation"] else {
+        guard case .object = tree else { throw .argument("request_json is not a JSON object") }
+        guard case .string(let operation)? = tree["operation"] else {
             throw .argument("request_json has no \"operation\" string (one of \(operations))")
         }
         guard let type = Self.requestTypes.first(where: { $0.operation == operation }) else {
-            throw .argument("unknown operation \"\(operation)\"; expected one of \(operations)")
+            throw .argument("unknown operation \"\(JSONParser.printable(operation))\"; expected one of \(operations)")
         }
-        if let version = top["version"], version != .null, version != .string(type.version) {
-            throw .argument("request_json: \"version\" must be \"\(type.version)\" (the only version of \(operation)), or be left out")
-        }
-        return try sign(type, requestJSON, tree)
+        return try sign(type, tree)
     }
 
-    private func sign<T: AdvancedCommerceInAppRequest>(_ type: T.Type, _ json: [UInt8], _ tree: JSONTree) throws(SigningError) -> String {
-        // Unknown keys first: a misspelt required key is named as such rather than reported as missing.
-        let unknown: StrictJSONKeys.UnknownKey?
-        let walked: Bool
-        do {
-            unknown = try StrictJSONKeys.firstUnknownKey(in: tree, as: T.self, alsoAllowedAtTop: ["operation", "version"])
-            walked = true
-        } catch {
-            (unknown, walked) = (nil, false)
-        }
-        if let unknown {
-            throw .argument("request_json: unknown key \"\(unknown.path)\" in \(T.operation); keys there: "
-                            + unknown.known.map { "\"\($0)\"" }.joined(separator: ", "))
-        }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
+    private func sign<T: AdvancedCommerceInAppRequestModel>(_ type: T.Type, _ tree: JSONValue) throws(SigningError) -> String {
         let request: T
-        do { request = try decoder.decode(T.self, from: Data(json)) } catch {
-            throw .argument("request_json does not decode as \(T.self): \(DecodingErrorText.describe(error))")
+        do throws(JSONDecodeError) { request = try T(json: tree, strict: true) } catch {
+            if case .unknownKey = error.problem {
+                throw .argument("request_json: \(error) (in \(T.operation))")
+            }
+            throw .argument("request_json does not decode as \(T.self): \(error)")
         }
-        // A model that decodes but could not be walked for its keys: refuse rather than risk dropping a field.
-        guard walked else { throw SigningError(.signingFailed, "internal: request_json could not be checked for unknown keys") }
-        return try createSignature(advancedCommerceInAppRequest: request)
+        return try sign(request)
     }
 }

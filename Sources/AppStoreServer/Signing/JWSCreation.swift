@@ -1,14 +1,16 @@
 import COpenSSL
 import FoundationEssentials
 
-/// Compact ES256 JWS creation over a header and claims written by `JSONObjectWriter`.
+/// Compact ES256 JWS creation over a header and claims written by `JSONWriter`.
 enum JWSCreation {
     static func header(keyId: String) -> [UInt8] {
-        var h = JSONObjectWriter()
-        h.add("alg", "ES256")
-        h.add("kid", keyId)
-        h.add("typ", "JWT")
-        return h.finish()
+        var h = JSONWriter()
+        h.beginObject()
+        h.member("alg", "ES256")
+        h.member("kid", keyId)
+        h.member("typ", "JWT")
+        h.endObject()
+        return h.bytes
     }
 
     static func sign(key: SigningKey, header: [UInt8], claims: [UInt8]) throws(SigningError) -> String {
@@ -60,13 +62,15 @@ public enum AppStoreServerAPIToken {
             throw .argument("token lifetime must be 1...\(maximumLifetime) seconds (Apple's 60-minute maximum), got \(lifetime)")
         }
         let iat = JWSCreation.seconds(issuedAt)
-        var c = JSONObjectWriter()
-        c.add("iss", issuerId)
-        c.add("iat", iat)
-        c.add("exp", iat + lifetime)
-        c.add("aud", "appstoreconnect-v1")
-        c.add("bid", bundleId)
-        return try JWSCreation.sign(key: signingKey, header: JWSCreation.header(keyId: keyId), claims: c.finish())
+        var c = JSONWriter()
+        c.beginObject()
+        c.member("iss", issuerId)
+        c.member("iat", iat)
+        c.member("exp", iat + lifetime)
+        c.member("aud", "appstoreconnect-v1")
+        c.member("bid", bundleId)
+        c.endObject()
+        return try JWSCreation.sign(key: signingKey, header: JWSCreation.header(keyId: keyId), claims: c.bytes)
     }
 }
 
@@ -87,15 +91,17 @@ struct JWSSignatureCreator: Sendable {
         self.bundleId = bundleId
     }
 
-    func create(audience: String, issuedAt: Date = Date(), features: (inout JSONObjectWriter) -> Void) throws(SigningError) -> String {
-        var c = JSONObjectWriter()
-        c.add("iss", issuerId)
-        c.add("iat", JWSCreation.seconds(issuedAt))
-        c.add("aud", audience)
-        c.add("bid", bundleId)
-        c.add("nonce", JWSCreation.lowercaseUUID())
+    func create(audience: String, issuedAt: Date = Date(), features: (inout JSONWriter) -> Void) throws(SigningError) -> String {
+        var c = JSONWriter()
+        c.beginObject()
+        c.member("iss", issuerId)
+        c.member("iat", JWSCreation.seconds(issuedAt))
+        c.member("aud", audience)
+        c.member("bid", bundleId)
+        c.member("nonce", JWSCreation.lowercaseUUID())
         features(&c)
-        return try JWSCreation.sign(key: key, header: JWSCreation.header(keyId: keyId), claims: c.finish())
+        c.endObject()
+        return try JWSCreation.sign(key: key, header: JWSCreation.header(keyId: keyId), claims: c.bytes)
     }
 }
 
@@ -125,9 +131,9 @@ public struct PromotionalOfferV2SignatureCreator: Sendable {
         try JWSCreation.nonEmpty(productId, "productId")
         try JWSCreation.nonEmpty(offerIdentifier, "offerIdentifier")
         return try base.create(audience: "promotional-offer") { c in
-            c.add("productId", productId)
-            c.add("offerIdentifier", offerIdentifier)
-            if let transactionId { c.add("transactionId", transactionId) }
+            c.member("productId", productId)
+            c.member("offerIdentifier", offerIdentifier)
+            if let transactionId { c.member("transactionId", transactionId) }
         }
     }
 }
@@ -148,9 +154,9 @@ public struct IntroductoryOfferEligibilitySignatureCreator: Sendable {
         try JWSCreation.nonEmpty(productId, "productId")
         try JWSCreation.nonEmpty(transactionId, "transactionId")
         return try base.create(audience: "introductory-offer-eligibility") { c in
-            c.add("productId", productId)
-            c.add("allowIntroductoryOffer", allowIntroductoryOffer)
-            c.add("transactionId", transactionId)
+            c.member("productId", productId)
+            c.member("allowIntroductoryOffer", allowIntroductoryOffer)
+            c.member("transactionId", transactionId)
         }
     }
 }

@@ -2,21 +2,31 @@ import COpenSSL
 import FoundationEssentials
 
 /// Why a signing key could not be loaded. Messages never contain key material.
-public struct SigningKeyError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Reason: Int32, Hashable, Sendable {
+public struct SigningKeyError: AppStoreServerFailure, Hashable {
+    public enum Kind: Int32, Hashable, Sendable {
         case notPEM = 1
         case encrypted = 2
         case malformed = 3
         case notEC = 4
         case wrongCurve = 5
     }
-    public let reason: Reason
+    public let kind: Kind
     public let message: String
-    init(_ reason: Reason, _ message: String) {
-        self.reason = reason
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
         self.message = message
     }
     public var description: String { message }
+    public var statusCode: AppStoreStatus { .invalidKey }
+    public var reason: FailureReason {
+        switch kind {
+        case .notPEM: .keyNotPEM
+        case .encrypted: .keyEncrypted
+        case .malformed: .keyMalformed
+        case .notEC: .keyNotEC
+        case .wrongCurve: .keyWrongCurve
+        }
+    }
 }
 
 /// An App Store Connect private key (PKCS#8 PEM `.p8`, EC P-256), parsed once. Immutable and thread-safe: one

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// A compact JWS split into its three segments, the payload and signature decoded; the header is decoded only
 /// when the chain cache does not already know its exact bytes.
 struct CompactJWS {
-    struct Header: Decodable {
+    struct Header {
         let alg: String?
         let x5c: [String]?
     }
@@ -43,13 +43,21 @@ struct CompactJWS {
         return .success(CompactJWS(headerSegment: h, payload: payload, signature: signature, signingInputLength: dots[1]))
     }
 
-    /// Decodes the header segment: strict base64url, then a JSON object with string `alg` and an `x5c` array.
+    /// Decodes the header segment: strict base64url, then strict JSON (no duplicate keys: two `alg` or `x5c` members
+    /// would let readers disagree), an object whose `alg` is a string and `x5c` an array of strings when present.
     func decodeHeader() -> Result<Header, VerificationFailure> {
         guard let bytes = Base64.decode(headerSegment, alphabet: .url) else {
             return .failure(VerificationFailure(.malformed, "JWS header segment is not unpadded base64url"))
         }
-        do {
-            return .success(try JSONDecoder().decode(Header.self, from: Data(bytes)))
+        let json: JSONValue
+        do { json = try JSONParser.parse(bytes) } catch {
+            return .failure(VerificationFailure(.malformed, "JWS header is not JSON: \(error)"))
+        }
+        do throws(JSONDecodeError) {
+            guard case .object = json else { throw JSONDecodeError.typeMismatch("an object", json) }
+            let alg: String? = try JSONFields.optional(json["alg"] ?? .null, strict: false)
+            let x5c: [String]? = try JSONFields.optional(json["x5c"] ?? .null, strict: false)
+            return .success(Header(alg: alg, x5c: x5c))
         } catch {
             return .failure(VerificationFailure(.malformed, "JWS header is not a JSON object with string alg and x5c array"))
         }

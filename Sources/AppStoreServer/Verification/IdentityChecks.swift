@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// A signed payload model with Apple's identity rules (bundle id, app Apple id, environment).
-protocol SignedPayloadModel: Decodable, Sendable {
+protocol SignedPayloadModel: JSONDecodable, Sendable {
     static var kind: SignedPayloadKind { get }
     /// Whether a payload of another kind could pass this kind's identity checks, so the kind is checked always.
     static var probesKindOnSuccess: Bool { get }

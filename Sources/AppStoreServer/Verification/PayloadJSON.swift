@@ -17,20 +17,23 @@ extension SignedDataVerifier {
         return s.withUTF8 { verifiedPayloadJSON(kind, UnsafeRawBufferPointer($0)) }
     }
 
-    /// Deep notification verification as one JSON object:
-    /// `{"notification":…,"transaction":…,"renewalInfo":…,"appTransaction":…}` (nested keys only when present).
+    /// Deep notification verification as one JSON object, the shape of the spec model `VerifiedNotification`:
+    /// `{"notification":…,"transaction":…,"renewalInfo":…,"appTransaction":…}` (nested keys only when present), each
+    /// part exactly as signed.
     public func verifiedNotificationDeepJSON(_ jws: UnsafeRawBufferPointer) -> Result<[UInt8], VerificationFailure> {
         verifyDeep(jws).map { d in
-            var out: [UInt8] = Array(#"{"notification":"#.utf8)
-            out += d.notificationJSON
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("notification")
+            w.raw(d.notificationJSON)
             for (key, json) in [("transaction", d.transactionJSON), ("renewalInfo", d.renewalInfoJSON),
                                 ("appTransaction", d.appTransactionJSON)] {
                 guard let json else { continue }
-                out += Array(",\"\(key)\":".utf8)
-                out += json
+                w.key(key)
+                w.raw(json)
             }
-            out.append(UInt8(ascii: "}"))
-            return out
+            w.endObject()
+            return w.bytes
         }
     }
 }

@@ -31,47 +31,36 @@ public enum SignedPayloadKind: String, Hashable, Sendable, CaseIterable {
 
 /// What a payload looks like from its top-level keys, and the dates that fix its effective verification time.
 /// Used when the model does not decode or the identity checks fail, to say precisely what went wrong.
-struct PayloadProbe: Decodable {
+struct PayloadProbe {
     let kind: SignedPayloadKind?
     let signedDate: Date?
     let receiptCreationDate: Date?
 
-    private enum Key: String, CodingKey {
-        case notificationType, receiptType, transactionId, autoRenewStatus, autoRenewProductId, userLocale,
-             requestIdentifier, signedDate, receiptCreationDate
-    }
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: Key.self)
-        if c.contains(.notificationType) {
+    /// nil when the payload is not a JSON object.
+    init?(_ json: JSONValue) {
+        guard case .object(let members) = json else { return nil }
+        func has(_ key: String) -> Bool { members.contains { $0.key == key } }
+        if has("notificationType") {
             kind = .notification
-        } else if c.contains(.receiptType) {
+        } else if has("receiptType") {
             kind = .appTransaction
-        } else if c.contains(.userLocale) && c.contains(.requestIdentifier) {
+        } else if has("userLocale") && has("requestIdentifier") {
             kind = .realtimeRequest
-        } else if c.contains(.autoRenewStatus) || c.contains(.autoRenewProductId) {
+        } else if has("autoRenewStatus") || has("autoRenewProductId") {
             // Renewal-only keys first: a renewal info must stay one even if Apple adds a transactionId to it.
             kind = .renewalInfo
-        } else if c.contains(.transactionId) {
+        } else if has("transactionId") {
             kind = .transaction
         } else {
             kind = nil
         }
-        signedDate = try? c.decodeIfPresent(Date.self, forKey: .signedDate)
-        receiptCreationDate = try? c.decodeIfPresent(Date.self, forKey: .receiptCreationDate)
+        signedDate = json["signedDate"].flatMap { try? Date(json: $0, strict: false) }
+        receiptCreationDate = json["receiptCreationDate"].flatMap { try? Date(json: $0, strict: false) }
     }
 
-    /// The date the chain is validated at when online checks are off (Apple's rule).
+    /// The date the chain is validated at when online checks are off (Apple's rule): the same date the decoded model
+    /// gives (`SignedPayloadModel.effectiveDate`), so a payload is checked at one date whichever path reads it.
     func effectiveDate(for kind: SignedPayloadKind) -> Date? {
-        kind == .appTransaction ? (receiptCreationDate ?? signedDate) : signedDate
-    }
-}
-
-extension JSONDecoder {
-    /// Apple's wire conventions: dates are (possibly fractional, possibly negative) milliseconds since 1970.
-    static func appStore() -> JSONDecoder {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .millisecondsSince1970
-        return d
+        kind == .appTransaction ? receiptCreationDate : signedDate
     }
 }

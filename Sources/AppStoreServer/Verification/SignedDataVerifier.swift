@@ -125,14 +125,3 @@ public final class SignedDataVerifier: Sendable {
         VerificationResult(verify(signedPayload, as: DecodedRealtimeRequestBody.self).map(\.value))
     }
 }
-
-/// A notification with its nested signed values verified and decoded.
-public struct VerifiedNotification: Hashable, Sendable {
-    public let notification: ResponseBodyV2DecodedPayload
-    /// `data.signedTransactionInfo`, when present.
-    public let transaction: JWSTransactionDecodedPayload?
-    /// `data.signedRenewalInfo`, when present.
-    public let renewalInfo: JWSRenewalInfoDecodedPayload?
-    /// `appData.signedAppTransactionInfo`, when present.
-    public let appTransaction: AppTransaction?
-}

@@ -30,27 +30,21 @@ extension SignedDataVerifier {
         case .failure(let f): return .failure(f)
         }
 
-        // Decode the model first: it carries the effective date. If it does not decode, the probe alone tells
-        // "not JSON" (malformed) from "JSON of the wrong shape", which is reported after the signature check so
-        // that tampered data is called tampered.
-        let decoder = JSONDecoder.appStore()
-        let payloadData = Data(parsed.payload)
+        // Parse the payload first (strict: no duplicate keys, valid UTF-8, bounded nesting) and decode the model: it
+        // carries the effective date. If it does not decode, the probe alone tells "not a JSON object" apart, and
+        // "JSON of the wrong shape" is reported after the signature check so that tampered data is called tampered.
+        let payloadJSON: JSONValue
+        do { payloadJSON = try JSONParser.parse(parsed.payload) } catch {
+            return .failure(VerificationFailure(.malformed, "JWS payload is not JSON: \(error)"))
+        }
         var model: T?
-        var probe: PayloadProbe?
-        var modelError: (any Error)?
-        do {
-            model = try decoder.decode(T.self, from: payloadData)
-        } catch {
-            modelError = error
-            do {
-                probe = try decoder.decode(PayloadProbe.self, from: payloadData)
-            } catch DecodingError.dataCorrupted {
-                return .failure(VerificationFailure(.malformed, "JWS payload is not JSON"))
-            } catch {
-                // Valid JSON, but not an object: nothing to take a date or kind from.
-                return .failure(VerificationFailure(.undecodablePayload,
-                    "payload does not decode as \(T.kind.article): the top level is not a JSON object"))
-            }
+        var modelError: JSONDecodeError?
+        do throws(JSONDecodeError) { model = try T(json: payloadJSON, strict: false) } catch { modelError = error }
+        let probe = model == nil ? PayloadProbe(payloadJSON) : nil
+        if model == nil && probe == nil {
+            // Valid JSON, but not an object: nothing to take a date or kind from.
+            return .failure(VerificationFailure(.undecodablePayload,
+                "payload does not decode as \(T.kind.article): the top level is not a JSON object"))
         }
 
         if environment == .xcode || environment == .localTesting {
@@ -67,13 +61,13 @@ extension SignedDataVerifier {
 
         guard let value = model else {
             return .failure(VerificationFailure(.undecodablePayload,
-                "payload does not decode as \(T.kind.article): \(DecodingErrorText.describe(modelError))"))
+                "payload does not decode as \(T.kind.article): \(modelError.map { "\($0)" } ?? "unknown error")"))
         }
         // What kind the payload really is matters only when the identity checks fail, or for kinds whose checks
         // another kind could pass (renewal info checks the environment only).
         let identity = value.identityFailure(for: self)
         if identity != nil || T.probesKindOnSuccess {
-            if let actual = (try? decoder.decode(PayloadProbe.self, from: payloadData))?.kind, actual != T.kind {
+            if let actual = PayloadProbe(payloadJSON)?.kind, actual != T.kind {
                 // Keep the status Apple's identity checks give for this payload (e.g. INVALID_ENVIRONMENT for a
                 // transaction given to the app-transaction call); the reason says what really happened.
                 return .failure(VerificationFailure(status: identity?.status ?? .INVALID_APP_IDENTIFIER, reason: .wrongKind,
@@ -219,23 +213,5 @@ extension SignedDataVerifier {
             decoded: VerifiedNotification(notification: n, transaction: tx?.value, renewalInfo: ri?.value, appTransaction: at?.value),
             notificationJSON: outer.payloadJSON, transactionJSON: tx?.payloadJSON,
             renewalInfoJSON: ri?.payloadJSON, appTransactionJSON: at?.payloadJSON))
-    }
-}
-
-enum DecodingErrorText {
-    /// A short description of a DecodingError naming the JSON path, without Foundation's verbose dump.
-    static func describe(_ error: (any Error)?) -> String {
-        guard let error = error as? DecodingError else { return error.map { "\($0)" } ?? "unknown error" }
-        func path(_ ctx: DecodingError.Context) -> String {
-            let p = ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-            return p.isEmpty ? "top level" : p
-        }
-        switch error {
-        case .typeMismatch(let t, let ctx): return "\(path(ctx)): expected \(t)"
-        case .valueNotFound(let t, let ctx): return "\(path(ctx)): expected \(t), found null"
-        case .keyNotFound(let k, let ctx): return "\(path(ctx)): missing required key \"\(k.stringValue)\""
-        case .dataCorrupted(let ctx): return "\(path(ctx)): \(ctx.debugDescription)"
-        @unknown default: return "\(error)"
-        }
     }
 }

@@ -1,0 +1,12 @@
+/// Every error the library reports, whatever the layer: a status (`appstore_status` at the C ABI), a precise reason
+/// and a message naming what failed and why. The C layer maps any of them to an `appstore_error` the same way, so no
+/// status or reason is ever guessed from message text.
+public protocol AppStoreServerFailure: Error, CustomStringConvertible, Sendable {
+    var statusCode: AppStoreStatus { get }
+    var reason: FailureReason { get }
+    var message: String { get }
+}
+
+extension AppStoreServerFailure {
+    public var description: String { "\(statusCode.name) (\(reason.name)): \(message)" }
+}

@@ -1,0 +1,1 @@
+"""Spec loader and per-language renderers: see scripts/generate."""

@@ -1,0 +1,167 @@
+"""ABI renderer: include/appstoreserver.abi.json, the machine-readable description of the C ABI that the bindings
+generate their glue from (ctypes prototypes, Node-API marshalling) instead of re-typing the header.
+
+It is produced from the hand-written header by the parser the header check uses (cheader.py), plus the header's
+conventions, stated once here:
+  - a parameter named *_out is an output; `char **` outputs are strings the caller frees with appstore_string_free,
+    `appstore_T **` outputs are handles the caller frees with appstore_T_free, `appstore_error **err_out` is the
+    optional error (written on failure only); other *_out pointers receive plain values;
+  - `(const char *|const uint8_t *) X` followed by `size_t X_len` is a byte buffer and its length (NULL allowed when
+    the length is 0); other `const char *` inputs are NUL-terminated UTF-8;
+  - `const appstore_T *` / `appstore_T *` are handles (borrowed for the call); _free functions and accessors that do
+    not return a status accept NULL;
+  - a `const char *` / `const uint8_t *` result is owned by the library: static for functions without a handle
+    argument, else it lives as long as the handle it came from;
+  - APPSTORE_OPTIONAL marks a pointer that may be NULL; APPSTORE_JSON(Model) names the JSON shape (spec/models.json).
+An unknown parameter shape is an error, so a new kind of parameter makes the generator fail until a rule covers it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .cheader import parse_defines, parse_header
+from .spec import ROOT, Spec
+
+HEADER = "include/appstoreserver.h"
+OUTPUT = "include/appstoreserver.abi.json"
+JSON_BY_ENDPOINT = {"endpoint_params": "params", "endpoint_response": "response", "endpoint_pages": "pages"}
+
+
+class ABIError(ValueError):
+    pass
+
+
+def _handles(typedefs) -> list[str]:
+    return [name for name, text in typedefs if re.fullmatch(rf"typedef struct {name} {name}", text)]
+
+
+def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor: bool, protos_names) -> dict:
+    t = p.ctype
+    d: dict = {"name": p.name, "type": t}
+    base = t.replace("const ", "").replace(" ", "")
+    names = [q.name for q in params]
+    if p.name.endswith("_out"):
+        d["direction"] = "out"
+        if t == "appstore_error **":
+            d.update(kind="error", ownership="caller", free="appstore_error_free")
+        elif t == "char **":
+            d.update(kind="string", ownership="caller", free="appstore_string_free")
+        elif base.endswith("**") and base[:-2] in handles:
+            d.update(kind="handle", handle=base[:-2], ownership="caller", free=f"{base[:-2]}_free")
+            if f"{base[:-2]}_free" not in protos_names:
+                raise ABIError(f"{fn}: {p.name} returns a {base[:-2]} that has no _free")
+        elif re.fullmatch(r"(u?int(8|16|32|64)_t|size_t)\*", base):
+            d.update(kind="value", valueType=base[:-1])
+        else:
+            raise ABIError(f"{fn}: output {p.name} has no rule for type {t!r}")
+    else:
+        d["direction"] = "in"
+        if base.endswith("*") and base[:-1] in handles:
+            d.update(kind="handle", handle=base[:-1])
+        elif t in ("const char *", "const uint8_t *") and f"{p.name}_len" in names:
+            d.update(kind="buffer", length=f"{p.name}_len", text=t == "const char *")
+        elif t == "size_t" and p.name.endswith("_len") and p.name[:-4] in names:
+            d.update(kind="length", of=p.name[:-4])
+        elif t == "const char *":
+            d.update(kind="string")
+        elif t == "const uint8_t * const *" and p.name.endswith("s"):
+            d.update(kind="bufferArray", lengths=f"{p.name[:-5]}_lens" if p.name.endswith("_ders") else None)
+        elif t == "const size_t *" and p.name.endswith("_lens"):
+            d.update(kind="lengthArray")
+        elif t == "char *" and fn == "appstore_string_free":
+            d.update(kind="freedString")
+        elif t == "void *":
+            d.update(kind="userData")
+        elif t == "appstore_transport_fn":
+            d.update(kind="callback", callback=t)
+        elif re.fullmatch(r"u?int(8|16|32|64)_t|size_t|appstore_\w+", t) and "*" not in t:
+            d.update(kind="value", valueType=t)
+        else:
+            raise ABIError(f"{fn}: input {p.name} has no rule for type {t!r}")
+    nullable = p.optional or p.name == "err_out"
+    if d["kind"] == "handle" and d["direction"] == "in" and (fn.endswith("_free") or accessor):
+        nullable = True
+    if fn.endswith("_free") and d["kind"] == "freedString":
+        nullable = True
+    if d["kind"] in ("handle", "string", "buffer", "error", "bufferArray", "lengthArray", "userData", "freedString") \
+            or d["direction"] == "out":
+        d["nullable"] = nullable
+    elif p.optional:
+        raise ABIError(f"{fn}: {p.name} is marked APPSTORE_OPTIONAL but is not a pointer")
+    if p.json:
+        if p.json in JSON_BY_ENDPOINT:
+            d["json"] = {"byEndpoint": JSON_BY_ENDPOINT[p.json]}
+        elif p.json in spec.models or p.json == "AdvancedCommerceInAppRequest":
+            d["json"] = {"model": p.json}
+        else:
+            raise ABIError(f"{fn}: {p.name}: APPSTORE_JSON({p.json}) names no model of spec/models.json")
+    return d
+
+
+def _constants(spec: Spec) -> dict:
+    groups: dict[str, list] = {"version": [], "status": [], "reason": [], "environment": [], "transportResult": [],
+                               "endpoint": []}
+    prefixes = [("APPSTORE_VERSION_", "version"), ("APPSTORE_REASON_", "reason"), ("APPSTORE_ENVIRONMENT_", "environment"),
+                ("APPSTORE_TRANSPORT_RESULT_", "transportResult"), ("APPSTORE_ENDPOINT_", "endpoint")]
+    statuses = {f"APPSTORE_{s['name']}" for s in spec.statuses}
+    for name, value in parse_defines(str(ROOT / HEADER)):
+        if name in ("APPSTORE_OPTIONAL",) or name.startswith("APPSTORE_JSON") or name == "APPSTORESERVER_H":
+            continue
+        group = next((g for p, g in prefixes if name.startswith(p)), "status" if name in statuses else None)
+        if group is None:
+            raise ABIError(f"{HEADER}: #define {name} belongs to no constant group")
+        parsed = json.loads(value) if value.startswith('"') else int(value)
+        groups[group].append({"name": name, "value": parsed})
+    return groups
+
+
+def render(spec: Spec) -> str:
+    typedefs, protos, problems = parse_header(str(ROOT / HEADER))
+    if problems:
+        raise ABIError("; ".join(problems))
+    handles = _handles(typedefs)
+    functions = []
+    for name, proto in protos.items():
+        accessor = proto.ret != "appstore_status"
+        params = [_describe_param(name, p, proto.annotated, handles, spec, accessor, protos) for p in proto.annotated]
+        ret: dict = {"type": proto.ret}
+        if proto.ret == "appstore_status":
+            ret["kind"] = "status"
+        elif proto.ret in ("const char *", "const uint8_t *"):
+            owner = next((p["handle"] for p in params if p["kind"] == "handle" and p["direction"] == "in"), None)
+            ret.update(kind="borrowed", lifetime=f"until {owner}_free" if owner else "static")
+        elif proto.ret == "void":
+            ret["kind"] = "void"
+        else:
+            ret["kind"] = "value"
+        functions.append({"name": name, "returns": ret, "params": params})
+    callbacks = []
+    for tname, text in typedefs:
+        m = re.fullmatch(r"typedef (.+?)\s*\(\s*\*\s*(\w+)\s*\)\s*\((.*)\)", text)
+        if m:
+            ps = [" ".join(x.split()) for x in m.group(3).split(",")]
+            callbacks.append({"name": tname, "returns": m.group(1).strip(),
+                              "params": [{"name": re.findall(r"\w+$", x)[0], "type": x[: -len(re.findall(r"\w+$", x)[0])].strip()}
+                                         for x in ps]})
+    plain = [{"name": n, "type": re.fullmatch(r"typedef (.+?)\s*\b(\w+)", t).group(1)} for n, t in typedefs
+             if n not in handles and not any(c["name"] == n for c in callbacks)]
+    doc = {
+        "doc": "The C ABI of libappstoreserver, generated by scripts/generate from include/appstoreserver.h (parser: "
+               "scripts/specgen/cheader.py, rules: scripts/specgen/abi.py). Bindings generate their glue from it.",
+        "library": "libappstoreserver",
+        "soname": "libappstoreserver.so.0",
+        "handles": [{"name": h, "free": f"{h}_free"} if f"{h}_free" in protos else
+                    {"name": h, "free": None, "lifetime": "borrowed: valid only during the call that passes it"}
+                    for h in handles],
+        "typedefs": plain,
+        "callbacks": callbacks,
+        "constants": _constants(spec),
+        "functions": functions,
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+
+
+def outputs(spec: Spec) -> dict[str, str]:
+    return {OUTPUT: render(spec)}
