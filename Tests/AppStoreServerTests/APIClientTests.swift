@@ -238,6 +238,17 @@ import AppStoreServerHTTP
                     .contains("missing required key \"extendReasonCode\"") == true)
         #expect(message(.sendConsumptionInformation, #"{"transactionId":"1","body":{"customerConsented":true,"sampleContentProvided":true}}"#)?
                     .contains("deliveryStatus") == true)
+        // A misspelt key inside a body, at any depth, is refused by its path: it must never silently drop a filter
+        // (an unfiltered notification history) or a field (a message without its image's alt text).
+        let history = #"{"body":{"startDat":1698148900000,"endDate":1698148950000,"startDate":1698148800000}}"#
+        #expect(message(.getNotificationHistory, history)?.contains(#"unknown key "body.startDat""#) == true, "\(message(.getNotificationHistory, history) ?? "accepted")")
+        let upload = #"{"messageIdentifier":"b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e","body":{"header":"h","body":"b","image":{"imageIdentifier":"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d","altTxt":"x"}}}"#
+        #expect(message(.uploadMessage, upload)?.contains(#"unknown key "body.image.altTxt""#) == true, "\(message(.uploadMessage, upload) ?? "accepted")")
+        // Duplicate keys are refused (two readers of the same JSON must not see different filters).
+        #expect(message(.getTransactionInfo, #"{"transactionId":"1","transactionId":"2"}"#)?.contains("duplicate key") == true)
+        // Nesting beyond the limit is refused by the parser, whatever the key.
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(message(.getTransactionInfo, #"{"transactionId":"1","x":"# + deep + "}")?.contains("nested deeper") == true)
         #expect(message(.deleteImage, #"{"imageIdentifier":"not-a-uuid"}"#)?.contains("is not a UUID") == true)
         #expect(message(.uploadImage, #"{"imageIdentifier":"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d","image":"***"}"#)?.contains("base64") == true)
         #expect(message(.getImageList, #"{"x":1}"#)?.contains("parameters: none") == true)
