@@ -195,12 +195,16 @@ void appstore_error_free(appstore_error *err);
 /* What Apple answered, for App Store Server API failures (APPSTORE_API_ERROR, APPSTORE_INVALID_RESPONSE):
  * the HTTP status (0 when there was no answer), the raw errorCode of Apple's error payload (0 when none; kept when
  * this library does not know the code), the known code's name ("transactionIdNotFound", "" when unknown or none),
- * Apple's errorMessage ("" when none), and the Retry-After header in seconds (-1 when absent, and for NULL err). */
+ * Apple's errorMessage ("" when none), and the Retry-After header: _retry_after in seconds from the answer, rounded
+ * up (0 when the time has passed), _retry_at_ms as the absolute time in milliseconds since 1970; both -1 when
+ * absent, and for NULL err. Retry-After is read in all three forms: Apple's UNIX time in milliseconds (all-digit values
+ * from 100000000000 up), delta-seconds (smaller all-digit values) and an HTTP-date. */
 int32_t appstore_error_http_status(const appstore_error *err);
 int64_t appstore_error_api_error_code(const appstore_error *err);
 const char *appstore_error_api_error_name(const appstore_error *err);
 const char *appstore_error_api_error_message(const appstore_error *err);
 int64_t appstore_error_retry_after(const appstore_error *err);
+int64_t appstore_error_retry_at_ms(const appstore_error *err);
 
 /* ---- Memory --------------------------------------------------------------------------------------------- */
 
@@ -626,10 +630,10 @@ appstore_status appstore_api_client_options_set_transport(appstore_api_client_op
 /* The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; >= 1. */
 appstore_status appstore_api_client_options_set_timeout_ms(appstore_api_client_options *options, uint32_t timeout_ms,
                                                            appstore_error **err_out);
-/* Opt-in retries (max_retries 0 = off, at most 100) of HTTP 429 and Apple's retryable codes 4040002, 4040004,
- * 4040006, 5000001: waits initial_backoff_ms, doubling up to max_backoff_ms; a Retry-After header sets the minimum
- * wait, and one longer than max_backoff_ms is not waited for (the call fails with its value). Transport failures
- * are not retried. */
+/* Opt-in retries (max_retries 0 = off, at most 100) of HTTP 429 and Apple's retryable codes (docs/errors.md):
+ * waits initial_backoff_ms, doubling up to max_backoff_ms; a Retry-After header makes the retry wait until the time
+ * it names, and one further away than max_backoff_ms is not waited for (the call fails with it). Transport failures
+ * are not retried (the request may have reached Apple). */
 appstore_status appstore_api_client_options_set_retry(appstore_api_client_options *options, uint32_t max_retries,
                                                       uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
                                                       appstore_error **err_out);
@@ -679,6 +683,14 @@ appstore_status appstore_api_client_decode_response(const appstore_api_client *c
                                                     APPSTORE_OPTIONAL const uint8_t *body, size_t body_len,
                                                     char **json_out APPSTORE_JSON(endpoint_response),
                                                     appstore_error **err_out);
+
+/* The client's retry decision for a failed attempt, for hosts that send requests themselves (sans-I/O): after `err`
+ * (from appstore_api_client_decode_response or _call), should retry number `attempt` (1 for the first retry) be
+ * made, and after how long? *delay_ms_out receives the wait in milliseconds, or -1 for "do not retry" (retries off or
+ * used up, an answer that is not retryable, a Retry-After further away than the policy's longest wait, a transport
+ * failure). The same policy appstore_api_client_call follows. */
+appstore_status appstore_api_client_retry_delay_ms(const appstore_api_client *client, const appstore_error *err,
+                                                   uint32_t attempt, int64_t *delay_ms_out, appstore_error **err_out);
 
 /* Build + send through the client's transport (with retries) + decode, as above. json_out may be NULL. */
 appstore_status appstore_api_client_call(const appstore_api_client *client, const char *endpoint,

@@ -268,6 +268,19 @@ public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointNa
     }
 }
 
+@c(appstore_api_client_retry_delay_ms)
+public func appstoreApiClientRetryDelayMs(_ client: OpaquePointer?, _ err: OpaquePointer?, _ attempt: UInt32,
+                                          _ delayOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(client, APIClientBox.self, "client")
+        let failure = try handle(err, ErrorBox.self, "err")
+        guard let delayOut else { throw CFailure.argument("delay_ms_out is NULL") }
+        guard attempt >= 1 else { throw CFailure.argument("attempt is the 1-based number of the retry, got 0") }
+        let delay = failure.apiFailure.flatMap { box.caller.retryPolicy.delayMilliseconds(beforeRetry: Int(attempt), after: $0) }
+        delayOut.pointee = delay.map { Int64(clamping: $0) } ?? -1
+    }
+}
+
 // MARK: request getters
 
 private func requestBox(_ p: OpaquePointer?) -> APIRequestBox? { try? handle(p, APIRequestBox.self, "request") }

@@ -58,5 +58,8 @@ public func appstoreErrorApiErrorMessage(_ err: OpaquePointer?) -> UnsafePointer
 @c(appstore_error_retry_after)
 public func appstoreErrorRetryAfter(_ err: OpaquePointer?) -> Int64 { errorBox(err)?.retryAfter ?? -1 }
 
+@c(appstore_error_retry_at_ms)
+public func appstoreErrorRetryAtMs(_ err: OpaquePointer?) -> Int64 { errorBox(err)?.retryAtMilliseconds ?? -1 }
+
 @c(appstore_error_free)
 public func appstoreErrorFree(_ err: OpaquePointer?) { release(err, ErrorBox.self) }

@@ -36,6 +36,9 @@ final class ErrorBox {
     let apiErrorName: UnsafeMutablePointer<CChar>?
     let apiErrorMessage: UnsafeMutablePointer<CChar>?
     let retryAfter: Int64
+    let retryAtMilliseconds: Int64
+    /// The API failure itself, for the retry decision (appstore_api_client_retry_delay_ms).
+    let apiFailure: AppStoreServerAPIError?
 
     init(_ f: any AppStoreServerFailure) {
         status = f.statusCode.rawValue
@@ -47,6 +50,8 @@ final class ErrorBox {
         apiErrorName = (api?.apiErrorName).flatMap { strdup($0) }
         apiErrorMessage = (api?.errorMessage).flatMap { $0.isEmpty ? nil : strdup($0) }
         retryAfter = api?.retryAfterSeconds ?? -1
+        retryAtMilliseconds = api?.retryAfter?.atMilliseconds ?? -1
+        apiFailure = api
     }
 
     deinit {

@@ -335,7 +335,8 @@ import AppStoreServerHTTP
         #expect(limited.retryAfterSeconds == 12)
         #expect(limited.isRetryable)
         let dated = try #require(failure(429, "{}", headers: [HTTPHeader("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")]))
-        #expect(dated.retryAfterSeconds == nil)
+        #expect(dated.retryAfter == RetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", nowMilliseconds: 0))
+        #expect(dated.retryAfterSeconds == 0)  // long past
         #expect(dated.kind == .httpError)
         let plain = try #require(failure(500, "oops"))
         #expect(plain.kind == .httpError)
@@ -369,6 +370,25 @@ import AppStoreServerHTTP
         #expect(try AppStoreServerAPIResponseDecoder.json(endpoint: .finishTransaction, response: HTTPResponse(status: 200, body: Array("x".utf8))) == Array("{}".utf8))
     }
 
+    /// Retry-After in Apple's form (UNIX milliseconds), delta-seconds and the three HTTP-date forms; junk is ignored.
+    @Test func retryAfterForms() {
+        let now: Int64 = 1_700_000_000_000
+        let ms = RetryAfter("1700000004321", nowMilliseconds: now)
+        #expect(ms?.form == .unixMilliseconds && ms?.atMilliseconds == 1_700_000_004_321 && ms?.seconds(from: now) == 5)
+        let delta = RetryAfter(" 7 ", nowMilliseconds: now)
+        #expect(delta?.form == .deltaSeconds && delta?.atMilliseconds == now + 7_000 && delta?.seconds(from: now) == 7)
+        #expect(RetryAfter("99999999999", nowMilliseconds: now)?.form == .deltaSeconds)
+        #expect(RetryAfter("100000000000", nowMilliseconds: now)?.form == .unixMilliseconds)
+        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            let d = RetryAfter(text, nowMilliseconds: now)
+            #expect(d?.form == .httpDate && d?.atMilliseconds == 784_111_777_000, "\(text)")
+        }
+        for junk in ["", "soon", "-5", "1.5", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT",
+                     "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 PST", String(repeating: "9", count: 30)] {
+            #expect(RetryAfter(junk, nowMilliseconds: now) == nil, "\(junk)")
+        }
+    }
+
     @Test func retryPolicyBackoffAndRetryAfter() {
         let p = APIRetryPolicy(maxRetries: 3, initialBackoffMilliseconds: 100, maxBackoffMilliseconds: 250)
         let e429 = AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 429, rawApiError: 4290000)
@@ -376,11 +396,24 @@ import AppStoreServerHTTP
         #expect(p.delayMilliseconds(beforeRetry: 2, after: e429) == 200)
         #expect(p.delayMilliseconds(beforeRetry: 3, after: e429) == 250)
         #expect(p.delayMilliseconds(beforeRetry: 4, after: e429) == nil)
-        let after = AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 429, retryAfterSeconds: 0)
-        #expect(p.delayMilliseconds(beforeRetry: 1, after: after) == 100)
-        let longAfter = AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 429, retryAfterSeconds: 1)
-        #expect(p.delayMilliseconds(beforeRetry: 1, after: longAfter) == nil)
-        #expect(APIRetryPolicy(maxRetries: 2, maxBackoffMilliseconds: 5000).delayMilliseconds(beforeRetry: 1, after: longAfter) == 1000)
+        let now: Int64 = 1_700_000_000_000
+        func limited(_ header: String) -> AppStoreServerAPIError {
+            AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 429,
+                                   retryAfter: RetryAfter(header, nowMilliseconds: now), receivedAtMilliseconds: now)
+        }
+        let after = limited("0")
+        #expect(p.delayMilliseconds(beforeRetry: 1, after: after, nowMilliseconds: now) == 100)
+        let longAfter = limited("1")
+        #expect(p.delayMilliseconds(beforeRetry: 1, after: longAfter, nowMilliseconds: now) == nil)
+        #expect(APIRetryPolicy(maxRetries: 2, maxBackoffMilliseconds: 5000).delayMilliseconds(beforeRetry: 1, after: longAfter, nowMilliseconds: now) == 1000)
+        // Apple's form, a UNIX time in milliseconds: the retry waits until it (measured when the decision is made).
+        let appleForm = limited(String(now + 1_234))
+        #expect(appleForm.retryAfterSeconds == 2)
+        let wide = APIRetryPolicy(maxRetries: 2, initialBackoffMilliseconds: 100, maxBackoffMilliseconds: 5000)
+        #expect(wide.delayMilliseconds(beforeRetry: 1, after: appleForm, nowMilliseconds: now) == 1_234)
+        #expect(wide.delayMilliseconds(beforeRetry: 1, after: appleForm, nowMilliseconds: now + 1_000) == 234)
+        #expect(wide.delayMilliseconds(beforeRetry: 1, after: appleForm, nowMilliseconds: now + 9_000) == 100)  // passed: backoff
+        #expect(p.delayMilliseconds(beforeRetry: 1, after: appleForm, nowMilliseconds: now) == nil)  // beyond 250 ms
         let notFound = AppStoreServerAPIError(kind: .apiError, message: "", httpStatusCode: 404, rawApiError: 4040010)
         #expect(p.delayMilliseconds(beforeRetry: 1, after: notFound) == nil)
         #expect(APIRetryPolicy.none.delayMilliseconds(beforeRetry: 1, after: e429) == nil)
@@ -466,6 +499,14 @@ import AppStoreServerHTTP
         #expect(limited.httpStatusCode == 429)
         #expect(limited.apiError == .rateLimitExceeded)
         #expect(limited.retryAfterSeconds == 7)
+        #expect(limited.retryAfter?.form == .deltaSeconds)
+        // Apple's form (UNIX milliseconds) and an HTTP-date, as a server sends them.
+        let appleForm = try #require(try await error("ratelimit-ms-5000"))
+        #expect(appleForm.retryAfter?.form == .unixMilliseconds)
+        #expect(appleForm.retryAfterSeconds.map { (4...5).contains($0) } == true, "\(appleForm.retryAfterSeconds ?? -1)")
+        let dated = try #require(try await error("ratelimit-date-30"))
+        #expect(dated.retryAfter?.form == .httpDate)
+        #expect(dated.retryAfterSeconds.map { (29...31).contains($0) } == true, "\(dated.retryAfterSeconds ?? -1)")
         let plain = try #require(try await error("plain500"))
         #expect(plain.kind == .httpError)
         #expect(plain.httpStatusCode == 500)
@@ -475,6 +516,19 @@ import AppStoreServerHTTP
         let badType = try #require(try await error("badtype"))
         #expect(badType.kind == .undecodableResponse)
         #expect(badType.message.contains("signedTransactionInfo"))
+    }
+
+    /// A retry waits until the time Retry-After names, in each of its forms (the server counts the wait it saw).
+    @Test func retriesWaitUntilRetryAfter() async throws {
+        _ = try baseURL()
+        let policy = APIRetryPolicy(maxRetries: 2, initialBackoffMilliseconds: 10, maxBackoffMilliseconds: 5000)
+        let tag = UUID().uuidString.prefix(8)
+        for (id, atLeast) in [("flakyms700-1-m\(tag)", 650), ("flakydate1-1-d\(tag)", 900)] {
+            let r = try await APIFixtures.client(retry: policy).getTransactionInfo(transactionId: id)
+            let text = try #require(r.signedTransactionInfo)
+            let waited = Int(text.split(separator: " ").last ?? "") ?? -1
+            #expect(text.hasPrefix("attempt-2 after ") && waited >= atLeast, "\(id): \(text)")
+        }
     }
 
     @Test func retriesHonourApplesRetryableAnswers() async throws {

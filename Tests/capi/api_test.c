@@ -7,7 +7,7 @@
  *   3. pagination (call_all_pages), every error shape, retries, timeouts, argument errors, threads.
  * The mock checks the bearer token with Python joserfc and the exact request of each endpoint.
  *
- * usage: capi_api_test SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY
+ * usage: capi_api_test SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY SPEC_ENDPOINTS_JSON
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -351,6 +351,57 @@ static void check_errors(appstore_api_client *client, appstore_api_client *retry
     CHECK(st == APPSTORE_API_ERROR && appstore_error_retry_after(err) == 5 && appstore_error_http_status(err) == 429 &&
               strcmp(json, "untouched") == 0,
           "decode_response 429", "%s retry_after %lld", appstore_status_name(st), (long long)appstore_error_retry_after(err));
+    appstore_error_free(err);
+    err = NULL;
+
+    /* Retry-After in Apple's form (a UNIX time in ms), as delta-seconds and as an HTTP-date; the absolute time, and
+     * the client's retry decision for a host that does its own HTTP (sans-I/O retry loop). */
+    struct timespec now_ts;
+    clock_gettime(CLOCK_REALTIME, &now_ts);
+    int64_t now_ms = (int64_t)now_ts.tv_sec * 1000 + now_ts.tv_nsec / 1000000;
+    char hdr[160];
+    snprintf(hdr, sizeof hdr, "Retry-After: %lld\r\n", (long long)(now_ms + 800));
+    st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429, hdr, strlen(hdr),
+                                             (const uint8_t *)payload, strlen(payload), &json, &err);
+    int64_t at = appstore_error_retry_at_ms(err), after = appstore_error_retry_after(err), delay = -7;
+    CHECK(st == APPSTORE_API_ERROR && at == now_ms + 800 && after == 1, "Retry-After in UNIX milliseconds",
+          "retry_at_ms %lld (wanted %lld), retry_after %lld", (long long)at, (long long)(now_ms + 800), (long long)after);
+    appstore_status rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay > 500 && delay <= 800, "retry decision waits until Retry-After", "delay %lld",
+          (long long)delay);
+    rs = appstore_api_client_retry_delay_ms(client, err, 1, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay == -1, "no retry without a policy", "delay %lld", (long long)delay);
+    rs = appstore_api_client_retry_delay_ms(retrying, err, 4, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay == -1, "no retry beyond max_retries", "delay %lld", (long long)delay);
+    appstore_error_free(err);
+    err = NULL;
+    snprintf(hdr, sizeof hdr, "Retry-After: %lld\r\n", (long long)(now_ms + 5000));
+    st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429, hdr, strlen(hdr),
+                                             (const uint8_t *)payload, strlen(payload), &json, &err);
+    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay == -1, "a Retry-After beyond the longest wait is not waited for", "delay %lld",
+          (long long)delay);
+    appstore_error *bad = NULL;
+    rs = appstore_api_client_retry_delay_ms(retrying, err, 0, &delay, &bad);
+    CHECK(rs == APPSTORE_INVALID_ARGUMENT && appstore_error_reason(bad) == APPSTORE_REASON_INVALID_ARGUMENT,
+          "attempt 0 refused", "%s", appstore_status_name(rs));
+    appstore_error_free(bad);
+    appstore_error_free(err);
+    err = NULL;
+    st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429,
+                                             "Retry-After: Sun, 06 Nov 1994 08:49:37 GMT", 42, (const uint8_t *)payload,
+                                             strlen(payload), &json, &err);
+    CHECK(st == APPSTORE_API_ERROR && appstore_error_retry_at_ms(err) == 784111777000LL && appstore_error_retry_after(err) == 0,
+          "Retry-After as an HTTP-date", "retry_at_ms %lld", (long long)appstore_error_retry_at_ms(err));
+    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay >= 0 && delay < 1000, "a past Retry-After: plain backoff", "delay %lld", (long long)delay);
+    appstore_error_free(err);
+    err = NULL;
+    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 404, NULL, 0,
+                                             (const uint8_t *)"{\"errorCode\":4040010}", 20, &json, &err);
+    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
+    CHECK(rs == APPSTORE_OK && delay == -1 && appstore_error_retry_at_ms(err) == -1, "not retryable: no retry",
+          "delay %lld", (long long)delay);
     appstore_error_free(err);
     err = NULL;
     st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_FINISH_TRANSACTION, 200, NULL, 0, NULL, 0, &json, &err);

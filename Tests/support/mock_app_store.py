@@ -19,10 +19,15 @@ the page named by the page key (revision / paginationToken) for paginated endpoi
 
 Scenarios, on GET /inApps/v1/transactions/<id> (Get Transaction Info):
   error-<http>-<code>     Apple's error payload {"errorCode": code, "errorMessage": ...} with that HTTP status
-  ratelimit               429, Retry-After: 7, errorCode 4290000
+  ratelimit               429, Retry-After: 7 (delta-seconds), errorCode 4290000
   ratelimit-long          429, Retry-After: 3600, errorCode 4290000
+  ratelimit-ms-<ms>       429, Retry-After: now + <ms> as a UNIX time in milliseconds (Apple's form)
+  ratelimit-date-<s>      429, Retry-After: now + <s> seconds as an HTTP-date (IMF-fixdate)
   flaky<code>-<n>-<tag>   the first n requests for this id fail (code 429: 429 + Retry-After 0; 5000001: HTTP 500;
                           4040002/4040004/4040006: HTTP 404), then 200 with signedTransactionInfo "attempt-<k>"
+  flakyms<ms>-<n>-<tag>   the first n requests fail with 429 + Retry-After now + <ms> in UNIX milliseconds, then 200
+                          with signedTransactionInfo "attempt-<k> after <ms since the first failure>"
+  flakydate<s>-<n>-<tag>  the same with an HTTP-date now + <s> seconds
   malformed               200 with a body that is not JSON
   badtype                 200 with signedTransactionInfo a number
   plain500                500 text/plain (no error payload)
@@ -31,6 +36,7 @@ A check that fails is answered with HTTP 400 and errorCode 9999999, errorMessage
 test that sent the request fails with the reason.
 """
 import argparse
+import email.utils
 import base64
 import json
 import re
@@ -44,6 +50,11 @@ from joserfc import jws as jose_jws
 from joserfc.jwk import ECKey
 
 MISMATCH = 9999999
+
+
+def http_date(t: float) -> str:
+    """IMF-fixdate, rounded up to the next whole second (the form has no fractions)."""
+    return email.utils.formatdate(int(t) + (0 if t == int(t) else 1), usegmt=True)
 
 
 class Mismatch(Exception):
@@ -83,11 +94,17 @@ class State:
         self.key_id, self.issuer, self.bundle = args.key_id, args.issuer_id, args.bundle_id
         self.lock = threading.Lock()
         self.hits = {}
+        self.first = {}
 
     def hit(self, name):
         with self.lock:
             self.hits[name] = self.hits.get(name, 0) + 1
+            self.first.setdefault(name, time.monotonic())
             return self.hits[name]
+
+    def first_seen(self, name):
+        with self.lock:
+            return self.first.get(name, time.monotonic())
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -174,6 +191,28 @@ class Handler(BaseHTTPRequestHandler):
             return True
         if tid == "ratelimit-long":
             self.error_payload(429, 4290000, "Rate limit exceeded.", headers=[("Retry-After", "3600")])
+            return True
+        m = re.fullmatch(r"ratelimit-ms-(\d+)", tid)
+        if m:
+            at = int(time.time() * 1000) + int(m.group(1))
+            self.error_payload(429, 4290000, "Rate limit exceeded.", headers=[("Retry-After", str(at))])
+            return True
+        m = re.fullmatch(r"ratelimit-date-(\d+)", tid)
+        if m:
+            self.error_payload(429, 4290000, "Rate limit exceeded.",
+                               headers=[("Retry-After", http_date(time.time() + int(m.group(1))))])
+            return True
+        m = re.fullmatch(r"flaky(ms|date)(\d+)-(\d+)-[\w.]+", tid)
+        if m:
+            form, amount, failures = m.group(1), int(m.group(2)), int(m.group(3))
+            n = st.hit(tid)
+            first = st.first_seen(tid)
+            if n <= failures:
+                value = str(int(time.time() * 1000) + amount) if form == "ms" else http_date(time.time() + amount)
+                self.error_payload(429, 4290000, "Rate limit exceeded.", headers=[("Retry-After", value)])
+            else:
+                waited = int((time.monotonic() - first) * 1000)
+                self.reply(200, {"signedTransactionInfo": f"attempt-{n} after {waited}"})
             return True
         m = re.fullmatch(r"flaky(\d+)-(\d+)-[\w.]+", tid)
         if m:

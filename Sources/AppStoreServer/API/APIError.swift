@@ -35,18 +35,22 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     public let rawApiError: Int64?
     /// The `errorMessage` of Apple's error payload.
     public let errorMessage: String?
-    /// The `Retry-After` header of Apple's answer, in seconds (delta-seconds form only).
+    /// The `Retry-After` header of Apple's answer (any of its three forms): when the next request may be sent.
+    public let retryAfter: RetryAfter?
+    /// Seconds from the answer until `retryAfter`, rounded up (0 when it has passed); nil without the header.
     public let retryAfterSeconds: Int64?
 
     public init(kind: Kind, endpoint: AppStoreServerAPIEndpoint? = nil, message: String, httpStatusCode: Int? = nil,
-                rawApiError: Int64? = nil, errorMessage: String? = nil, retryAfterSeconds: Int64? = nil) {
+                rawApiError: Int64? = nil, errorMessage: String? = nil, retryAfter: RetryAfter? = nil,
+                receivedAtMilliseconds: Int64? = nil) {
         self.kind = kind
         self.endpoint = endpoint
         self.message = message
         self.httpStatusCode = httpStatusCode
         self.rawApiError = rawApiError
         self.errorMessage = errorMessage
-        self.retryAfterSeconds = retryAfterSeconds
+        self.retryAfter = retryAfter
+        self.retryAfterSeconds = retryAfter.map { $0.seconds(from: receivedAtMilliseconds ?? Timestamp.nowMilliseconds()) }
     }
 
     /// The App Store Server API error code, when `rawApiError` is one this library knows.
@@ -120,16 +124,16 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     }
 }
 
-/// Opt-in retries of Apple's retryable answers (HTTP 429; error codes 4040002, 4040004, 4040006, 5000001) with
-/// exponential backoff. A `Retry-After` header is honoured: the wait is at least that long, and when it is longer
-/// than `maxBackoffMilliseconds` the call is not retried (the error carries `retryAfterSeconds`). Transport
+/// Opt-in retries of Apple's retryable answers (HTTP 429; the error codes spec/errors.json marks retryable) with
+/// exponential backoff. A `Retry-After` header is honoured: the retry waits until the time it names, and when that
+/// is further away than `maxBackoffMilliseconds` the call is not retried (the error carries the time). Transport
 /// failures are not retried (a request may have reached Apple).
 public struct APIRetryPolicy: Hashable, Sendable {
     /// Retries after the first attempt; 0 disables retrying.
     public var maxRetries: Int
     /// The wait before the first retry; doubled for each further retry.
     public var initialBackoffMilliseconds: UInt32
-    /// The longest wait between two attempts.
+    /// The longest wait between two attempts, Retry-After included.
     public var maxBackoffMilliseconds: UInt32
 
     public init(maxRetries: Int, initialBackoffMilliseconds: UInt32 = 500, maxBackoffMilliseconds: UInt32 = 30_000) {
@@ -141,13 +145,15 @@ public struct APIRetryPolicy: Hashable, Sendable {
     /// No retries (the default).
     public static let none = APIRetryPolicy(maxRetries: 0)
 
-    /// How long to wait before retry number `retry` (1-based) after `error`, or nil to give up.
-    public func delayMilliseconds(beforeRetry retry: Int, after error: AppStoreServerAPIError) -> UInt64? {
+    /// How long to wait before retry number `retry` (1-based) after `error`, or nil to give up. The sans-I/O form of
+    /// the client's retry loop (`appstore_api_client_retry_delay_ms` at the C ABI).
+    public func delayMilliseconds(beforeRetry retry: Int, after error: AppStoreServerAPIError,
+                                  nowMilliseconds: Int64 = Timestamp.nowMilliseconds()) -> UInt64? {
         guard retry >= 1, retry <= maxRetries, error.isRetryable else { return nil }
         let shift = UInt64(min(retry - 1, 30))
         var delay = min(UInt64(initialBackoffMilliseconds) << shift, UInt64(maxBackoffMilliseconds))
-        if let after = error.retryAfterSeconds {
-            let wanted = UInt64(max(0, min(after, Int64(UInt32.max)))) * 1000
+        if let at = error.retryAfter?.atMilliseconds {
+            let wanted = at > nowMilliseconds ? UInt64(at - nowMilliseconds) : 0
             guard wanted <= UInt64(maxBackoffMilliseconds) else { return nil }
             delay = max(delay, wanted)
         }

@@ -36,12 +36,10 @@ public enum AppStoreServerAPIResponseDecoder {
     }
 
     /// The error an HTTP error answer carries: Apple's error payload when the body is one, else the bare status.
-    public static func error(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse) -> AppStoreServerAPIError {
-        let retryAfter = response.header("Retry-After").flatMap { v -> Int64? in
-            let t = String(v.filter { $0 != " " && $0 != "\t" })
-            guard !t.isEmpty, t.utf8.count <= 10, t.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-            return Int64(t)
-        }
+    public static func error(endpoint: AppStoreServerAPIEndpoint, response: HTTPResponse,
+                             nowMilliseconds: Int64 = Timestamp.nowMilliseconds()) -> AppStoreServerAPIError {
+        let after = response.header("Retry-After").flatMap { RetryAfter($0, nowMilliseconds: nowMilliseconds) }
+        let retryAfter = after?.seconds(from: nowMilliseconds)
         let payload = response.body.count <= maxBodyBytes ? try? ErrorPayload(jsonText: response.body, strict: false) : nil
         let statusText = "HTTP \(response.status)"
         guard let payload, let code = payload.errorCode else {
@@ -50,13 +48,14 @@ public enum AppStoreServerAPIResponseDecoder {
             if let retryAfter { message += "; Retry-After \(retryAfter) s" }
             return AppStoreServerAPIError(kind: .httpError, endpoint: endpoint, message: message,
                                           httpStatusCode: response.status, errorMessage: payload?.errorMessage,
-                                          retryAfterSeconds: retryAfter)
+                                          retryAfter: after, receivedAtMilliseconds: nowMilliseconds)
         }
         let name = AppStoreServerAPIError.errorName(code, advancedCommerce: endpoint.isAdvancedCommerce)
         var message = "\(endpoint.name): \(statusText), error \(code) (\(name ?? "unknown error code"))"
         if let text = payload.errorMessage { message += ": \(text)" }
         if let retryAfter { message += "; Retry-After \(retryAfter) s" }
         return AppStoreServerAPIError(kind: .apiError, endpoint: endpoint, message: message, httpStatusCode: response.status,
-                                      rawApiError: code, errorMessage: payload.errorMessage, retryAfterSeconds: retryAfter)
+                                      rawApiError: code, errorMessage: payload.errorMessage, retryAfter: after,
+                                      receivedAtMilliseconds: nowMilliseconds)
     }
 }

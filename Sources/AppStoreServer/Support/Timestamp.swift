@@ -3,7 +3,8 @@ import FoundationEssentials
 import Glibc
 #endif
 
-enum Timestamp {
+/// Clock and date conversions the library uses (wall clock; see also `Monotonic` uses in the chain cache).
+public enum Timestamp {
     /// Seconds since 1970 of a decoded date, clamped to a range time_t and certificates can express, so absurd
     /// payload dates fail validity checks instead of trapping on conversion (no certificate predates 1970).
     static func seconds(_ date: Date) -> Int64 {
@@ -30,6 +31,13 @@ enum Timestamp {
 }
 
 extension Timestamp {
+    /// The current wall-clock time in milliseconds since 1970.
+    public static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
     /// Milliseconds since 1970, clamped like `seconds(_:)`.
     static func milliseconds(_ date: Date) -> Int64 {
         let t = (date.timeIntervalSince1970 * 1000).rounded(.down)
