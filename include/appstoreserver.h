@@ -21,7 +21,12 @@
  *    immutable; option builders lock internally). No function starts threads. The only calls back into the host
  *    are a configured transport's callback (see Transport), made on the thread that called the library.
  *  - Bad input (NULL where a value is required, invalid UTF-8, malformed data) returns an error with a reason;
- *    it never aborts the process.
+ *    it never aborts the process. Hostile input is refused cheaply: sizes are checked before input is read (JWS:
+ *    max_jws_bytes; receipts, keys, request JSON: the limits stated per function), JSON nesting is limited to 32
+ *    levels and BER nesting to 32, a JWS signature is checked before its chain, the chain cache or any OCSP exchange,
+ *    and receipt parsing is linear in the input.
+ *  - Stack: every function runs within 64 KiB of the calling thread's stack (tested on 64 KiB threads with hostile
+ *    input: deep JSON, deep BER), so hosts with small thread stacks (musl's 128 KiB default) are safe.
  *  - ABI: until 1.0 the SONAME carries the major version (libappstoreserver.so.0); symbols are only added within
  *    a minor series; structured data crosses as JSON text, so Apple adding fields never changes the ABI.
  */
@@ -134,6 +139,9 @@ typedef int32_t appstore_reason;
 /* a request model breaks Apple's limits; the message names the field [INVALID_ARGUMENT] */
 #define APPSTORE_REASON_INVALID_REQUEST 24
 #define APPSTORE_REASON_SIGNING_FAILED 25 /* OpenSSL could not create the signature [INTERNAL_ERROR] */
+/* the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16
+ * MiB of base64); refused before it is read [INVALID_JWT_FORMAT/INVALID_RECEIPT/INVALID_ARGUMENT] */
+#define APPSTORE_REASON_INPUT_TOO_LARGE 26
 /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT] */
 #define APPSTORE_REASON_RECEIPT_MALFORMED 40
 /* with APPSTORE_NOT_FOUND: the receipt has no transaction id [NOT_FOUND] */
@@ -222,7 +230,7 @@ typedef int32_t appstore_environment;
 
 /* Verifier options: a builder, so options can be added without changing any struct layout.
  * Defaults: no roots, bundle id "", no app Apple ID, Sandbox, online checks off, no transport (OCSP timeout 30 s),
- * chain cache 32 entries / 900 s. */
+ * chain cache 32 entries / 900 s, JWS of at most 1 MiB. */
 typedef struct appstore_verifier_options appstore_verifier_options;
 
 appstore_status appstore_verifier_options_new(appstore_verifier_options **options_out, appstore_error **err_out);
@@ -254,6 +262,12 @@ appstore_status appstore_verifier_options_set_online_checks(appstore_verifier_op
  * responders), each reused for ttl_seconds (>= 0). */
 appstore_status appstore_verifier_options_set_chain_cache(appstore_verifier_options *options, uint32_t max_entries,
                                                           int64_t ttl_seconds, appstore_error **err_out);
+
+/* The largest JWS the verify calls accept, in bytes (default 1 MiB, 1048576; App Store JWS are a few KB, a deep
+ * notification under 30 KB). A longer jws_len fails with APPSTORE_INVALID_JWT_FORMAT / APPSTORE_REASON_INPUT_TOO_LARGE
+ * before a byte of the input is read. 1 ... 2147483647. */
+appstore_status appstore_verifier_options_set_max_jws_bytes(appstore_verifier_options *options, size_t max_bytes,
+                                                            appstore_error **err_out);
 
 /* A configured, immutable, thread-safe verifier. The options are read, not consumed: free them separately. */
 typedef struct appstore_verifier appstore_verifier;

@@ -16,6 +16,7 @@ final class VerifierOptionsBox: Sendable {
         var cache = ChainCacheConfiguration.default
         var transport: CTransport?
         var ocspTimeoutMilliseconds = SignedDataVerifier.defaultOCSPTimeoutMilliseconds
+        var maxJWSBytes = SignedDataVerifier.defaultMaxJWSBytes
     }
     let values = Mutex(Values())
 }
@@ -112,6 +113,17 @@ public func appstoreVerifierOptionsSetTransport(_ options: OpaquePointer?, _ tra
     }
 }
 
+@c(appstore_verifier_options_set_max_jws_bytes)
+public func appstoreVerifierOptionsSetMaxJwsBytes(_ options: OpaquePointer?, _ maxBytes: UInt, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(options, VerifierOptionsBox.self, "options")
+        guard maxBytes > 0, maxBytes <= UInt(Int32.max) else {
+            throw CFailure.argument("max_bytes must be 1 ... 2147483647, got \(maxBytes)")
+        }
+        box.values.withLock { $0.maxJWSBytes = Int(maxBytes) }
+    }
+}
+
 // MARK: verifier
 
 @c(appstore_verifier_new)
@@ -124,7 +136,7 @@ public func appstoreVerifierNew(_ options: OpaquePointer?, _ out: UnsafeMutableP
         let verifier = try SignedDataVerifier(rootCertificates: v.roots, bundleId: v.bundleId, appAppleId: v.appAppleId,
                                               environment: v.environment, enableOnlineChecks: v.onlineChecks,
                                               chainCache: v.cache, transport: v.transport,
-                                              ocspTimeoutMilliseconds: v.ocspTimeoutMilliseconds)
+                                              ocspTimeoutMilliseconds: v.ocspTimeoutMilliseconds, maxJWSBytes: v.maxJWSBytes)
         out.pointee = retained(VerifierBox(verifier))
     }
 }

@@ -759,8 +759,9 @@ def build(pki: PKI) -> Suite:
           sign(tx, key, [pki.leaf, pki.forged_inter, pki.root]), "untrusted_chain",
           note="genuine leaf with a name-identical intermediate from other_root")
     S.add("tx-untrusted-swapped-leaf-intermediate", T,
-          sign(tx, key, [pki.inter, pki.leaf, pki.root]), "untrusted_chain",
-          note="chain failure takes precedence over the x5c[0] key type (P-384 here)")
+          sign(tx, key, [pki.inter, pki.leaf, pki.root]), "missing_marker_oid",
+          note="x5c[0] must look like a leaf (Apple's leaf marker, a P-256 key) before its key checks the signature, "
+               "and the signature comes before the chain: the intermediate in x5c[0] lacks the leaf marker")
     S.add("tx-untrusted-intermediate-ca-false", T,
           sign(tx, pki.leaf_u_nca_key, [pki.leaf_u_nca, pki.inter_nca, pki.root]),
           "untrusted_chain", note="intermediate has basicConstraints CA:FALSE")
@@ -769,6 +770,47 @@ def build(pki: PKI) -> Suite:
           "untrusted_chain")
     S.add("realtime-untrusted-self-signed-leaf", RT,
           sign(rt, pki.leaf_self_key, [pki.leaf_self, pki.inter, pki.root]), "untrusted_chain")
+    # A non-self-signed CA configured as a root must not let an unrelated marked certificate stand in for x5c[1]:
+    # OpenSSL builds leaf <- intermediate (from the trust store) <- root, so depth 1 is not x5c[1].
+    S.add("tx-untrusted-x5c1-not-in-built-chain", T,
+          sign(tx, key, [pki.leaf, pki.forged_inter, pki.root]), "untrusted_chain",
+          verifier=verifier(rootCertificates=["root.der", "intermediate.der"]),
+          note="the built chain's depth 1 (the trusted intermediate) is not x5c[1] (an unrelated marked CA)")
+
+    # ======================================================== strict JSON: two readers must never disagree
+    def sign_raw(payload_bytes, header_bytes=None):
+        h = header_bytes if header_bytes is not None else jdump(header_for(chain))
+        return sign_input(b64u(h) + "." + b64u(payload_bytes), key)
+
+    tx_text = jdump(tx)
+    S.add("tx-malformed-duplicate-bundle-id", T,
+          sign_raw(tx_text[:-1] + b',"bundleId":"com.example.attacker"}'), "malformed",
+          note="the verifier would read the first bundleId, JSON.parse / Python / jansson the last")
+    S.add("tx-malformed-duplicate-key-nested", N,
+          sign_raw(jdump(did_renew())[:-1] + b',"data":{"bundleId":"' + BUNDLE.encode() +
+                   b'","environment":"Sandbox","environment":"Production"}}'), "malformed",
+          note="a duplicate key at any depth (data.environment here; data itself twice too)")
+    S.add("tx-malformed-header-duplicate-alg", T,
+          sign_raw(tx_text, header_bytes=jdump(header_for(chain))[:-1] + b',"alg":"none"}'), "malformed",
+          note="a JWS header with two alg members")
+    S.add("tx-malformed-payload-bom", T, sign_raw(b"\xef\xbb\xbf" + tx_text), "malformed",
+          note="a byte order mark before the JSON text")
+    S.add("tx-malformed-invalid-utf8-unknown-field", T,
+          sign_raw(tx_text[:-1] + b',"futureNote":"caf\xe9"}'), "malformed",
+          note="invalid UTF-8 inside a field the model does not read would be handed back verbatim")
+    S.add("tx-malformed-lone-surrogate", T, sign_raw(tx_text[:-1] + b',"futureNote":"\\ud800"}'), "malformed",
+          note="a lone surrogate escape is not a Unicode string")
+    S.add("tx-malformed-nesting-too-deep", T,
+          sign_raw(tx_text[:-1] + b',"futureNote":' + b"[" * 40 + b"]" * 40 + b"}"), "malformed",
+          note="nesting deeper than 32 levels")
+
+    # ======================================================== identities compare as bytes
+    S.add("tx-wrong-bundle-kelvin-sign", T, sign(transaction(bundleId="com.example.\u212aelvin"), key, chain),
+          "wrong_bundle", verifier=verifier(bundleId="com.example.Kelvin"),
+          note="U+212A KELVIN SIGN is canonically equivalent to K; a host comparing bytes sees another app")
+    S.add("tx-wrong-bundle-nfd", T, sign(transaction(bundleId="com.example.cafe\u0301"), key, chain),
+          "wrong_bundle", verifier=verifier(bundleId="com.example.caf\u00e9"),
+          note="NFD and NFC spellings are different bytes")
 
     # ======================================================== dates
     exp_chain = [pki.leaf_expired, pki.inter, pki.root]
@@ -1025,14 +1067,39 @@ def _seg(s: str) -> bytes:
     return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
 
 
+def strict_json(b: bytes):
+    """RFC 8259 as the library reads it: UTF-8 without BOM, no duplicate key, no lone surrogate, nesting <= 32."""
+    if b.startswith(b"\xef\xbb\xbf"):
+        raise ValueError("BOM")
+
+    def no_dups(pairs):
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+
+    value = json.loads(b.decode("utf-8"), object_pairs_hook=no_dups)
+
+    def walk(v, depth):
+        if isinstance(v, (dict, list)):
+            if depth > 32:
+                raise ValueError("too deep")
+            for x in (list(v.keys()) + list(v.values())) if isinstance(v, dict) else v:
+                walk(x, depth + 1)
+        elif isinstance(v, str):
+            v.encode("utf-8")  # a lone surrogate cannot be encoded
+    walk(value, 1)
+    return value
+
+
 def crypto_check(jws: str, roots, effective_date_of, now):
     """Return (reason or None, payload). Reasons follow CRYPTO_REASONS order."""
     parts = jws.split(".")
     if len(parts) != 3:
         return "malformed", None
     try:
-        hdr = json.loads(_seg(parts[0]))
-        payload = json.loads(_seg(parts[1]))
+        hdr = strict_json(_seg(parts[0]))
+        payload = strict_json(_seg(parts[1]))
         sig = _seg(parts[2])
         if not isinstance(hdr, dict):
             raise ValueError
@@ -1050,6 +1117,22 @@ def crypto_check(jws: str, roots, effective_date_of, now):
         inter = x509.load_der_x509_certificate(base64.b64decode(x5c[1], validate=True))
     except ValueError:
         return "bad_certificate", payload
+
+    # The leaf's shape, then the signature with its key, then the chain (the library's order: the signature is
+    # checked before anything is learnt from the chain, the cache or OCSP).
+    if OID_LEAF_MARKER not in {e.oid for e in leaf.extensions}:
+        return "missing_marker_oid", payload
+    pub = leaf.public_key()
+    if not isinstance(pub, ec.EllipticCurvePublicKey) or not isinstance(pub.curve, ec.SECP256R1):
+        return "bad_certificate", payload
+    if len(sig) != 64:
+        return "bad_signature", payload
+    try:
+        pub.verify(encode_dss_signature(int.from_bytes(sig[:32], "big"),
+                                        int.from_bytes(sig[32:], "big")),
+                   (parts[0] + "." + parts[1]).encode("ascii"), ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return "bad_signature", payload
 
     def issued(child, parent):
         try:
@@ -1071,21 +1154,8 @@ def crypto_check(jws: str, roots, effective_date_of, now):
     for c in (leaf, inter, anchor):
         if not (c.not_valid_before_utc <= when <= c.not_valid_after_utc):
             return "expired", payload
-    oids_leaf = {e.oid for e in leaf.extensions}
-    oids_inter = {e.oid for e in inter.extensions}
-    if OID_LEAF_MARKER not in oids_leaf or OID_INTERMEDIATE_MARKER not in oids_inter:
+    if OID_INTERMEDIATE_MARKER not in {e.oid for e in inter.extensions}:
         return "missing_marker_oid", payload
-    pub = leaf.public_key()
-    if not isinstance(pub, ec.EllipticCurvePublicKey) or not isinstance(pub.curve, ec.SECP256R1):
-        return "bad_certificate", payload
-    if len(sig) != 64:
-        return "bad_signature", payload
-    try:
-        pub.verify(encode_dss_signature(int.from_bytes(sig[:32], "big"),
-                                        int.from_bytes(sig[32:], "big")),
-                   (parts[0] + "." + parts[1]).encode("ascii"), ec.ECDSA(hashes.SHA256()))
-    except InvalidSignature:
-        return "bad_signature", payload
     return None, payload
 
 

@@ -3,7 +3,9 @@
 // BER, not only DER: Xcode receipts use indefinite lengths (`30 80 ... 00 00`) and constructed OCTET STRINGs.
 // Hostile input must end in an error, never a trap or a long run: every index is checked against the end of its
 // enclosing element, lengths are compared as UInt64 before any conversion, nesting is bounded, and the work is
-// linear in the input (times the nesting bound for indefinite lengths, whose end is found by walking children).
+// linear in the input: the end of an indefinite-length element is found by walking its children once, then
+// remembered, so the consumers that parse the same element again (and every enclosing element's walk) pay nothing
+// more. The number of indefinite-length elements is bounded, which bounds that memory.
 
 /// Limits that hold for every receipt parse.
 public enum ReceiptLimits {
@@ -18,6 +20,8 @@ public enum ReceiptLimits {
     static let maxLengthBytes = 8
     /// Times an eContent OCTET STRING may wrap another OCTET STRING (Xcode adds one level).
     static let maxOctetStringWrapping = 4
+    /// Indefinite-length elements in one buffer (Xcode's receipts have a handful; DER receipts none).
+    static let maxIndefiniteElements = 65_536
 }
 
 /// One parsed element: identifier, where its content lies, and where the next element starts.
@@ -79,6 +83,13 @@ struct BERElement {
 struct BERReader {
     let bytes: [UInt8]
     let context: String
+    private let ends = IndefiniteEnds()
+
+    /// Where each indefinite-length element found so far ends (its start offset -> the offset past its end-of-contents
+    /// octets): an element's children are walked once per reader, whoever asks again.
+    private final class IndefiniteEnds {
+        var end: [Int: Int] = [:]
+    }
 
     init(_ bytes: [UInt8], context: String) {
         self.bytes = bytes
@@ -124,6 +135,17 @@ struct BERReader {
         p += 1
         if first == 0x80 {
             guard constructed else { throw fail("indefinite length on a primitive element at offset \(offset)") }
+            if let end = ends.end[offset] {
+                // Found before within a wider limit: it must still end inside this one.
+                guard end <= limit else {
+                    throw fail("indefinite-length element at offset \(offset) has no end-of-contents octets")
+                }
+                return BERElement(tagClass: tagClass, constructed: true, tagNumber: number, start: offset,
+                                  content: p..<(end - 2), end: end, indefinite: true)
+            }
+            guard ends.end.count < ReceiptLimits.maxIndefiniteElements else {
+                throw fail("more than \(ReceiptLimits.maxIndefiniteElements) indefinite-length elements")
+            }
             // The content runs until the end-of-contents octets that close this element: walk the children.
             var q = p
             while true {
@@ -133,6 +155,7 @@ struct BERReader {
                 if bytes[q] == 0 {
                     guard q + 1 < limit else { throw fail("truncated end-of-contents octets at offset \(q)") }
                     guard bytes[q + 1] == 0 else { throw fail("malformed end-of-contents octets at offset \(q)") }
+                    ends.end[offset] = q + 2
                     return BERElement(tagClass: tagClass, constructed: true, tagNumber: number, start: offset,
                                       content: p..<q, end: q + 2, indefinite: true)
                 }

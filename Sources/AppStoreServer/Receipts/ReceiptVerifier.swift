@@ -49,6 +49,8 @@ public final class ReceiptVerifier: Sendable {
         // The signature, with the key of the signer certificate the receipt carries (not trusted yet): nothing read
         // from the content may decide anything before this.
         let pkcs7 = try PKCS7Receipt(der: der)
+        // `signer` and `pkcs7.certificates` are borrowed from the PKCS#7 object: keep it alive until this scope ends.
+        defer { withExtendedLifetime(pkcs7) {} }
         let signer = try pkcs7.signer()
         let content = try pkcs7.verifiedContent()
         guard content == envelope.content else {
@@ -86,7 +88,7 @@ public final class ReceiptVerifier: Sendable {
         }
 
         let contents = try decoded.get()
-        if let bundleId, contents.bundleId != bundleId {
+        if let bundleId, !Identity.same(contents.bundleId, bundleId) {
             throw ReceiptError(.wrongBundle, contents.bundleId.map {
                 "the receipt is for bundle id \"\($0)\", not \"\(bundleId)\""
             } ?? "the receipt has no bundle id (attribute 2); expected \"\(bundleId)\"")

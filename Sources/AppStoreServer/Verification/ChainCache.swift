@@ -24,6 +24,8 @@ public struct ChainCacheStatistics: Hashable, Sendable {
     public var hits: UInt64 = 0
     public var misses: UInt64 = 0
     public var entries: Int = 0
+    /// Chains stored so far (only chains of correctly signed payloads are).
+    public var insertions: UInt64 = 0
 }
 
 /// A bounded, thread-safe map from the exact JWS header segment (base64url text: it fixes `alg` and the exact DER
@@ -67,13 +69,18 @@ final class ChainCache: Sendable {
         self.configuration = configuration
     }
 
-    /// The cached chain if present and not expired; counts a hit or a miss.
-    func lookup(_ key: Key, now: Int64) -> VerifiedChain? {
+    /// The cached chain if present and not expired; counts a hit or a miss unless `counted` is false (a peek before
+    /// `lookupOrJoin`, which counts).
+    func lookup(_ key: Key, now: Int64, counted: Bool = true) -> VerifiedChain? {
         guard configuration.maxEntries > 0 else {
-            state.withLock { $0.stats.misses &+= 1 }
+            if counted { state.withLock { $0.stats.misses &+= 1 } }
             return nil
         }
-        return state.withLock { s in Self.hit(&s, key, now: now) }
+        return state.withLock { s in
+            if counted { return Self.hit(&s, key, now: now) }
+            guard let e = s.entries[key], now <= e.expiresAt else { return nil }
+            return e.chain
+        }
     }
 
     /// The live entry for `key`, counted as a hit, or nil (an expired entry is dropped), counted as a miss.
@@ -144,6 +151,7 @@ final class ChainCache: Sendable {
                 }
             }
             s.entries[key] = Entry(chain: chain, expiresAt: expiresAt, lastUsed: s.tick)
+            s.stats.insertions &+= 1
         }
     }
 

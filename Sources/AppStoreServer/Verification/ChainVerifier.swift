@@ -33,6 +33,12 @@ final class VerifiedChain: @unchecked Sendable {
 enum ChainVerifier {
     static func verify(leaf: Certificate, intermediate: Certificate, trust: TrustStore,
                        at time: Int64) -> Result<VerifiedChain, VerificationFailure> {
+        // OpenSSL borrows the X509 pointers of these objects for the whole verification.
+        withExtendedLifetime((leaf, intermediate, trust)) { verifyBorrowed(leaf: leaf, intermediate: intermediate, trust: trust, at: time) }
+    }
+
+    private static func verifyBorrowed(leaf: Certificate, intermediate: Certificate, trust: TrustStore,
+                                       at time: Int64) -> Result<VerifiedChain, VerificationFailure> {
         guard let ctx = X509_STORE_CTX_new() else {
             return .failure(VerificationFailure(.internal, "OpenSSL could not allocate a verification context"))
         }
@@ -70,6 +76,14 @@ enum ChainVerifier {
         guard count == 3 else {
             return .failure(VerificationFailure(.untrustedChain,
                 "the verified chain has \(count) certificates; Apple's is exactly leaf, intermediate, root"))
+        }
+        // The chain OpenSSL built must be the one the JWS carries: depth 1 is x5c[1] itself, not another certificate
+        // that happens to sit in the trust store (a non-self-signed CA configured as a root would otherwise let an
+        // unrelated, marked x5c[1] lend its marker to a chain it is not part of).
+        guard let first = appstore_shim_sk_X509_value(chain, 0), X509_cmp(first, leaf.x509) == 0,
+              let second = appstore_shim_sk_X509_value(chain, 1), X509_cmp(second, intermediate.x509) == 0 else {
+            return .failure(VerificationFailure(.untrustedChain,
+                "the verified chain is not the one the JWS carries: depth 1 is not x5c[1] (intermediate)"))
         }
         guard let top = appstore_shim_sk_X509_value(chain, 2),
               let root = trust.roots.first(where: { X509_cmp($0.x509, top) == 0 }) else {

@@ -17,7 +17,7 @@ extension SignedPayloadModel {
 
 extension SignedDataVerifier {
     fileprivate func bundleFailure(_ found: String?, what: String) -> VerificationFailure? {
-        guard found != bundleId else { return nil }
+        guard !Identity.same(found, bundleId) else { return nil }
         return VerificationFailure(.wrongBundle,
             "\(what) bundleId is \(quoted(found)); this verifier accepts \"\(bundleId)\"")
     }
@@ -30,7 +30,7 @@ extension SignedDataVerifier {
     }
 
     fileprivate func environmentFailure(_ found: AppStoreEnvironment?, what: String) -> VerificationFailure? {
-        guard found != environment else { return nil }
+        guard !Identity.same(found?.rawValue, environment.rawValue) else { return nil }
         return VerificationFailure(.wrongEnvironment,
             "\(what) is \(quoted(found?.rawValue)); this verifier is configured for \(environment.rawValue)")
     }

@@ -77,8 +77,12 @@ enum OCSP {
         }
 
         // 2. The request: one certificate id (SHA-1 name and key hashes, as responders expect) and a nonce.
-        guard let requestID = OCSP_cert_to_id(nil, cert.x509, issuer.x509),
-              let lookupID = OCSP_cert_to_id(nil, cert.x509, issuer.x509) else {
+        guard let requestID = OCSP_cert_to_id(nil, cert.x509, issuer.x509) else {
+            OpenSSL.drainErrors()
+            return fail(.internal, "OpenSSL could not build the certificate id")
+        }
+        guard let lookupID = OCSP_cert_to_id(nil, cert.x509, issuer.x509) else {
+            OCSP_CERTID_free(requestID)  // not yet owned by a request
             OpenSSL.drainErrors()
             return fail(.internal, "OpenSSL could not build the certificate id")
         }

@@ -21,6 +21,10 @@ public final class SignedDataVerifier: Sendable {
     public let ocspTimeoutMilliseconds: UInt32
     /// Apple's libraries wait 30 s for an OCSP responder.
     public static let defaultOCSPTimeoutMilliseconds: UInt32 = 30_000
+    /// The largest JWS accepted, in bytes; larger input is refused before a byte of it is read (`inputTooLarge`).
+    public let maxJWSBytes: Int
+    /// 1 MiB: App Store JWS are a few KB (a notification with nested values under 30 KB).
+    public static let defaultMaxJWSBytes = 1 << 20
     let trust: TrustStore
     let cache: ChainCache
     let online: OnlineChecks?
@@ -37,19 +41,22 @@ public final class SignedDataVerifier: Sendable {
     ///   - transport: carries the OCSP requests (HTTP POST, `application/ocsp-request`). Used only with online checks.
     ///   - ocspTimeoutMilliseconds: the time one OCSP exchange may take (> 0); the intermediate and the leaf are
     ///     asked one after the other.
+    ///   - maxJWSBytes: the largest JWS accepted (> 0); larger input is refused unread.
     public convenience init(rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
                 enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
                 transport: (any BlockingHTTPTransport)? = nil,
-                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds) throws(ConfigurationError) {
+                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds,
+                maxJWSBytes: Int = SignedDataVerifier.defaultMaxJWSBytes) throws(ConfigurationError) {
         try self.init(rootCertificates: rootCertificates.map { [UInt8]($0) }, bundleId: bundleId, appAppleId: appAppleId,
                       environment: environment, enableOnlineChecks: enableOnlineChecks, chainCache: chainCache,
-                      transport: transport, ocspTimeoutMilliseconds: ocspTimeoutMilliseconds)
+                      transport: transport, ocspTimeoutMilliseconds: ocspTimeoutMilliseconds, maxJWSBytes: maxJWSBytes)
     }
 
     public init(rootCertificates: [[UInt8]], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
                 enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
                 transport: (any BlockingHTTPTransport)? = nil,
-                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds) throws(ConfigurationError) {
+                ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds,
+                maxJWSBytes: Int = SignedDataVerifier.defaultMaxJWSBytes) throws(ConfigurationError) {
         guard environment.isKnown else {
             throw ConfigurationError(.invalidArgument,
                 "unknown environment \"\(environment.rawValue)\": use Sandbox, Production, Xcode or LocalTesting")
@@ -60,6 +67,8 @@ public final class SignedDataVerifier: Sendable {
         guard ocspTimeoutMilliseconds > 0 else {
             throw ConfigurationError(.invalidArgument, "ocspTimeoutMilliseconds must be greater than 0")
         }
+        guard maxJWSBytes > 0 else { throw ConfigurationError(.invalidArgument, "maxJWSBytes must be greater than 0") }
+        self.maxJWSBytes = maxJWSBytes
         if enableOnlineChecks && transport == nil {
             throw ConfigurationError(.onlineChecksUnavailable,
                 "online checks (OCSP) need a transport to reach the OCSP responders: pass transport: (Swift) or call "

@@ -21,18 +21,47 @@ extension SignedDataVerifier {
         return s.withUTF8 { verify(UnsafeRawBufferPointer($0), as: type) }
     }
 
-    /// The whole check sequence, in order: segments, header (alg, x5c), certificates, chain at the effective date,
-    /// marker OIDs, ES256 signature, model decoding, payload kind, identity (bundle id, app Apple id, environment).
+    /// The whole check sequence. Limits and the signature come before anything expensive, and before anything that
+    /// leaves a trace (the chain cache, OCSP exchanges through the host's transport):
+    ///  1. size (before a byte is read), segments (strict base64url);
+    ///  2. header (alg ES256, x5c of 3), the leaf and intermediate certificates parsed, the leaf's shape (P-256 key,
+    ///     Apple's leaf marker), then the ES256 signature with x5c[0]'s key — or, for a header seen before, the
+    ///     cached chain's key;
+    ///  3. the payload: strict JSON (no duplicate keys, valid UTF-8, no BOM, bounded nesting), then the model;
+    ///  4. the chain to the caller's roots at the payload's effective date (cached, or built with OpenSSL and, with
+    ///     online checks, OCSP of the intermediate and the leaf) — only chains of correctly signed payloads are cached;
+    ///  5. kind and identity (bundle id, app Apple id, environment).
     func verify<T: SignedPayloadModel>(_ jws: UnsafeRawBufferPointer, as type: T.Type) -> Result<Verified<T>, VerificationFailure> {
+        guard jws.count <= maxJWSBytes else {
+            return .failure(VerificationFailure(.inputTooLarge,
+                "the JWS is \(jws.count) bytes; at most \(maxJWSBytes) are accepted (App Store JWS are a few KB; "
+                + "the limit is the verifier's maxJWSBytes)"))
+        }
         let parsed: CompactJWS
         switch CompactJWS.split(jws) {
         case .success(let p): parsed = p
         case .failure(let f): return .failure(f)
         }
+        let signingInput = UnsafeRawBufferPointer(rebasing: jws[0..<parsed.signingInputLength])
+        let skipSignature = environment == .xcode || environment == .localTesting
+        var signer: Signer?
+        if skipSignature {
+            // Apple's libraries do not check signatures of locally signed (StoreKit testing) data, but the header
+            // must still be a JWS header.
+            if case .failure(let f) = parsed.decodeHeader() { return .failure(f) }
+        } else {
+            switch authenticate(parsed, signingInput: signingInput) {
+            case .success(let s): signer = s
+            case .failure(let f):
+                // Input that is not even a JWS payload says so, whatever its signature (checked only on failure).
+                if f.reason == .badSignature, case .failure(let syntax) = Result(catching: { () throws(JSONSyntaxError) in
+                    try JSONParser.parse(parsed.payload) }) {
+                    return .failure(VerificationFailure(.malformed, "JWS payload is not JSON: \(syntax)"))
+                }
+                return .failure(f)
+            }
+        }
 
-        // Parse the payload first (strict: no duplicate keys, valid UTF-8, bounded nesting) and decode the model: it
-        // carries the effective date. If it does not decode, the probe alone tells "not a JSON object" apart, and
-        // "JSON of the wrong shape" is reported after the signature check so that tampered data is called tampered.
         let payloadJSON: JSONValue
         do { payloadJSON = try JSONParser.parse(parsed.payload) } catch {
             return .failure(VerificationFailure(.malformed, "JWS payload is not JSON: \(error)"))
@@ -42,21 +71,13 @@ extension SignedDataVerifier {
         do throws(JSONDecodeError) { model = try T(json: payloadJSON, strict: false) } catch { modelError = error }
         let probe = model == nil ? PayloadProbe(payloadJSON) : nil
         if model == nil && probe == nil {
-            // Valid JSON, but not an object: nothing to take a date or kind from.
             return .failure(VerificationFailure(.undecodablePayload,
                 "payload does not decode as \(T.kind.article): the top level is not a JSON object"))
         }
 
-        if environment == .xcode || environment == .localTesting {
-            // Apple's libraries do not check signatures of locally signed (StoreKit testing) data, but the header
-            // must still be a JWS header.
-            if case .failure(let f) = parsed.decodeHeader() { return .failure(f) }
-        } else {
+        if let signer {
             let date = model.map { $0.effectiveDate } ?? probe?.effectiveDate(for: T.kind)
-            if let failure = checkSignature(parsed, signingInput: UnsafeRawBufferPointer(rebasing: jws[0..<parsed.signingInputLength]),
-                                            effectiveDate: date) {
-                return .failure(failure)
-            }
+            if let failure = checkChain(signer, effectiveDate: date) { return .failure(failure) }
         }
 
         guard let value = model else {
@@ -78,63 +99,46 @@ extension SignedDataVerifier {
         return .success(Verified(value: value, payloadJSON: parsed.payload))
     }
 
-    private func checkSignature(_ jws: CompactJWS, signingInput: UnsafeRawBufferPointer, effectiveDate: Date?) -> VerificationFailure? {
-        let now = Timestamp.now()
-        // Offline, Apple validates at the payload's own date; online checks (and undated payloads) use now.
-        let time = enableOnlineChecks ? now : effectiveDate.map(Timestamp.seconds) ?? now
-        // The cache key is the exact header segment: a hit means this very header already passed every check
-        // below up to the chain, so only the date window and the signature remain.
-        let key = ChainCache.Key(header: [UInt8](jws.headerSegment))
-        var chain: VerifiedChain?
-        var flight: Flight?
-        if let online {
-            // Concurrent first sightings of one chain wait for a single round of OCSP exchanges, but not for ever.
-            switch cache.lookupOrJoin(key, now: now) {
-            case .cached(let c)?: chain = c
-            case .lead(let f)?: flight = f
-            case .follow(let f)?:
-                // nil when the leader failed or is still busy after its two exchanges' timeouts and a margin (its
-                // transport ignores the timeout?): then this call checks for itself.
-                chain = f.wait(milliseconds: online.followerWaitMilliseconds)
-            case nil: break
-            }
-        } else {
-            chain = cache.lookup(key, now: now)
-        }
-        if let cached = chain, !cached.isValid(at: time) {
-            chain = nil  // re-verify from scratch so the failure carries OpenSSL's precise reason
-        }
-        if chain == nil {
-            let built = buildChain(jws, time: time, now: now)
-            switch built {
-            case .failure(let f):
-                if let flight { cache.settle(key, flight, nil, now: now, validUntil: nil) }
-                return f
-            case .success(let (verified, validUntil)):
-                // Only good chains (online: with good OCSP answers) reach the cache, and the entry lives no longer
-                // than the answers are current; failures are never cached.
-                if let flight {
-                    cache.settle(key, flight, verified, now: now, validUntil: validUntil)
-                } else {
-                    cache.insert(key, verified, now: now, validUntil: validUntil)
-                }
-                chain = verified
-            }
-        }
-        guard let chain else { return VerificationFailure(.internal, "no verified chain") }
-        guard jws.signature.count == 64 else {
-            return VerificationFailure(.badSignature,
-                "signature is \(jws.signature.count) bytes; ES256 requires the 64-byte JOSE r||s form (DER signatures are rejected)")
-        }
-        guard ES256.verify(publicKey: chain.leafKey, signature: jws.signature, message: signingInput) else {
-            return VerificationFailure(.badSignature, "ES256 signature does not match the header and payload under the leaf key")
-        }
-        return nil
+    /// Who signed: a chain verified before (its header is in the cache), or certificates that still have to chain to
+    /// the caller's roots. Either way the signature is already checked.
+    enum Signer {
+        case cached(VerifiedChain, ChainCache.Key)
+        case fresh(leaf: Certificate, intermediate: Certificate, ChainCache.Key)
     }
 
-    /// Header, certificates, chain at `time`, and with online checks the OCSP answers: a chain to cache, with the
-    /// time until which its OCSP answers hold (nil offline).
-    private func buildChain(_ jws: CompactJWS, time: Int64, now: Int64) -> Result<(VerifiedChain, Int64?), VerificationFailure> {
+    /// Step 2: the signing key and the ES256 signature. Nothing here is stored or sent anywhere.
+    private func authenticate(_ jws: CompactJWS, signingInput: UnsafeRawBufferPointer) -> Result<Signer, VerificationFailure> {
+        // The cache key is the exact header segment: a hit means this very header (alg, exact x5c bytes) already
+        // passed every check of the header and the chain; its leaf key checks the signature.
+        let key = ChainCache.Key(header: [UInt8](jws.headerSegment))
+        let now = Timestamp.now()
+        let signer: Signer
+        let leafKey: OpaquePointer
+        if let cached = cache.lookup(key, now: now, counted: online == nil) {
+            signer = .cached(cached, key)
+            leafKey = cached.leafKey
+        } else {
+            switch parseCertificates(jws) {
+            case .failure(let f): return .failure(f)
+            case .success(let (leaf, intermediate, k)):
+                signer = .fresh(leaf: leaf, intermediate: intermediate, key)
+                leafKey = k
+            }
+        }
+        guard jws.signature.count == 64 else {
+            return .failure(VerificationFailure(.badSignature,
+                "signature is \(jws.signature.count) bytes; ES256 requires the 64-byte JOSE r||s form (DER signatures are rejected)"))
+        }
+        let valid = withExtendedLifetime(signer) { ES256.verify(publicKey: leafKey, signature: jws.signature, message: signingInput) }
+        guard valid else {
+            return .failure(VerificationFailure(.badSignature, "ES256 signature does not match the header and payload under the leaf key"))
+        }
+        return .success(signer)
+    }
+
+    /// The header's alg and x5c, the two certificates it carries, and the leaf's shape (Apple's leaf marker, a P-256
+    /// key) — cheap checks on the certificates themselves; whether they chain to a root comes after the signature.
+    private func parseCertificates(_ jws: CompactJWS) -> Result<(Certificate, Certificate, OpaquePointer), VerificationFailure> {
         let header: CompactJWS.Header
         switch jws.decodeHeader() {
         case .success(let h): header = h
@@ -142,7 +146,7 @@ extension SignedDataVerifier {
         }
         guard header.alg == "ES256" else {
             // The header is attacker-controlled: quote at most a short, printable prefix of it.
-            let alg = header.alg.map { "\"\(String($0.unicodeScalars.prefix(32).filter { $0.value >= 0x20 && $0.value < 0x7F }))\"" } ?? "missing"
+            let alg = header.alg.map { "\"\(JSONParser.printable(String($0.prefix(32))))\"" } ?? "missing"
             return .failure(VerificationFailure(.unsupportedAlgorithm, "JWS alg is \(alg); only ES256 is accepted"))
         }
         guard let x5c = header.x5c else {
@@ -164,6 +168,69 @@ extension SignedDataVerifier {
         guard let intermediate = Certificate(der: intermediateDER) else {
             return .failure(VerificationFailure(.badCertificate, "x5c[1] (intermediate) is not a DER X.509 certificate"))
         }
+        guard let marker = ObjectIdentifiers.leafMarkerObject.obj else {
+            return .failure(VerificationFailure(.internal, "OpenSSL could not create the marker OIDs"))
+        }
+        guard leaf.hasExtension(marker) else {
+            return .failure(VerificationFailure(.missingMarkerOID,
+                "leaf certificate lacks Apple's App Store marker extension \(ObjectIdentifiers.leafMarker)"))
+        }
+        guard let key = leaf.p256PublicKey else {
+            return .failure(VerificationFailure(.badCertificate, "leaf certificate key is not an EC P-256 key (ES256 requires P-256)"))
+        }
+        return .success((leaf, intermediate, key))
+    }
+
+    /// Step 4: the chain of a correctly signed payload, at its effective date: from the cache (only the date window is
+    /// checked), else built with OpenSSL (and, online, checked with OCSP) and cached.
+    private func checkChain(_ signer: Signer, effectiveDate: Date?) -> VerificationFailure? {
+        let now = Timestamp.now()
+        // Offline, Apple validates at the payload's own date; online checks (and undated payloads) use now.
+        let time = enableOnlineChecks ? now : effectiveDate.map(Timestamp.seconds) ?? now
+        let leaf: Certificate, intermediate: Certificate, key: ChainCache.Key
+        switch signer {
+        case .cached(let chain, let k):
+            if chain.isValid(at: time) { return nil }
+            // Outside the window: verify from scratch so that the failure carries OpenSSL's precise reason.
+            (leaf, intermediate, key) = (chain.leaf, chain.intermediate, k)
+            return buildChain(leaf: leaf, intermediate: intermediate, time: time, now: now).failure
+        case .fresh(let l, let i, let k):
+            (leaf, intermediate, key) = (l, i, k)
+        }
+        var flight: Flight?
+        if let online {
+            // Concurrent first sightings of one chain wait for a single round of OCSP exchanges, but not for ever.
+            switch cache.lookupOrJoin(key, now: now) {
+            case .cached(let c)?:
+                if c.isValid(at: time) { return nil }
+            case .lead(let f)?: flight = f
+            case .follow(let f)?:
+                // nil when the leader failed or is still busy after its two exchanges' timeouts and a margin (its
+                // transport ignores the timeout?): then this call checks for itself.
+                if let c = f.wait(milliseconds: online.followerWaitMilliseconds), c.isValid(at: time) { return nil }
+            case nil: break
+            }
+        }
+        switch buildChain(leaf: leaf, intermediate: intermediate, time: time, now: now) {
+        case .failure(let f):
+            if let flight { cache.settle(key, flight, nil, now: now, validUntil: nil) }
+            return f
+        case .success(let (verified, validUntil)):
+            // Only good chains (online: with good OCSP answers) reach the cache, and the entry lives no longer than
+            // the answers are current; failures are never cached.
+            if let flight {
+                cache.settle(key, flight, verified, now: now, validUntil: validUntil)
+            } else {
+                cache.insert(key, verified, now: now, validUntil: validUntil)
+            }
+            return nil
+        }
+    }
+
+    /// The chain at `time` and, with online checks, the OCSP answers: a chain to cache, with the time until which
+    /// its OCSP answers hold (nil offline).
+    private func buildChain(leaf: Certificate, intermediate: Certificate, time: Int64,
+                            now: Int64) -> Result<(VerifiedChain, Int64?), VerificationFailure> {
         let verified: VerifiedChain
         switch ChainVerifier.verify(leaf: leaf, intermediate: intermediate, trust: trust, at: time) {
         case .failure(let f): return .failure(f)
@@ -213,5 +280,13 @@ extension SignedDataVerifier {
             decoded: VerifiedNotification(notification: n, transaction: tx?.value, renewalInfo: ri?.value, appTransaction: at?.value),
             notificationJSON: outer.payloadJSON, transactionJSON: tx?.payloadJSON,
             renewalInfoJSON: ri?.payloadJSON, appTransactionJSON: at?.payloadJSON))
+    }
+}
+
+extension Result {
+    /// The failure, or nil on success.
+    var failure: Failure? {
+        if case .failure(let f) = self { return f }
+        return nil
     }
 }

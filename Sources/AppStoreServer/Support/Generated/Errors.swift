@@ -141,6 +141,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case invalidRequest = 24
     /// OpenSSL could not create the signature
     case signingFailed = 25
+    /// the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16 MiB of base64); refused before it is read
+    case inputTooLarge = 26
     /// receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes
     case receiptMalformed = 40
     /// with APPSTORE_NOT_FOUND: the receipt has no transaction id
@@ -225,6 +227,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .keyWrongCurve: "key_wrong_curve"
         case .invalidRequest: "invalid_request"
         case .signingFailed: "signing_failed"
+        case .inputTooLarge: "input_too_large"
         case .receiptMalformed: "receipt_malformed"
         case .noTransactionId: "no_transaction_id"
         case .signerMissing: "signer_missing"
@@ -284,6 +287,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .keyWrongCurve: [.invalidKey]
         case .invalidRequest: [.invalidArgument]
         case .signingFailed: [.internalError]
+        case .inputTooLarge: [.invalidJwtFormat, .invalidReceipt, .invalidArgument]
         case .receiptMalformed: [.invalidReceipt]
         case .noTransactionId: [.notFound]
         case .signerMissing: [.verificationFailure]
@@ -325,7 +329,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     /// Apple's status for a verification failure with this reason: its first status of Apple's vocabulary.
     var status: VerificationError {
         switch self {
-        case .malformed, .undecodablePayload: .INVALID_JWT_FORMAT
+        case .malformed, .undecodablePayload, .inputTooLarge: .INVALID_JWT_FORMAT
         case .missingX5c, .chainLength: .INVALID_CHAIN_LENGTH
         case .badCertificate: .INVALID_CERTIFICATE
         case .wrongBundle, .wrongAppAppleId, .wrongKind: .INVALID_APP_IDENTIFIER
