@@ -11,7 +11,7 @@ private func receiptText(_ p: UnsafePointer<CChar>?, _ len: UInt, _ name: String
     guard !view.isEmpty else { throw CFailure.argument("\(name) is empty") }
     // The limit first: an absurd length costs nothing (no validation, no copy).
     guard view.count <= ReceiptLimits.maxBase64Length else {
-        throw ReceiptError(.receiptMalformed,
+        throw ReceiptError(.inputTooLarge,
             "\(name) is \(view.count) bytes of base64, more than the \(ReceiptLimits.maxBase64Length) accepted")
     }
     guard let s = String(validating: view, as: UTF8.self) else { throw CFailure.argument("\(name) is not valid UTF-8") }

@@ -459,6 +459,34 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
         expectFailure(try leafAnswered { _ throws(TransportError) in throw TransportError(.failed, "f") }, .ocspUnreachable, .RETRYABLE_VERIFICATION_FAILURE)
     }
 
+    /// A forged signature under a genuine, uncached header: the signature is checked before the chain, the cache and
+    /// OCSP, so nothing is asked at the responders (counted where they receive requests), nothing is cached, and the
+    /// answer is the forgery's (bad_signature), not "try later" from a responder that is down.
+    @Test func forgedSignaturesCostNoExchangeAndNoCacheEntry() throws {
+        let h = try OCSPHarness.get()
+        func forged(_ name: String, _ i: Int = 0) throws -> String {
+            var chars = Array(try h.jws(name, i))
+            let at = chars.count - 20  // inside the signature segment: a different signature, still 64 bytes
+            chars[at] = chars[at] == "A" ? "B" : "A"
+            return String(chars)
+        }
+        let before = try h.responderCounts()
+        let t = SocketTransport()
+        let v = try h.verifier(t)
+        for i in 0..<3 {
+            for name in ["good", "responder_down", "leaf_revoked"] {
+                let f = failure(v.verifyAndDecodeTransaction(signedTransaction: try forged(name, i % max(1, h.cases[name]!.jws.count))))
+                #expect(f?.reason == .badSignature && f?.status == .VERIFICATION_FAILURE, "\(name): \(f.map { "\($0)" } ?? "accepted")")
+            }
+        }
+        #expect(t.requests == 0)
+        #expect(v.chainCacheStatistics.insertions == 0 && v.chainCacheStatistics.entries == 0)
+        #expect(try h.responderCounts().since(before).total == 0)
+        // The genuine payloads still verify afterwards, at two exchanges.
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: h.jws("good")).get()
+        #expect(t.requests == 2 && v.chainCacheStatistics.insertions == 1)
+    }
+
     /// Online checks validate at the current time, and offline verifiers never touch the transport.
     @Test func offlineNeverUsesTheTransport() throws {
         let h = try OCSPHarness.get()

@@ -53,6 +53,44 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
         #expect(v.chainCacheStatistics.hits == 1)  // the second call found the chain, then rejected the date
     }
 
+    /// Forged header variants (genuine x5c, other members, garbage signatures) never enter the cache, so they cannot
+    /// evict the chains of genuine payloads; each costs a signature check, not a chain verification.
+    @Test func forgedHeadersNeitherEnterNorEvict() throws {
+        let s = try TestSigner()
+        let v = try s.verifier(cache: ChainCacheConfiguration(maxEntries: 4))
+        let genuine = try s.sign(TestSigner.transaction())
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: genuine).get()
+        #expect(v.chainCacheStatistics.insertions == 1)
+        for i in 0..<40 {
+            var forged = try s.sign(TestSigner.transaction(), header: ["alg": "ES256", "x5c": s.x5c, "typ": "JWT", "kid": "v\(i)"])
+            forged.removeLast(8)
+            forged += "AAAAAAAA"
+            let f = failure(v.verifyAndDecodeTransaction(signedTransaction: forged))
+            #expect(f?.reason == .badSignature, "\(i): \(f.map { "\($0)" } ?? "accepted")")
+        }
+        #expect(v.chainCacheStatistics.insertions == 1 && v.chainCacheStatistics.entries == 1)
+        let hits = v.chainCacheStatistics.hits
+        _ = try v.verifyAndDecodeTransaction(signedTransaction: genuine).get()
+        #expect(v.chainCacheStatistics.hits == hits + 1, "the genuine chain is still cached")
+    }
+
+    /// A JWS over the size limit is refused before it is read; the limit is the verifier's.
+    @Test func oversizedInputIsRefusedUnread() throws {
+        let s = try TestSigner()
+        let genuine = try s.sign(TestSigner.transaction())
+        let v = try s.verifier()
+        let huge = String(repeating: "A", count: SignedDataVerifier.defaultMaxJWSBytes + 1)
+        let f = failure(v.verifyAndDecodeTransaction(signedTransaction: huge))
+        #expect(f?.reason == .inputTooLarge && f?.status == .INVALID_JWT_FORMAT, "\(f.map { "\($0)" } ?? "accepted")")
+        let tight = try SignedDataVerifier(rootCertificates: [s.root], bundleId: TestSigner.bundleId, appAppleId: nil,
+                                           environment: .sandbox, enableOnlineChecks: false, maxJWSBytes: genuine.utf8.count - 1)
+        #expect(failure(tight.verifyAndDecodeTransaction(signedTransaction: genuine))?.reason == .inputTooLarge)
+        #expect(throws: ConfigurationError.self) {
+            try SignedDataVerifier(rootCertificates: [s.root], bundleId: "b", appAppleId: nil, environment: .sandbox,
+                                   enableOnlineChecks: false, maxJWSBytes: 0)
+        }
+    }
+
     /// A tampered payload under a cached chain still fails: the cache never skips the signature.
     @Test func cachedChainStillChecksSignature() throws {
         let s = try TestSigner()

@@ -216,17 +216,25 @@ struct BERReader {
         return out
     }
 
-    /// The octets of an OCTET STRING, primitive or constructed (BER: the concatenation of its segments).
+    /// The octets of an OCTET STRING, primitive or constructed (BER: the concatenation of its segments). Segments of
+    /// every nesting level are appended to one buffer, so the cost is linear in the input whatever the nesting.
     func octetString(_ e: BERElement, depth: Int) throws(ReceiptError) -> [UInt8] {
+        var out: [UInt8] = []
+        try appendOctetString(e, depth: depth, to: &out)
+        return out
+    }
+
+    private func appendOctetString(_ e: BERElement, depth: Int, to out: inout [UInt8]) throws(ReceiptError) {
         guard e.is(.universal, BERElement.Universal.octetString) else {
             throw fail("expected an OCTET STRING at offset \(e.start), found \(e.tagDescription)")
         }
-        if !e.constructed { return Array(bytes[e.content]) }
-        var out: [UInt8] = []
-        try forEachChild(of: e, depth: depth) { (segment: BERElement) throws(ReceiptError) in
-            out += try octetString(segment, depth: depth + 1)
+        if !e.constructed {
+            out.append(contentsOf: bytes[e.content])
+            return
         }
-        return out
+        try forEachChild(of: e, depth: depth) { (segment: BERElement) throws(ReceiptError) in
+            try appendOctetString(segment, depth: depth + 1, to: &out)
+        }
     }
 
     /// A universal INTEGER that fits in Int64 (two's complement, at most 8 content bytes after sign padding).

@@ -3,7 +3,7 @@
 enum ReceiptBase64 {
     static func decode(_ text: String, what: String) throws(ReceiptError) -> [UInt8] {
         guard text.utf8.count <= ReceiptLimits.maxBase64Length else {
-            throw ReceiptError(.receiptMalformed,
+            throw ReceiptError(.inputTooLarge,
                 "\(what) is \(text.utf8.count) bytes of base64, more than the \(ReceiptLimits.maxBase64Length) accepted")
         }
         var compact: [UInt8] = []

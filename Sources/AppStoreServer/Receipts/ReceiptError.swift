@@ -19,7 +19,7 @@ public struct ReceiptError: AppStoreServerFailure, Hashable {
     /// The status of a receipt failure (documented in the header's Receipts section).
     public var statusCode: AppStoreStatus {
         switch reason {
-        case .receiptMalformed, .wrongKind, .undecodablePayload: .invalidReceipt
+        case .receiptMalformed, .wrongKind, .undecodablePayload, .inputTooLarge: .invalidReceipt
         case .noTransactionId: .notFound
         case .wrongBundle: .invalidAppIdentifier
         case .badCertificate: .invalidCertificate

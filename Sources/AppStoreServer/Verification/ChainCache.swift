@@ -69,18 +69,13 @@ final class ChainCache: Sendable {
         self.configuration = configuration
     }
 
-    /// The cached chain if present and not expired; counts a hit or a miss unless `counted` is false (a peek before
-    /// `lookupOrJoin`, which counts).
-    func lookup(_ key: Key, now: Int64, counted: Bool = true) -> VerifiedChain? {
+    /// The cached chain if present and not expired; counts a hit or a miss.
+    func lookup(_ key: Key, now: Int64) -> VerifiedChain? {
         guard configuration.maxEntries > 0 else {
-            if counted { state.withLock { $0.stats.misses &+= 1 } }
+            state.withLock { $0.stats.misses &+= 1 }
             return nil
         }
-        return state.withLock { s in
-            if counted { return Self.hit(&s, key, now: now) }
-            guard let e = s.entries[key], now <= e.expiresAt else { return nil }
-            return e.chain
-        }
+        return state.withLock { s in Self.hit(&s, key, now: now) }
     }
 
     /// The live entry for `key`, counted as a hit, or nil (an expired entry is dropped), counted as a miss.
@@ -108,16 +103,14 @@ final class ChainCache: Sendable {
         case follow(Flight)
     }
 
-    /// Like `lookup`, but coalesces concurrent misses of one key, so that a burst of payloads under a new chain
-    /// costs one chain verification and one round of OCSP exchanges instead of one per thread. Followers wait a
-    /// bounded time (`Flight.wait(milliseconds:)`), then verify for themselves.
+    /// After a `lookup` miss (which counted it), coalesces concurrent first sightings of one key, so that a burst of
+    /// payloads under a new chain costs one chain verification and one round of OCSP exchanges instead of one per
+    /// thread. Followers wait a bounded time (`Flight.wait(milliseconds:)`), then verify for themselves. Counts
+    /// nothing; nil when the cache is disabled.
     func lookupOrJoin(_ key: Key, now: Int64) -> Claim? {
-        guard configuration.maxEntries > 0 else {
-            state.withLock { $0.stats.misses &+= 1 }
-            return nil
-        }
+        guard configuration.maxEntries > 0 else { return nil }
         return state.withLock { s in
-            if let chain = Self.hit(&s, key, now: now) { return .cached(chain) }
+            if let e = s.entries[key], now <= e.expiresAt { return .cached(e.chain) }
             if let f = s.flights[key] { return .follow(f) }
             let f = Flight()
             s.flights[key] = f

@@ -114,7 +114,7 @@ extension SignedDataVerifier {
         let now = Timestamp.now()
         let signer: Signer
         let leafKey: OpaquePointer
-        if let cached = cache.lookup(key, now: now, counted: online == nil) {
+        if let cached = cache.lookup(key, now: now) {
             signer = .cached(cached, key)
             leafKey = cached.leafKey
         } else {
