@@ -201,3 +201,57 @@ void capi_run_forked(capi_tally *t, const char *what, void (*body)(void *ctx), v
     if (WIFSIGNALED(status)) capi_check(t, 0, what, "CRASHED with signal %d", WTERMSIG(status));
     else capi_check(t, WIFEXITED(status) && WEXITSTATUS(status) == 0, what, "%s", "see above");
 }
+
+int capi_load_default_case(json_t *manifest, const char *dir, const char *id, int deep, capi_case *out) {
+    json_t *c = capi_find_case(manifest, id);
+    if (!c) {
+        printf("FAIL case %s not in the manifest\n", id);
+        return -1;
+    }
+    json_t *v = json_object_get(c, "verifier");
+    json_t *roots = json_object_get(v, "rootCertificates");
+    const char *bundle = json_string_value(json_object_get(manifest, "bundleId"));
+    const char *env = json_string_value(json_object_get(v, "environment"));
+    const char *want = json_string_value(json_object_get(v, "bundleId"));
+    if (json_array_size(roots) != 1 || !json_string_value(json_array_get(roots, 0)) ||
+        strcmp(json_string_value(json_array_get(roots, 0)), "root.der") != 0 || !env || strcmp(env, "Sandbox") != 0 ||
+        !bundle || !want || strcmp(want, bundle) != 0 || json_is_true(json_object_get(v, "enableOnlineChecks"))) {
+        printf("FAIL case %s does not use the default Sandbox verifier\n", id);
+        return -1;
+    }
+    const char *op = json_string_value(json_object_get(c, "operation"));
+    if (deep && (!op || strcmp(op, "verifyAndDecodeNotification") != 0)) {
+        printf("FAIL case %s is not a notification\n", id);
+        return -1;
+    }
+    json_t *expect = json_object_get(c, "expect");
+    const char *result = json_string_value(json_object_get(expect, "result"));
+    const char *path = json_string_value(json_object_get(c, "path"));
+    capi_case x = {id, deep ? appstore_verifier_verify_notification_deep : capi_verify_for_operation(op), NULL, 0,
+                   APPSTORE_OK, "none"};
+    if (path) {
+        char *full = capi_join(dir, path);
+        x.jws = capi_read_trimmed(full, &x.jws_len);
+        free(full);
+    }
+    if (!x.jws || !x.fn || !result) {
+        printf("FAIL case %s: unreadable\n", id);
+        free(x.jws);
+        return -1;
+    }
+    if (strcmp(result, "valid") != 0) {
+        const char *status = json_string_value(json_object_get(expect, "status"));
+        const char *reason = json_string_value(json_object_get(expect, "reason"));
+        x.want_status = (appstore_status)-1;
+        for (int s = 0; s < 100; s++)
+            if (status && strcmp(appstore_status_name((appstore_status)s), status) == 0) x.want_status = (appstore_status)s;
+        if ((int)x.want_status < 0 || !reason) {
+            printf("FAIL case %s: unknown status %s\n", id, status ? status : "(none)");
+            free(x.jws);
+            return -1;
+        }
+        x.want_reason = strdup(reason);
+    }
+    *out = x;
+    return 0;
+}

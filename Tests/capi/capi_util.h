@@ -31,6 +31,20 @@ appstore_environment capi_environment(const char *name);
 /* Finds a case by id in a manifest's "cases" array (borrowed reference) or NULL. */
 json_t *capi_find_case(json_t *manifest, const char *id);
 
+/* One manifest case for the manifest's default verifier: root.der, the manifest's bundle id, Sandbox, no online checks. */
+typedef struct {
+    const char *id;
+    capi_verify_fn fn; /* appstore_verifier_verify_notification_deep when loaded with deep */
+    char *jws;
+    size_t jws_len;
+    appstore_status want_status;
+    const char *want_reason; /* "none" when the case is valid */
+} capi_case;
+
+/* Loads case `id` of the manifest in dir (jws read from its path). deep: a notification, verified deeply. Returns 0,
+ * or -1 after printing "FAIL ..." when the case is missing, unreadable or expects another verifier. */
+int capi_load_default_case(json_t *manifest, const char *dir, const char *id, int deep, capi_case *out);
+
 /* Standard base64 (padded) of len bytes, malloc'd and NUL-terminated. */
 char *capi_base64_encode(const unsigned char *data, size_t len);
 

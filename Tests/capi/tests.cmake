@@ -10,6 +10,9 @@
 #   c_conformance_shared               ../shared/conformance (Apple data, error classes); SKIPPED loudly if absent
 #   c_conformance_*_selfcontained      the same through the self-contained library; outcomes must be identical
 #   c_thread_stress                    8 threads x 500 iterations on one verifier and one options builder
+#   c_soak                             1,000,000 verify calls (2 threads) through the self-contained library: every
+#                                      result checked, RSS flat within 4 MiB after the warm-up
+#   c_soak_selftest                    the same bound fails a run that leaks 64 bytes per call
 #   c_error_paths                      NULL / garbage / config errors, exact statuses and reasons
 #   c_demo_valgrind                    the demo under valgrind (definitely-lost leaks and memory errors fail)
 #   c_conformance_testpki_valgrind     the fixture manifest (all failure paths) under valgrind
@@ -33,6 +36,8 @@ capi_test_executable(capi_conformance appstoreserver "${CAPI_SRC}/conformance.c"
 capi_test_executable(capi_conformance_selfcontained appstoreserver_selfcontained "${CAPI_SRC}/conformance.c")
 capi_test_executable(capi_thread_stress appstoreserver "${CAPI_SRC}/thread_stress.c")
 target_link_libraries(capi_thread_stress PRIVATE Threads::Threads)
+capi_test_executable(capi_soak appstoreserver_selfcontained "${CAPI_SRC}/soak.c")
+target_link_libraries(capi_soak PRIVATE Threads::Threads)
 capi_test_executable(capi_error_paths appstoreserver "${CAPI_SRC}/error_paths.c")
 
 # --- 1. header vs. libraries vs. swiftc's header ---------------------------------------------------------------
@@ -79,6 +84,11 @@ set_tests_properties(c_conformance_shared_selfcontained PROPERTIES FIXTURES_REQU
 # --- 4. threads -----------------------------------------------------------------------------------------------
 add_test(NAME c_thread_stress COMMAND capi_thread_stress "${TESTPKI_DIR}" 8 500)
 set_tests_properties(c_thread_stress PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 600)
+add_test(NAME c_soak COMMAND capi_soak "${TESTPKI_DIR}" 1000000 2 4096)
+# The bound catches a leak: 100,000 calls leaking 64 bytes each (6.1 MiB) must fail.
+add_test(NAME c_soak_selftest COMMAND capi_soak "${TESTPKI_DIR}" 100000 2 4096 64)
+set_tests_properties(c_soak c_soak_selftest PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 900)
+set_tests_properties(c_soak_selftest PROPERTIES PASS_REGULAR_EXPRESSION "FAIL RSS flat after the warm-up: grew")
 
 # --- 5. error paths -------------------------------------------------------------------------------------------
 add_test(NAME c_error_paths COMMAND capi_error_paths "${TESTPKI_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/spec/errors.json")

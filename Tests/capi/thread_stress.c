@@ -251,56 +251,19 @@ static int setup(const char *dir) {
     app_apple_id = (int64_t)json_integer_value(json_object_get(manifest, "appAppleId"));
     int rc = 0;
     for (size_t k = 0; k < NMIX; k++) {
-        json_t *c = capi_find_case(manifest, MIX[k].id);
-        if (!c) {
-            printf("FAIL case %s not in the manifest\n", MIX[k].id);
-            rc = -1;
-            continue;
-        }
-        json_t *v = json_object_get(c, "verifier");
-        /* The shared verifier is the default Sandbox one: every case of the mix must expect exactly that. */
-        json_t *roots = json_object_get(v, "rootCertificates");
-        if (json_array_size(roots) != 1 || strcmp(json_string_value(json_array_get(roots, 0)), "root.der") != 0 ||
-            strcmp(json_string_value(json_object_get(v, "environment")), "Sandbox") != 0 ||
-            strcmp(json_string_value(json_object_get(v, "bundleId")), bundle_id) != 0 ||
-            json_is_true(json_object_get(v, "enableOnlineChecks"))) {
-            printf("FAIL case %s does not use the default Sandbox verifier\n", MIX[k].id);
+        capi_case c;
+        if (capi_load_default_case(manifest, dir, MIX[k].id, MIX[k].deep, &c) != 0) {
             rc = -1;
             continue;
         }
         item *x = &items[k];
-        x->id = MIX[k].id;
+        x->id = c.id;
         x->deep = MIX[k].deep;
-        const char *op = json_string_value(json_object_get(c, "operation"));
-        x->fn = x->deep ? appstore_verifier_verify_notification_deep : capi_verify_for_operation(op);
-        if (x->deep && strcmp(op, "verifyAndDecodeNotification") != 0) {
-            printf("FAIL case %s is not a notification\n", x->id);
-            rc = -1;
-        }
-        char *jpath = capi_join(dir, json_string_value(json_object_get(c, "path")));
-        x->jws = capi_read_trimmed(jpath, &x->jws_len);
-        free(jpath);
-        json_t *expect = json_object_get(c, "expect");
-        const char *result = json_string_value(json_object_get(expect, "result"));
-        if (!x->jws || !x->fn || !result) {
-            printf("FAIL case %s: unreadable\n", x->id);
-            rc = -1;
-            continue;
-        }
-        if (strcmp(result, "valid") == 0) {
-            x->want_status = APPSTORE_OK;
-            x->want_reason = "none";
-        } else {
-            const char *status = json_string_value(json_object_get(expect, "status"));
-            x->want_reason = strdup(json_string_value(json_object_get(expect, "reason")));
-            x->want_status = -1;
-            for (appstore_status s = 0; s < 100; s++)
-                if (status && strcmp(appstore_status_name(s), status) == 0) x->want_status = s;
-            if (x->want_status < 0) {
-                printf("FAIL case %s: unknown status %s\n", x->id, status ? status : "(none)");
-                rc = -1;
-            }
-        }
+        x->fn = c.fn;
+        x->jws = c.jws;
+        x->jws_len = c.jws_len;
+        x->want_status = c.want_status;
+        x->want_reason = c.want_reason;
         if (strcmp(x->id, "tx-valid") == 0) tx_item = (int)k;
     }
     if (rc == 0 && tx_item < 0) rc = -1;
