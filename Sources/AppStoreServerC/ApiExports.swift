@@ -16,7 +16,7 @@ final class APIClientOptionsBox: Sendable {
         var retry: APIRetryPolicy = .none
         var baseURL: String?
     }
-    let values = Mutex(Values())
+    let values = Locked(Values())
 }
 
 /// The object behind `appstore_api_client *`: immutable.

@@ -23,7 +23,7 @@ final class ResponseBox: Sendable {
         /// An append was refused for exceeding `maxBodyBytes`: the exchange fails whatever the callback returns.
         var bodyTooLarge = false
     }
-    let values = Mutex(Values())
+    let values = Locked(Values())
 }
 
 /// The object behind `appstore_transport *`: a host callback, used as a blocking transport on the calling thread.

@@ -18,7 +18,7 @@ final class VerifierOptionsBox: Sendable {
         var ocspTimeoutMilliseconds = SignedDataVerifier.defaultOCSPTimeoutMilliseconds
         var maxJWSBytes = SignedDataVerifier.defaultMaxJWSBytes
     }
-    let values = Mutex(Values())
+    let values = Locked(Values())
 }
 
 /// The object behind `appstore_verifier *`.

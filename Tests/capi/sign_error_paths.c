@@ -15,6 +15,7 @@
 #include "capi_util.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,10 +379,24 @@ static void huge_lengths(void) {
 }
 
 /* Advanced Commerce JSON: unknown keys by path, version, operation, hostile nesting, limits. */
-static void advanced_commerce_requests(void) {
+/* A function, not a macro with n++: initializers are only indeterminately sequenced. */
+static const char *ac_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *ac_json(const char *fmt, ...) {
     static char buf[24][1024];
-    int n = 0;
-#define JSON(...) (snprintf(buf[n], sizeof buf[n], __VA_ARGS__), buf[n++])
+    static int n = 0;
+    if (n >= 24) {
+        fprintf(stderr, "ac_json: more than 24 cases\n");
+        exit(2);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf[n], sizeof buf[n], fmt, ap);
+    va_end(ap);
+    return buf[n++];
+}
+
+static void advanced_commerce_requests(void) {
+#define JSON(...) ac_json(__VA_ARGS__)
     const char *reactivate = "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"1\"";
     const char *create = "{\"operation\":\"CREATE_SUBSCRIPTION\",\"currency\":\"USD\",\"taxCode\":\"C003\",\"period\":\"P1M\","
                          "\"descriptors\":{\"description\":\"d\",\"displayName\":\"n\"}";

@@ -31,6 +31,8 @@ internal port; the URLs in the certificates point at relays in this process, whi
              a client that got its answer sees it counted.
 
 Usage:
+  ocsp_harness.py generate OUTDIR
+      only write the PKI, keys, indexes, JWS and OUTDIR/setup.json (no responders; e.g. for the OCSP fuzz target)
   ocsp_harness.py serve OUTDIR [--lifetime SECONDS]
       generate, start, write OUTDIR/setup.json, print "READY OUTDIR/setup.json" on stdout, then run until standard
       input reaches end of file (the parent test process exited or closed it), SIGTERM/SIGINT, or the lifetime
@@ -595,6 +597,11 @@ def launch(outdir: str) -> Harness:
 
 
 def main(argv) -> int:
+    if len(argv) == 3 and argv[1] == "generate":
+        setup, _ = generate(os.path.abspath(argv[2]))
+        with open(os.path.join(argv[2], "setup.json"), "w") as f:
+            json.dump(setup, f, indent=1)
+        return 0
     if len(argv) < 3 or argv[1] not in ("serve", "run"):
         print(__doc__, file=sys.stderr)
         return 2

@@ -63,7 +63,7 @@ final class ChainCache: Sendable {
     }
 
     let configuration: ChainCacheConfiguration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: ChainCacheConfiguration) {
         self.configuration = configuration
