@@ -41,6 +41,7 @@ COMPAT_MODULES = {
     "AbstractAdvancedCommerceItem": "from .._model import AbstractAdvancedCommerceItem  # noqa: F401",
     "AbstractAdvancedCommerceResponse": "from .._model import AbstractAdvancedCommerceResponse  # noqa: F401",
     "AbstractAdvancedCommerceInAppRequest": "from .._model import AbstractAdvancedCommerceInAppRequest  # noqa: F401",
+    "HelperValidationUtils": "from .._model import HelperValidationUtils  # noqa: F401",
 }
 
 

@@ -241,3 +241,49 @@ class AbstractAdvancedCommerceItem(AbstractAdvancedCommerceBaseItem):
 
 class AbstractAdvancedCommerceResponse(Model):
     """Apple's abstract base of the Advanced Commerce responses."""
+
+
+class HelperValidationUtils:
+    """Apple's client-side validators (appstoreserverlibrary.models.HelperValidationUtils), with Apple's limits and
+    messages, for code that calls them. The models here do not run them: the library checks every request against
+    Apple's limits when it is sent or signed."""
+
+    MAXIMUM_DESCRIPTION_LENGTH = 45
+    MAXIMUM_DISPLAY_NAME_LENGTH = 30
+    MAXIMUM_SKU_LENGTH = 128
+    MIN_PERIOD = 1
+    MAX_PERIOD = 12
+
+    @staticmethod
+    def description_validator(instance: Any, attribute: Any, value: Any) -> None:
+        if len(value) > HelperValidationUtils.MAXIMUM_DESCRIPTION_LENGTH:
+            raise ValueError("Description length cannot exceed 45 characters")
+
+    @staticmethod
+    def display_name_validator(instance: Any, attribute: Any, value: Any) -> None:
+        if len(value) > HelperValidationUtils.MAXIMUM_DISPLAY_NAME_LENGTH:
+            raise ValueError("Display name length cannot exceed 30 characters")
+
+    @staticmethod
+    def sku_validator(instance: Any, attribute: Any, value: Any) -> None:
+        if len(value) > HelperValidationUtils.MAXIMUM_SKU_LENGTH:
+            raise ValueError("SKU length cannot exceed 128 characters")
+
+    @staticmethod
+    def period_count_validator(instance: Any, attribute: Any, value: Any) -> None:
+        if value < HelperValidationUtils.MIN_PERIOD or value > HelperValidationUtils.MAX_PERIOD:
+            raise ValueError("Period count must be between 1 and 12")
+
+    @staticmethod
+    def items_validator(instance: Any, attribute: Any, value: Any) -> None:
+        if not value:
+            raise ValueError("Items list cannot be empty")
+        for i, item in enumerate(value):
+            if item is None:
+                raise ValueError(f"Item at index {i} in the list cannot be None")
+
+    @staticmethod
+    def dependent_skus_validator(instance: Any, attribute: Any, value: Any) -> None:
+        for sku in value or ():
+            if len(sku) > HelperValidationUtils.MAXIMUM_SKU_LENGTH:
+                raise ValueError("SKU length cannot exceed 128 characters")
