@@ -703,9 +703,11 @@ def render_endpoints(spec: Spec) -> str:
             if pag and not ep.get("deprecated"):
                 rest = [p for p in ep["parameters"] if p["name"] != pag["parameter"]]
                 it = "AsyncIterator" if is_async else "Iterator"
-                # every page parameter optional from the first optional one on, as above
+                # A query model (the filters) may be left out: no filter.
+                sig_params = [dict(p, optional=True) if type_refs(p["type"])[0] in spec.models and p["in"] == "query"
+                              else p for p in rest]
                 lines.append(f"    {'async def' if is_async else 'def'} iter_{name.replace('get_', '', 1)}("
-                             f"{_signature(spec, [dict(p, optional=True) if type_refs(p['type'])[0] in spec.models and p['in'] == 'query' else p for p in rest])}) -> {it}[{resp}]:")
+                             f"{_signature(spec, sig_params)}) -> {it}[{resp}]:")
                 lines.append(f'        """Every page of {name}, following {pag["field"]} while hasMore (beyond Apple\'s '
                              f'library)."""')
                 lines.append("        params: Dict[str, Any] = {}")

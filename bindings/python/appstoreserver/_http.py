@@ -99,7 +99,7 @@ def send(method: str, url: str, headers: Mapping[str, str], body: Optional[bytes
 
 
 def _read(r: Any, deadline: float) -> bytes:
-    chunks = []
+    chunks: List[bytes] = []
     total = 0
     while True:
         if time.monotonic() > deadline:

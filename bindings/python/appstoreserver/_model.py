@@ -10,7 +10,7 @@ every verified payload.
 from __future__ import annotations
 
 from enum import Enum, EnumMeta
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Dict, Iterable, List, Mapping, Tuple, Type, TypeVar
 from uuid import UUID
 
 T = TypeVar("T", bound="Model")

@@ -122,9 +122,9 @@ class _Prepared:
         self.timeout = timeout
         parts = urlsplit(full_url)
         self.url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        params: Dict[str, List[str]] = {}
+        params: Dict[str, Union[str, List[str]]] = {}
         for k, v in parse_qsl(parts.query, keep_blank_values=True):
-            params.setdefault(k, []).append(v)
+            params.setdefault(k, []).append(v)  # type: ignore[union-attr]
         self.params = params
         ctype = self.headers.get("Content-Type", "")
         self.json: Optional[Any] = None
@@ -387,9 +387,11 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
     httpx.AsyncClient; close it with async_close()), else urllib in a worker thread. _execute_request may be
     overridden by an async function (or a plain one)."""
 
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment,
-                 **kwargs: Any):
-        super().__init__(signing_key, key_id, issuer_id, bundle_id, environment, **kwargs)
+    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
+                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
+                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+        super().__init__(signing_key, key_id, issuer_id, bundle_id, environment, base_url=base_url, timeout=timeout,
+                         max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
         try:
             import httpx
 

@@ -288,6 +288,8 @@ class SignedDataVerifier:
         if st != 0:
             raise exception_from(read_error(err, st), data) from None
         p = out.value
+        if not p:  # pragma: no cover - the library sets the output on success
+            raise RuntimeError("the library returned no output")
         try:
             text = string_at(p)
         finally:
