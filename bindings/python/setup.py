@@ -64,9 +64,11 @@ def find_library() -> str:
 
 
 class BuildPy(build_py):
-    """Copies the native library into the built package."""
+    """Copies the native library into the built package (after clearing what an earlier in-tree build left, so a
+    module the generator no longer writes cannot linger in the wheel)."""
 
     def run(self) -> None:
+        shutil.rmtree(os.path.join(self.build_lib, "appstoreserver"), ignore_errors=True)
         super().run()
         target = os.path.join(self.build_lib, "appstoreserver", LIB_NAME)
         os.makedirs(os.path.dirname(target), exist_ok=True)
