@@ -708,8 +708,8 @@ def render_endpoints(spec: Spec) -> str:
                               else p for p in rest]
                 lines.append(f"    {'async def' if is_async else 'def'} iter_{name.replace('get_', '', 1)}("
                              f"{_signature(spec, sig_params)}) -> {it}[{resp}]:")
-                lines.append(f'        """Every page of {name}, following {pag["field"]} while hasMore (beyond Apple\'s '
-                             f'library)."""')
+                lines.append(f'        """Every page of {ep["title"]}, following {pag["field"]} while hasMore (beyond '
+                             f'Apple\'s library)."""')
                 lines.append("        params: Dict[str, Any] = {}")
                 for p in rest:
                     lines += _param_lines(spec, p, ident(snake(p["name"])), "        ")

@@ -144,7 +144,7 @@ class EndpointMethods:
         return self._call("getTransactionHistoryV1" if version_value(version, GetTransactionHistoryVersion) == "v1" else "getTransactionHistory", params)
 
     def iter_transaction_history(self, any_transaction_id: str, transaction_history_request: Optional[TransactionHistoryRequest] = None) -> Iterator[HistoryResponse]:
-        """Every page of get_transaction_history, following revision while hasMore (beyond Apple's library)."""
+        """Every page of Get Transaction History (version 2), following revision while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["anyTransactionId"] = path_str(any_transaction_id, "any_transaction_id")
         params.update(query_model(transaction_history_request, TransactionHistoryRequest, "transaction_history_request"))
@@ -167,7 +167,7 @@ class EndpointMethods:
         return self._call("getRefundHistory", params)
 
     def iter_refund_history(self, any_transaction_id: str) -> Iterator[RefundHistoryResponse]:
-        """Every page of get_refund_history, following revision while hasMore (beyond Apple's library)."""
+        """Every page of Get Refund History, following revision while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["anyTransactionId"] = path_str(any_transaction_id, "any_transaction_id")
         return self._pages("getRefundHistory", params)
@@ -252,7 +252,7 @@ class EndpointMethods:
         return self._call("getNotificationHistory", params)
 
     def iter_notification_history(self, notification_history_request: NotificationHistoryRequest) -> Iterator[NotificationHistoryResponse]:
-        """Every page of get_notification_history, following paginationToken while hasMore (beyond Apple's library)."""
+        """Every page of Get Notification History, following paginationToken while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["body"] = body_model(notification_history_request, NotificationHistoryRequest, "notification_history_request")
         return self._pages("getNotificationHistory", params)
@@ -413,7 +413,7 @@ class AsyncEndpointMethods:
         return await self._acall("getTransactionHistoryV1" if version_value(version, GetTransactionHistoryVersion) == "v1" else "getTransactionHistory", params)
 
     async def iter_transaction_history(self, any_transaction_id: str, transaction_history_request: Optional[TransactionHistoryRequest] = None) -> AsyncIterator[HistoryResponse]:
-        """Every page of get_transaction_history, following revision while hasMore (beyond Apple's library)."""
+        """Every page of Get Transaction History (version 2), following revision while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["anyTransactionId"] = path_str(any_transaction_id, "any_transaction_id")
         params.update(query_model(transaction_history_request, TransactionHistoryRequest, "transaction_history_request"))
@@ -437,7 +437,7 @@ class AsyncEndpointMethods:
         return await self._acall("getRefundHistory", params)
 
     async def iter_refund_history(self, any_transaction_id: str) -> AsyncIterator[RefundHistoryResponse]:
-        """Every page of get_refund_history, following revision while hasMore (beyond Apple's library)."""
+        """Every page of Get Refund History, following revision while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["anyTransactionId"] = path_str(any_transaction_id, "any_transaction_id")
         async for page in self._apages("getRefundHistory", params):
@@ -523,7 +523,7 @@ class AsyncEndpointMethods:
         return await self._acall("getNotificationHistory", params)
 
     async def iter_notification_history(self, notification_history_request: NotificationHistoryRequest) -> AsyncIterator[NotificationHistoryResponse]:
-        """Every page of get_notification_history, following paginationToken while hasMore (beyond Apple's library)."""
+        """Every page of Get Notification History, following paginationToken while hasMore (beyond Apple's library)."""
         params: Dict[str, Any] = {}
         params["body"] = body_model(notification_history_request, NotificationHistoryRequest, "notification_history_request")
         async for page in self._apages("getNotificationHistory", params):
