@@ -1,0 +1,17 @@
+"""appstoreserver: Apple's App Store Server Library for Python (same modules, classes and methods as Apple's
+appstoreserverlibrary) on libappstoreserver, one verified implementation in Swift reached through its C ABI.
+
+    from appstoreserver.signed_data_verifier import SignedDataVerifier, VerificationException
+    from appstoreserver.api_client import AppStoreServerAPIClient, APIException
+    from appstoreserver.models.Environment import Environment
+
+The native library is bundled in the package (libappstoreserver.so.0, self-contained: no Swift runtime or
+system OpenSSL needed at run time).
+"""
+
+from ._generated.errors import AppStoreStatus, FailureReason
+from ._native import LIBRARY_VERSION, library_path
+
+__version__ = LIBRARY_VERSION
+
+__all__ = ["AppStoreStatus", "FailureReason", "LIBRARY_VERSION", "__version__", "library_path"]

@@ -1,0 +1,440 @@
+"""The App Store Server API clients (Apple's appstoreserverlibrary.api_client) on libappstoreserver.
+
+The library (the "core") builds every request: method, percent-encoded URL, headers with a fresh ES256 bearer
+token, body, after checking the parameters against Apple's limits. Python moves the bytes: `_execute_request`
+(urllib by default; override it to use your own HTTP, as with Apple's library). The core decodes every answer,
+and decides whether and when a failed attempt is retried (HTTP 429 and Apple's retryable codes, honouring
+Retry-After); Python only sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import inspect
+import json as _json
+import time
+from ctypes import byref, c_int64, c_size_t, c_void_p, string_at
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from . import _args, _http
+from ._generated.api_errors import AdvancedCommerceAPIError, APIError
+from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
+from ._generated.errors import AppStoreStatus, FailureReason
+from ._native import ErrorInfo, LIBRARY_VERSION, free_error, lib, new_handle, read_error, take_string
+from ._signing import api_token
+from ._signing import signing_key as _new_signing_key
+from .models.Environment import Environment
+from .signed_data_verifier import environment_code
+
+__all__ = ["APIError", "AdvancedCommerceAPIError", "APIException", "GetTransactionHistoryVersion",
+           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient"]
+
+T = TypeVar("T")
+
+_BASE_URLS = {
+    Environment.PRODUCTION: "https://api.storekit.apple.com",
+    Environment.SANDBOX: "https://api.storekit-sandbox.apple.com",
+    Environment.LOCAL_TESTING: "https://local-testing-base-url",
+}
+_UNSET = object()
+
+
+class APIException(Exception):
+    """An App Store Server API call failed: Apple answered with an error status (or, with status 2xx, a body that
+    does not decode into the endpoint's model).
+
+    Apple's attributes: http_status_code, api_error (APIError, or AdvancedCommerceAPIError for the Advanced Commerce
+    endpoints; None when the code is unknown or absent), raw_api_error (Apple's errorCode, also when unknown),
+    error_message (Apple's errorMessage). Beyond Apple: api_error_name, retry_after (seconds from the answer, None
+    without Retry-After), retry_at_ms (Retry-After as milliseconds since 1970), status (AppStoreStatus), reason
+    (FailureReason), message (what failed, in words).
+    """
+
+    def __init__(self, http_status_code: int, raw_api_error: Optional[int] = _UNSET,  # type: ignore[assignment]
+                 error_message: Optional[str] = _UNSET):  # type: ignore[assignment]
+        args: Tuple[Any, ...] = (http_status_code,)
+        if raw_api_error is not _UNSET:
+            args += (raw_api_error,)
+        if error_message is not _UNSET:
+            args += (error_message,)
+        super().__init__(*args)
+        self.http_status_code = http_status_code
+        self.raw_api_error: Optional[int] = None if raw_api_error is _UNSET else raw_api_error
+        self.error_message: Optional[str] = None if error_message is _UNSET else error_message
+        self.api_error: Optional[Union[APIError, AdvancedCommerceAPIError]] = None
+        if self.raw_api_error is not None:
+            try:
+                self.api_error = APIError(self.raw_api_error)
+            except ValueError:
+                pass
+        self.api_error_name: Optional[str] = None
+        self.retry_after: Optional[int] = None
+        self.retry_at_ms: Optional[int] = None
+        self.status: Optional[AppStoreStatus] = AppStoreStatus.API_ERROR
+        self.reason: Optional[FailureReason] = None
+        self.message: str = ""
+
+    def __repr__(self) -> str:
+        return (f"APIException(http_status_code={self.http_status_code!r}, api_error={self.api_error!r}, "
+                f"raw_api_error={self.raw_api_error!r}, error_message={self.error_message!r})")
+
+    @classmethod
+    def _from_info(cls, info: ErrorInfo, errors_enum: Any) -> "APIException":
+        code = info.api_error_code or None
+        if code is not None:
+            e = cls(info.http_status, code, info.api_error_message or None)
+        else:
+            e = cls(info.http_status)
+        if code is not None and errors_enum is not APIError:
+            try:
+                e.api_error = errors_enum(code)
+            except ValueError:
+                e.api_error = None
+        e.api_error_name = info.api_error_name or None
+        e.retry_after = info.retry_after if info.retry_after >= 0 else None
+        e.retry_at_ms = info.retry_at_ms if info.retry_at_ms >= 0 else None
+        try:
+            e.status = AppStoreStatus(info.status)
+        except ValueError:
+            e.status = None
+        try:
+            e.reason = FailureReason(info.reason)
+        except ValueError:
+            e.reason = None
+        e.message = info.message
+        return e
+
+
+class _Prepared:
+    """A request the core built, in both forms: as the core sent it (full URL, body bytes) and as Apple's
+    _execute_request hook receives it (URL without query, params dict, json object or data bytes)."""
+
+    __slots__ = ("method", "full_url", "headers", "body", "timeout", "url", "params", "json", "data", "_snapshot")
+
+    def __init__(self, method: str, full_url: str, headers: List[Tuple[str, str]], body: bytes, timeout: float):
+        self.method = method
+        self.full_url = full_url
+        self.headers: Dict[str, str] = dict(headers)
+        self.body = body
+        self.timeout = timeout
+        parts = urlsplit(full_url)
+        self.url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        params: Dict[str, Union[str, List[str]]] = {}
+        for k, v in parse_qsl(parts.query, keep_blank_values=True):
+            params.setdefault(k, []).append(v)  # type: ignore[union-attr]
+        self.params = params
+        ctype = self.headers.get("Content-Type", "")
+        self.json: Optional[Any] = None
+        self.data: Optional[bytes] = None
+        if body:
+            if ctype.startswith("application/json"):
+                self.json = _json.loads(body)
+            else:
+                self.data = body
+        self._snapshot = (copy.deepcopy(self.params), copy.deepcopy(self.json), dict(self.headers))
+
+    def unchanged(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any) -> bool:
+        """Whether _execute_request got exactly this request (then the core's bytes go out as they are)."""
+        p, j, h = self._snapshot
+        return (method == self.method and url == self.url and params == p and json == j and data == self.data
+                and dict(headers) == h)
+
+    def rebuilt(self, method: str, url: str, params: Any, json: Any, data: Any) -> Tuple[str, Optional[bytes]]:
+        """URL and body from (possibly changed) hook arguments."""
+        full = url
+        if params:
+            full += "?" + urlencode(params, doseq=True, quote_via=quote)
+        if data is not None:
+            body: Optional[bytes] = bytes(data)
+        elif json is not None:
+            body = _json.dumps(json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        else:
+            body = None
+        return full, body
+
+
+_current: "contextvars.ContextVar[Optional[_Prepared]]" = contextvars.ContextVar("appstoreserver_request", default=None)
+
+
+def _response_parts(response: Any) -> Tuple[int, bytes, bytes]:
+    """(status, header lines, body) of whatever _execute_request returned: our Response, a requests.Response, an
+    httpx.Response, or anything with status_code, headers and content / text / json()."""
+    status = response.status_code
+    if isinstance(status, bool) or not isinstance(status, int):
+        raise TypeError(f"_execute_request returned a response whose status_code is {status!r}")
+    headers = response.headers
+    items: Any
+    if hasattr(headers, "multi_items"):
+        items = headers.multi_items()
+    elif hasattr(headers, "items"):
+        items = headers.items()
+    else:
+        items = headers or ()
+    lines = "".join(f"{k}: {v}\r\n" for k, v in items if "\x00" not in f"{k}{v}" and "\n" not in f"{k}{v}")
+    content = getattr(response, "content", None)
+    if content is None:
+        text = getattr(response, "text", None)
+        if text is not None:
+            content = text.encode("utf-8")
+        else:
+            try:
+                content = _json.dumps(response.json()).encode("utf-8")
+            except Exception:  # noqa: BLE001 - no body
+                content = b""
+    return status, lines.encode("utf-8", "replace"), bytes(content)
+
+
+class BaseAppStoreServerAPIClient:
+    """What both clients share: the core's client (signing key, environment, timeout, retry policy).
+
+    signing_key   the App Store Connect .p8 key (PEM bytes, or str)
+    key_id, issuer_id, bundle_id, environment   as in Apple's library (Environment.XCODE is refused)
+
+    Beyond Apple's, keyword-only: base_url (another server, e.g. a test server; http:// or https://), timeout
+    (seconds per attempt, default 30), max_retries (default 0: no retries), initial_backoff and max_backoff
+    (seconds; the wait doubles from initial_backoff up to max_backoff; a Retry-After further away than max_backoff
+    is not waited for).
+    """
+
+    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
+                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
+                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+        if isinstance(environment, (Environment, str)) and not isinstance(environment, bool):
+            if environment == Environment.XCODE:
+                raise ValueError("Xcode is not a supported environment for an AppStoreServerAPIClient")
+            if environment not in _BASE_URLS:
+                raise ValueError("Invalid environment provided")
+        env, env_code = environment_code(environment)
+        url = _args.text(base_url, "base_url", optional=True)
+        timeout_ms = _ms(timeout, "timeout", 1)
+        retries = _args.integer(max_retries, "max_retries", (0, 100))
+        initial_ms = _ms(initial_backoff, "initial_backoff", 0)
+        max_ms = _ms(max_backoff, "max_backoff", 0)
+        self._key = _new_signing_key(signing_key, key_id, issuer_id, bundle_id)
+        self._key_id, self._issuer_id, self._bundle_id = key_id, issuer_id, bundle_id
+        self._environment = env
+        self._base_url = base_url if base_url is not None else _BASE_URLS[env]
+        opts, info = new_handle("appstore_api_client_options_new")
+        if opts is None:  # pragma: no cover
+            raise MemoryError(info.message if info else "appstore_api_client_options_new failed")
+        try:
+            if url is not None:
+                _options(opts.ptr, "appstore_api_client_options_set_base_url", url)
+            _options(opts.ptr, "appstore_api_client_options_set_timeout_ms", timeout_ms)
+            _options(opts.ptr, "appstore_api_client_options_set_retry", retries, initial_ms, max_ms)
+            handle, info = new_handle("appstore_api_client_new", self._key.ptr, env_code, opts.ptr)
+        finally:
+            opts.close()
+        if handle is None:
+            raise ValueError(info.message if info else "appstore_api_client_new failed")
+        self._client = handle
+        self._h = handle.ptr
+
+    # ---- Apple's private helpers that subclasses use --------------------------------------------------------
+
+    def _generate_token(self) -> str:
+        """A fresh App Store Server API bearer token (ES256; iss, iat, exp = iat + 300, aud, bid)."""
+        return api_token(self._key)
+
+    def _get_full_url(self, path: str) -> str:
+        return self._base_url + path
+
+    def _get_headers(self) -> Dict[str, str]:
+        return {"User-Agent": f"appstoreserver/{LIBRARY_VERSION}", "Authorization": f"Bearer {self._generate_token()}",
+                "Accept": "application/json"}
+
+    # ---- the core's request / answer ---------------------------------------------------------------------------
+
+    def _prepare(self, endpoint: str, params: Dict[str, Any]) -> _Prepared:
+        try:
+            params_json = _json.dumps(params, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{endpoint}: a parameter does not convert to JSON: {e}") from None
+        try:
+            pj = params_json.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{endpoint}: a parameter is not valid Unicode text (unpaired surrogate)") from e
+        req = c_void_p()
+        err = c_void_p()
+        st = lib.appstore_api_client_build_request(self._h, endpoint.encode(), pj, byref(req), byref(err))
+        if st != 0:
+            info = read_error(err, st)
+            raise ValueError(f"{endpoint}: {info.message}")
+        r = req.value
+        try:
+            n = lib.appstore_api_request_header_count(r)
+            headers = [(lib.appstore_api_request_header_name(r, i).decode(),
+                        lib.appstore_api_request_header_value(r, i).decode()) for i in range(n)]
+            size = c_size_t()
+            ptr = lib.appstore_api_request_body(r, byref(size))
+            body = string_at(ptr, size.value) if ptr and size.value else b""
+            return _Prepared(lib.appstore_api_request_method(r).decode(), lib.appstore_api_request_url(r).decode(),
+                             headers, body, lib.appstore_api_request_timeout_ms(r) / 1000.0)
+        finally:
+            lib.appstore_api_request_free(r)
+
+    def _answer(self, endpoint: str, attempt: int, response: Any) -> Tuple[bool, Any]:
+        """(True, model or None) for a decoded success; (False, seconds to wait) when the core says retry; raises
+        APIException otherwise."""
+        status, headers, body = _response_parts(response)
+        resp_cls, errors_enum, _ = ENDPOINTS[endpoint]
+        out = c_void_p()
+        err = c_void_p()
+        st = lib.appstore_api_client_decode_response(self._h, endpoint.encode(), status, headers, len(headers), body,
+                                                     len(body), byref(out), byref(err))
+        if st == 0:
+            text = take_string(out)
+            if resp_cls is None:
+                return True, None
+            return True, resp_cls.from_dict(_json.loads(text))
+        try:
+            delay = c_int64(-1)
+            err2 = c_void_p()
+            if lib.appstore_api_client_retry_delay_ms(self._h, err, attempt, byref(delay), byref(err2)) != 0:
+                free_error(err2)
+                delay = c_int64(-1)
+            info = read_error(err, st, free=False)
+        finally:
+            free_error(err)
+        if delay.value >= 0:
+            return False, delay.value / 1000.0
+        raise APIException._from_info(info, errors_enum)
+
+    def _send_default(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any
+                      ) -> Tuple[str, str, Dict[str, str], Optional[bytes], float]:
+        """What the default transports send: the core's bytes when the hook got them unchanged."""
+        prepared = _current.get()
+        timeout = prepared.timeout if prepared is not None else 30.0
+        if prepared is not None and prepared.unchanged(method, url, params, headers, json, data):
+            return method, prepared.full_url, dict(headers), prepared.body or None, timeout
+        if prepared is None:
+            prepared = _Prepared(method, url, [], b"", timeout)
+        full, body = prepared.rebuilt(method, url, params, json, data)
+        return method, full, dict(headers), body, timeout
+
+
+def _ms(seconds: Any, name: str, minimum: int) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(seconds).__name__}")
+    ms = int(round(seconds * 1000))
+    if not minimum <= ms <= 2**32 - 1:
+        raise ValueError(f"{name} must be between {minimum / 1000:g} and {(2**32 - 1) / 1000:g} seconds, got {seconds}")
+    return ms
+
+
+def _options(opts: int, fn: str, *args: Any) -> None:
+    err = c_void_p()
+    st = getattr(lib, fn)(opts, *args, byref(err))
+    if st != 0:
+        raise ValueError(read_error(err, st).message)
+
+
+class AppStoreServerAPIClient(BaseAppStoreServerAPIClient, EndpointMethods):
+    """The App Store Server API, synchronously (Apple's class): every endpoint as a method with Apple's name and
+    parameters, plus iter_transaction_history / iter_refund_history / iter_notification_history (every page) and
+    the Advanced Commerce endpoints. HTTP goes through _execute_request (urllib; override it to use your own)."""
+
+    def _execute_request(self, method: str, url: str, params: Dict[str, Union[str, List[str]]],
+                         headers: Dict[str, str], json: Optional[Dict[str, Any]], data: Optional[bytes]) -> Any:
+        """Sends one request; returns an object with status_code, headers and content (or json()). Called
+        positionally as Apple's library does: (method, url without query, query params as lists, headers, the JSON
+        body as a dict or None, the raw body bytes or None)."""
+        m, full, hdrs, body, timeout = self._send_default(method, url, params, headers, json, data)
+        return _http.send(m, full, hdrs, body, timeout)
+
+    def _call(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        attempt = 0
+        while True:
+            attempt += 1
+            p = self._prepare(endpoint, params)
+            token = _current.set(p)
+            try:
+                response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
+            finally:
+                _current.reset(token)
+            if inspect.isawaitable(response):
+                _close(response)
+                raise TypeError("_execute_request of the synchronous client returned an awaitable; override it with a "
+                                "plain function, or use AsyncAppStoreServerAPIClient")
+            done, value = self._answer(endpoint, attempt, response)
+            if done:
+                return value
+            time.sleep(value)
+
+    def _pages(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Any]:
+        param, field = ENDPOINTS[endpoint][2]
+        token: Optional[str] = None
+        while True:
+            page = self._call(endpoint, dict(params, **({param: token} if token is not None else {})))
+            yield page
+            nxt = getattr(page, field, None)
+            if not getattr(page, "hasMore", False) or not nxt or nxt == token:
+                return
+            token = nxt
+
+
+def _close(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if close:
+        close()
+
+
+class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMethods):
+    """The App Store Server API on asyncio (Apple's class). HTTP: httpx when it is installed (http_client, an
+    httpx.AsyncClient; close it with async_close()), else urllib in a worker thread. _execute_request may be
+    overridden by an async function (or a plain one)."""
+
+    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
+                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
+                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+        super().__init__(signing_key, key_id, issuer_id, bundle_id, environment, base_url=base_url, timeout=timeout,
+                         max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
+        try:
+            import httpx
+
+            self.http_client: Any = httpx.AsyncClient()
+        except ImportError:
+            self.http_client = None
+
+    async def async_close(self) -> None:
+        if self.http_client is not None:
+            await self.http_client.aclose()
+
+    async def _execute_request(self, method: str, url: str, params: Dict[str, Union[str, List[str]]],
+                               headers: Dict[str, str], json: Optional[Dict[str, Any]], data: Optional[bytes]) -> Any:
+        m, full, hdrs, body, timeout = self._send_default(method, url, params, headers, json, data)
+        if self.http_client is not None:
+            return await self.http_client.request(m, full, headers=hdrs, content=body, timeout=timeout)
+        return await asyncio.get_running_loop().run_in_executor(None, _http.send, m, full, hdrs, body, timeout)
+
+    async def _acall(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        attempt = 0
+        while True:
+            attempt += 1
+            p = self._prepare(endpoint, params)
+            token = _current.set(p)
+            try:
+                response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
+                if inspect.isawaitable(response):
+                    response = await response
+            finally:
+                _current.reset(token)
+            done, value = self._answer(endpoint, attempt, response)
+            if done:
+                return value
+            await asyncio.sleep(value)
+
+    async def _apages(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Any]:
+        param, field = ENDPOINTS[endpoint][2]
+        token: Optional[str] = None
+        while True:
+            page = await self._acall(endpoint, dict(params, **({param: token} if token is not None else {})))
+            yield page
+            nxt = getattr(page, field, None)
+            if not getattr(page, "hasMore", False) or not nxt or nxt == token:
+                return
+            token = nxt
+

@@ -1,0 +1,307 @@
+"""SignedDataVerifier: Apple's appstoreserverlibrary.signed_data_verifier on libappstoreserver.
+
+Verifies and decodes App Store signed data (notifications V2, transactions, renewal info, app transactions,
+Retention Messaging realtime requests). Failures raise VerificationException with Apple's `status` (the
+VerificationStatus Apple's Python library reports for the case) plus this library's precise `appstore_status`,
+`reason` and `message`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from ctypes import byref, c_uint64, c_void_p, string_at
+from enum import IntEnum
+from typing import Any, Callable, List, Optional, Tuple
+
+from . import _args
+from ._generated import abi
+from ._generated.errors import AppStoreStatus, FailureReason
+from ._native import ErrorInfo, lib, new_handle, read_error
+from .models.AppTransaction import AppTransaction
+from .models.DecodedRealtimeRequestBody import DecodedRealtimeRequestBody
+from .models.Environment import Environment
+from .models.JWSRenewalInfoDecodedPayload import JWSRenewalInfoDecodedPayload
+from .models.JWSTransactionDecodedPayload import JWSTransactionDecodedPayload
+from .models.ResponseBodyV2DecodedPayload import ResponseBodyV2DecodedPayload
+from .models.VerifiedNotification import VerifiedNotification
+
+__all__ = ["SignedDataVerifier", "VerificationException", "VerificationStatus", "AppStoreStatus", "FailureReason"]
+
+
+class VerificationStatus(IntEnum):
+    """Apple's Python VerificationStatus (same members and values)."""
+
+    OK = 0
+    VERIFICATION_FAILURE = 1
+    INVALID_APP_IDENTIFIER = 2
+    INVALID_CERTIFICATE = 3
+    INVALID_CHAIN_LENGTH = 4
+    INVALID_CHAIN = 5
+    INVALID_ENVIRONMENT = 6
+    RETRYABLE_VERIFICATION_FAILURE = 7
+
+
+class VerificationException(Exception):
+    """Raised when signed data does not verify.
+
+    status          Apple's VerificationStatus, as Apple's Python library reports the case
+    appstore_status this library's precise status (AppStoreStatus; e.g. INVALID_JWT_FORMAT where Apple's Python
+                    says VERIFICATION_FAILURE)
+    reason          why (FailureReason, e.g. BAD_SIGNATURE, EXPIRED, WRONG_BUNDLE)
+    message         what failed, in words
+    """
+
+    def __init__(self, status: VerificationStatus, reason: Optional[FailureReason] = None, message: str = "",
+                 appstore_status: Optional[AppStoreStatus] = None):
+        super().__init__("Verification failed with status " + status.name)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.appstore_status = appstore_status
+
+    def __repr__(self) -> str:
+        return (f"VerificationException(status={self.status!s}, appstore_status={self.appstore_status!s}, "
+                f"reason={self.reason!s}, message={self.message!r})")
+
+
+# Our statuses in Apple's Python vocabulary (everything else, e.g. INVALID_JWT_FORMAT, is VERIFICATION_FAILURE:
+# Apple's Python library wraps every other failure so).
+_APPLE_STATUS = {
+    AppStoreStatus.OK: VerificationStatus.OK,
+    AppStoreStatus.VERIFICATION_FAILURE: VerificationStatus.VERIFICATION_FAILURE,
+    AppStoreStatus.RETRYABLE_VERIFICATION_FAILURE: VerificationStatus.RETRYABLE_VERIFICATION_FAILURE,
+    AppStoreStatus.INVALID_APP_IDENTIFIER: VerificationStatus.INVALID_APP_IDENTIFIER,
+    AppStoreStatus.INVALID_ENVIRONMENT: VerificationStatus.INVALID_ENVIRONMENT,
+    AppStoreStatus.INVALID_CHAIN_LENGTH: VerificationStatus.INVALID_CHAIN_LENGTH,
+    AppStoreStatus.INVALID_CERTIFICATE: VerificationStatus.INVALID_CERTIFICATE,
+}
+
+
+def _x5c_empty(jws: bytes) -> bool:
+    """Whether the JWS header has an empty x5c list (Apple's Python checks this before the chain length)."""
+    try:
+        head = jws.split(b".", 1)[0]
+        header = json.loads(base64.urlsafe_b64decode(head + b"=" * (-len(head) % 4)))
+        return isinstance(header, dict) and header.get("x5c") == []
+    except Exception:  # noqa: BLE001 - a header that does not decode is not an empty x5c
+        return False
+
+
+def apple_status(status: int, reason: int, jws: bytes = b"") -> VerificationStatus:
+    """The VerificationStatus Apple's Python library reports for a failure with this status and reason: it
+    rejects a missing or empty x5c header before counting certificates (VERIFICATION_FAILURE) and reports a
+    verifier without roots as INVALID_CERTIFICATE."""
+    if reason == FailureReason.MISSING_X5C:
+        return VerificationStatus.VERIFICATION_FAILURE
+    if reason == FailureReason.CHAIN_LENGTH and jws and _x5c_empty(jws):
+        return VerificationStatus.VERIFICATION_FAILURE
+    if reason == FailureReason.NO_TRUST_ANCHOR:
+        return VerificationStatus.INVALID_CERTIFICATE
+    try:
+        return _APPLE_STATUS.get(AppStoreStatus(status), VerificationStatus.VERIFICATION_FAILURE)
+    except ValueError:
+        return VerificationStatus.VERIFICATION_FAILURE
+
+
+def _enum_or_int(enum: Any, value: int) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        return value
+
+
+def exception_from(info: ErrorInfo, jws: bytes = b"") -> VerificationException:
+    return VerificationException(apple_status(info.status, info.reason, jws), _enum_or_int(FailureReason, info.reason),
+                                 info.message, _enum_or_int(AppStoreStatus, info.status))
+
+
+_ENVIRONMENTS = {
+    Environment.SANDBOX: abi.APPSTORE_ENVIRONMENT_SANDBOX,
+    Environment.PRODUCTION: abi.APPSTORE_ENVIRONMENT_PRODUCTION,
+    Environment.XCODE: abi.APPSTORE_ENVIRONMENT_XCODE,
+    Environment.LOCAL_TESTING: abi.APPSTORE_ENVIRONMENT_LOCAL_TESTING,
+}
+
+
+def environment_code(environment: Any, name: str = "environment") -> Tuple[Environment, int]:
+    env = _args.enum_member(environment, Environment, name)
+    return env, _ENVIRONMENTS[env]
+
+
+def _options_call(opts: int, fn: str, *args: Any) -> None:
+    err = c_void_p()
+    st = getattr(lib, fn)(opts, *args, byref(err))
+    if st != 0:
+        info = read_error(err, st)
+        raise ValueError(info.message)
+
+
+_string_free = lib.appstore_string_free
+_json_loads = json.loads
+
+
+class SignedDataVerifier:
+    """Verifies and decodes signed data from the App Store (Apple's constructor and methods).
+
+    root_certificates     DER root certificates (Apple Root CA - G3): the only trust anchors
+    enable_online_checks  check revocation (OCSP) at the responders the certificates name, over HTTP with urllib;
+                          chains are then validated at the current time
+    environment           Environment the data must come from
+    bundle_id             the app's bundle identifier
+    app_apple_id          the app's Apple ID; required for Environment.PRODUCTION
+
+    Beyond Apple's, keyword-only: chain_cache_size / chain_cache_ttl (seconds) size the verified-chain cache (0
+    entries disables it); online_timeout (seconds) bounds one OCSP exchange.
+
+    One verifier may be shared by any number of threads; verification runs without the GIL.
+    """
+
+    def __init__(self, root_certificates: List[bytes], enable_online_checks: bool, environment: Environment,
+                 bundle_id: str, app_apple_id: Optional[int] = None, *, chain_cache_size: Optional[int] = None,
+                 chain_cache_ttl: Optional[int] = None, online_timeout: float = 30.0):
+        roots = _args.blob_list(root_certificates, "root_certificates")
+        online = _args.boolean(enable_online_checks, "enable_online_checks")
+        env, env_code = environment_code(environment)
+        bundle = _args.text(bundle_id, "bundle_id")
+        app_id = _args.integer(app_apple_id, "app_apple_id", optional=True)
+        if env == Environment.PRODUCTION and app_id is None:
+            raise ValueError("appAppleId is required when the environment is Production")
+        size = _args.integer(chain_cache_size, "chain_cache_size", _args.UINT32, optional=True)
+        ttl = _args.integer(chain_cache_ttl, "chain_cache_ttl", (0, _args.INT64[1]), optional=True)
+        if isinstance(online_timeout, bool) or not isinstance(online_timeout, (int, float)):
+            raise TypeError(f"online_timeout must be a number of seconds, not {type(online_timeout).__name__}")
+        if not 0.001 <= online_timeout <= 3600:
+            raise ValueError(f"online_timeout must be between 0.001 and 3600 seconds, got {online_timeout}")
+        self._environment = env
+        self._bundle_id = bundle_id
+        self._app_apple_id = app_id
+        self._enable_online_checks = online
+        self._failure: Optional[ErrorInfo] = None
+        opts, info = new_handle("appstore_verifier_options_new")
+        if opts is None:  # pragma: no cover - resource exhaustion
+            raise MemoryError(info.message if info else "appstore_verifier_options_new failed")
+        try:
+            o = opts.ptr
+            for i, der in enumerate(roots):
+                err = c_void_p()
+                st = lib.appstore_verifier_options_add_root(o, der, len(der), byref(err))
+                if st != 0:
+                    raise ValueError(f"root_certificates[{i}]: {read_error(err, st).message}")
+            _options_call(o, "appstore_verifier_options_set_bundle_id", bundle)
+            if app_id is not None:
+                _options_call(o, "appstore_verifier_options_set_app_apple_id", app_id)
+            _options_call(o, "appstore_verifier_options_set_environment", env_code)
+            _options_call(o, "appstore_verifier_options_set_online_checks", 1 if online else 0)
+            if size is not None or ttl is not None:
+                _options_call(o, "appstore_verifier_options_set_chain_cache", 32 if size is None else size,
+                              900 if ttl is None else ttl)
+            if online:
+                from ._http import default_transport
+
+                _options_call(o, "appstore_verifier_options_set_transport", default_transport(),
+                              int(round(online_timeout * 1000)))
+            handle, info = new_handle("appstore_verifier_new", o)
+        finally:
+            opts.close()
+        if handle is None:
+            assert info is not None
+            if info.reason == FailureReason.NO_TRUST_ANCHOR:
+                # Apple's library accepts no roots and fails every verification with INVALID_CERTIFICATE.
+                self._failure = info
+                self._handle = None
+            else:
+                raise ValueError(info.message)
+        else:
+            self._handle = handle
+            self._h = handle.ptr
+
+    # ---- Apple's methods ------------------------------------------------------------------------------------
+
+    def verify_and_decode_renewal_info(self, signed_renewal_info: str) -> JWSRenewalInfoDecodedPayload:
+        """Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id)."""
+        return JWSRenewalInfoDecodedPayload.from_dict(
+            self._verify(_renewal, signed_renewal_info, "signed_renewal_info"))
+
+    def verify_and_decode_signed_transaction(self, signed_transaction: str) -> JWSTransactionDecodedPayload:
+        """Verifies and decodes a signedTransaction (bundle id, then environment)."""
+        return JWSTransactionDecodedPayload.from_dict(self._verify(_transaction, signed_transaction,
+                                                                   "signed_transaction"))
+
+    def verify_and_decode_notification(self, signed_payload: str) -> ResponseBodyV2DecodedPayload:
+        """Verifies and decodes an App Store Server Notification V2 signedPayload."""
+        return ResponseBodyV2DecodedPayload.from_dict(self._verify(_notification, signed_payload, "signed_payload"))
+
+    def verify_and_decode_app_transaction(self, signed_app_transaction: str) -> AppTransaction:
+        """Verifies and decodes a signed AppTransaction."""
+        return AppTransaction.from_dict(self._verify(_app_transaction, signed_app_transaction,
+                                                     "signed_app_transaction"))
+
+    def verify_and_decode_realtime_request(self, signed_payload: str) -> DecodedRealtimeRequestBody:
+        """Verifies and decodes a Retention Messaging realtime request's signedPayload."""
+        return DecodedRealtimeRequestBody.from_dict(self._verify(_realtime, signed_payload, "signed_payload"))
+
+    # ---- beyond Apple -----------------------------------------------------------------------------------------
+
+    def verify_and_decode_notification_deep(self, signed_payload: str) -> VerifiedNotification:
+        """Verifies a notification and the signed values nested in it (data.signedTransactionInfo,
+        data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, and returns them
+        decoded: .notification, .transaction, .renewalInfo, .appTransaction (None when absent). A nested failure
+        fails the call; its message starts with the field's name."""
+        return VerifiedNotification.from_dict(self._verify(_deep, signed_payload, "signed_payload"))
+
+    def verify_and_decode_json(self, kind: str, signed: str) -> Any:
+        """The verified payload as plain JSON data (dict) instead of a model, for `kind` one of notification,
+        transaction, renewal_info, app_transaction, realtime_request, notification_deep."""
+        fn = _BY_KIND.get(kind) if isinstance(kind, str) else None
+        if fn is None:
+            raise ValueError(f"kind must be one of {', '.join(_BY_KIND)}, got {kind!r}")
+        return self._verify(fn, signed, "signed")
+
+    def cache_stats(self) -> Tuple[int, int, int]:
+        """(hits, misses, entries) of the verified-chain cache since the verifier was made."""
+        if self._handle is None:
+            return (0, 0, 0)
+        hits, misses, entries = c_uint64(), c_uint64(), c_uint64()
+        err = c_void_p()
+        st = lib.appstore_verifier_cache_stats(self._h, byref(hits), byref(misses), byref(entries), byref(err))
+        if st != 0:  # pragma: no cover
+            raise RuntimeError(read_error(err, st).message)
+        return hits.value, misses.value, entries.value
+
+    # ---- the call ---------------------------------------------------------------------------------------------
+
+    def _verify(self, fn: Callable[..., int], signed: Any, name: str) -> Any:
+        if isinstance(signed, str):
+            try:
+                data = signed.encode("utf-8")
+            except UnicodeEncodeError:
+                data = signed.encode("utf-8", "replace")  # not a JWS: the library says so (malformed)
+        else:
+            data = _args.text_or_bytes(signed, name)
+        if self._handle is None:
+            assert self._failure is not None
+            raise exception_from(self._failure, data)
+        out = c_void_p()
+        err = c_void_p()
+        st = fn(self._h, data, len(data), byref(out), byref(err))
+        if st != 0:
+            raise exception_from(read_error(err, st), data) from None
+        p = out.value
+        if not p:  # pragma: no cover - the library sets the output on success
+            raise RuntimeError("the library returned no output")
+        try:
+            text = string_at(p)
+        finally:
+            _string_free(p)
+        return _json_loads(text)
+
+
+_notification = lib.appstore_verifier_verify_notification
+_transaction = lib.appstore_verifier_verify_transaction
+_renewal = lib.appstore_verifier_verify_renewal_info
+_app_transaction = lib.appstore_verifier_verify_app_transaction
+_realtime = lib.appstore_verifier_verify_realtime_request
+_deep = lib.appstore_verifier_verify_notification_deep
+_BY_KIND = {"notification": _notification, "transaction": _transaction, "renewal_info": _renewal,
+            "app_transaction": _app_transaction, "realtime_request": _realtime, "notification_deep": _deep}

@@ -1,0 +1,95 @@
+"""Build hook of the appstoreserver package: puts the self-contained libappstoreserver.so.0 into the package and
+tags the wheel for the platform (py3-none-linux_x86_64: pure Python that loads a native library with ctypes).
+
+The library is taken from, in this order:
+  1. the file named by the environment variable APPSTORESERVER_LIB;
+  2. <repo>/build/dist/libappstoreserver.so.0 (what the README's first command, scripts/build-and-demo, builds);
+  3. a CMake build of the repository (needs the Swift toolchain): cmake -S <repo> -B <repo>/build -G Ninja
+     -DCMAKE_BUILD_TYPE=Release && ninja -C <repo>/build dist.
+<repo> is the repository this folder (bindings/python) belongs to, or APPSTORESERVER_REPO.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # setuptools < 70.1
+    from wheel.bdist_wheel import bdist_wheel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB_NAME = "libappstoreserver.so.0"
+
+
+def version() -> str:
+    with open(os.path.join(HERE, "appstoreserver", "_generated", "abi.py"), encoding="utf-8") as f:
+        m = re.search(r'^APPSTORE_VERSION_STRING = "([^"]+)"', f.read(), re.M)
+    if not m:
+        raise RuntimeError("APPSTORE_VERSION_STRING not found in appstoreserver/_generated/abi.py")
+    return m.group(1)
+
+
+def repo_root() -> str:
+    return os.environ.get("APPSTORESERVER_REPO") or os.path.dirname(os.path.dirname(HERE))
+
+
+def find_library() -> str:
+    env = os.environ.get("APPSTORESERVER_LIB")
+    if env:
+        if not os.path.isfile(env):
+            raise RuntimeError(f"APPSTORESERVER_LIB={env}: no such file")
+        print(f"appstoreserver: bundling {env} (APPSTORESERVER_LIB)")
+        return env
+    repo = repo_root()
+    built = os.path.join(repo, "build", "dist", LIB_NAME)
+    if os.path.isfile(built):
+        print(f"appstoreserver: bundling {built}")
+        return built
+    if not os.path.isfile(os.path.join(repo, "CMakeLists.txt")):
+        raise RuntimeError(f"{LIB_NAME} not found: set APPSTORESERVER_LIB to the self-contained library, or build from "
+                           "the repository (APPSTORESERVER_REPO)")
+    print(f"appstoreserver: {built} missing; building it with CMake (Swift toolchain required)")
+    build = os.path.join(repo, "build")
+    subprocess.check_call(["cmake", "-S", repo, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
+    subprocess.check_call(["ninja", "-C", build, "dist"])
+    if not os.path.isfile(built):
+        raise RuntimeError(f"the CMake build did not produce {built}")
+    return built
+
+
+class BuildPy(build_py):
+    """Copies the native library into the built package (after clearing what an earlier in-tree build left, so a
+    module the generator no longer writes cannot linger in the wheel)."""
+
+    def run(self) -> None:
+        shutil.rmtree(os.path.join(self.build_lib, "appstoreserver"), ignore_errors=True)
+        super().run()
+        target = os.path.join(self.build_lib, "appstoreserver", LIB_NAME)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(find_library(), target)
+        os.chmod(target, 0o755)
+
+
+class BinaryDistribution(Distribution):
+    """A distribution with a native part: installed as platform-specific (platlib), wheel not pure."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+class BdistWheel(bdist_wheel):
+    """Platform wheel (it carries a native library), for any Python 3 (the library is loaded with ctypes, so no
+    CPython ABI is involved): py3-none-<platform>."""
+
+    def get_tag(self):  # type: ignore[no-untyped-def]
+        _, _, plat = super().get_tag()
+        return "py3", "none", plat
+
+
+setup(version=version(), distclass=BinaryDistribution, cmdclass={"build_py": BuildPy, "bdist_wheel": BdistWheel})

@@ -1,0 +1,432 @@
+"""The API clients against the mock App Store server (Tests/support/mock_app_store.py): every endpoint of
+api_cases.json through its Python method, sync and async (httpx and the urllib fallback); Apple's error payloads,
+429 with Retry-After in its three forms, retries (the core decides, Python sleeps), pagination, the
+_execute_request hook as Apple's users override it, and transport failures."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+from uuid import UUID
+
+import pytest
+from conftest import BUNDLE, ISSUER, KEY_ID, REPO
+
+from appstoreserver import AppStoreStatus, FailureReason
+from appstoreserver.api_client import (
+    APIError,
+    APIException,
+    AppStoreServerAPIClient,
+    AsyncAppStoreServerAPIClient,
+    GetTransactionHistoryVersion,
+)
+from appstoreserver.models.ConsumptionRequest import ConsumptionRequest
+from appstoreserver.models.DeliveryStatus import DeliveryStatus
+from appstoreserver.models.Environment import Environment
+from appstoreserver.models.ExtendReasonCode import ExtendReasonCode
+from appstoreserver.models.ExtendRenewalDateRequest import ExtendRenewalDateRequest
+from appstoreserver.models.InAppOwnershipType import InAppOwnershipType
+from appstoreserver.models.RefundPreference import RefundPreference
+from appstoreserver.models.Status import Status
+from appstoreserver.models.TransactionHistoryRequest import Order, ProductType, TransactionHistoryRequest
+
+ENDPOINTS = {ep["name"]: ep for ep in json.loads((REPO / "spec" / "endpoints.json").read_text())["endpoints"]}
+MODELS = set(json.loads((REPO / "spec" / "models.json").read_text())["models"])
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s).lower()
+
+
+def client(keys: Path, url: str, cls: Any = AppStoreServerAPIClient, **kw: Any) -> Any:
+    return cls((keys / "p256.p8").read_bytes(), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=url, **kw)
+
+
+def _model_class(type_name: str) -> Any:
+    import importlib
+
+    name = {"NotificationData": "Data"}.get(type_name, type_name)
+    return getattr(importlib.import_module(f"appstoreserver.models.{name}"), name)
+
+
+def python_call(case: Dict[str, Any]) -> Tuple[str, List[Any], Dict[str, Any]]:
+    """The Python method and arguments for an api_cases.json call (its params are the C ABI's params_json)."""
+    name = case["endpoint"]
+    params = case["params"]
+    kwargs: Dict[str, Any] = {}
+    if name == "getTransactionHistoryV1":
+        ep = ENDPOINTS["getTransactionHistory"]
+        method = "get_transaction_history"
+        kwargs["version"] = GetTransactionHistoryVersion.V1
+    else:
+        ep = ENDPOINTS[name]
+        method = snake(name)
+        if name == "getTransactionHistory":  # Apple's default is version 1
+            kwargs["version"] = GetTransactionHistoryVersion.V2
+    args: List[Any] = []
+    for p in ep["parameters"]:
+        t = p["type"]
+        if p["in"] == "body":
+            args.append(base64.b64decode(params[p["name"]]) if t == "Bytes" else _model_class(t).from_dict(params["body"]))
+        elif p["in"] == "query" and isinstance(t, str) and t in MODELS:  # a query model: keys flattened
+            args.append(_model_class(t).from_dict({k: v for k, v in params.items() if k != "anyTransactionId"}))
+        else:
+            args.append(params.get(p["name"]))
+    return method, args, kwargs
+
+
+def expected_pages(case: Dict[str, Any]) -> List[Any]:
+    return case["pages"] if case.get("pages") else [case["response"]]
+
+
+def test_every_endpoint_is_a_method(api_cases: List[Dict[str, Any]]) -> None:
+    names = {c["endpoint"] for c in api_cases}
+    assert names == set(ENDPOINTS), "api_cases.json and spec/endpoints.json disagree"
+    for name in ENDPOINTS:
+        method = "get_transaction_history" if name == "getTransactionHistoryV1" else snake(name)
+        assert callable(getattr(AppStoreServerAPIClient, method)), method
+        assert asyncio.iscoroutinefunction(getattr(AsyncAppStoreServerAPIClient, method)), method
+
+
+def _check_answer(case: Dict[str, Any], got: Any) -> None:
+    want = expected_pages(case)[0]
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.to_dict() == want, f"{case['endpoint']}: {got!r}"
+
+
+def test_endpoints_sync(keys: Path, mock_url: str, api_cases: List[Dict[str, Any]]) -> None:
+    c = client(keys, mock_url)
+    for case in api_cases:
+        method, args, kwargs = python_call(case)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            got = getattr(c, method)(*args, **kwargs)
+        _check_answer(case, got)
+
+
+@pytest.mark.parametrize("transport", ["httpx", "urllib-thread"])
+def test_endpoints_async(keys: Path, mock_url: str, api_cases: List[Dict[str, Any]], transport: str) -> None:
+    async def run() -> None:
+        c = client(keys, mock_url, AsyncAppStoreServerAPIClient)
+        if transport == "httpx":
+            assert c.http_client is not None, "httpx is installed in the test environment"
+        else:
+            await c.async_close()
+            c.http_client = None
+        try:
+            for case in api_cases:
+                method, args, kwargs = python_call(case)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    got = await getattr(c, method)(*args, **kwargs)
+                _check_answer(case, got)
+        finally:
+            await c.async_close()
+
+    asyncio.run(run())
+
+
+def test_apple_style_models(keys: Path, mock_url: str) -> None:
+    """Requests built with Apple's constructors (positional order, enum members) reach the mock as Apple sends them."""
+    c = client(keys, mock_url)
+    r = TransactionHistoryRequest(1698148800000, 1698148900000, ["com.example.a", "com.example.b"],
+                                  [ProductType.AUTO_RENEWABLE, ProductType.CONSUMABLE], Order.DESCENDING,
+                                  ["sub_group_1", "sub_group_2"], InAppOwnershipType.FAMILY_SHARED, False)
+    page = c.get_transaction_history("2000000000000001", None, r, GetTransactionHistoryVersion.V2)
+    assert page.signedTransactions == ["v2-1", "v2-2"] and page.hasMore and page.revision == "revision-page-2"
+    assert page.environment is None and page.rawEnvironment == "LocalTestingxxx"  # unknown value kept raw
+    # Apple's positional order: customerConsented, sampleContentProvided, deliveryStatus, consumptionPercentage, ...
+    assert c.send_consumption_information("2000000000000001", ConsumptionRequest(
+        True, True, DeliveryStatus.DELIVERED, 50000, RefundPreference.GRANT_PRORATED)) is None
+    resp = c.extend_subscription_renewal_date("1000000000000001", ExtendRenewalDateRequest(
+        extendByDays=45, extendReasonCode=ExtendReasonCode.CUSTOMER_SATISFACTION,
+        requestIdentifier="fdf964a4-233b-486c-aac1-97d8d52688ac"))
+    assert resp.success is True and resp.effectiveDate == 1698148900000
+    statuses = c.get_all_subscription_statuses("2000000000000001", [Status.EXPIRED, Status.ACTIVE])
+    last = statuses.data[0].lastTransactions
+    assert last[0].status == Status.ACTIVE and last[1].status is None and last[1].rawStatus == 99
+    with pytest.warns(DeprecationWarning, match="send_consumption_information"):
+        c.send_consumption_data("2000000000000001", _model_class("ConsumptionRequestV1").from_dict(
+            {"customerConsented": True, "consumptionStatus": 1, "platform": 2, "sampleContentProvided": False,
+             "deliveryStatus": 3, "accountTenure": 4, "playTime": 5, "lifetimeDollarsRefunded": 6,
+             "lifetimeDollarsPurchased": 7, "userStatus": 4, "refundPreference": 3}))
+    c.upload_image(UUID("a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"), base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="),
+        _model_class("ImageSize").FULL_SIZE)
+
+
+# ---- errors -------------------------------------------------------------------------------------------------------
+
+
+def test_error_payload(keys: Path, mock_url: str) -> None:
+    c = client(keys, mock_url)
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("error-404-4040010")
+    e = ei.value
+    assert (e.http_status_code, e.raw_api_error, e.api_error) == (404, 4040010, APIError.TRANSACTION_ID_NOT_FOUND)
+    assert e.error_message == "mock error 4040010"
+    assert e.args == (404, 4040010, "mock error 4040010")
+    assert e.status == AppStoreStatus.API_ERROR and e.reason == FailureReason.API_ERROR
+    assert e.api_error_name == "transactionIdNotFound" and e.retry_after is None
+    # An error code this version does not know: kept raw, api_error None.
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("error-400-4009999")
+    assert ei.value.raw_api_error == 4009999 and ei.value.api_error is None
+    # No App Store error payload.
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("plain500")
+    assert ei.value.http_status_code == 500 and ei.value.raw_api_error is None and ei.value.args == (500,)
+    assert ei.value.reason == FailureReason.HTTP_ERROR
+    # A 2xx answer that does not decode.
+    for tid in ("malformed", "badtype"):
+        with pytest.raises(APIException) as ei:
+            c.get_transaction_info(tid)
+        assert ei.value.status == AppStoreStatus.INVALID_RESPONSE and ei.value.http_status_code == 200
+        assert ei.value.reason == FailureReason.UNDECODABLE_RESPONSE
+
+
+@pytest.mark.parametrize("tid,lo,hi", [("ratelimit", 7, 7), ("ratelimit-ms-5000", 4, 5), ("ratelimit-date-9", 7, 10)])
+def test_rate_limit_retry_after(keys: Path, mock_url: str, tid: str, lo: int, hi: int) -> None:
+    c = client(keys, mock_url)  # no retries by default
+    t0 = time.time()
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info(tid)
+    e = ei.value
+    assert e.http_status_code == 429 and e.api_error == APIError.RATE_LIMIT_EXCEEDED
+    assert e.reason == FailureReason.RATE_LIMITED
+    assert lo <= e.retry_after <= hi, e.retry_after
+    assert abs(e.retry_at_ms / 1000 - (t0 + e.retry_after)) < 2
+    assert time.time() - t0 < 2, "no retries are configured: nothing may wait"
+
+
+def test_retries(keys: Path, mock_url: str) -> None:
+    c = client(keys, mock_url, max_retries=3, initial_backoff=0.01, max_backoff=2)
+    assert c.get_transaction_info("flaky429-2-py").signedTransactionInfo == "attempt-3"
+    assert c.get_transaction_info("flaky4040002-1-py").signedTransactionInfo == "attempt-2"
+    assert c.get_transaction_info("flaky5000001-3-py").signedTransactionInfo == "attempt-4"
+    with pytest.raises(APIException) as ei:  # one more failure than retries
+        c.get_transaction_info("flaky429-4-py")
+    assert ei.value.http_status_code == 429
+    # Retry-After as Apple sends it (UNIX ms) and as an HTTP-date: the retry waits until that time.
+    got = c.get_transaction_info("flakyms700-1-py").signedTransactionInfo
+    assert re.fullmatch(r"attempt-2 after (\d+)", got) and int(got.split()[-1]) >= 650, got
+    got = c.get_transaction_info("flakydate1-1-py").signedTransactionInfo
+    assert int(got.split()[-1]) >= 400, got
+    # A Retry-After further away than max_backoff is not waited for.
+    t0 = time.time()
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("ratelimit-long")
+    assert time.time() - t0 < 1.5 and ei.value.retry_after == 3600
+    # Not retryable: an ordinary error is raised at once.
+    with pytest.raises(APIException):
+        c.get_transaction_info("error-400-4000006")
+
+
+def test_retry_decision_comes_from_the_core(keys: Path, mock_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python sleeps for what appstore_api_client_retry_delay_ms says, and does not retry when it says -1."""
+    from appstoreserver import api_client
+
+    calls = []
+    real = api_client.lib.appstore_api_client_retry_delay_ms
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_lib, name)
+
+        def appstore_api_client_retry_delay_ms(self, *a: Any) -> int:
+            calls.append(a[2])
+            return real(*a)
+
+    real_lib = api_client.lib
+    monkeypatch.setattr(api_client, "lib", Spy())
+    slept: List[float] = []
+    monkeypatch.setattr(api_client.time, "sleep", lambda s: slept.append(s))
+    c = client(keys, mock_url, max_retries=2, initial_backoff=0.25, max_backoff=10)
+    assert c.get_transaction_info("flaky5000001-2-spy").signedTransactionInfo == "attempt-3"
+    assert calls == [1, 2] and slept == [0.25, 0.5], (calls, slept)  # exponential backoff, from the core
+
+
+def test_async_retry_does_not_block_the_loop(keys: Path, mock_url: str) -> None:
+    async def run() -> Tuple[str, int]:
+        c = client(keys, mock_url, AsyncAppStoreServerAPIClient, max_retries=2, initial_backoff=0.01)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        t = asyncio.ensure_future(ticker())
+        try:
+            r = await c.get_transaction_info("flakyms600-1-async")
+        finally:
+            t.cancel()
+            await c.async_close()
+        return r.signedTransactionInfo, ticks
+
+    info, ticks = asyncio.run(run())
+    assert info.startswith("attempt-2 after "), info
+    assert ticks >= 5, f"the event loop was blocked during the retry wait ({ticks} ticks)"
+
+
+def test_async_errors(keys: Path, mock_url: str) -> None:
+    async def run() -> None:
+        c = client(keys, mock_url, AsyncAppStoreServerAPIClient)
+        try:
+            with pytest.raises(APIException) as ei:
+                await c.get_transaction_info("ratelimit")
+            assert ei.value.http_status_code == 429 and ei.value.retry_after == 7
+        finally:
+            await c.async_close()
+
+    asyncio.run(run())
+
+
+# ---- pagination ---------------------------------------------------------------------------------------------------
+
+
+def test_pagination(keys: Path, mock_url: str, api_cases: List[Dict[str, Any]]) -> None:
+    c = client(keys, mock_url)
+    by = {x["endpoint"]: x for x in api_cases}
+    pages = list(c.iter_refund_history("2000000000000001"))
+    assert [p.to_dict() for p in pages] == by["getRefundHistory"]["pages"]
+    _, args, _ = python_call(by["getTransactionHistory"])
+    pages = list(c.iter_transaction_history("2000000000000001", args[2]))
+    assert [p.to_dict() for p in pages] == by["getTransactionHistory"]["pages"]
+    _, args, _ = python_call(by["getNotificationHistory"])
+    pages = list(c.iter_notification_history(args[1]))
+    assert [p.to_dict() for p in pages] == by["getNotificationHistory"]["pages"]
+    item = pages[0].notificationHistory[0].sendAttempts[1]
+    assert item.sendAttemptResult is None and item.rawSendAttemptResult == "CARRIER_PIGEON"
+    # Apple's way, page by page.
+    second = c.get_refund_history("2000000000000001", "revision-page-2")
+    assert second.signedTransactions == ["refund-3"] and second.hasMore is False
+
+    async def run() -> List[Any]:
+        a = client(keys, mock_url, AsyncAppStoreServerAPIClient)
+        try:
+            return [p async for p in a.iter_refund_history("2000000000000001")]
+        finally:
+            await a.async_close()
+
+    assert [p.to_dict() for p in asyncio.run(run())] == by["getRefundHistory"]["pages"]
+
+
+# ---- the _execute_request hook --------------------------------------------------------------------------------------
+
+
+class FakeResponse:
+    """What Apple's tests return from a replaced _execute_request (requests-like)."""
+
+    def __init__(self, status: int, body: Any, content_type: str = "application/json"):
+        self.status_code = status
+        self.headers = {"content-type": content_type}
+        self._body = body
+
+    def json(self) -> Any:
+        return self._body
+
+
+def test_execute_request_override_as_apple_users_do(keys: Path) -> None:
+    c = client(keys, "https://api.example.test")
+    seen = []
+
+    def fake(method: str, url: str, params: Any, headers: Any, json: Any, data: Any) -> FakeResponse:
+        seen.append((method, url, params, headers, json, data))
+        return FakeResponse(200, {"signedTransactions": ["x"], "revision": "r2", "hasMore": False})
+
+    c._execute_request = fake
+    r = TransactionHistoryRequest(sort=Order.ASCENDING, productTypes=[ProductType.CONSUMABLE], revoked=True,
+                                  startDate=123)
+    page = c.get_transaction_history("1234", "r1", r, GetTransactionHistoryVersion.V2)
+    assert page.signedTransactions == ["x"] and page.revision == "r2"
+    method, url, params, headers, body, data = seen[0]
+    assert method == "GET" and url == "https://api.example.test/inApps/v2/history/1234"
+    assert params == {"revision": ["r1"], "startDate": ["123"], "productType": ["CONSUMABLE"], "sort": ["ASCENDING"],
+                      "revoked": ["true"]}
+    assert headers["Authorization"].startswith("Bearer ") and headers["Accept"] == "application/json"
+    assert body is None and data is None
+    # A JSON body arrives as a dict; raw bytes (image upload) as data with Content-Type image/png.
+    seen.clear()
+    c._execute_request = lambda *a: (seen.append(a), FakeResponse(200, {}))[1]
+    c.extend_subscription_renewal_date("77", ExtendRenewalDateRequest(3, ExtendReasonCode.OTHER, "req-1"))
+    assert seen[0][0] == "PUT" and seen[0][4] == {"extendByDays": 3, "extendReasonCode": 2, "requestIdentifier": "req-1"}
+    assert seen[0][3]["Content-Type"] == "application/json" and seen[0][5] is None
+    c.upload_image("a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", b"\x89PNG...")
+    assert seen[1][4] is None and seen[1][5] == b"\x89PNG..." and seen[1][3]["Content-Type"] == "image/png"
+    # Apple's error handling through the hook: Apple's error payload with content-type application/json.
+    c._execute_request = lambda *a: FakeResponse(400, {"errorCode": 4000006, "errorMessage": "Invalid transaction id."})
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("1")
+    assert ei.value.api_error == APIError.INVALID_TRANSACTION_ID and ei.value.error_message == "Invalid transaction id."
+
+
+def test_execute_request_override_async(keys: Path) -> None:
+    async def run() -> None:
+        c = client(keys, "https://api.example.test", AsyncAppStoreServerAPIClient)
+        seen = []
+
+        async def fake(method: str, url: str, params: Any, headers: Any, json: Any, data: Any) -> FakeResponse:
+            seen.append((method, url))
+            return FakeResponse(200, {"signedTransactionInfo": "ok"})
+
+        c._execute_request = fake
+        try:
+            assert (await c.get_transaction_info("5")).signedTransactionInfo == "ok"
+        finally:
+            await c.async_close()
+        assert seen == [("GET", "https://api.example.test/inApps/v1/transactions/5")]
+
+    asyncio.run(run())
+
+
+def test_subclass_changes_the_request(keys: Path, mock_url: str) -> None:
+    """A subclass may change what it sends and call the default transport: the changed request goes out."""
+
+    class Tagged(AppStoreServerAPIClient):
+        def _execute_request(self, method, url, params, headers, json, data):  # type: ignore[no-untyped-def]
+            return super()._execute_request(method, url.replace("2000000000000001", "error-409-4090000"), params,
+                                            headers, json, data)
+
+    with pytest.raises(APIException) as ei:
+        client(keys, mock_url, Tagged).get_transaction_info("2000000000000001")
+    assert ei.value.raw_api_error == 4090000
+
+
+def test_transport_failures_are_not_retried(keys: Path, mock_url: str) -> None:
+    c = client(keys, mock_url, max_retries=3, timeout=0.3)
+    t0 = time.time()
+    with pytest.raises(OSError):
+        c.get_transaction_info("slow-1500")
+    assert time.time() - t0 < 1.2, "a transport failure must not be retried"
+    dead = client(keys, "http://127.0.0.1:9", max_retries=3)  # nothing listens on the discard port
+    with pytest.raises(OSError):
+        dead.get_transaction_info("1")
+
+
+def test_client_configuration(keys: Path) -> None:
+    key = (keys / "p256.p8").read_bytes()
+    with pytest.raises(ValueError, match="Xcode is not a supported environment"):
+        AppStoreServerAPIClient(key, KEY_ID, ISSUER, BUNDLE, Environment.XCODE)
+    with pytest.raises(ValueError, match="Invalid environment provided"):
+        AppStoreServerAPIClient(key, KEY_ID, ISSUER, BUNDLE, "Nowhere")  # type: ignore[arg-type]
+    c = AppStoreServerAPIClient(key, KEY_ID, ISSUER, BUNDLE, "Production")  # type: ignore[arg-type]
+    assert c._base_url == "https://api.storekit.apple.com"
+    assert AppStoreServerAPIClient(key, KEY_ID, ISSUER, BUNDLE, Environment.LOCAL_TESTING)._base_url == \
+        "https://local-testing-base-url"
+    with pytest.raises(ValueError):
+        AppStoreServerAPIClient((keys / "p384.p8").read_bytes(), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+    with pytest.raises(TypeError):
+        AppStoreServerAPIClient(key, KEY_ID, None, BUNDLE, Environment.SANDBOX)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        AppStoreServerAPIClient(key, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, max_retries=101)
