@@ -34,6 +34,7 @@ PROTOTYPES = {
     "appstore_verifier_options_set_environment": (c_int32, [c_void_p, c_int32, POINTER(c_void_p)]),
     "appstore_verifier_options_set_online_checks": (c_int32, [c_void_p, c_int32, POINTER(c_void_p)]),
     "appstore_verifier_options_set_chain_cache": (c_int32, [c_void_p, c_uint32, c_int64, POINTER(c_void_p)]),
+    "appstore_verifier_options_set_max_jws_bytes": (c_int32, [c_void_p, c_size_t, POINTER(c_void_p)]),
     "appstore_verifier_new": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_verifier_free": (None, [c_void_p]),
     "appstore_verifier_verify_notification": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
@@ -154,6 +155,7 @@ APPSTORE_REASON_KEY_NOT_EC = 22
 APPSTORE_REASON_KEY_WRONG_CURVE = 23
 APPSTORE_REASON_INVALID_REQUEST = 24
 APPSTORE_REASON_SIGNING_FAILED = 25
+APPSTORE_REASON_INPUT_TOO_LARGE = 26
 APPSTORE_REASON_RECEIPT_MALFORMED = 40
 APPSTORE_REASON_NO_TRANSACTION_ID = 41
 APPSTORE_REASON_SIGNER_MISSING = 42

@@ -98,6 +98,8 @@ class FailureReason(IntEnum):
     """a request model breaks Apple's limits; the message names the field [INVALID_ARGUMENT]"""
     SIGNING_FAILED = 25
     """OpenSSL could not create the signature [INTERNAL_ERROR]"""
+    INPUT_TOO_LARGE = 26
+    """the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16 MiB of base64); refused before it is read [INVALID_JWT_FORMAT, INVALID_RECEIPT, INVALID_ARGUMENT]"""
     RECEIPT_MALFORMED = 40
     """receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT]"""
     NO_TRANSACTION_ID = 41
