@@ -237,7 +237,8 @@ appstore_status appstore_verifier_options_new(appstore_verifier_options **option
 void appstore_verifier_options_free(appstore_verifier_options *options);
 
 /* Adds a trusted root certificate (DER, copied). For App Store data: Apple Root CA - G3. x5c[2] of a JWS is
- * never trusted; only these roots are. */
+ * never trusted; only these roots are. At least one is required, except for the Xcode and LocalTesting
+ * environments, which do not check signatures (appstore_verifier_new: APPSTORE_REASON_NO_TRUST_ANCHOR). */
 appstore_status appstore_verifier_options_add_root(appstore_verifier_options *options, const uint8_t *der,
                                                    size_t der_len, appstore_error **err_out);
 /* The app's bundle identifier (NUL-terminated UTF-8, copied). */

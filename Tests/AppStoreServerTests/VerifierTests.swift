@@ -220,6 +220,10 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
         #expect(reason { try SignedDataVerifier(rootCertificates: [[1, 2, 3]], bundleId: "b", appAppleId: nil, environment: .sandbox, enableOnlineChecks: false) } == .badCertificate)
         #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: nil, environment: AppStoreEnvironment(rawValue: "Staging"), enableOnlineChecks: false) } == .invalidArgument)
         #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: 1, environment: .production, enableOnlineChecks: false) } == nil)
+        // Xcode and LocalTesting skip signature checks, so they need no roots (Apple's libraries allow it too).
+        #expect(reason { try SignedDataVerifier(rootCertificates: [[UInt8]](), bundleId: "b", appAppleId: nil, environment: .xcode, enableOnlineChecks: false) } == nil)
+        #expect(reason { try SignedDataVerifier(rootCertificates: [[UInt8]](), bundleId: "b", appAppleId: nil, environment: .localTesting, enableOnlineChecks: false) } == nil)
+        #expect(reason { try SignedDataVerifier(rootCertificates: [[UInt8]](), bundleId: "b", appAppleId: 1, environment: .production, enableOnlineChecks: false) } == .noTrustAnchor)
     }
 
     @Test func eightThreadsShareOneVerifier() async throws {

@@ -485,6 +485,19 @@ static void config_errors(void) {
     capi_check(&T, appstore_verifier_new(o, &v, NULL) == APPSTORE_OK && v, "online checks on then off builds", NULL);
     appstore_verifier_free(v);
     appstore_verifier_options_free(o);
+    /* Xcode and LocalTesting do not check signatures: no roots needed (a Sandbox one without roots fails above). */
+    const appstore_environment unsigned_envs[] = {APPSTORE_ENVIRONMENT_XCODE, APPSTORE_ENVIRONMENT_LOCAL_TESTING};
+    for (size_t i = 0; i < 2; i++) {
+        appstore_verifier_options_new(&o, NULL);
+        appstore_verifier_options_set_bundle_id(o, bundle_id, NULL);
+        appstore_verifier_options_set_environment(o, unsigned_envs[i], NULL);
+        v = NULL;
+        appstore_status st = appstore_verifier_new(o, &v, NULL);
+        capi_check(&T, st == APPSTORE_OK && v, "Xcode / LocalTesting without roots builds", "%s",
+                   appstore_status_name(st));
+        appstore_verifier_free(v);
+        appstore_verifier_options_free(o);
+    }
 }
 
 static void verify_conventions(const appstore_verifier *v) {

@@ -30,7 +30,8 @@ public final class SignedDataVerifier: Sendable {
     let online: OnlineChecks?
 
     /// - Parameters:
-    ///   - rootCertificates: DER root certificates, the only trust anchors (for App Store data: Apple Root CA - G3).
+    ///   - rootCertificates: DER root certificates, the only trust anchors (for App Store data: Apple Root CA - G3);
+    ///     may be empty for `.xcode` and `.localTesting`, which skip signature checks.
     ///   - appAppleId: required when `environment` is `.production`.
     ///   - environment: `.sandbox`, `.production`, `.xcode` or `.localTesting` (the last two skip signature checks,
     ///     as Apple's libraries do).
@@ -74,7 +75,9 @@ public final class SignedDataVerifier: Sendable {
                 "online checks (OCSP) need a transport to reach the OCSP responders: pass transport: (Swift) or call "
                 + "appstore_verifier_options_set_transport (C), or disable online checks explicitly")
         }
-        self.trust = try TrustStore(rootCertificates: rootCertificates)
+        // Xcode and LocalTesting data is not signed by Apple: those verifiers need no roots (as with Apple's libraries).
+        self.trust = try TrustStore(rootCertificates: rootCertificates,
+                                    allowEmpty: environment == .xcode || environment == .localTesting)
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment

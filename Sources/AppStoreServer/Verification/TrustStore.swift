@@ -5,8 +5,9 @@ final class TrustStore: @unchecked Sendable {
     let store: OpaquePointer
     let roots: [Certificate]
 
-    init(rootCertificates: [[UInt8]]) throws(ConfigurationError) {
-        guard !rootCertificates.isEmpty else {
+    /// - Parameter allowEmpty: no roots is fine (environments that skip signature checks, as Apple's libraries allow).
+    init(rootCertificates: [[UInt8]], allowEmpty: Bool = false) throws(ConfigurationError) {
+        guard !rootCertificates.isEmpty || allowEmpty else {
             throw ConfigurationError(.noTrustAnchor, "no root certificates: at least one trusted root (DER) is required")
         }
         var roots: [Certificate] = []

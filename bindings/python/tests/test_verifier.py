@@ -48,6 +48,20 @@ def payload(text: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
 
 
+def test_xcode_and_local_testing_need_no_roots(testpki: Path) -> None:
+    # Signatures are not checked there, so no roots are needed (as with Apple's library); Sandbox still needs them.
+    t = SignedDataVerifier([], False, Environment.XCODE, BUNDLE).verify_and_decode_signed_transaction(
+        jws(testpki, "xcode-tx-valid"))
+    assert t.environment is Environment.XCODE
+    t = SignedDataVerifier([], False, Environment.LOCAL_TESTING, BUNDLE).verify_and_decode_signed_transaction(
+        jws(testpki, "localtesting-tx-valid-no-x5c"))
+    assert t.bundleId == BUNDLE
+    with pytest.raises(VerificationException) as e:
+        SignedDataVerifier([], False, Environment.SANDBOX, BUNDLE).verify_and_decode_signed_transaction(
+            jws(testpki, "tx-valid"))
+    assert e.value.status is VerificationStatus.INVALID_CERTIFICATE
+
+
 # ---- models -------------------------------------------------------------------------------------------------------
 
 
