@@ -721,10 +721,11 @@ appstore_status appstore_api_client_call_all_pages(const appstore_api_client *cl
 
 /* The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed
  * to the callback; 0 = 30000, Apple's; the callback must enforce it, see Transport). The request is a POST of the
- * DER OCSP request to the certificate's first http(s) OCSP URL (Authority Information Access; URLs of other schemes
- * before it are skipped, later ones are not tried; none: APPSTORE_REASON_OCSP_NO_RESPONDER), with headers
- * "Content-Type: application/ocsp-request" and "Accept: application/ocsp-response"; the library checks the response
- * itself (status 200, then the OCSP answer). transport NULL removes the transport. The options, and every verifier
+ * DER OCSP request to the certificate's http(s) OCSP URLs (Authority Information Access; other schemes are skipped;
+ * none: APPSTORE_REASON_OCSP_NO_RESPONDER), in order, until one answers "good" or "revoked" (at most 4 URLs), with
+ * headers "Content-Type: application/ocsp-request" and "Accept: application/ocsp-response"; the library checks each
+ * response itself (status 200, then the OCSP answer). When no URL gave "good" or "revoked", the failure is
+ * retryable only if every one failed in a retryable way. transport NULL removes the transport. The options, and every verifier
  * made from them, keep their own reference to the transport: appstore_transport_free may be called at any time, but
  * user_data must stay valid until those are freed too. */
 appstore_status appstore_verifier_options_set_transport(appstore_verifier_options *options,

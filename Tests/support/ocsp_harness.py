@@ -268,11 +268,21 @@ def generate(outdir: str) -> tuple[dict, PKI]:
                                  not_before=NOW - dt.timedelta(days=20), not_after=NOW - dt.timedelta(days=5)),
         # ... and not yet valid at signedDate (issued a day ago) but valid now.
         "leaf_not_valid_at_signed_date": leaf("Leaf valid now, not yet at signedDate", "inter"),
-        # AIA with several OCSP URLs: the first http(s) one is asked, other schemes are skipped.
+        # AIA with an ldap URL first: other schemes are skipped.
         "aia_http_after_ldap": leaf("Leaf with an ldap OCSP URL before the http one", None,
                                     urls=["ldap://127.0.0.1/cn=ocsp", url["inter"]]),
         "aia_no_http": leaf("Leaf with only non-http OCSP URLs", None,
                             urls=["ldap://127.0.0.1/cn=ocsp", "ftp://127.0.0.1/ocsp"]),
+        # Several http OCSP URLs: asked in order until one answers good or revoked.
+        "aia_down_then_good": leaf("Leaf whose first responder is down", None, urls=[url["down"], url["inter"]]),
+        "aia_wrong_then_good": leaf("Leaf whose first responder answers for another CA", None,
+                                    urls=[url["other"], url["inter"]]),
+        "aia_good_then_down": leaf("Leaf whose second responder is down", None, urls=[url["inter"], url["down"]]),
+        "aia_revoked_then_good": leaf("Leaf revoked at its first responder", None, revoked=True,
+                                      urls=[url["inter"], url["down"]]),
+        "aia_all_down": leaf("Leaf whose responders are all down", None,
+                             urls=[url["down"], url["down"] + "-again"]),
+        "aia_wrong_then_down": leaf("Leaf whose responders fail in two ways", None, urls=[url["other"], url["down"]]),
     }
     for k in CANNED:
         leaves[k] = leaf(f"Leaf with canned answers {k}", None, urls=canned_url[k])
@@ -323,6 +333,15 @@ def generate(outdir: str) -> tuple[dict, PKI]:
         "aia_http_after_ldap": expect("OK"),
         "aia_no_http": expect("VERIFICATION_FAILURE", "ocsp_no_responder", requests=1,
                               contains=["ldap://127.0.0.1/cn=ocsp", "ftp://127.0.0.1/ocsp"]),
+        # requests: the intermediate's + each leaf URL asked; responderRequests: those that reached a responder.
+        "aia_down_then_good": expect("OK", requests=3, responder_requests=2),
+        "aia_wrong_then_good": expect("OK", requests=3),
+        "aia_good_then_down": expect("OK"),
+        "aia_revoked_then_good": expect("VERIFICATION_FAILURE", "revoked", contains=[REVOKED_AT_TEXT, "leaf"]),
+        "aia_all_down": expect("RETRYABLE_VERIFICATION_FAILURE", "ocsp_unreachable", requests=3, responder_requests=1,
+                               contains=["responders asked: 2"]),
+        "aia_wrong_then_down": expect("VERIFICATION_FAILURE", "ocsp_bad_signature", requests=3, responder_requests=2,
+                                      contains=["responders asked: 2", "ocsp_unreachable"]),
         "no_nonce": expect("OK"),
         "no_next_update": expect("OK"),
         "no_next_update_edge": expect("OK"),

@@ -25,9 +25,12 @@ struct OnlineChecks: Sendable {
 /// signed "good".
 ///
 /// Checked per certificate, in this order (the first failure is reported):
-///  1. an http(s) OCSP URL in the AIA extension: the first one, in the extension's order; OCSP URLs of other
-///     schemes (ldap:, ...) before it are skipped, and later http(s) URLs are not tried when it fails
-///                                                                  else `ocsp_no_responder`
+///  1. the http(s) OCSP URLs of the AIA extension, in the extension's order (URLs of other schemes, such as ldap:,
+///     are skipped; at most `maxResponders`)                       none: `ocsp_no_responder`
+///  Steps 2-9 run for each URL in turn until one answers "good" (pass) or "revoked" (fail): any other outcome moves
+///  on to the next URL, so one responder that is down, stale or answers for the wrong CA does not decide alone. When
+///  none answered "good" or "revoked", the failure reported is the first one that is not retryable, else the first
+///  one — retryable only when no responder could answer — and the message lists every URL's outcome.
 ///  2. the exchange: POST application/ocsp-request, nonce included  unreachable / timeout / non-200: retryable
 ///  3. DER OCSPResponse, at most 1 MiB, nothing after it            else `ocsp_malformed`
 ///  4. responseStatus successful                                    tryLater / internalError: retryable `ocsp_try_later`;
@@ -46,6 +49,8 @@ enum OCSP {
     /// How long an answer without nextUpdate counts as current, from its thisUpdate.
     static let maxAgeWithoutNextUpdate: Int64 = 3600
     static let maxResponseBytes = 1 << 20
+    /// The most OCSP URLs asked per certificate (Apple's certificates name one).
+    static let maxResponders = 4
 
     /// Checks the intermediate, then the leaf. On success, the time (seconds since 1970) until which both answers
     /// hold: the earlier nextUpdate.
@@ -71,12 +76,14 @@ enum OCSP {
         guard !urls.isEmpty else {
             return fail(.ocspNoResponder, "it names no OCSP responder (no OCSP URL in its Authority Information Access extension)")
         }
-        guard let url = urls.first(where: isHTTPURL) else {
+        let httpURLs = Array(urls.filter(isHTTPURL).prefix(maxResponders))
+        guard !httpURLs.isEmpty else {
             let listed = urls.prefix(4).map { "\"\($0)\"" }.joined(separator: ", ") + (urls.count > 4 ? ", ..." : "")
             return fail(.ocspNoResponder, "none of its OCSP URLs is an http(s) URL (\(listed))")
         }
 
-        // 2. The request: one certificate id (SHA-1 name and key hashes, as responders expect) and a nonce.
+        // 2. The request: one certificate id (SHA-1 name and key hashes, as responders expect) and a nonce; the same
+        // request goes to each responder.
         guard let requestID = OCSP_cert_to_id(nil, cert.x509, issuer.x509) else {
             OpenSSL.drainErrors()
             return fail(.internal, "OpenSSL could not build the certificate id")
@@ -113,6 +120,31 @@ enum OCSP {
         }
         guard written == length else { return fail(.internal, "OpenSSL encoded the OCSP request inconsistently") }
 
+        var failures: [(url: String, failure: VerificationFailure)] = []
+        for url in httpURLs {
+            let answer = ask(url, body: body, request: request, lookupID: lookupID, cert: cert, role: role,
+                             issuer: issuer, trust: trust, online: online, now: now)
+            switch answer {
+            case .success: return answer
+            case .failure(let f) where f.reason == .revoked: return answer
+            case .failure(let f): failures.append((url, f))
+            }
+        }
+        let chosen = failures.first { !$0.failure.reason.isRetryable } ?? failures[0]
+        guard failures.count > 1 else { return .failure(chosen.failure) }
+        let others = failures.filter { $0.url != chosen.url || $0.failure.message != chosen.failure.message }
+            .map { "\($0.url): \($0.failure.reason.name)" }.joined(separator: ", ")
+        return .failure(VerificationFailure(chosen.failure.reason,
+            chosen.failure.message + " (responders asked: \(failures.count); the others: \(others))"))
+    }
+
+    /// Steps 2-9 at one responder: the exchange and the checks of its answer.
+    private static func ask(_ url: String, body: [UInt8], request: OpaquePointer, lookupID: OpaquePointer,
+                            cert: Certificate, role: String, issuer: Certificate, trust: TrustStore,
+                            online: OnlineChecks, now: Int64) -> Result<Int64, VerificationFailure> {
+        func fail(_ reason: FailureReason, _ text: String) -> Result<Int64, VerificationFailure> {
+            .failure(VerificationFailure(reason, "OCSP check of the \(role) certificate (serial \(cert.serialHex)): \(text)"))
+        }
         let response: HTTPResponse
         do {
             response = try online.transport.send(HTTPRequest(
