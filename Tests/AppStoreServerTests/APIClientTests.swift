@@ -348,6 +348,24 @@ import AppStoreServerHTTP
         #expect(ac.apiError == .invalidStorefrontCountryCode)
         let acOnly = try #require(failure(.revokeSubscription, 403, #"{"errorCode":4030021,"errorMessage":"Already refunded."}"#))
         #expect(acOnly.apiErrorName == "alreadyRefunded")
+        // Codes Apple added to the Advanced Commerce API in 1.2 and later server updates.
+        for (endpoint, status, code, name, known) in [
+            (AppStoreServerAPIEndpoint.changeSubscriptionPrice, 400, Int64(4000221), "acaPriceIncreaseIsNotCurrentlySupportedInIndia",
+             AdvancedCommerceAPIError.acaPriceIncreaseIsNotCurrentlySupportedInIndia),
+            (.changeSubscriptionPrice, 400, 4000222, "invalidProratedPriceForChangeItemWithEffectiveLater",
+             .invalidProratedPriceForChangeItemWithEffectiveLater),
+            (.changeSubscriptionPrice, 400, 4000192, "dependentSKUsCannotBeShared", .dependentSKUsCannotBeShared),
+            (.changeSubscriptionPrice, 400, 4000193, "dependentSKUsCannotBeChained", .dependentSKUsCannotBeChained),
+            (.changeSubscriptionMetadata, 400, 4000170, "currentSKULengthExceeded", .currentSKULengthExceeded),
+            (.migrateSubscription, 403, 4030027, "migrationNotAllowedWhenPriceIncreaseCommunicated",
+             .migrationNotAllowedWhenPriceIncreaseCommunicated),
+            (.changeSubscriptionPrice, 400, 4000223, "freeTrialOfferMustUsePeriodCountOfOne", .freeTrialOfferMustUsePeriodCountOfOne),
+        ] {
+            let e = try #require(failure(endpoint, status, #"{"errorCode":\#(code),"errorMessage":"x"}"#))
+            #expect(e.apiErrorName == name)
+            #expect(e.advancedCommerceAPIError == known)
+            #expect(e.message.contains("(\(name))"))
+        }
         for code: Int64 in [4040002, 4040004, 4040006, 5000001] {
             #expect(failure(500, #"{"errorCode":\#(code),"errorMessage":"x"}"#)?.isRetryable == true)
         }

@@ -27,9 +27,9 @@ def render_errors(spec: Spec) -> str:
         enum = spec.enums[name]
         out += ["", f"## {name}", "", enum.get("doc", ""), "",
                 "Unknown codes are kept as their number. Retryable codes are retried by the client's retry policy.", "",
-                "| code | name | retryable |", "|---|---|---|"]
+                "| code | name | retryable | note |", "|---|---|---|---|"]
         for c in enum["cases"]:
-            out.append(f"| {c['value']} | `{c['name']}` | {'yes' if c.get('retryable') else ''} |")
+            out.append(f"| {c['value']} | `{c['name']}` | {'yes' if c.get('retryable') else ''} | {c.get('doc', '')} |")
     return "\n".join(out) + "\n"
 
 

@@ -295,7 +295,7 @@ extension APIError {
     public static let retryable: [APIError] = [.accountNotFoundRetryable, .appNotFoundRetryable, .originalTransactionIdNotFoundRetryable, .generalInternalRetryable]
 }
 
-/// An Advanced Commerce API error code (errorCode of an error response from an Advanced Commerce endpoint).
+/// An Advanced Commerce API error code (errorCode of an error response from an Advanced Commerce endpoint). Names and numbers from Apple's Error messages and codes page (developer.apple.com/documentation/advancedcommerceapi/errorcodes); a case whose number Apple's pages did not show says where it comes from.
 public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int64
     public init(rawValue: Int64) { self.rawValue = rawValue }
@@ -388,6 +388,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
     public static let invalidTargetProductId = AdvancedCommerceAPIError(rawValue: 4000167)
     public static let removalAllNotAllowed = AdvancedCommerceAPIError(rawValue: 4000168)
     public static let nullCurrentSKU = AdvancedCommerceAPIError(rawValue: 4000169)
+    public static let currentSKULengthExceeded = AdvancedCommerceAPIError(rawValue: 4000170)
     public static let nullAdvancedCommerceData = AdvancedCommerceAPIError(rawValue: 4000171)
     public static let invalidOperation = AdvancedCommerceAPIError(rawValue: 4000172)
     public static let malformedPayload = AdvancedCommerceAPIError(rawValue: 4000173)
@@ -401,6 +402,15 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
     public static let proratedOnlyLatestTransaction = AdvancedCommerceAPIError(rawValue: 4000182)
     public static let partialSimulateRefundDecline = AdvancedCommerceAPIError(rawValue: 4000184)
     public static let revokeOnInactiveSubscription = AdvancedCommerceAPIError(rawValue: 4000186)
+    public static let dependentSKUsCannotBeShared = AdvancedCommerceAPIError(rawValue: 4000192)
+    public static let dependentSKUsCannotBeChained = AdvancedCommerceAPIError(rawValue: 4000193)
+    public static let itemCannotBeSpecifiedMultipleTimes = AdvancedCommerceAPIError(rawValue: 4000194)
+    public static let priceChangeCannotBeIssuedWhenAlreadyCommunicated = AdvancedCommerceAPIError(rawValue: 4000205)
+    public static let invalidPriceForChangeItemInPriceIncrease = AdvancedCommerceAPIError(rawValue: 4000214)
+    public static let invalidSKUProvidedMustBeCurrentSKUSetToRenew = AdvancedCommerceAPIError(rawValue: 4000220)
+    public static let acaPriceIncreaseIsNotCurrentlySupportedInIndia = AdvancedCommerceAPIError(rawValue: 4000221)
+    public static let invalidProratedPriceForChangeItemWithEffectiveLater = AdvancedCommerceAPIError(rawValue: 4000222)
+    public static let freeTrialOfferMustUsePeriodCountOfOne = AdvancedCommerceAPIError(rawValue: 4000223)
     public static let unauthorized = AdvancedCommerceAPIError(rawValue: 4010000)
     public static let subscriptionDoesNotExist = AdvancedCommerceAPIError(rawValue: 4030008)
     public static let subscriptionAlreadyExists = AdvancedCommerceAPIError(rawValue: 4030009)
@@ -414,6 +424,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
     public static let productNotEligible = AdvancedCommerceAPIError(rawValue: 4030023)
     public static let transactionNotRefundable = AdvancedCommerceAPIError(rawValue: 4030024)
     public static let transactionCannotBeRefundedContactSupport = AdvancedCommerceAPIError(rawValue: 4030025)
+    public static let migrationNotAllowedWhenPriceIncreaseCommunicated = AdvancedCommerceAPIError(rawValue: 4030027)
     public static let transactionIdNotFound = AdvancedCommerceAPIError(rawValue: 4040010)
     public static let productNotFound = AdvancedCommerceAPIError(rawValue: 4040016)
     public static let rateLimitExceeded = AdvancedCommerceAPIError(rawValue: 4290000)
@@ -510,6 +521,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         .invalidTargetProductId,
         .removalAllNotAllowed,
         .nullCurrentSKU,
+        .currentSKULengthExceeded,
         .nullAdvancedCommerceData,
         .invalidOperation,
         .malformedPayload,
@@ -523,6 +535,15 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         .proratedOnlyLatestTransaction,
         .partialSimulateRefundDecline,
         .revokeOnInactiveSubscription,
+        .dependentSKUsCannotBeShared,
+        .dependentSKUsCannotBeChained,
+        .itemCannotBeSpecifiedMultipleTimes,
+        .priceChangeCannotBeIssuedWhenAlreadyCommunicated,
+        .invalidPriceForChangeItemInPriceIncrease,
+        .invalidSKUProvidedMustBeCurrentSKUSetToRenew,
+        .acaPriceIncreaseIsNotCurrentlySupportedInIndia,
+        .invalidProratedPriceForChangeItemWithEffectiveLater,
+        .freeTrialOfferMustUsePeriodCountOfOne,
         .unauthorized,
         .subscriptionDoesNotExist,
         .subscriptionAlreadyExists,
@@ -536,6 +557,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         .productNotEligible,
         .transactionNotRefundable,
         .transactionCannotBeRefundedContactSupport,
+        .migrationNotAllowedWhenPriceIncreaseCommunicated,
         .transactionIdNotFound,
         .productNotFound,
         .rateLimitExceeded,
@@ -635,6 +657,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         case 4000167: "invalidTargetProductId"
         case 4000168: "removalAllNotAllowed"
         case 4000169: "nullCurrentSKU"
+        case 4000170: "currentSKULengthExceeded"
         case 4000171: "nullAdvancedCommerceData"
         case 4000172: "invalidOperation"
         case 4000173: "malformedPayload"
@@ -648,6 +671,15 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         case 4000182: "proratedOnlyLatestTransaction"
         case 4000184: "partialSimulateRefundDecline"
         case 4000186: "revokeOnInactiveSubscription"
+        case 4000192: "dependentSKUsCannotBeShared"
+        case 4000193: "dependentSKUsCannotBeChained"
+        case 4000194: "itemCannotBeSpecifiedMultipleTimes"
+        case 4000205: "priceChangeCannotBeIssuedWhenAlreadyCommunicated"
+        case 4000214: "invalidPriceForChangeItemInPriceIncrease"
+        case 4000220: "invalidSKUProvidedMustBeCurrentSKUSetToRenew"
+        case 4000221: "acaPriceIncreaseIsNotCurrentlySupportedInIndia"
+        case 4000222: "invalidProratedPriceForChangeItemWithEffectiveLater"
+        case 4000223: "freeTrialOfferMustUsePeriodCountOfOne"
         case 4010000: "unauthorized"
         case 4030008: "subscriptionDoesNotExist"
         case 4030009: "subscriptionAlreadyExists"
@@ -661,6 +693,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         case 4030023: "productNotEligible"
         case 4030024: "transactionNotRefundable"
         case 4030025: "transactionCannotBeRefundedContactSupport"
+        case 4030027: "migrationNotAllowedWhenPriceIncreaseCommunicated"
         case 4040010: "transactionIdNotFound"
         case 4040016: "productNotFound"
         case 4290000: "rateLimitExceeded"
