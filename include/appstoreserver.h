@@ -79,7 +79,8 @@ typedef int32_t appstore_status;
 #define APPSTORE_INVALID_CERTIFICATE 8 /* an x5c certificate cannot be read */
 /* not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report VERIFICATION_FAILURE) */
 #define APPSTORE_INVALID_JWT_FORMAT 9
-#define APPSTORE_INVALID_KEY 10 /* a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256) */
+/* a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256), or an external signer that failed */
+#define APPSTORE_INVALID_KEY 10
 /* receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil) */
 #define APPSTORE_NOT_FOUND 11
 /* receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field) */
@@ -142,6 +143,9 @@ typedef int32_t appstore_reason;
 /* the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16
  * MiB of base64); refused before it is read [INVALID_JWT_FORMAT/INVALID_RECEIPT/INVALID_ARGUMENT] */
 #define APPSTORE_REASON_INPUT_TOO_LARGE 26
+/* an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature
+ * [INVALID_KEY] */
+#define APPSTORE_REASON_SIGNER_FAILED 27
 /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT] */
 #define APPSTORE_REASON_RECEIPT_MALFORMED 40
 /* with APPSTORE_NOT_FOUND: the receipt has no transaction id [NOT_FOUND] */
@@ -323,6 +327,26 @@ appstore_status appstore_signing_key_new(const char *pem, size_t pem_len, const 
                                          const char *bundle_id, appstore_signing_key **key_out,
                                          appstore_error **err_out);
 void appstore_signing_key_free(appstore_signing_key *key);
+
+/* A key held outside the process (a KMS or an HSM): every signature made with the key (API tokens, promotional
+ * offers v1 and v2, introductory-offer eligibility, Advanced Commerce requests, the API client's bearer tokens) is
+ * asked of `fn`. The library builds the header and claims (or the v1 payload) and passes the bytes to sign
+ * (`message`/`message_len`) and their SHA-256 `digest` (32 bytes) for signers that take a digest. The callback
+ * writes the ECDSA P-256 signature of SHA-256(message) into `signature` (capacity `signature_cap`, 72 bytes) as
+ * 64 bytes r||s or as DER (what KMS and most HSMs return), sets *signature_len, and returns 0; any other return
+ * value fails that signature with APPSTORE_INVALID_KEY / APPSTORE_REASON_SIGNER_FAILED, as does a signature that is
+ * neither form or whose r or s is out of range. Inputs are valid only during the call. The callback is called on
+ * the thread that asked for the signature, possibly from several threads at once, and must not call back into the
+ * library. user_data (borrowed) must stay valid until the key and every client made with it are freed. key_id,
+ * issuer_id and bundle_id as for appstore_signing_key_new. */
+typedef int32_t (*appstore_signer_fn)(void *user_data, const uint8_t *message, size_t message_len,
+                                      const uint8_t *digest, uint8_t *signature, size_t signature_cap,
+                                      size_t *signature_len);
+
+appstore_status appstore_signing_key_new_with_signer(appstore_signer_fn fn, APPSTORE_OPTIONAL void *user_data,
+                                                     const char *key_id, APPSTORE_OPTIONAL const char *issuer_id,
+                                                     const char *bundle_id, appstore_signing_key **key_out,
+                                                     appstore_error **err_out);
 
 /* App Store Server API bearer token: ES256 JWT, header alg/kid/typ JWT, claims iss, iat, exp, aud
  * "appstoreconnect-v1", bid. issued_at: seconds since 1970, 0 = now. lifetime_seconds: 0 = 300; at most 3600

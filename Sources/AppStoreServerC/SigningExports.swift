@@ -50,6 +50,65 @@ public func appstoreSigningKeyNew(_ pem: UnsafePointer<CChar>?, _ pemLen: UInt, 
     }
 }
 
+/// The C signer callback (see `appstore_signer_fn` in the header).
+public typealias CSignerFunction = @convention(c) (
+    UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, UInt, UnsafePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UInt,
+    UnsafeMutablePointer<UInt>?
+) -> Int32
+
+/// A host callback as an `ES256Signer`, called on the thread that asked for the signature.
+final class CSigner: ES256Signer, @unchecked Sendable {
+    // The host promises the callback and user_data may be used from any thread (header contract).
+    let function: CSignerFunction
+    let userData: UnsafeMutableRawPointer?
+    /// The largest DER ECDSA P-256 signature.
+    static let capacity = 72
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(function: CSignerFunction, userData: UnsafeMutableRawPointer?) {
+        self.function = function
+        self.userData = userData
+    }
+
+    func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Self.capacity)
+        var length: UInt = 0
+        let rc = message.withUnsafeBufferPointer { m in
+            digest.withUnsafeBufferPointer { d in
+                out.withUnsafeMutableBufferPointer { o in
+                    function(userData, m.baseAddress, UInt(m.count), d.baseAddress, o.baseAddress, UInt(o.count), &length)
+                }
+            }
+        }
+        guard rc == 0 else { throw Failure(description: "the signer callback returned \(rc)") }
+        guard length > 0, length <= UInt(Self.capacity) else {
+            throw Failure(description: "the signer callback reported a signature of \(length) bytes (1 to \(Self.capacity))")
+        }
+        return Array(out.prefix(Int(length)))
+    }
+}
+
+@c(appstore_signing_key_new_with_signer)
+public func appstoreSigningKeyNewWithSigner(_ fn: CSignerFunction?, _ userData: UnsafeMutableRawPointer?,
+                                            _ keyId: UnsafePointer<CChar>?, _ issuerId: UnsafePointer<CChar>?,
+                                            _ bundleId: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                            _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        guard let fn else { throw CFailure.argument("fn is NULL") }
+        guard let out else { throw CFailure.argument("key_out is NULL") }
+        let kid = try utf8String(keyId, "key_id")
+        let bid = try utf8String(bundleId, "bundle_id")
+        let iss = try optionalUTF8String(issuerId, "issuer_id")
+        guard !kid.isEmpty else { throw CFailure.argument("key_id must not be empty") }
+        guard !bid.isEmpty else { throw CFailure.argument("bundle_id must not be empty") }
+        let key = SigningKey(signer: CSigner(function: fn, userData: userData))
+        out.pointee = retained(SigningKeyBox(key: key, keyId: kid, issuerId: iss, bundleId: bid))
+    }
+}
+
 @c(appstore_signing_key_free)
 public func appstoreSigningKeyFree(_ key: OpaquePointer?) { release(key, SigningKeyBox.self) }
 

@@ -23,3 +23,13 @@ add_test(NAME c_sign_valgrind
          COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/Tests/capi/run_valgrind.py" $<TARGET_FILE:sign_test>
                  "${SIGNING_KEYS}" "${CMAKE_CURRENT_BINARY_DIR}/c_sign_valgrind_items.json")
 set_tests_properties(c_sign_valgrind PROPERTIES FIXTURES_REQUIRED signing TIMEOUT 1800)
+
+# Keys held outside the process: a signer callback (OpenSSL called directly by the test) signs everything; the
+# results are verified by Python cryptography + joserfc.
+add_executable(signer_test Tests/capi/signer_test.c Tests/capi/capi_util.c)
+target_compile_options(signer_test PRIVATE ${C_WARNINGS})
+target_link_libraries(signer_test PRIVATE appstoreserver PkgConfig::JANSSON OpenSSL::Crypto Threads::Threads m)
+add_test(NAME c_signer COMMAND signer_test "${SIGNING_KEYS}" "${CMAKE_CURRENT_BINARY_DIR}/c_signer_items.json")
+set_tests_properties(c_signer PROPERTIES FIXTURES_REQUIRED signing FIXTURES_SETUP c_signer_items)
+add_test(NAME c_signer_independent_check COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/Tests/support/check_signatures.py" check "${CMAKE_CURRENT_BINARY_DIR}/c_signer_items.json")
+set_tests_properties(c_signer_independent_check PROPERTIES FIXTURES_REQUIRED "signing;c_signer_items")

@@ -5,6 +5,9 @@
                                        encrypted.p8, truncated.p8, not_pem.txt
   check_signatures.py check FILE.json  verify every item of FILE.json (written by the Swift or C tests) with
                                        Python `cryptography` and `joserfc`, never with appstoreserver itself
+  check_signatures.py sign-server KEY  an external signer for the tests of keys held outside the process: reads
+                                       one hex SHA-256 digest per line on stdin, writes the DER ECDSA signature of
+                                       that digest (Python `cryptography`, prehashed) in hex, one line each
 
 FILE.json: {"public_key": PATH, "items": [{"kind": ..., "value": ..., "expect": {...}}, ...]} with kinds
   api_token          expect: kid, iss, bid, lifetime, iat (optional)
@@ -178,8 +181,20 @@ def check(path: Path) -> int:
     return 1 if failed else 0
 
 
+def sign_server(key_path: Path) -> int:
+    from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    for line in sys.stdin:
+        digest = bytes.fromhex(line.strip())
+        sys.stdout.write(key.sign(digest, ec.ECDSA(Prehashed(hashes.SHA256()))).hex() + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "keys":
+    if len(sys.argv) == 3 and sys.argv[1] == "sign-server":
+        sys.exit(sign_server(Path(sys.argv[2])))
+    elif len(sys.argv) == 3 and sys.argv[1] == "keys":
         write_keys(Path(sys.argv[2]))
     elif len(sys.argv) == 3 and sys.argv[1] == "check":
         sys.exit(check(Path(sys.argv[2])))

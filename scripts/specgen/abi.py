@@ -74,7 +74,7 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
             d.update(kind="freedString")
         elif t == "void *":
             d.update(kind="userData")
-        elif t == "appstore_transport_fn":
+        elif re.fullmatch(r"appstore_\w+_fn", t):
             d.update(kind="callback", callback=t)
         elif re.fullmatch(r"u?int(8|16|32|64)_t|size_t|appstore_\w+", t) and "*" not in t:
             d.update(kind="value", valueType=t)

@@ -16,8 +16,7 @@ enum JWSCreation {
     static func sign(key: SigningKey, header: [UInt8], claims: [UInt8]) throws(SigningError) -> String {
         let input = Base64.encode(header, alphabet: .url) + "." + Base64.encode(claims, alphabet: .url)
         var s = input
-        let signature = s.withUTF8 { key.signJOSE(UnsafeRawBufferPointer($0)) }
-        guard let signature else { throw SigningError(.signingFailed, "OpenSSL could not create the ES256 signature") }
+        let signature = try s.withUTF8 { p in Result { () throws(SigningError) in try key.signJOSE(UnsafeRawBufferPointer(p)) } }.get()
         return input + "." + Base64.encode(signature, alphabet: .url)
     }
 
@@ -215,8 +214,7 @@ public struct PromotionalOfferSignatureCreator: Sendable {
         let ts = timestamp ?? Timestamp.milliseconds(Date())
         var text = payload(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
                            appAccountToken: appAccountToken, nonce: n, timestamp: ts)
-        let der = text.withUTF8 { key.signDER(UnsafeRawBufferPointer($0)) }
-        guard let der else { throw SigningError(.signingFailed, "OpenSSL could not create the ECDSA signature") }
+        let der = try text.withUTF8 { p in Result { () throws(SigningError) in try key.signDER(UnsafeRawBufferPointer(p)) } }.get()
         return PromotionalOfferV1Signature(signature: Base64.encode(der, alphabet: .standard), nonce: n, timestamp: ts)
     }
 }

@@ -7,6 +7,8 @@ public struct SigningError: AppStoreServerFailure, Hashable {
         case invalidKey(SigningKeyError)
         case invalidRequest(ModelValidationError)
         case signingFailed
+        /// An external signer (`SigningKey(signer:)`) failed or returned something that is not a signature.
+        case signerFailed
     }
     public let kind: Kind
     public let message: String
@@ -22,6 +24,7 @@ public struct SigningError: AppStoreServerFailure, Hashable {
         case .invalidArgument, .invalidRequest: .invalidArgument
         case .invalidKey: .invalidKey
         case .signingFailed: .internalError
+        case .signerFailed: .invalidKey
         }
     }
 
@@ -31,6 +34,7 @@ public struct SigningError: AppStoreServerFailure, Hashable {
         case .invalidKey(let e): e.reason
         case .invalidRequest: .invalidRequest
         case .signingFailed: .signingFailed
+        case .signerFailed: .signerFailed
         }
     }
 }

@@ -33,8 +33,18 @@ public struct SigningKeyError: AppStoreServerFailure, Hashable {
 /// instance may sign concurrently from many threads. The key is cleansed from memory when the instance is freed
 /// (OpenSSL clears EC private scalars on free). The PEM text is searched as bytes (never turned into a `String`),
 /// and every transient copy this type makes of it is cleansed with `OPENSSL_cleanse` right after parsing.
+///
+/// Or a key held outside the process: `SigningKey(signer:)` hands every signature to an `ES256Signer` (KMS, HSM).
 public final class SigningKey: @unchecked Sendable {
-    let pkey: OpaquePointer
+    /// The parsed key; nil when an external signer holds it.
+    let pkey: OpaquePointer?
+    let signer: (any ES256Signer)?
+
+    /// A key held outside the process: every signature made with this key is asked of `signer`.
+    public init(signer: any ES256Signer) {
+        self.pkey = nil
+        self.signer = signer
+    }
 
     /// The largest PEM input accepted (OpenSSL's memory BIO takes an `Int32` length). A `.p8` key is ~250 bytes.
     static let maximumPEMLength = Int(Int32.max)
@@ -61,6 +71,7 @@ public final class SigningKey: @unchecked Sendable {
         case .success(let key): pkey = key
         case .failure(let error): throw error
         }
+        signer = nil
     }
 
     private static let encryptedMarkers: [[UInt8]] = [Array("-----BEGIN ENCRYPTED PRIVATE KEY-----".utf8),
@@ -105,10 +116,35 @@ public final class SigningKey: @unchecked Sendable {
         return .success(key)
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit { if let pkey { EVP_PKEY_free(pkey) } }
 
     /// ECDSA P-256 over SHA-256 of `message`, DER-encoded (the form of promotional offer v1 signatures).
-    func signDER(_ message: UnsafeRawBufferPointer) -> [UInt8]? {
+    func signDER(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
+        guard let pkey else {
+            let signature = try external(message)
+            guard let der = ExternalSignature.der(signature) else { throw Self.unusable(signature) }
+            return der
+        }
+        guard let der = Self.localDER(pkey, message) else {
+            throw SigningError(.signingFailed, "OpenSSL could not create the ECDSA signature")
+        }
+        return der
+    }
+
+    /// JOSE ES256 signature (64-byte r||s).
+    func signJOSE(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
+        guard let pkey else {
+            let signature = try external(message)
+            guard let raw = ExternalSignature.raw(signature) else { throw Self.unusable(signature) }
+            return raw
+        }
+        guard let der = Self.localDER(pkey, message), let raw = ES256.derToRaw(der) else {
+            throw SigningError(.signingFailed, "OpenSSL could not create the ES256 signature")
+        }
+        return raw
+    }
+
+    private static func localDER(_ pkey: OpaquePointer, _ message: UnsafeRawBufferPointer) -> [UInt8]? {
         guard let ctx = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(ctx) }
         guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { OpenSSL.drainErrors(); return nil }
@@ -120,10 +156,21 @@ public final class SigningKey: @unchecked Sendable {
         return Array(der.prefix(len))
     }
 
-    /// JOSE ES256 signature (64-byte r||s).
-    func signJOSE(_ message: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard let der = signDER(message) else { return nil }
-        return ES256.derToRaw(der)
+    private func external(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
+        guard let signer else { throw SigningError(.signingFailed, "the signing key has neither a key nor a signer") }
+        let bytes = Array(message)
+        var digest = [UInt8](repeating: 0, count: 32)
+        guard SHA256(bytes, bytes.count, &digest) != nil else {
+            throw SigningError(.signingFailed, "OpenSSL could not compute the SHA-256 digest")
+        }
+        do { return try signer.sign(message: bytes, digest: digest) } catch {
+            throw SigningError(.signerFailed, "the external signer failed: \(error)")
+        }
+    }
+
+    private static func unusable(_ signature: [UInt8]) -> SigningError {
+        SigningError(.signerFailed, "the external signer returned \(signature.count) bytes that are not an ECDSA P-256 "
+                     + "signature (64 bytes r||s, or DER with 0 < r, s < n)")
     }
 }
 

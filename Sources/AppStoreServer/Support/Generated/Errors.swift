@@ -36,7 +36,7 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
     case invalidCertificate = 8
     /// not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report VERIFICATION_FAILURE)
     case invalidJwtFormat = 9
-    /// a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256)
+    /// a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256), or an external signer that failed
     case invalidKey = 10
     /// receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil)
     case notFound = 11
@@ -143,6 +143,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case signingFailed = 25
     /// the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16 MiB of base64); refused before it is read
     case inputTooLarge = 26
+    /// an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature
+    case signerFailed = 27
     /// receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes
     case receiptMalformed = 40
     /// with APPSTORE_NOT_FOUND: the receipt has no transaction id
@@ -228,6 +230,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .invalidRequest: "invalid_request"
         case .signingFailed: "signing_failed"
         case .inputTooLarge: "input_too_large"
+        case .signerFailed: "signer_failed"
         case .receiptMalformed: "receipt_malformed"
         case .noTransactionId: "no_transaction_id"
         case .signerMissing: "signer_missing"
@@ -288,6 +291,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .invalidRequest: [.invalidArgument]
         case .signingFailed: [.internalError]
         case .inputTooLarge: [.invalidJwtFormat, .invalidReceipt, .invalidArgument]
+        case .signerFailed: [.invalidKey]
         case .receiptMalformed: [.invalidReceipt]
         case .noTransactionId: [.notFound]
         case .signerMissing: [.verificationFailure]

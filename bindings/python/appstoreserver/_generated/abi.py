@@ -7,6 +7,8 @@ from ctypes import CFUNCTYPE, POINTER, c_char_p, c_int8, c_int16, c_int32, c_int
 
 SONAME = "libappstoreserver.so.0"
 
+# appstore_signer_fn(user_data, message, message_len, digest, signature, signature_cap, signature_len)
+SIGNER_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p)
 # appstore_transport_fn(user_data, method, url, headers, headers_len, body, body_len, timeout_ms, response)
 TRANSPORT_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
 
@@ -46,6 +48,7 @@ PROTOTYPES = {
     "appstore_verifier_cache_stats": (c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), POINTER(c_uint64), POINTER(c_void_p)]),
     "appstore_signing_key_new": (c_int32, [c_char_p, c_size_t, c_char_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_signing_key_free": (None, [c_void_p]),
+    "appstore_signing_key_new_with_signer": (c_int32, [SIGNER_FN, c_void_p, c_char_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_signing_key_create_api_token": (c_int32, [c_void_p, c_int64, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_signing_key_create_promotional_offer_v1": (c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p), POINTER(c_int64), POINTER(c_void_p)]),
     "appstore_signing_key_create_promotional_offer_v2": (c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
@@ -156,6 +159,7 @@ APPSTORE_REASON_KEY_WRONG_CURVE = 23
 APPSTORE_REASON_INVALID_REQUEST = 24
 APPSTORE_REASON_SIGNING_FAILED = 25
 APPSTORE_REASON_INPUT_TOO_LARGE = 26
+APPSTORE_REASON_SIGNER_FAILED = 27
 APPSTORE_REASON_RECEIPT_MALFORMED = 40
 APPSTORE_REASON_NO_TRANSACTION_ID = 41
 APPSTORE_REASON_SIGNER_MISSING = 42

@@ -28,7 +28,7 @@ class AppStoreStatus(IntEnum):
     INVALID_JWT_FORMAT = 9
     """not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report VERIFICATION_FAILURE)"""
     INVALID_KEY = 10
-    """a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256)"""
+    """a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256), or an external signer that failed"""
     NOT_FOUND = 11
     """receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil)"""
     INVALID_RECEIPT = 12
@@ -100,6 +100,8 @@ class FailureReason(IntEnum):
     """OpenSSL could not create the signature [INTERNAL_ERROR]"""
     INPUT_TOO_LARGE = 26
     """the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16 MiB of base64); refused before it is read [INVALID_JWT_FORMAT, INVALID_RECEIPT, INVALID_ARGUMENT]"""
+    SIGNER_FAILED = 27
+    """an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature [INVALID_KEY]"""
     RECEIPT_MALFORMED = 40
     """receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT]"""
     NO_TRANSACTION_ID = 41

@@ -1,0 +1,276 @@
+/*
+ * Keys held outside the process through the C ABI (appstore_signing_key_new_with_signer).
+ *   signer_test KEYDIR OUT.json
+ * The signer callback is an independent ECDSA implementation: OpenSSL called directly by this program with the
+ * test key (KEYDIR/p256.p8 from `check_signatures.py keys`), answering in DER and in raw r||s on alternate calls.
+ * Every token and signature made through it goes to OUT.json for `check_signatures.py check` (Python cryptography +
+ * joserfc verify them against the public key). Also checked here: the digest handed to the callback is SHA-256 of
+ * the message; callback failures, wrong lengths, garbage, r = 0 and r = n are APPSTORE_INVALID_KEY /
+ * APPSTORE_REASON_SIGNER_FAILED with nothing written to the outputs; 4 threads share one key.
+ * Closing line: "signer: N passed, M failed".
+ */
+#include "capi_util.h"
+
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static capi_tally T = {"signer", 0, 0};
+static const char *KID = "ABC123DEFG", *ISS = "57246542-96fe-1a63-e053-0824d011072a", *BID = "com.example.app";
+
+/* What the callback does, per key handle (user_data). */
+typedef enum { SIGN_OK, SIGN_FAIL, SIGN_SHORT, SIGN_ZERO_LENGTH, SIGN_TOO_LONG, SIGN_R_ZERO, SIGN_R_ORDER, SIGN_DER_TRAILING } mode;
+typedef struct {
+    EVP_PKEY *pkey;
+    mode mode;
+    atomic_int calls;
+    atomic_int bad_digests;
+} signer;
+
+static const unsigned char P256_ORDER[32] = {0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF,
+                                             0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17,
+                                             0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51};
+
+static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
+                       uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+    signer *s = user_data;
+    int n = atomic_fetch_add(&s->calls, 1);
+    unsigned char want[SHA256_DIGEST_LENGTH];
+    SHA256(message, message_len, want);
+    if (memcmp(want, digest, sizeof want) != 0) atomic_fetch_add(&s->bad_digests, 1);
+    if (s->mode == SIGN_FAIL) return 7;
+    if (s->mode == SIGN_SHORT) {
+        memset(signature, 1, 40);
+        *signature_len = 40;
+        return 0;
+    }
+    if (s->mode == SIGN_ZERO_LENGTH) {
+        *signature_len = 0;
+        return 0;
+    }
+    if (s->mode == SIGN_TOO_LONG) {
+        *signature_len = signature_cap + 1;
+        return 0;
+    }
+    if (s->mode == SIGN_R_ZERO || s->mode == SIGN_R_ORDER) {
+        memset(signature, 0, 64);
+        if (s->mode == SIGN_R_ORDER) memcpy(signature, P256_ORDER, 32);
+        signature[63] = 1;
+        *signature_len = 64;
+        return 0;
+    }
+    /* The real thing: ECDSA with SHA-256 over the message, by OpenSSL directly. */
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char der[80];
+    size_t der_len = sizeof der;
+    int ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, s->pkey) == 1 &&
+             EVP_DigestSign(ctx, der, &der_len, message, message_len) == 1;
+    EVP_MD_CTX_free(ctx);
+    if (!ok || der_len > signature_cap) return 1;
+    if (s->mode == SIGN_DER_TRAILING) {
+        memcpy(signature, der, der_len);
+        signature[der_len] = 0; /* one byte after the DER */
+        *signature_len = der_len + 1;
+        return 0;
+    }
+    if (n % 2 == 0) { /* DER, as KMS answers */
+        memcpy(signature, der, der_len);
+        *signature_len = der_len;
+        return 0;
+    }
+    /* raw r||s */
+    const unsigned char *p = der;
+    ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
+    if (!sig) return 1;
+    ok = BN_bn2binpad(ECDSA_SIG_get0_r(sig), signature, 32) == 32 &&
+         BN_bn2binpad(ECDSA_SIG_get0_s(sig), signature + 32, 32) == 32;
+    ECDSA_SIG_free(sig);
+    *signature_len = 64;
+    return ok ? 0 : 1;
+}
+
+static void add(json_t *items, const char *kind, const char *name, const char *value, json_t *expect) {
+    json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:o}", "kind", kind, "name", name, "value", value,
+                                           "expect", expect));
+}
+
+static json_t *base(void) { return json_pack("{s:s, s:s, s:s}", "kid", KID, "iss", ISS, "bid", BID); }
+
+static appstore_signing_key *make(signer *s) {
+    appstore_signing_key *key = NULL;
+    appstore_error *err = NULL;
+    appstore_status st = appstore_signing_key_new_with_signer(sign_cb, s, KID, ISS, BID, &key, &err);
+    capi_check(&T, st == APPSTORE_OK && key, "appstore_signing_key_new_with_signer", "%s: %s",
+               appstore_status_name(st), appstore_error_message(err));
+    appstore_error_free(err);
+    return key;
+}
+
+typedef struct {
+    appstore_signing_key *key;
+    int index;
+    char *jws[10];
+    int errors;
+} thread_arg;
+
+static void *sign_many(void *p) {
+    thread_arg *a = p;
+    for (int i = 0; i < 10; i++) {
+        char product[32];
+        snprintf(product, sizeof product, "p%d", a->index);
+        if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, &a->jws[i], NULL) != APPSTORE_OK)
+            a->errors++;
+    }
+    return NULL;
+}
+
+/* Every kind of signature through a failing signer: INVALID_KEY / SIGNER_FAILED, outputs untouched. */
+static void failures(EVP_PKEY *pkey) {
+    static const struct {
+        mode mode;
+        const char *what;
+    } cases[] = {{SIGN_FAIL, "the callback returns 7"},
+                 {SIGN_SHORT, "40 bytes that are neither r||s nor DER"},
+                 {SIGN_ZERO_LENGTH, "signature_len 0"},
+                 {SIGN_TOO_LONG, "signature_len beyond the capacity"},
+                 {SIGN_R_ZERO, "r = 0"},
+                 {SIGN_R_ORDER, "r = n"},
+                 {SIGN_DER_TRAILING, "DER followed by a byte"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        signer s = {pkey, cases[i].mode, 0, 0};
+        appstore_signing_key *key = make(&s);
+        if (!key) continue;
+        char *out = (char *)0x1;
+        appstore_error *err = NULL;
+        appstore_status st = appstore_signing_key_create_api_token(key, 0, 0, &out, &err);
+        capi_check(&T, st == APPSTORE_INVALID_KEY && appstore_error_reason(err) == APPSTORE_REASON_SIGNER_FAILED &&
+                           out == (char *)0x1,
+                   cases[i].what, "token: %s / %s: %s", appstore_status_name(st),
+                   appstore_reason_name(appstore_error_reason(err)), appstore_error_message(err));
+        appstore_error_free(err);
+        err = NULL;
+        st = appstore_signing_key_create_promotional_offer_v1(key, "p", "o", NULL, NULL, 0, &out, NULL, NULL, &err);
+        capi_check(&T, st == APPSTORE_INVALID_KEY && appstore_error_reason(err) == APPSTORE_REASON_SIGNER_FAILED &&
+                           out == (char *)0x1,
+                   cases[i].what, "v1: %s / %s", appstore_status_name(st), appstore_reason_name(appstore_error_reason(err)));
+        appstore_error_free(err);
+        appstore_signing_key_free(key);
+    }
+    appstore_signing_key *key = (appstore_signing_key *)0x1;
+    capi_check(&T, appstore_signing_key_new_with_signer(NULL, NULL, KID, ISS, BID, &key, NULL) == APPSTORE_INVALID_ARGUMENT &&
+                       key == (appstore_signing_key *)0x1,
+               "NULL fn is INVALID_ARGUMENT", NULL);
+    signer s = {pkey, SIGN_OK, 0, 0};
+    capi_check(&T, appstore_signing_key_new_with_signer(sign_cb, &s, "", ISS, BID, &key, NULL) == APPSTORE_INVALID_ARGUMENT,
+               "empty key id is INVALID_ARGUMENT", NULL);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s KEYDIR OUT.json\n", argv[0]);
+        return 2;
+    }
+    char *path = capi_join(argv[1], "p256.p8");
+    FILE *f = fopen(path, "r");
+    free(path);
+    EVP_PKEY *pkey = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f) fclose(f);
+    if (!capi_check(&T, pkey != NULL, "test key", "cannot read %s/p256.p8", argv[1])) return capi_finish(&T);
+
+    signer s = {pkey, SIGN_OK, 0, 0};
+    appstore_signing_key *key = make(&s);
+    json_t *items = json_array();
+    char *out = NULL, *nonce = NULL;
+    int64_t ts = 0;
+    if (key) {
+        if (appstore_signing_key_create_api_token(key, 1750000000, 3600, &out, NULL) == APPSTORE_OK) {
+            json_t *e = base();
+            json_object_set_new(e, "lifetime", json_integer(3600));
+            json_object_set_new(e, "iat", json_integer(1750000000));
+            add(items, "api_token", "external token", out, e);
+            appstore_string_free(out);
+        }
+        if (appstore_signing_key_create_promotional_offer_v2(key, "com.example.monthly", "WINBACK", "2000000000000001",
+                                                            &out, NULL) == APPSTORE_OK) {
+            json_t *e = base();
+            json_object_set_new(e, "productId", json_string("com.example.monthly"));
+            json_object_set_new(e, "offerIdentifier", json_string("WINBACK"));
+            json_object_set_new(e, "transactionId", json_string("2000000000000001"));
+            add(items, "promo_v2", "external v2", out, e);
+            appstore_string_free(out);
+        }
+        if (appstore_signing_key_create_introductory_offer_eligibility(key, "p", 0, "1000", &out, NULL) == APPSTORE_OK) {
+            json_t *e = base();
+            json_object_set_new(e, "productId", json_string("p"));
+            json_object_set_new(e, "allowIntroductoryOffer", json_false());
+            json_object_set_new(e, "transactionId", json_string("1000"));
+            add(items, "intro_eligibility", "external intro", out, e);
+            appstore_string_free(out);
+        }
+        for (int i = 0; i < 2; i++) { /* one DER answer, one raw answer from the callback */
+            if (appstore_signing_key_create_promotional_offer_v1(key, "com.example.monthly", "OFFER1", NULL, NULL, 0,
+                                                                &out, &nonce, &ts, NULL) == APPSTORE_OK) {
+                add(items, "promo_v1", i ? "external v1 (b)" : "external v1 (a)", out,
+                    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I}", "bundleId", BID, "keyId", KID, "productId",
+                              "com.example.monthly", "offerId", "OFFER1", "appAccountToken", "", "nonce", nonce,
+                              "timestamp", (json_int_t)ts));
+                appstore_string_free(out);
+                appstore_string_free(nonce);
+            }
+        }
+        const char *ac = "{\"operation\":\"CREATE_ONE_TIME_CHARGE\",\"currency\":\"EUR\",\"taxCode\":\"C003\","
+                         "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
+                         "\"item\":{\"description\":\"Gems\",\"displayName\":\"500 gems\",\"SKU\":\"gems.500\",\"price\":499},"
+                         "\"version\":\"1\"}";
+        if (appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), &out, NULL) == APPSTORE_OK) {
+            json_t *e = base();
+            json_object_set_new(e, "request", json_loads(ac, 0, NULL));
+            add(items, "advanced_commerce", "external advanced commerce", out, e);
+            appstore_string_free(out);
+        }
+        /* 4 threads on one key handle. */
+        pthread_t threads[4];
+        thread_arg args[4];
+        for (int t = 0; t < 4; t++) {
+            memset(&args[t], 0, sizeof args[t]);
+            args[t].key = key;
+            args[t].index = t;
+            pthread_create(&threads[t], NULL, sign_many, &args[t]);
+        }
+        for (int t = 0; t < 4; t++) {
+            pthread_join(threads[t], NULL);
+            capi_check(&T, args[t].errors == 0, "threads", "thread %d: %d errors", t, args[t].errors);
+            for (int i = 0; i < 10; i++) {
+                if (!args[t].jws[i]) continue;
+                char product[32], name[64];
+                snprintf(product, sizeof product, "p%d", t);
+                snprintf(name, sizeof name, "external thread %d #%d", t, i);
+                json_t *e = base();
+                json_object_set_new(e, "productId", json_string(product));
+                json_object_set_new(e, "offerIdentifier", json_string("o"));
+                add(items, "promo_v2", name, args[t].jws[i], e);
+                appstore_string_free(args[t].jws[i]);
+            }
+        }
+        appstore_signing_key_free(key);
+    }
+    capi_check(&T, json_array_size(items) == 6 + 40, "every signature made", "%zu of 46", json_array_size(items));
+    capi_check(&T, atomic_load(&s.calls) == 46, "one callback call per signature", "%d calls", atomic_load(&s.calls));
+    capi_check(&T, atomic_load(&s.bad_digests) == 0, "digest is SHA-256 of the message", "%d wrong digests",
+               atomic_load(&s.bad_digests));
+    failures(pkey);
+
+    char *pub = capi_join(argv[1], "p256_public.pem");
+    json_t *doc = json_pack("{s:s, s:o}", "public_key", pub, "items", items);
+    capi_check(&T, json_dump_file(doc, argv[2], JSON_INDENT(1)) == 0, "write items", "%s", argv[2]);
+    json_decref(doc);
+    free(pub);
+    EVP_PKEY_free(pkey);
+    return capi_finish(&T);
+}
