@@ -92,6 +92,9 @@ typedef int32_t appstore_status;
 #define APPSTORE_TRANSPORT_ERROR 21
 /* App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's model */
 #define APPSTORE_INVALID_RESPONSE 22
+/* App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was
+ * sent; appstore_error_retry_at_ms says when the next slot is free */
+#define APPSTORE_RATE_LIMITED 23
 #define APPSTORE_INTERNAL_ERROR 99 /* a bug or resource exhaustion inside the library */
 /* @end statuses */
 
@@ -168,6 +171,8 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_TRANSPORT_FAILED 69
 /* appstore_api_client_call without a configured transport [CONFIGURATION_ERROR] */
 #define APPSTORE_REASON_NO_TRANSPORT 70
+/* the client's rate limiter: no slot for the endpoint within the allowed wait [RATE_LIMITED, retryable] */
+#define APPSTORE_REASON_LOCAL_RATE_LIMIT 71
 /* the message names the certificate, revocation time and reason [VERIFICATION_FAILURE] */
 #define APPSTORE_REASON_REVOKED 80
 #define APPSTORE_REASON_OCSP_UNKNOWN 81 /* the responder does not know the certificate [VERIFICATION_FAILURE] */
@@ -551,26 +556,26 @@ appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier
  * INVALID_REQUEST, message naming the field, e.g. "bulletPoints must have at most 5 elements"). Keys per endpoint: */
 /* @generated endpoints: scripts/generate from spec/; do not edit by hand */
 /* Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. Keys: transactionId. Answer:
- * TransactionInfoResponse. */
+ * TransactionInfoResponse. Sandbox fallback. */
 #define APPSTORE_ENDPOINT_GET_TRANSACTION_INFO "getTransactionInfo"
 /* Get Transaction History (version 2): GET /inApps/v2/history/{anyTransactionId}. Keys: anyTransactionId; optional
  * revision, startDate, endDate, productIds, productTypes, sort, subscriptionGroupIdentifiers, inAppOwnershipType,
- * revoked. Answer: HistoryResponse. */
+ * revoked. Answer: HistoryResponse. Sandbox fallback. */
 #define APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY "getTransactionHistory"
 /* Get Transaction History (version 1): GET /inApps/v1/history/{anyTransactionId}. Keys: anyTransactionId; optional
  * revision, startDate, endDate, productIds, productTypes, sort, subscriptionGroupIdentifiers, inAppOwnershipType,
- * revoked. Answer: HistoryResponse. Deprecated by Apple. */
+ * revoked. Answer: HistoryResponse. Sandbox fallback. Deprecated by Apple. */
 #define APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY_V1 "getTransactionHistoryV1"
 /* Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}. Keys: anyTransactionId; optional
- * status. Answer: StatusResponse. */
+ * status. Answer: StatusResponse. Sandbox fallback. */
 #define APPSTORE_ENDPOINT_GET_ALL_SUBSCRIPTION_STATUSES "getAllSubscriptionStatuses"
 /* Get Refund History: GET /inApps/v2/refund/lookup/{anyTransactionId}. Keys: anyTransactionId; optional revision.
- * Answer: RefundHistoryResponse. */
+ * Answer: RefundHistoryResponse. Sandbox fallback. */
 #define APPSTORE_ENDPOINT_GET_REFUND_HISTORY "getRefundHistory"
 /* Look Up Order ID: GET /inApps/v1/lookup/{orderId}. Keys: orderId. Answer: OrderLookupResponse. */
 #define APPSTORE_ENDPOINT_LOOK_UP_ORDER_ID "lookUpOrderId"
 /* Get App Transaction Info: GET /inApps/v1/transactions/appTransactions/{anyTransactionId}. Keys: anyTransactionId.
- * Answer: AppTransactionInfoResponse. */
+ * Answer: AppTransactionInfoResponse. Sandbox fallback. */
 #define APPSTORE_ENDPOINT_GET_APP_TRANSACTION_INFO "getAppTransactionInfo"
 /* Finish Transaction: POST /inApps/v1/transactions/{transactionId}/finish. Keys: transactionId. */
 #define APPSTORE_ENDPOINT_FINISH_TRANSACTION "finishTransaction"
@@ -657,7 +662,9 @@ const char *appstore_api_endpoint_name(size_t index);
 
 /* Client options (a locked builder). Defaults: no transport, timeout 30000 ms, no retries, the environment's base
  * URL (production https://api.storekit.apple.com, sandbox https://api.storekit-sandbox.apple.com, local testing
- * https://local-testing-base-url). */
+ * https://local-testing-base-url; Advanced Commerce endpoints: https://api.storekit.itunes.apple.com and
+ * https://api.storekit-sandbox.itunes.apple.com, the hosts Apple's Advanced Commerce pages show), no Sandbox
+ * fallback, no rate limit. */
 typedef struct appstore_api_client_options appstore_api_client_options;
 
 appstore_status appstore_api_client_options_new(appstore_api_client_options **options_out, appstore_error **err_out);
@@ -676,9 +683,30 @@ appstore_status appstore_api_client_options_set_timeout_ms(appstore_api_client_o
 appstore_status appstore_api_client_options_set_retry(appstore_api_client_options *options, uint32_t max_retries,
                                                       uint32_t initial_backoff_ms, uint32_t max_backoff_ms,
                                                       appstore_error **err_out);
-/* Replaces the environment's base URL (http:// or https://; e.g. a test server); NULL restores it. */
+/* Replaces the environment's base URLs, Advanced Commerce included (http:// or https://; e.g. a test server); NULL
+ * restores them. */
 appstore_status appstore_api_client_options_set_base_url(appstore_api_client_options *options, APPSTORE_OPTIONAL const char *base_url,
                                                          appstore_error **err_out);
+/* Sandbox fallback (enabled 0 or 1; Production clients only, appstore_api_client_new refuses it otherwise with
+ * APPSTORE_CONFIGURATION_ERROR): a lookup ("Sandbox fallback." in its APPSTORE_ENDPOINT_* comment: transaction info,
+ * history, statuses, refund history, app transaction info) that Production answers with transactionIdNotFound
+ * (4040010) is asked again in Sandbox, as Apple advises (App Review buys in Sandbox). appstore_api_client_call_ext
+ * reports the environment that answered; later pages of appstore_api_client_call_all_pages go to that environment.
+ * When Sandbox fails too, its error is returned, its message saying Production did not know the id either.
+ * sandbox_base_url replaces Apple's Sandbox base URL for the fallback (e.g. a second test server); NULL: Apple's. */
+appstore_status appstore_api_client_options_set_sandbox_fallback(appstore_api_client_options *options, int32_t enabled,
+                                                                 APPSTORE_OPTIONAL const char *sandbox_base_url,
+                                                                 appstore_error **err_out);
+/* Client-side rate limit (enabled 0 or 1) with Apple's published per-endpoint limits (the `limit/s` column of
+ * docs/endpoints.md; Sandbox a tenth; endpoints without a published limit are not limited), times share_percent / 100
+ * (1-100: e.g. 50 when two processes share a key). One bucket per endpoint and environment per client, holding one
+ * second's worth of requests, shared by all threads. Every attempt takes a slot (retries and fallback requests too)
+ * and waits for it on the calling thread, up to max_wait_ms; when the next free slot is further away, the call fails
+ * at once with APPSTORE_RATE_LIMITED / APPSTORE_REASON_LOCAL_RATE_LIMIT and nothing is sent
+ * (appstore_error_retry_at_ms gives the slot's time). max_wait_ms 0: never wait (fail fast). */
+appstore_status appstore_api_client_options_set_rate_limit(appstore_api_client_options *options, int32_t enabled,
+                                                           uint32_t max_wait_ms, uint32_t share_percent,
+                                                           appstore_error **err_out);
 
 /* An immutable, thread-safe API client: the signing key (which must have an issuer id), the environment and the
  * options (may be NULL for defaults; read, not consumed). APPSTORE_ENVIRONMENT_XCODE is refused:
@@ -731,10 +759,35 @@ appstore_status appstore_api_client_decode_response(const appstore_api_client *c
 appstore_status appstore_api_client_retry_delay_ms(const appstore_api_client *client, const appstore_error *err,
                                                    uint32_t attempt, int64_t *delay_ms_out, appstore_error **err_out);
 
-/* Build + send through the client's transport (with retries) + decode, as above. json_out may be NULL. */
+/* The Sandbox fallback for hosts that send requests themselves: 1 when `err` (the final error of a Production
+ * request to `endpoint`, after any retries) means the lookup is to be asked again in Sandbox, else 0 (also for NULL
+ * or unknown arguments). Then appstore_api_client_build_fallback_request builds that Sandbox request (fresh token;
+ * APPSTORE_CONFIGURATION_ERROR when the client has no fallback, APPSTORE_INVALID_ARGUMENT for an endpoint that is
+ * not a lookup). */
+int32_t appstore_api_client_falls_back(const appstore_api_client *client, const char *endpoint, const appstore_error *err);
+appstore_status appstore_api_client_build_fallback_request(const appstore_api_client *client, const char *endpoint,
+                                                           APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
+                                                           appstore_api_request **request_out, appstore_error **err_out);
+
+/* The rate limit for hosts that send requests themselves: reserves the next slot for `request` (its endpoint and
+ * environment) and sets *delay_ms_out to the milliseconds to wait before sending it (0 without a rate limit or when
+ * the slot is free now). Fails with APPSTORE_RATE_LIMITED / APPSTORE_REASON_LOCAL_RATE_LIMIT, reserving nothing,
+ * when the slot is further away than the client's max_wait_ms. Call it before every attempt. */
+appstore_status appstore_api_client_reserve(const appstore_api_client *client, const appstore_api_request *request,
+                                            int64_t *delay_ms_out, appstore_error **err_out);
+
+/* Build + send through the client's transport (with retries, the rate limit and the Sandbox fallback, when
+ * configured) + decode, as above. json_out may be NULL. */
 appstore_status appstore_api_client_call(const appstore_api_client *client, const char *endpoint,
                                          APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
                                          APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(endpoint_response), appstore_error **err_out);
+/* As appstore_api_client_call; on success *environment_out (optional) receives the APPSTORE_ENVIRONMENT_* that
+ * answered: APPSTORE_ENVIRONMENT_SANDBOX when a Production lookup fell back. */
+appstore_status appstore_api_client_call_ext(const appstore_api_client *client, const char *endpoint,
+                                             APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
+                                             APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(endpoint_response),
+                                             APPSTORE_OPTIONAL appstore_environment *environment_out,
+                                             appstore_error **err_out);
 /* For the paginated endpoints (getTransactionHistory, getTransactionHistoryV1, getRefundHistory: revision/hasMore;
  * getNotificationHistory: paginationToken/hasMore): follows the pages to the end; *json_out is a JSON array of
  * every page as sent. */

@@ -15,6 +15,15 @@ final class APIClientOptionsBox: Sendable {
         var timeoutMilliseconds: UInt32 = AppStoreServerAPIRequestBuilder.defaultTimeoutMilliseconds
         var retry: APIRetryPolicy = .none
         var baseURL: String?
+        var sandboxFallback = false
+        var sandboxBaseURL: String?
+        var rateLimit: APIRateLimit?
+
+        var configuration: AppStoreServerAPIConfiguration {
+            AppStoreServerAPIConfiguration(timeoutMilliseconds: timeoutMilliseconds, retryPolicy: retry, baseURL: baseURL,
+                                           sandboxFallback: sandboxFallback, sandboxBaseURL: sandboxBaseURL,
+                                           rateLimit: rateLimit)
+        }
     }
     let values = Locked(Values())
 }
@@ -49,8 +58,13 @@ final class APIRequestBox: @unchecked Sendable {
     let body: UnsafeMutablePointer<UInt8>?  // malloc'd copy; nil when empty
     let bodyCount: Int
     let timeout: UInt32
+    /// What the request is for: the rate limiter's bucket (appstore_api_client_reserve).
+    let endpoint: AppStoreServerAPIEndpoint
+    let environment: AppStoreEnvironment
 
-    init(_ r: HTTPRequest) throws(CFailure) {
+    init(_ r: HTTPRequest, endpoint: AppStoreServerAPIEndpoint, environment: AppStoreEnvironment) throws(CFailure) {
+        self.endpoint = endpoint
+        self.environment = environment
         method = strdup(r.method)
         url = strdup(r.url)
         headerText = strdup(r.headers.map { "\($0.name): \($0.value)\r\n" }.joined())
@@ -168,6 +182,34 @@ public func appstoreApiClientOptionsSetBaseUrl(_ options: OpaquePointer?, _ base
     }
 }
 
+@c(appstore_api_client_options_set_sandbox_fallback)
+public func appstoreApiClientOptionsSetSandboxFallback(_ options: OpaquePointer?, _ enabled: Int32,
+                                                       _ sandboxBaseURL: UnsafePointer<CChar>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        guard enabled == 0 || enabled == 1 else { throw CFailure.argument("enabled must be 0 or 1, got \(enabled)") }
+        let url = try optionalUTF8String(sandboxBaseURL, "sandbox_base_url")
+        guard enabled == 1 || url == nil else { throw CFailure.argument("sandbox_base_url is for the fallback; pass NULL with enabled 0") }
+        box.values.withLock {
+            $0.sandboxFallback = enabled == 1
+            $0.sandboxBaseURL = url
+        }
+    }
+}
+
+@c(appstore_api_client_options_set_rate_limit)
+public func appstoreApiClientOptionsSetRateLimit(_ options: OpaquePointer?, _ enabled: Int32, _ maxWaitMs: UInt32,
+                                                 _ sharePercent: UInt32, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(options, APIClientOptionsBox.self, "options")
+        guard enabled == 0 || enabled == 1 else { throw CFailure.argument("enabled must be 0 or 1, got \(enabled)") }
+        guard (1...100).contains(sharePercent) else { throw CFailure.argument("share_percent must be 1 to 100, got \(sharePercent)") }
+        box.values.withLock {
+            $0.rateLimit = enabled == 1 ? APIRateLimit(maxWaitMilliseconds: maxWaitMs, share: Double(sharePercent) / 100) : nil
+        }
+    }
+}
+
 // MARK: client
 
 @c(appstore_api_client_new)
@@ -180,11 +222,9 @@ public func appstoreApiClientNew(_ key: OpaquePointer?, _ environment: Int32, _ 
         let values = options == nil ? APIClientOptionsBox.Values()
             : try handle(options, APIClientOptionsBox.self, "options").values.withLock { $0 }
         let issuer = try k.requireIssuer()
-        let builder = try AppStoreServerAPIRequestBuilder(signingKey: k.key, keyId: k.keyId, issuerId: issuer, bundleId: k.bundleId,
-                                                          environment: env, baseURL: values.baseURL,
-                                                          timeoutMilliseconds: values.timeoutMilliseconds)
-        out.pointee = retained(APIClientBox(caller: AppStoreServerAPICaller(builder: builder, retryPolicy: values.retry),
-                                            transport: values.transport))
+        let caller = try AppStoreServerAPICaller(signingKey: k.key, keyId: k.keyId, issuerId: issuer, bundleId: k.bundleId,
+                                                 environment: env, configuration: values.configuration)
+        out.pointee = retained(APIClientBox(caller: caller, transport: values.transport))
     }
 }
 
@@ -200,7 +240,7 @@ public func appstoreApiClientBuildRequest(_ client: OpaquePointer?, _ endpointNa
         guard let out else { throw CFailure.argument("request_out is NULL") }
         let r = try request(try endpoint(endpointName), params)
         let http = try box.caller.builder.build(r)
-        out.pointee = retained(try APIRequestBox(http))
+        out.pointee = retained(try APIRequestBox(http, endpoint: r.endpoint, environment: box.caller.builder.environment))
     }
 }
 
@@ -239,13 +279,62 @@ public func appstoreApiClientDecodeResponse(_ client: OpaquePointer?, _ endpoint
 @c(appstore_api_client_call)
 public func appstoreApiClientCall(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ params: UnsafePointer<CChar>?,
                                   _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    appstoreApiClientCallExt(client, endpointName, params, jsonOut, nil, errOut)
+}
+
+@c(appstore_api_client_call_ext)
+public func appstoreApiClientCallExt(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
+                                     _ params: UnsafePointer<CChar>?, _ jsonOut: StringOut?,
+                                     _ environmentOut: UnsafeMutablePointer<Int32>?, _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {
         let box = try handle(client, APIClientBox.self, "client")
         let e = try endpoint(endpointName)
         let r = try request(e, params)
         let transport = try box.requireTransport()
-        let response = try box.caller.send(r, transport: transport)
-        try outputString(jsonOut, try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: response))
+        let answer = try box.caller.answer(r, transport: transport)
+        let json = try AppStoreServerAPIResponseDecoder.json(endpoint: e, response: answer.response)
+        try outputString(jsonOut, json)
+        environmentOut?.pointee = cEnvironmentCode(answer.environment)
+    }
+}
+
+@c(appstore_api_client_falls_back)
+public func appstoreApiClientFallsBack(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ err: OpaquePointer?) -> Int32 {
+    guard let box = try? handle(client, APIClientBox.self, "client"), let e = try? endpoint(endpointName),
+          let failure = (try? handle(err, ErrorBox.self, "err"))?.apiFailure else { return 0 }
+    return box.caller.fallsBack(e, after: failure) ? 1 : 0
+}
+
+@c(appstore_api_client_build_fallback_request)
+public func appstoreApiClientBuildFallbackRequest(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
+                                                  _ params: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                                  _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(client, APIClientBox.self, "client")
+        guard let out else { throw CFailure.argument("request_out is NULL") }
+        let e = try endpoint(endpointName)
+        guard let fallback = box.caller.fallbackBuilder else {
+            throw CFailure(statusCode: .configurationError, reason: .invalidArgument,
+                           message: "the client has no Sandbox fallback (appstore_api_client_options_set_sandbox_fallback, Production clients)")
+        }
+        guard e.hasSandboxFallback else {
+            throw CFailure.argument("\(e.name) has no Sandbox fallback (only the lookups do: "
+                + AppStoreServerAPIEndpoint.allCases.filter(\.hasSandboxFallback).map(\.name).joined(separator: ", ") + ")")
+        }
+        let r = try request(e, params)
+        out.pointee = retained(try APIRequestBox(try fallback.build(r), endpoint: e, environment: .sandbox))
+    }
+}
+
+@c(appstore_api_client_reserve)
+public func appstoreApiClientReserve(_ client: OpaquePointer?, _ requestHandle: OpaquePointer?,
+                                     _ delayOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(client, APIClientBox.self, "client")
+        let r = try handle(requestHandle, APIRequestBox.self, "request")
+        guard let delayOut else { throw CFailure.argument("delay_ms_out is NULL") }
+        let wait = try box.caller.rateLimiter?.reserve(r.endpoint, environment: r.environment) ?? 0
+        delayOut.pointee = Int64(clamping: wait)
     }
 }
 
@@ -263,7 +352,7 @@ public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointNa
         }
         let r = try request(e, params)
         let transport = try box.requireTransport()
-        let pages = try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport)
+        let pages = try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport).pages
         jsonOut.pointee = try mallocCString(AppStoreServerAPIPagination.pagesJSON(pages))
     }
 }

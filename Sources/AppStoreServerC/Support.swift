@@ -135,6 +135,16 @@ func cEnvironment(_ value: Int32) throws(CFailure) -> AppStoreEnvironment {
     }
 }
 
+/// APPSTORE_ENVIRONMENT_* of an environment.
+func cEnvironmentCode(_ environment: AppStoreEnvironment) -> Int32 {
+    switch environment {
+    case .sandbox: 1
+    case .production: 2
+    case .xcode: 3
+    default: 4
+    }
+}
+
 // MARK: results
 
 /// Copies bytes into a new malloc'd NUL-terminated C string, owned by the caller (appstore_string_free).

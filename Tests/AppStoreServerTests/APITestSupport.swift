@@ -35,26 +35,35 @@ enum APIFixtures {
     static let ids = SigningFixtures.ids
 
     /// The mock server's base URL ("http://127.0.0.1:PORT"), or nil when it could not start.
-    static let mockBaseURL: String? = {
+    static let mockBaseURL: String? = launchMock()
+
+    /// A second mock server that plays a Production knowing none of the ids (every Sandbox-fallback lookup is
+    /// answered transactionIdNotFound).
+    static let notFoundMockBaseURL: String? = launchMock(["--not-found-lookups", Paths.repo.appendingPathComponent("spec/endpoints.json").path])
+
+    static func launchMock(_ extra: [String] = []) -> String? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", Paths.repo.appendingPathComponent("Tests/support/mock_app_store.py").path,
                        "--cases", Paths.repo.appendingPathComponent("Tests/support/api_cases.json").path,
                        "--public-key", SigningFixtures.dir.appendingPathComponent("p256_public.pem").path,
-                       "--key-id", ids.keyId, "--issuer-id", ids.issuerId, "--bundle-id", ids.bundleId]
+                       "--key-id", ids.keyId, "--issuer-id", ids.issuerId, "--bundle-id", ids.bundleId] + extra
         let out = Pipe()
         let input = Pipe()
         p.standardOutput = out
         p.standardInput = input
         do { try p.run() } catch { return nil }
-        keepAlive = input  // the write end stays open for the process lifetime
+        keepAliveLock.lock()
+        keepAlive.append(input)  // the write end stays open for the process lifetime
+        keepAliveLock.unlock()
         var line = Data()
         while let byte = try? out.fileHandleForReading.read(upToCount: 1), let b = byte.first, b != 10 { line.append(b) }
         let text = String(decoding: line, as: UTF8.self)
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else { return nil }
         return "http://127.0.0.1:\(port)"
-    }()
-    nonisolated(unsafe) static var keepAlive: Pipe?
+    }
+    static let keepAliveLock = NSLock()
+    nonisolated(unsafe) static var keepAlive: [Pipe] = []
 
     static func client(transport: any HTTPTransport = DefaultTransport.make(), retry: APIRetryPolicy = .none,
                        timeoutMs: UInt32 = 10_000, baseURL: String? = nil) throws -> AppStoreServerAPIClient {

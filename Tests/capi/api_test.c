@@ -34,23 +34,30 @@ static int mock_stdin = -1;
 
 #define CHECK(ok, what, ...) capi_check(&T, (ok), (what), __VA_ARGS__)
 
-static int start_mock(const char *script, const char *cases, const char *public_key) {
+/* Starts the mock server (with --not-found-lookups SPEC when not_found_spec is given): its base URL into url_out. */
+static int start_mock_at(const char *script, const char *cases, const char *public_key, const char *not_found_spec,
+                         char *url_out, size_t url_size, pid_t *pid_out, int *stdin_out) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return 0;
-    mock_pid = fork();
-    if (mock_pid < 0) return 0;
-    if (mock_pid == 0) {
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
         close(in[1]);
         close(out[0]);
-        execlp("python3", "python3", script, "--cases", cases, "--public-key", public_key, "--key-id", KEY_ID,
-               "--issuer-id", ISSUER, "--bundle-id", BUNDLE, (char *)NULL);
+        if (not_found_spec)
+            execlp("python3", "python3", script, "--cases", cases, "--public-key", public_key, "--key-id", KEY_ID,
+                   "--issuer-id", ISSUER, "--bundle-id", BUNDLE, "--not-found-lookups", not_found_spec, (char *)NULL);
+        else
+            execlp("python3", "python3", script, "--cases", cases, "--public-key", public_key, "--key-id", KEY_ID,
+                   "--issuer-id", ISSUER, "--bundle-id", BUNDLE, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
     close(out[1]);
-    mock_stdin = in[1];
+    *pid_out = pid;
+    *stdin_out = in[1];
     char line[64] = {0};
     size_t n = 0;
     while (n + 1 < sizeof line) {
@@ -62,13 +69,38 @@ static int start_mock(const char *script, const char *cases, const char *public_
     close(out[0]);
     int port = 0;
     if (sscanf(line, "PORT %d", &port) != 1) return 0;
-    snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", port);
+    snprintf(url_out, url_size, "http://127.0.0.1:%d", port);
     return 1;
+}
+
+static int start_mock(const char *script, const char *cases, const char *public_key) {
+    return start_mock_at(script, cases, public_key, NULL, base_url, sizeof base_url, &mock_pid, &mock_stdin);
 }
 
 static void stop_mock(void) {
     if (mock_stdin >= 0) close(mock_stdin);
     if (mock_pid > 0) waitpid(mock_pid, NULL, 0);
+}
+
+/* A Production client of `base` with the options the fallback and rate-limit tests need. */
+static appstore_api_client *production_client(appstore_signing_key *key, appstore_transport *transport, const char *base,
+                                              const char *sandbox_base, int rate_limit, uint32_t max_wait_ms,
+                                              uint32_t share_percent) {
+    appstore_api_client_options *o = NULL;
+    appstore_api_client *c = NULL;
+    appstore_error *err = NULL;
+    if (appstore_api_client_options_new(&o, NULL) != APPSTORE_OK) return NULL;
+    appstore_api_client_options_set_transport(o, transport, NULL);
+    appstore_api_client_options_set_timeout_ms(o, 10000, NULL);
+    appstore_api_client_options_set_base_url(o, base, NULL);
+    if (sandbox_base) appstore_api_client_options_set_sandbox_fallback(o, 1, sandbox_base, NULL);
+    if (rate_limit) appstore_api_client_options_set_rate_limit(o, 1, max_wait_ms, share_percent, NULL);
+    if (appstore_api_client_new(key, APPSTORE_ENVIRONMENT_PRODUCTION, o, &c, &err) != APPSTORE_OK) {
+        fprintf(stderr, "production client: %s\n", appstore_error_message(err));
+        appstore_error_free(err);
+    }
+    appstore_api_client_options_free(o);
+    return c;
 }
 
 static appstore_api_client *make_client(appstore_signing_key *key, appstore_transport *transport, uint32_t timeout_ms,
@@ -584,6 +616,188 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
+static json_t *case_of(json_t *cases, const char *endpoint) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) if (strcmp(json_string_value(json_object_get(c, "endpoint")), endpoint) == 0) return c;
+    return NULL;
+}
+
+/* The Sandbox fallback: a Production mock that knows no id, the normal mock as Sandbox. Every lookup the spec marks
+ * sandboxFallback is answered by Sandbox (call_ext says so), through appstore_api_client_call_ext and by hand
+ * (falls_back + build_fallback_request); without the fallback the 4040010 is final; later pages stay in Sandbox. */
+static void check_fallback(appstore_signing_key *key, appstore_transport *transport, json_t *cases, json_t *spec_endpoints,
+                           const char *not_found_base) {
+    appstore_api_client *fb = production_client(key, transport, not_found_base, base_url, 0, 0, 0);
+    appstore_api_client *plain = production_client(key, transport, not_found_base, NULL, 0, 0, 0);
+    if (!CHECK(fb && plain, "fallback clients", "%s", "not created")) return;
+    int lookups = 0;
+    size_t i;
+    json_t *ep;
+    json_array_foreach(spec_endpoints, i, ep) {
+        const char *name = json_string_value(json_object_get(ep, "name"));
+        json_t *c = case_of(cases, name);
+        char *params = json_dumps(json_object_get(c, "params"), JSON_COMPACT);
+        appstore_error *err = NULL;
+        int is_lookup = json_is_true(json_object_get(ep, "sandboxFallback"));
+        if (!is_lookup || !params) {
+            free(params);
+            continue;
+        }
+        lookups++;
+        char *json = NULL;
+        appstore_environment env = 0;
+        appstore_status st = appstore_api_client_call_ext(fb, name, params, &json, &env, &err);
+        CHECK(st == APPSTORE_OK && env == APPSTORE_ENVIRONMENT_SANDBOX, "fallback: Sandbox answers", "%s: %s env %d %s",
+              name, appstore_status_name(st), (int)env, appstore_error_message(err));
+        appstore_string_free(json);
+        appstore_error_free(err);
+        err = NULL;
+        st = appstore_api_client_call(plain, name, params, NULL, &err);
+        CHECK(st == APPSTORE_API_ERROR && appstore_error_api_error_code(err) == 4040010, "no fallback: 4040010 is final",
+              "%s: %s %lld", name, appstore_status_name(st), (long long)appstore_error_api_error_code(err));
+        appstore_error_free(err);
+        err = NULL;
+        /* By hand: the Production request fails, falls_back says 1, the fallback request goes to Sandbox. */
+        appstore_api_request *r = NULL;
+        appstore_api_client_build_request(fb, name, params, &r, NULL);
+        http_result res = {0};
+        if (r) {
+            size_t blen = 0;
+            const uint8_t *b = appstore_api_request_body(r, &blen);
+            http_fetch(appstore_api_request_method(r), appstore_api_request_url(r), appstore_api_request_headers(r),
+                       strlen(appstore_api_request_headers(r)), b, blen, 10000, &res);
+        }
+        st = appstore_api_client_decode_response(fb, name, res.status ? res.status : 599, res.headers, res.headers_len,
+                                                 res.body, res.body_len, &json, &err);
+        http_result_free(&res);
+        appstore_api_request_free(r);
+        CHECK(st == APPSTORE_API_ERROR && appstore_api_client_falls_back(fb, name, err) == 1 &&
+                  appstore_api_client_falls_back(plain, name, err) == 0,
+              "falls_back after Production's 4040010", "%s: %s", name, appstore_status_name(st));
+        appstore_error_free(err);
+        err = NULL;
+        r = NULL;
+        st = appstore_api_client_build_fallback_request(fb, name, params, &r, &err);
+        CHECK(st == APPSTORE_OK && strncmp(appstore_api_request_url(r), base_url, strlen(base_url)) == 0,
+              "fallback request goes to Sandbox", "%s: %s %s", name, appstore_status_name(st), r ? appstore_api_request_url(r) : "");
+        appstore_api_request_free(r);
+        appstore_error_free(err);
+        free(params);
+    }
+    CHECK(lookups == 6, "six lookups fall back", "%d", lookups);
+
+    /* Not a lookup: no fallback request; a client without the fallback has none either. */
+    json_t *ext = case_of(cases, APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE);
+    char *params = json_dumps(json_object_get(ext, "params"), JSON_COMPACT);
+    appstore_api_request *r = (appstore_api_request *)0x1;
+    appstore_error *err = NULL;
+    appstore_status st = appstore_api_client_build_fallback_request(fb, APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE,
+                                                                    params, &r, &err);
+    CHECK(st == APPSTORE_INVALID_ARGUMENT && r == (appstore_api_request *)0x1, "no fallback request for a non-lookup", "%s",
+          appstore_status_name(st));
+    appstore_error_free(err);
+    err = NULL;
+    free(params);
+    st = appstore_api_client_build_fallback_request(plain, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}",
+                                                    &r, &err);
+    CHECK(st == APPSTORE_CONFIGURATION_ERROR, "no fallback request without the fallback", "%s", appstore_status_name(st));
+    appstore_error_free(err);
+    CHECK(appstore_api_client_falls_back(NULL, NULL, NULL) == 0, "falls_back with NULLs is 0", "%s", "");
+
+    /* Pages: only the first asks Production. */
+    json_t *hist = case_of(cases, APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY);
+    params = json_dumps(json_object_get(hist, "params"), JSON_COMPACT);
+    char *json = NULL;
+    err = NULL;
+    st = appstore_api_client_call_all_pages(fb, APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY, params, &json, &err);
+    json_t *pages = json ? json_loads(json, 0, NULL) : NULL;
+    CHECK(st == APPSTORE_OK && json_array_size(pages) == json_array_size(json_object_get(hist, "pages")) &&
+              json_array_size(pages) > 1,
+          "all pages from Sandbox", "%s %s", appstore_status_name(st), appstore_error_message(err));
+    json_decref(pages);
+    appstore_string_free(json);
+    appstore_error_free(err);
+    free(params);
+
+    /* Only Production clients fall back. */
+    appstore_api_client_options *o = NULL;
+    appstore_api_client_options_new(&o, NULL);
+    appstore_api_client_options_set_sandbox_fallback(o, 1, NULL, NULL);
+    appstore_api_client *c = (appstore_api_client *)0x1;
+    err = NULL;
+    st = appstore_api_client_new(key, APPSTORE_ENVIRONMENT_SANDBOX, o, &c, &err);
+    CHECK(st == APPSTORE_CONFIGURATION_ERROR && c == (appstore_api_client *)0x1, "fallback on a Sandbox client refused",
+          "%s", appstore_status_name(st));
+    appstore_error_free(err);
+    CHECK(appstore_api_client_options_set_sandbox_fallback(o, 2, NULL, NULL) == APPSTORE_INVALID_ARGUMENT &&
+              appstore_api_client_options_set_sandbox_fallback(o, 0, "http://x", NULL) == APPSTORE_INVALID_ARGUMENT,
+          "fallback option arguments", "%s", "");
+    appstore_api_client_options_free(o);
+    appstore_api_client_free(fb);
+    appstore_api_client_free(plain);
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The client-side rate limit: fail fast (nothing sent, the slot's time given), sans-I/O reservations, arguments. */
+static void check_rate_limit(appstore_signing_key *key, appstore_transport *transport, http_transport_stats *stats) {
+    /* getTransactionInfo at 2 %: one request per second. */
+    appstore_api_client *c = production_client(key, transport, base_url, NULL, 1, 0, 2);
+    if (!CHECK(c != NULL, "rate-limited client", "%s", "not created")) return;
+    int before = stats->requests;
+    outcome first = info(c, "error-404-4040010");
+    outcome second = info(c, "error-404-4040010");
+    CHECK(first.status == APPSTORE_API_ERROR, "first request sent", "%s", appstore_status_name(first.status));
+    CHECK(second.status == APPSTORE_RATE_LIMITED && second.reason == APPSTORE_REASON_LOCAL_RATE_LIMIT,
+          "second request refused", "%s / %s: %s", appstore_status_name(second.status), appstore_reason_name(second.reason),
+          second.message);
+    CHECK(stats->requests - before == 1, "nothing sent when refused", "%d requests", stats->requests - before);
+    appstore_api_client_free(c);
+
+    /* Retry time of the refusal, and reservations for hosts with their own HTTP (waiting up to 5 s). */
+    c = production_client(key, transport, base_url, NULL, 1, 0, 2);
+    appstore_error *err = NULL;
+    appstore_api_client_call(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"error-404-4040010\"}", NULL, NULL);
+    int64_t t0 = now_ms();
+    appstore_status st = appstore_api_client_call(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO,
+                                                  "{\"transactionId\":\"error-404-4040010\"}", NULL, &err);
+    int64_t at = appstore_error_retry_at_ms(err);
+    CHECK(st == APPSTORE_RATE_LIMITED && at > t0 && at <= t0 + 1000, "refusal names the next slot", "%s at %lld (now %lld)",
+          appstore_status_name(st), (long long)at, (long long)t0);
+    appstore_error_free(err);
+    appstore_api_client_free(c);
+    c = production_client(key, transport, base_url, NULL, 1, 5000, 2);
+    appstore_api_request *r = NULL;
+    appstore_api_client_build_request(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &r, NULL);
+    int64_t d1 = -1, d2 = -1, d3 = -1;
+    appstore_api_client_reserve(c, r, &d1, NULL);
+    appstore_api_client_reserve(c, r, &d2, NULL);
+    appstore_api_client_reserve(c, r, &d3, NULL);
+    CHECK(d1 == 0 && d2 > 900 && d2 <= 1000 && d3 > 1900 && d3 <= 2000, "reservations one second apart", "%lld %lld %lld",
+          (long long)d1, (long long)d2, (long long)d3);
+    appstore_api_client *unlimited = production_client(key, transport, base_url, NULL, 0, 0, 0);
+    int64_t d = -1;
+    CHECK(appstore_api_client_reserve(unlimited, r, &d, NULL) == APPSTORE_OK && d == 0, "no rate limit: no wait", "%lld",
+          (long long)d);
+    appstore_api_request_free(r);
+    appstore_api_client_free(unlimited);
+    appstore_api_client_free(c);
+
+    appstore_api_client_options *o = NULL;
+    appstore_api_client_options_new(&o, NULL);
+    CHECK(appstore_api_client_options_set_rate_limit(o, 1, 0, 0, NULL) == APPSTORE_INVALID_ARGUMENT &&
+              appstore_api_client_options_set_rate_limit(o, 1, 0, 101, NULL) == APPSTORE_INVALID_ARGUMENT &&
+              appstore_api_client_options_set_rate_limit(o, 2, 0, 100, NULL) == APPSTORE_INVALID_ARGUMENT &&
+              appstore_api_client_options_set_rate_limit(o, 1, 0, 100, NULL) == APPSTORE_OK,
+          "rate limit option arguments", "%s", "");
+    appstore_api_client_options_free(o);
+}
+
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: %s SIGNING_KEYS_DIR API_CASES_JSON MOCK_SERVER_PY SPEC_ENDPOINTS_JSON\n", argv[0]);
@@ -645,6 +859,17 @@ int main(int argc, char **argv) {
     check_pagination(client, cases);
     check_errors(client, retrying, fast, &stats);
     check_arguments(key, key_without_issuer, client, no_transport);
+    char not_found_base[64];
+    pid_t not_found_pid = -1;
+    int not_found_stdin = -1;
+    if (CHECK(start_mock_at(argv[3], argv[2], public_key, argv[4], not_found_base, sizeof not_found_base, &not_found_pid,
+                            &not_found_stdin),
+              "second mock server (Production without the ids)", "%s", "did not start")) {
+        check_fallback(key, transport, cases, spec_endpoints, not_found_base);
+        close(not_found_stdin);
+        waitpid(not_found_pid, NULL, 0);
+    }
+    check_rate_limit(key, transport, &stats);
 
     pthread_t threads[4];
     thread_arg args[4];

@@ -34,6 +34,13 @@ Scenarios, on GET /inApps/v1/transactions/<id> (Get Transaction Info):
   slow-<ms>               answers after <ms> milliseconds
 A check that fails is answered with HTTP 400 and errorCode 9999999, errorMessage "mock: <what was wrong>", so the
 test that sent the request fails with the reason.
+
+--not-found-lookups SPEC (spec/endpoints.json): this server plays a Production that knows none of the ids: every
+request to an endpoint the spec marks sandboxFallback is answered 404 {"errorCode": 4040010} (after the checks
+above); the Sandbox fallback tests point the fallback at a second, normal server.
+
+GET /mock/arrivals (no token): {"arrivals": {"<METHOD path>": [t, ...]}}, the monotonic arrival times in seconds of
+every request so far, for the rate-limit tests.
 """
 import argparse
 import email.utils
@@ -95,6 +102,18 @@ class State:
         self.lock = threading.Lock()
         self.hits = {}
         self.first = {}
+        self.arrivals = {}
+        self.not_found = []  # path regexes of the lookups answered 4040010
+        if args.not_found_lookups:
+            with open(args.not_found_lookups, encoding="utf-8") as f:
+                for ep in json.load(f)["endpoints"]:
+                    if ep.get("sandboxFallback"):
+                        self.not_found.append((ep["method"], re.compile(
+                            "^" + re.sub(r"\\\{[A-Za-z]+\\\}", "[^/]+", re.escape(ep["path"])) + "$")))
+
+    def arrive(self, key):
+        with self.lock:
+            self.arrivals.setdefault(key, []).append(time.monotonic())
 
     def hit(self, name):
         with self.lock:
@@ -171,9 +190,17 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         path, _, raw_query = self.path.partition("?")
+        if self.command == "GET" and path == "/mock/arrivals":
+            with st.lock:
+                self.reply(200, {"arrivals": st.arrivals})
+            return
+        st.arrive(f"{self.command} {path}")
         try:
             self.check_token(st)
             self.check_headers(body)
+            if any(m == self.command and r.match(path) for m, r in st.not_found):
+                self.error_payload(404, 4040010, "Transaction id not found.")
+                return
             if self.command == "GET" and path.startswith("/inApps/v1/transactions/") and path.count("/") == 4:
                 if self.scenario(st, path.rsplit("/", 1)[1]):
                     return
@@ -294,6 +321,7 @@ def main():
     ap.add_argument("--key-id", required=True)
     ap.add_argument("--issuer-id", required=True)
     ap.add_argument("--bundle-id", required=True)
+    ap.add_argument("--not-found-lookups", metavar="SPEC")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

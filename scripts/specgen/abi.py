@@ -52,7 +52,7 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
             d.update(kind="handle", handle=base[:-2], ownership="caller", free=f"{base[:-2]}_free")
             if f"{base[:-2]}_free" not in protos_names:
                 raise ABIError(f"{fn}: {p.name} returns a {base[:-2]} that has no _free")
-        elif re.fullmatch(r"(u?int(8|16|32|64)_t|size_t)\*", base):
+        elif re.fullmatch(r"(u?int(8|16|32|64)_t|size_t|appstore_(status|reason|environment))\*", base):
             d.update(kind="value", valueType=base[:-1])
         else:
             raise ABIError(f"{fn}: output {p.name} has no rule for type {t!r}")

@@ -68,6 +68,8 @@ def region_endpoints(spec: Spec) -> list[str]:
         doc = f"{ep['title']}: {ep['method']} {ep['path']}. Keys: {keys}."
         if ep["response"]:
             doc += f" Answer: {ep['response']}."
+        if ep.get("sandboxFallback"):
+            doc += " Sandbox fallback."
         if ep.get("deprecated"):
             doc += " Deprecated by Apple."
         out += _comment_lines(doc)

@@ -39,7 +39,10 @@ def render_endpoints(spec: Spec) -> str:
            "method name: the Swift client method, the C ABI name (`APPSTORE_ENDPOINT_*`), and (in snake_case) the "
            "Python method. `params_json` keys: path and query parameters by name, the request model under `body`. "
            f"Rate limits: Apple's published Production limits, requests per second per app; Sandbox allows "
-           f"{spec.rate_limits['sandboxFactor']:g} of them. Source: `spec/endpoints.json`.", ""]
+           f"{spec.rate_limits['sandboxFactor']:g} of them. Source: `spec/endpoints.json`. \"Sandbox fallback\": "
+           "the lookups a Production client with the opt-in Sandbox fallback asks again in Sandbox when Production "
+           "answers transactionIdNotFound (4040010); Look Up Order ID is not one of them (Apple serves it in "
+           "Production only, and App Review's Sandbox purchases have no order id).", ""]
     for gname, group in spec.groups.items():
         out += [f"## {group['doc']}", "", "| endpoint | HTTP | params_json keys | answer | limit/s |", "|---|---|---|---|---|"]
         for ep in spec.endpoints:
@@ -47,7 +50,8 @@ def render_endpoints(spec: Spec) -> str:
                 continue
             req, opt = spec.endpoint_parameter_keys(ep)
             keys = ", ".join(f"`{k}`" for k in req) + ("; optional " + ", ".join(f"`{k}`" for k in opt) if opt else "")
-            name = f"`{ep['name']}`" + (" (deprecated)" if ep.get("deprecated") else "")
+            name = f"`{ep['name']}`" + (" (deprecated)" if ep.get("deprecated") else "") + \
+                (" (Sandbox fallback)" if ep.get("sandboxFallback") else "")
             limit = str(ep.get("rateLimitPerSecond", "–"))
             out.append(f"| {name}<br>{ep['title']} | `{ep['method']} {ep['path']}` | {keys or '–'} | "
                        f"{ep['response'] or '–'} | {limit} |")

@@ -557,7 +557,7 @@ def validate_errors(errors: object) -> None:
 
 ENDPOINTS_KEYS = {"doc", "rateLimits", "groups", "endpoints"}
 GROUP_KEYS = {"doc", "errors"}
-ENDPOINT_KEYS = {"name", "title", "group", "method", "path", "rateLimitPerSecond", "sandbox", "pagination", "swiftClient",
+ENDPOINT_KEYS = {"name", "title", "group", "method", "path", "rateLimitPerSecond", "sandbox", "sandboxFallback", "pagination", "swiftClient",
                  "deprecated", "requestHook", "special", "response", "parameters", "doc"}
 ENDPOINT_REQUIRED = {"name", "title", "group", "method", "path", "response", "parameters"}
 PARAM_KEYS = {"name", "in", "type", "optional", "doc", "contentType"}
@@ -604,6 +604,8 @@ def validate_endpoints(endpoints: object, enums: dict, models: dict) -> None:
             problems.append(f"{where}: a path parameter appears twice")
         if "rateLimitPerSecond" in ep and (not _is_int(ep["rateLimitPerSecond"]) or ep["rateLimitPerSecond"] < 1):
             problems.append(f"{where}: rateLimitPerSecond must be a positive integer")
+        if "sandboxFallback" in ep and (ep["sandboxFallback"] is not True or ep.get("sandbox") is False):
+            problems.append(f"{where}: sandboxFallback must be true (omit it otherwise), on an endpoint Sandbox serves")
         if "sandbox" in ep and ep["sandbox"] is not False:
             problems.append(f"{where}: sandbox must be false (omit it when the endpoint exists in Sandbox)")
         for flag in ("deprecated",):

@@ -618,6 +618,10 @@ def render_endpoints(spec: Spec) -> str:
     prop("public var isDeprecated: Bool", "Deprecated by Apple.", lambda ep: "true" if ep.get("deprecated") else "false")
     prop("public var existsInSandbox: Bool", "Whether Apple serves the endpoint in Sandbox.",
          lambda ep: "false" if ep.get("sandbox") is False else "true")
+    prop("public var hasSandboxFallback: Bool",
+         "A lookup that a Production client with the Sandbox fallback asks again in Sandbox when Production answers "
+         "transactionIdNotFound (4040010).",
+         lambda ep: "true" if ep.get("sandboxFallback") else "false")
     e.append("")
     e.append(CODABLE_IF)
     prop("public var responseType: (any Decodable.Type)?", "The response model, or nil for endpoints that answer without a body.",
@@ -732,6 +736,9 @@ def render_endpoints(spec: Spec) -> str:
 
     bodies = sorted({p["type"] for ep in eps for p in ep["parameters"] if p["in"] == "body" and p["type"] != "Bytes"})
     b.append(["// Request body models (each has the generated validate())."] + [f"extension {t}: APIRequestModel {{}}" for t in bodies])
+    responses = sorted({ep["response"] for ep in eps if ep["response"]})
+    b.append(["// Response models (what `AppStoreServerAPIClient.answer(_:as:)` decodes)."]
+             + [f"extension {t}: AppStoreServerAPIResponse {{}}" for t in responses])
     query_enums: set[str] = set()
     for ep in eps:
         for p in ep["parameters"]:

@@ -3,30 +3,91 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// How an API client talks to Apple: timeout, retries, and an optional base URL (e.g. a local test server).
+/// How an API client talks to Apple: timeout, retries, base URLs (e.g. a local test server), the Sandbox fallback
+/// of lookups, and the client-side rate limit.
 public struct AppStoreServerAPIConfiguration: Hashable, Sendable {
     /// The whole exchange of one attempt; Apple's libraries use 30 s.
     public var timeoutMilliseconds: UInt32
     public var retryPolicy: APIRetryPolicy
-    /// Replaces the environment's base URL when set.
+    /// Replaces the environment's base URLs when set (Advanced Commerce endpoints included).
     public var baseURL: String?
+    /// Production clients: a lookup (`AppStoreServerAPIEndpoint.hasSandboxFallback`: transaction info, history,
+    /// statuses, refund history, app transaction info) that Production answers with transactionIdNotFound (4040010)
+    /// is asked again in Sandbox — Apple's advice, since App Review buys in Sandbox. `answer(_:)` says which
+    /// environment answered. Off by default.
+    public var sandboxFallback: Bool
+    /// The Sandbox base URL for the fallback (default: Apple's Sandbox), e.g. a second test server.
+    public var sandboxBaseURL: String?
+    /// Client-side rate limiting with Apple's published per-endpoint limits; nil (the default) sends at once.
+    public var rateLimit: APIRateLimit?
 
     public init(timeoutMilliseconds: UInt32 = AppStoreServerAPIRequestBuilder.defaultTimeoutMilliseconds,
-                retryPolicy: APIRetryPolicy = .none, baseURL: String? = nil) {
+                retryPolicy: APIRetryPolicy = .none, baseURL: String? = nil, sandboxFallback: Bool = false,
+                sandboxBaseURL: String? = nil, rateLimit: APIRateLimit? = nil) {
         self.timeoutMilliseconds = timeoutMilliseconds
         self.retryPolicy = retryPolicy
         self.baseURL = baseURL
+        self.sandboxFallback = sandboxFallback
+        self.sandboxBaseURL = sandboxBaseURL
+        self.rateLimit = rateLimit
     }
 }
 
-/// Sends built requests through a transport, retrying per the policy. Shared by the async client and the C ABI.
+/// A response model of an endpoint (generated conformances): what `AppStoreServerAPIClient.answer(_:as:)` decodes.
+public protocol AppStoreServerAPIResponse: Sendable {}
+
+/// A 2xx answer and the environment that gave it (Sandbox when a Production lookup fell back).
+public struct APIAnswer: Sendable {
+    public let response: HTTPResponse
+    public let environment: AppStoreEnvironment
+}
+
+/// Sends built requests through a transport, retrying per the policy, falling back to Sandbox and limiting the
+/// rate when configured. Shared by the async client and the C ABI.
 public struct AppStoreServerAPICaller: Sendable {
     public let builder: AppStoreServerAPIRequestBuilder
     public let retryPolicy: APIRetryPolicy
+    /// The Sandbox builder of a Production client with the Sandbox fallback; nil otherwise.
+    public let fallbackBuilder: AppStoreServerAPIRequestBuilder?
+    public let rateLimiter: APIRateLimiter?
 
-    public init(builder: AppStoreServerAPIRequestBuilder, retryPolicy: APIRetryPolicy) {
+    public init(builder: AppStoreServerAPIRequestBuilder, retryPolicy: APIRetryPolicy,
+                fallbackBuilder: AppStoreServerAPIRequestBuilder? = nil, rateLimiter: APIRateLimiter? = nil) {
         self.builder = builder
         self.retryPolicy = retryPolicy
+        self.fallbackBuilder = fallbackBuilder
+        self.rateLimiter = rateLimiter
+    }
+
+    /// The request builders and limiter a configuration asks for.
+    public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment,
+                configuration: AppStoreServerAPIConfiguration) throws(AppStoreServerAPIError) {
+        let builder = try AppStoreServerAPIRequestBuilder(signingKey: signingKey, keyId: keyId, issuerId: issuerId,
+                                                          bundleId: bundleId, environment: environment,
+                                                          baseURL: configuration.baseURL,
+                                                          timeoutMilliseconds: configuration.timeoutMilliseconds)
+        var fallback: AppStoreServerAPIRequestBuilder?
+        if configuration.sandboxFallback {
+            guard environment == .production else {
+                throw .configuration(.invalidArgument, "the Sandbox fallback is for Production clients (this one is "
+                                     + "\(environment.rawValue))")
+            }
+            fallback = try AppStoreServerAPIRequestBuilder(signingKey: signingKey, keyId: keyId, issuerId: issuerId,
+                                                           bundleId: bundleId, environment: .sandbox,
+                                                           baseURL: configuration.sandboxBaseURL,
+                                                           timeoutMilliseconds: configuration.timeoutMilliseconds)
+        } else if configuration.sandboxBaseURL != nil {
+            throw .configuration(.invalidArgument, "sandboxBaseURL is used only by the Sandbox fallback, which is off")
+        }
+        self.init(builder: builder, retryPolicy: configuration.retryPolicy, fallbackBuilder: fallback,
+                  rateLimiter: try configuration.rateLimit.map { (l) throws(AppStoreServerAPIError) in try APIRateLimiter(l) })
+    }
+
+    /// Whether a failed Production call is asked again in Sandbox: the fallback is on, the endpoint is a lookup, and
+    /// Production answered transactionIdNotFound.
+    public func fallsBack(_ endpoint: AppStoreServerAPIEndpoint, after error: AppStoreServerAPIError) -> Bool {
+        fallbackBuilder != nil && endpoint.hasSandboxFallback && error.kind == .apiError
+            && error.rawApiError == APIError.transactionIdNotFound.rawValue
     }
 
     /// The outcome of one attempt: a success answer, or the error to report or retry.
@@ -43,8 +104,36 @@ public struct AppStoreServerAPICaller: Sendable {
 
     /// Blocking: builds (with a fresh token per attempt), sends, retries; returns the 2xx answer.
     public func send(_ request: AppStoreServerAPIRequest, transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> HTTPResponse {
+        try answer(request, transport: transport).response
+    }
+
+    /// As `send(_:transport:)`, with the environment that answered. `environment: .sandbox` sends a fallback
+    /// client's request to Sandbox directly (the later pages of a lookup that fell back).
+    public func answer(_ request: AppStoreServerAPIRequest, transport: any BlockingHTTPTransport,
+                       environment: AppStoreEnvironment? = nil) throws(AppStoreServerAPIError) -> APIAnswer {
+        if environment == .sandbox, let fallbackBuilder {
+            return APIAnswer(response: try attempts(request, fallbackBuilder, transport), environment: .sandbox)
+        }
+        do {
+            return APIAnswer(response: try attempts(request, builder, transport), environment: builder.environment)
+        } catch {
+            guard fallsBack(request.endpoint, after: error), let fallbackBuilder else { throw error }
+            do {
+                return APIAnswer(response: try attempts(request, fallbackBuilder, transport), environment: .sandbox)
+            } catch let sandbox {
+                throw Self.neither(sandbox)
+            }
+        }
+    }
+
+    private func attempts(_ request: AppStoreServerAPIRequest, _ builder: AppStoreServerAPIRequestBuilder,
+                          _ transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> HTTPResponse {
         var retry = 0
         while true {
+            if let rateLimiter {
+                let wait = try rateLimiter.reserve(request.endpoint, environment: builder.environment)
+                if wait > 0 { Self.sleepBlocking(milliseconds: wait) }
+            }
             let http = try builder.build(request)
             let result: Result<HTTPResponse, TransportError>
             do throws(TransportError) { result = .success(try transport.send(http)) } catch { result = .failure(error) }
@@ -61,8 +150,41 @@ public struct AppStoreServerAPICaller: Sendable {
     /// Async: as `send(_:transport:)` with an async transport; waits with `Task.sleep` (cancellation ends the wait
     /// and returns the last error).
     public func send(_ request: AppStoreServerAPIRequest, transport: any HTTPTransport) async throws(AppStoreServerAPIError) -> HTTPResponse {
+        try await answer(request, transport: transport).response
+    }
+
+    /// As `send(_:transport:)` (async), with the environment that answered; `environment` as above.
+    public func answer(_ request: AppStoreServerAPIRequest, transport: any HTTPTransport,
+                       environment: AppStoreEnvironment? = nil) async throws(AppStoreServerAPIError) -> APIAnswer {
+        if environment == .sandbox, let fallbackBuilder {
+            return APIAnswer(response: try await attempts(request, fallbackBuilder, transport), environment: .sandbox)
+        }
+        do {
+            return APIAnswer(response: try await attempts(request, builder, transport), environment: builder.environment)
+        } catch {
+            guard fallsBack(request.endpoint, after: error), let fallbackBuilder else { throw error }
+            do {
+                return APIAnswer(response: try await attempts(request, fallbackBuilder, transport), environment: .sandbox)
+            } catch let sandbox {
+                throw Self.neither(sandbox)
+            }
+        }
+    }
+
+    private func attempts(_ request: AppStoreServerAPIRequest, _ builder: AppStoreServerAPIRequestBuilder,
+                          _ transport: any HTTPTransport) async throws(AppStoreServerAPIError) -> HTTPResponse {
         var retry = 0
+        var last: AppStoreServerAPIError?
         while true {
+            if let rateLimiter {
+                let wait = try rateLimiter.reserve(request.endpoint, environment: builder.environment)
+                if wait > 0 {
+                    do { try await Task.sleep(nanoseconds: wait * 1_000_000) } catch {
+                        throw last ?? AppStoreServerAPIError(kind: .transport(.failed), endpoint: request.endpoint,
+                                                             message: "\(request.endpoint.name): cancelled while waiting for the rate limit")
+                    }
+                }
+            }
             let http = try builder.build(request)
             let result: Result<HTTPResponse, TransportError>
             do throws(TransportError) { result = .success(try await transport.send(http)) } catch { result = .failure(error) }
@@ -70,10 +192,20 @@ public struct AppStoreServerAPICaller: Sendable {
             case .success(let r): return r
             case .failure(let e):
                 retry += 1
+                last = e
                 guard let delay = retryPolicy.delayMilliseconds(beforeRetry: retry, after: e) else { throw e }
                 do { try await Task.sleep(nanoseconds: delay * 1_000_000) } catch { throw e }
             }
         }
+    }
+
+    /// The Sandbox error of a lookup that neither environment knew, saying so.
+    static func neither(_ sandbox: AppStoreServerAPIError) -> AppStoreServerAPIError {
+        AppStoreServerAPIError(kind: sandbox.kind, endpoint: sandbox.endpoint,
+                               message: "Production answered transactionIdNotFound (4040010); then Sandbox: " + sandbox.message,
+                               httpStatusCode: sandbox.httpStatusCode, rawApiError: sandbox.rawApiError,
+                               errorMessage: sandbox.errorMessage, retryAfter: sandbox.retryAfter,
+                               receivedAtMilliseconds: sandbox.retryAfterSeconds.map { _ in Timestamp.nowMilliseconds() })
     }
 
     static func sleepBlocking(milliseconds: UInt64) {
@@ -95,10 +227,8 @@ public final class AppStoreServerAPIClient: Sendable {
 
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment,
                 transport: any HTTPTransport, configuration: AppStoreServerAPIConfiguration = .init()) throws(AppStoreServerAPIError) {
-        let builder = try AppStoreServerAPIRequestBuilder(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId,
-                                                          environment: environment, baseURL: configuration.baseURL,
-                                                          timeoutMilliseconds: configuration.timeoutMilliseconds)
-        self.caller = AppStoreServerAPICaller(builder: builder, retryPolicy: configuration.retryPolicy)
+        self.caller = try AppStoreServerAPICaller(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId,
+                                                  environment: environment, configuration: configuration)
         self.transport = transport
     }
 
@@ -116,6 +246,26 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Sends any endpoint call and returns the 2xx answer (retrying per the policy).
     public func send(_ request: AppStoreServerAPIRequest) async throws(AppStoreServerAPIError) -> HTTPResponse {
         try await caller.send(request, transport: transport)
+    }
+
+    /// Sends any endpoint call and returns the 2xx answer with the environment that gave it (Sandbox when a
+    /// Production lookup fell back, see `AppStoreServerAPIConfiguration.sandboxFallback`).
+    public func answer(_ request: AppStoreServerAPIRequest) async throws(AppStoreServerAPIError) -> APIAnswer {
+        try await caller.answer(request, transport: transport)
+    }
+
+    /// A call decoded into its response model, with the environment that answered:
+    /// `let (info, env) = try await client.answer(.getTransactionInfo(transactionId: id), as: TransactionInfoResponse.self)`.
+    public func answer<T: AppStoreServerAPIResponse>(_ request: AppStoreServerAPIRequest, as type: T.Type) async throws(AppStoreServerAPIError) -> (value: T, environment: AppStoreEnvironment) {
+        let a = try await answer(request)
+        guard let model = T.self as? any JSONDecodable.Type else {
+            throw .argument("\(T.self) has no JSON decoding", request.endpoint)
+        }
+        func decode<D: JSONDecodable>(_ d: D.Type) throws(AppStoreServerAPIError) -> Any {
+            try AppStoreServerAPIResponseDecoder.decodeBody(D.self, endpoint: request.endpoint, response: a.response)
+        }
+        guard let value = try decode(model) as? T else { throw .argument("\(T.self) decoded as another type", request.endpoint) }
+        return (value, a.environment)
     }
 
     func call<T: JSONDecodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> T {

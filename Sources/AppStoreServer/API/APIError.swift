@@ -22,6 +22,9 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case transport(TransportError.Kind)
         /// The bearer token could not be created.
         case signing
+        /// The client's own rate limiter (`APIRateLimit`) had no slot within the wait allowed; nothing was sent.
+        /// `retryAfter` is the time of the next free slot.
+        case rateLimitedLocally
     }
 
     public let kind: Kind
@@ -81,7 +84,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
 
     /// Apple's retryable answers: HTTP 429, and the error codes spec/errors.json marks retryable.
     public var isRetryable: Bool {
-        if httpStatusCode == 429 { return true }
+        if httpStatusCode == 429 || kind == .rateLimitedLocally { return true }
         guard let rawApiError else { return false }
         return Self.retryableCodes.contains(rawApiError)
     }
@@ -99,6 +102,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .undecodableResponse: .invalidResponse
         case .transport: .transportError
         case .signing: .internalError
+        case .rateLimitedLocally: .rateLimited
         }
     }
 
@@ -113,6 +117,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .transport(.unreachable): .transportUnreachable
         case .transport(.failed): .transportFailed
         case .signing: .signingFailed
+        case .rateLimitedLocally: .localRateLimit
         }
     }
 

@@ -22,20 +22,23 @@ public enum AppStoreServerAPIPagination {
         return token
     }
 
-    /// Blocking: every page's answer, in order (used by the C ABI).
+    /// Blocking: every page's answer, in order, and the environment that answered (used by the C ABI). When the
+    /// first page falls back to Sandbox, the later pages are asked there directly.
     public static func allPages(_ request: AppStoreServerAPIRequest, caller: AppStoreServerAPICaller,
-                                transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> [HTTPResponse] {
+                                transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> (pages: [HTTPResponse], environment: AppStoreEnvironment) {
         var pages: [HTTPResponse] = []
         var seen = Set<AppStoreServerAPIRequest>()
         var next: AppStoreServerAPIRequest? = request
+        var environment: AppStoreEnvironment?
         while let current = next {
             guard pages.count < maxPages else { throw .argument("\(request.endpoint.name): more than \(maxPages) pages", request.endpoint) }
             guard seen.insert(current).inserted else { throw cycle(current) }
-            let response = try caller.send(current, transport: transport)
-            next = try nextPage(after: current, response: response)
-            pages.append(response)
+            let answer = try caller.answer(current, transport: transport, environment: environment)
+            environment = answer.environment
+            next = try nextPage(after: current, response: answer.response)
+            pages.append(answer.response)
         }
-        return pages
+        return (pages, environment ?? caller.builder.environment)
     }
 
     /// Every page's body as one JSON array, the pages exactly as sent (`appstore_api_client_call_all_pages`).
@@ -59,14 +62,16 @@ extension AppStoreServerAPIClient {
         var pages: [T] = []
         var seen = Set<AppStoreServerAPIRequest>()
         var next: AppStoreServerAPIRequest? = request
+        var environment: AppStoreEnvironment?
         while let current = next {
             guard pages.count < AppStoreServerAPIPagination.maxPages else {
                 throw .argument("\(request.endpoint.name): more than \(AppStoreServerAPIPagination.maxPages) pages", request.endpoint)
             }
             guard seen.insert(current).inserted else { throw AppStoreServerAPIPagination.cycle(current) }
-            let response = try await send(current)
-            pages.append(try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: current.endpoint, response: response))
-            next = try AppStoreServerAPIPagination.nextPage(after: current, response: response)
+            let answer = try await caller.answer(current, transport: transport, environment: environment)
+            environment = answer.environment
+            pages.append(try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: current.endpoint, response: answer.response))
+            next = try AppStoreServerAPIPagination.nextPage(after: current, response: answer.response)
         }
         return pages
     }

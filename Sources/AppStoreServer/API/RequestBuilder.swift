@@ -6,6 +6,20 @@ public enum AppStoreServerAPIBaseURL {
     public static let sandbox = "https://api.storekit-sandbox.apple.com"
     /// Apple's libraries use this placeholder for unit tests; point `baseURL` at a local server instead.
     public static let localTesting = "https://local-testing-base-url"
+    /// The Advanced Commerce API endpoints: Apple's pages for all six show these hosts (2026), not the
+    /// api.storekit.apple.com hosts the App Store Server API moved to on 2026-05-05 (its changelog; the old hosts
+    /// stay supported). Sources: developer.apple.com/documentation/advancedcommerceapi, each endpoint's URL lines.
+    public static let advancedCommerceProduction = "https://api.storekit.itunes.apple.com"
+    public static let advancedCommerceSandbox = "https://api.storekit-sandbox.itunes.apple.com"
+
+    /// The Advanced Commerce base URL of an environment (LocalTesting: the placeholder).
+    public static func advancedCommerce(_ environment: AppStoreEnvironment) -> String {
+        switch environment {
+        case .production: advancedCommerceProduction
+        case .sandbox: advancedCommerceSandbox
+        default: localTesting
+        }
+    }
 
     /// The base URL of an environment; Xcode (StoreKit testing in Xcode) has no server and is refused.
     public static func forEnvironment(_ environment: AppStoreEnvironment) throws(AppStoreServerAPIError) -> String {
@@ -32,13 +46,18 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
     public let issuerId: String
     public let bundleId: String
     public let environment: AppStoreEnvironment
+    /// Where App Store Server API requests go.
     public let baseURL: String
+    /// Where Advanced Commerce API requests go: the environment's Advanced Commerce host, or `baseURL` when it was
+    /// given explicitly.
+    public let advancedCommerceBaseURL: String
     public let timeoutMilliseconds: UInt32
 
     public static let userAgent = "appstoreserver/\(AppStoreServerVersion.string)"
     public static let defaultTimeoutMilliseconds: UInt32 = 30_000
 
-    /// - Parameter baseURL: overrides the environment's base URL (`http://` or `https://`, e.g. a test server).
+    /// - Parameter baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
+    ///   Advanced Commerce endpoints too.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
                 environment: AppStoreEnvironment, baseURL: String? = nil,
                 timeoutMilliseconds: UInt32 = defaultTimeoutMilliseconds) throws(AppStoreServerAPIError) {
@@ -61,13 +80,14 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
         self.bundleId = bundleId
         self.environment = environment
         self.baseURL = chosen
+        self.advancedCommerceBaseURL = baseURL == nil ? AppStoreServerAPIBaseURL.advancedCommerce(environment) : chosen
         self.timeoutMilliseconds = timeoutMilliseconds
     }
 
     /// Builds the request, validating request models first.
     public func build(_ request: AppStoreServerAPIRequest, issuedAt: Date = Date()) throws(AppStoreServerAPIError) -> HTTPRequest {
         let parts = try request.wireParts()
-        var url = baseURL + "/" + parts.path.joined(separator: "/")
+        var url = (request.endpoint.isAdvancedCommerce ? advancedCommerceBaseURL : baseURL) + "/" + parts.path.joined(separator: "/")
         if !parts.query.isEmpty {
             url += "?" + parts.query.map { PercentEncoding.encode($0.0) + "=" + PercentEncoding.encode($0.1) }.joined(separator: "&")
         }

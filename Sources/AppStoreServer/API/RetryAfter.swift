@@ -22,6 +22,12 @@ public struct RetryAfter: Hashable, Sendable {
     /// All-digit values from this one up are UNIX milliseconds (1973-03-03); below, delta-seconds (3,170 years).
     static let unixMillisecondsThreshold: Int64 = 100_000_000_000
 
+    /// An absolute time, in Apple's form (the client's own rate limiter uses it too).
+    public init(atMilliseconds: Int64) {
+        self.form = .unixMilliseconds
+        self.atMilliseconds = atMilliseconds
+    }
+
     /// Parses the header value; `nowMilliseconds` anchors delta-seconds.
     public init?(_ value: String, nowMilliseconds: Int64) {
         let text = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()

@@ -394,6 +394,49 @@ public enum AppStoreServerAPIEndpoint: String, CaseIterable, Hashable, Sendable 
         }
     }
 
+    /// A lookup that a Production client with the Sandbox fallback asks again in Sandbox when Production answers transactionIdNotFound (4040010).
+    public var hasSandboxFallback: Bool {
+        switch self {
+        case .getTransactionInfo: true
+        case .getTransactionHistory: true
+        case .getTransactionHistoryV1: true
+        case .getAllSubscriptionStatuses: true
+        case .getRefundHistory: true
+        case .lookUpOrderId: false
+        case .getAppTransactionInfo: true
+        case .finishTransaction: false
+        case .sendConsumptionData: false
+        case .sendConsumptionInformation: false
+        case .setAppAccountToken: false
+        case .extendSubscriptionRenewalDate: false
+        case .extendRenewalDateForAllActiveSubscribers: false
+        case .getStatusOfSubscriptionRenewalDateExtensions: false
+        case .requestTestNotification: false
+        case .getTestNotificationStatus: false
+        case .getNotificationHistory: false
+        case .uploadImage: false
+        case .deleteImage: false
+        case .getImageList: false
+        case .uploadMessage: false
+        case .deleteMessage: false
+        case .getMessageList: false
+        case .configureDefaultMessage: false
+        case .deleteDefaultMessage: false
+        case .getDefaultMessage: false
+        case .configureRealtimeURL: false
+        case .deleteRealtimeURL: false
+        case .getRealtimeURL: false
+        case .initiatePerformanceTest: false
+        case .getPerformanceTestResults: false
+        case .cancelSubscription: false
+        case .changeSubscriptionMetadata: false
+        case .changeSubscriptionPrice: false
+        case .migrateSubscription: false
+        case .revokeSubscription: false
+        case .requestTransactionRefund: false
+        }
+    }
+
 #if !APPSTORE_NO_CODABLE
 
     /// The response model, or nil for endpoints that answer without a body.
@@ -909,6 +952,32 @@ extension PerformanceTestRequest: APIRequestModel {}
 extension RealtimeUrlRequest: APIRequestModel {}
 extension UpdateAppAccountTokenRequest: APIRequestModel {}
 extension UploadMessageRequestBody: APIRequestModel {}
+
+// Response models (what `AppStoreServerAPIClient.answer(_:as:)` decodes).
+extension AdvancedCommerceRequestRefundResponse: AppStoreServerAPIResponse {}
+extension AdvancedCommerceSubscriptionCancelResponse: AppStoreServerAPIResponse {}
+extension AdvancedCommerceSubscriptionChangeMetadataResponse: AppStoreServerAPIResponse {}
+extension AdvancedCommerceSubscriptionMigrateResponse: AppStoreServerAPIResponse {}
+extension AdvancedCommerceSubscriptionPriceChangeResponse: AppStoreServerAPIResponse {}
+extension AdvancedCommerceSubscriptionRevokeResponse: AppStoreServerAPIResponse {}
+extension AppTransactionInfoResponse: AppStoreServerAPIResponse {}
+extension CheckTestNotificationResponse: AppStoreServerAPIResponse {}
+extension DefaultConfigurationResponse: AppStoreServerAPIResponse {}
+extension ExtendRenewalDateResponse: AppStoreServerAPIResponse {}
+extension GetImageListResponse: AppStoreServerAPIResponse {}
+extension GetMessageListResponse: AppStoreServerAPIResponse {}
+extension HistoryResponse: AppStoreServerAPIResponse {}
+extension MassExtendRenewalDateResponse: AppStoreServerAPIResponse {}
+extension MassExtendRenewalDateStatusResponse: AppStoreServerAPIResponse {}
+extension NotificationHistoryResponse: AppStoreServerAPIResponse {}
+extension OrderLookupResponse: AppStoreServerAPIResponse {}
+extension PerformanceTestResponse: AppStoreServerAPIResponse {}
+extension PerformanceTestResultResponse: AppStoreServerAPIResponse {}
+extension RealtimeUrlResponse: AppStoreServerAPIResponse {}
+extension RefundHistoryResponse: AppStoreServerAPIResponse {}
+extension SendTestNotificationResponse: AppStoreServerAPIResponse {}
+extension StatusResponse: AppStoreServerAPIResponse {}
+extension TransactionInfoResponse: AppStoreServerAPIResponse {}
 
 // Enums sent as query parameters (their raw value).
 extension ImageSize: APIQueryValue {}

@@ -48,6 +48,8 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
     case transportError = 21
     /// App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's model
     case invalidResponse = 22
+    /// App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was sent; appstore_error_retry_at_ms says when the next slot is free
+    case rateLimited = 23
     /// a bug or resource exhaustion inside the library
     case internalError = 99
 
@@ -70,6 +72,7 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
         case .apiError: "API_ERROR"
         case .transportError: "TRANSPORT_ERROR"
         case .invalidResponse: "INVALID_RESPONSE"
+        case .rateLimited: "RATE_LIMITED"
         case .internalError: "INTERNAL_ERROR"
         }
     }
@@ -173,6 +176,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case transportFailed = 69
     /// appstore_api_client_call without a configured transport
     case noTransport = 70
+    /// the client's rate limiter: no slot for the endpoint within the allowed wait
+    case localRateLimit = 71
     /// the message names the certificate, revocation time and reason
     case revoked = 80
     /// the responder does not know the certificate
@@ -245,6 +250,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .transportUnreachable: "transport_unreachable"
         case .transportFailed: "transport_failed"
         case .noTransport: "no_transport"
+        case .localRateLimit: "local_rate_limit"
         case .revoked: "revoked"
         case .ocspUnknown: "ocsp_unknown"
         case .ocspBadSignature: "ocsp_bad_signature"
@@ -306,6 +312,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .transportUnreachable: [.transportError]
         case .transportFailed: [.transportError]
         case .noTransport: [.configurationError]
+        case .localRateLimit: [.rateLimited]
         case .revoked: [.verificationFailure]
         case .ocspUnknown: [.verificationFailure]
         case .ocspBadSignature: [.verificationFailure]
@@ -325,7 +332,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     /// Whether the same call may succeed later with nothing changed (nothing was learnt about the input).
     public var isRetryable: Bool {
         switch self {
-        case .rateLimited, .transportTimeout, .transportUnreachable, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater: true
+        case .rateLimited, .transportTimeout, .transportUnreachable, .localRateLimit, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater: true
         default: false
         }
     }

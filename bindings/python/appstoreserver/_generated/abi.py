@@ -73,6 +73,8 @@ PROTOTYPES = {
     "appstore_api_client_options_set_timeout_ms": (c_int32, [c_void_p, c_uint32, POINTER(c_void_p)]),
     "appstore_api_client_options_set_retry": (c_int32, [c_void_p, c_uint32, c_uint32, c_uint32, POINTER(c_void_p)]),
     "appstore_api_client_options_set_base_url": (c_int32, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "appstore_api_client_options_set_sandbox_fallback": (c_int32, [c_void_p, c_int32, c_char_p, POINTER(c_void_p)]),
+    "appstore_api_client_options_set_rate_limit": (c_int32, [c_void_p, c_int32, c_uint32, c_uint32, POINTER(c_void_p)]),
     "appstore_api_client_new": (c_int32, [c_void_p, c_int32, c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_api_client_free": (None, [c_void_p]),
     "appstore_api_client_build_request": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
@@ -87,7 +89,11 @@ PROTOTYPES = {
     "appstore_api_request_free": (None, [c_void_p]),
     "appstore_api_client_decode_response": (c_int32, [c_void_p, c_char_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_api_client_retry_delay_ms": (c_int32, [c_void_p, c_void_p, c_uint32, POINTER(c_int64), POINTER(c_void_p)]),
+    "appstore_api_client_falls_back": (c_int32, [c_void_p, c_char_p, c_void_p]),
+    "appstore_api_client_build_fallback_request": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_api_client_reserve": (c_int32, [c_void_p, c_void_p, POINTER(c_int64), POINTER(c_void_p)]),
     "appstore_api_client_call": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_api_client_call_ext": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_int32), POINTER(c_void_p)]),
     "appstore_api_client_call_all_pages": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_verifier_options_set_transport": (c_int32, [c_void_p, c_void_p, c_uint32, POINTER(c_void_p)]),
 }
@@ -129,6 +135,7 @@ APPSTORE_INVALID_RECEIPT = 12
 APPSTORE_API_ERROR = 20
 APPSTORE_TRANSPORT_ERROR = 21
 APPSTORE_INVALID_RESPONSE = 22
+APPSTORE_RATE_LIMITED = 23
 APPSTORE_INTERNAL_ERROR = 99
 
 # constants: reason
@@ -174,6 +181,7 @@ APPSTORE_REASON_TRANSPORT_TIMEOUT = 67
 APPSTORE_REASON_TRANSPORT_UNREACHABLE = 68
 APPSTORE_REASON_TRANSPORT_FAILED = 69
 APPSTORE_REASON_NO_TRANSPORT = 70
+APPSTORE_REASON_LOCAL_RATE_LIMIT = 71
 APPSTORE_REASON_REVOKED = 80
 APPSTORE_REASON_OCSP_UNKNOWN = 81
 APPSTORE_REASON_OCSP_BAD_SIGNATURE = 82

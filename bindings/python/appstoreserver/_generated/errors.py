@@ -39,6 +39,8 @@ class AppStoreStatus(IntEnum):
     """App Store Server API: no answer; the transport timed out, could not connect, or failed"""
     INVALID_RESPONSE = 22
     """App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's model"""
+    RATE_LIMITED = 23
+    """App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was sent; appstore_error_retry_at_ms says when the next slot is free"""
     INTERNAL_ERROR = 99
     """a bug or resource exhaustion inside the library"""
 
@@ -130,6 +132,8 @@ class FailureReason(IntEnum):
     """the transport reported FAILED, or the response body exceeded 64 MiB [TRANSPORT_ERROR]"""
     NO_TRANSPORT = 70
     """appstore_api_client_call without a configured transport [CONFIGURATION_ERROR]"""
+    LOCAL_RATE_LIMIT = 71
+    """the client's rate limiter: no slot for the endpoint within the allowed wait [RATE_LIMITED]"""
     REVOKED = 80
     """the message names the certificate, revocation time and reason [VERIFICATION_FAILURE]"""
     OCSP_UNKNOWN = 81
@@ -159,4 +163,4 @@ class FailureReason(IntEnum):
 
 
 # Reasons after which the same call may succeed later with nothing changed.
-RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER})
+RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.LOCAL_RATE_LIMIT, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER})
