@@ -37,7 +37,8 @@ import AppStoreServerHTTP
         #expect(typed.endpoint == endpoint)
         let http = try APIFixtures.builder().build(typed)
         #expect(http.method == c.method)
-        let base = AppStoreServerAPIBaseURL.sandbox
+        // Advanced Commerce endpoints go to the hosts Apple's Advanced Commerce pages show.
+        let base = endpoint.isAdvancedCommerce ? AppStoreServerAPIBaseURL.advancedCommerceSandbox : AppStoreServerAPIBaseURL.sandbox
         #expect(http.url.hasPrefix(base + c.path))
         let rest = http.url.dropFirst((base + c.path).count)
         let query: [[String]] = rest.isEmpty ? [] : rest.dropFirst().split(separator: "&").map { pair in

@@ -54,7 +54,7 @@ struct ManifestRunner {
                 rootCertificates: try roots(v), bundleId: v["bundleId"] as? String ?? "",
                 appAppleId: (v["appAppleId"] as? NSNumber)?.int64Value,
                 environment: Self.environment(v["environment"] as? String ?? ""),
-                enableOnlineChecks: v["enableOnlineChecks"] as? Bool ?? false)
+                enableOnlineChecks: v["enableOnlineChecks"] as? Bool ?? false, transport: nil)
         } catch let e as ConfigurationError {
             return Outcome(valid: false, configError: true, status: "CONFIGURATION_ERROR", reason: e.reason.name, message: e.message)
         }

@@ -502,8 +502,9 @@ func failure<T>(_ result: VerificationResult<T>) -> VerificationFailure? {
     @Test func configuration() throws {
         let h = try OCSPHarness.get()
         do {
+            // The core initializer (AppStoreServerHTTP, when imported, supplies a transport when none is named).
             _ = try SignedDataVerifier(rootCertificates: [h.root], bundleId: "b", appAppleId: nil, environment: .sandbox,
-                                       enableOnlineChecks: true)
+                                       enableOnlineChecks: true, transport: nil)
             Issue.record("online checks without a transport were accepted")
         } catch {
             #expect(error.reason == .onlineChecksUnavailable)

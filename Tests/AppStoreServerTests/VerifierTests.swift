@@ -216,7 +216,7 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
         }
         #expect(reason { try SignedDataVerifier(rootCertificates: [[UInt8]](), bundleId: "b", appAppleId: nil, environment: .sandbox, enableOnlineChecks: false) } == .noTrustAnchor)
         #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: nil, environment: .production, enableOnlineChecks: false) } == .invalidArgument)
-        #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: nil, environment: .sandbox, enableOnlineChecks: true) } == .onlineChecksUnavailable)
+        #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: nil, environment: .sandbox, enableOnlineChecks: true, transport: nil) } == .onlineChecksUnavailable)
         #expect(reason { try SignedDataVerifier(rootCertificates: [[1, 2, 3]], bundleId: "b", appAppleId: nil, environment: .sandbox, enableOnlineChecks: false) } == .badCertificate)
         #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: nil, environment: AppStoreEnvironment(rawValue: "Staging"), enableOnlineChecks: false) } == .invalidArgument)
         #expect(reason { try SignedDataVerifier(rootCertificates: [root], bundleId: "b", appAppleId: 1, environment: .production, enableOnlineChecks: false) } == nil)
