@@ -179,20 +179,23 @@ def _ku(ca: bool) -> x509.KeyUsage:
 
 def make_cert(subject, subject_key, issuer, issuer_key, not_before, not_after, *,
               ca: bool, path_len=None, key_cert_sign=None, marker=None,
-              self_signed=False, hash_alg=None) -> x509.Certificate:
+              self_signed=False, hash_alg=None, bc_critical=True, with_ku=True, with_skid=True,
+              with_akid=True, akid_critical=False) -> x509.Certificate:
+    """The keyword arguments after hash_alg break one RFC 5280 rule each (X509_STRICT cases)."""
     b = (x509.CertificateBuilder()
          .subject_name(subject).issuer_name(issuer)
          .public_key(subject_key.public_key())
          .serial_number(x509.random_serial_number())
          .not_valid_before(not_before).not_valid_after(not_after)
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=path_len), critical=True)
-         .add_extension(_ku(ca if key_cert_sign is None else key_cert_sign), critical=True)
-         .add_extension(x509.SubjectKeyIdentifier.from_public_key(subject_key.public_key()),
-                        critical=False))
-    if not self_signed:
+         .add_extension(x509.BasicConstraints(ca=ca, path_length=path_len), critical=bc_critical))
+    if with_ku:
+        b = b.add_extension(_ku(ca if key_cert_sign is None else key_cert_sign), critical=True)
+    if with_skid:
+        b = b.add_extension(x509.SubjectKeyIdentifier.from_public_key(subject_key.public_key()), critical=False)
+    if not self_signed and with_akid:
         b = b.add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-            critical=False)
+            critical=akid_critical)
     if marker is not None:
         b = b.add_extension(x509.UnrecognizedExtension(marker, DER_NULL), critical=False)
     return b.sign(issuer_key, hash_alg or hashes.SHA384())
@@ -268,6 +271,25 @@ class PKI:
         self.leaf_u_nca = make_cert(LEAF_NAME, self.leaf_u_nca_key, inter_nca_name,
                                     self.inter_nca_key, LEAF_FROM, LEAF_TO, ca=False,
                                     marker=OID_LEAF_MARKER)
+
+        # RFC 5280 rules Apple's Python library enforces with OpenSSL's X509_STRICT, one broken per chain: an
+        # intermediate with basicConstraints not critical, without keyUsage, without a subject key id; a leaf
+        # without an authority key id, with a critical one, with keyCertSign.
+        self.strict = {}
+        for label, inter_kw, leaf_kw in [
+                ("intermediate-bc-not-critical", dict(bc_critical=False), {}),
+                ("intermediate-no-key-usage", dict(with_ku=False), {}),
+                ("intermediate-no-skid", dict(with_skid=False), {}),
+                ("leaf-no-akid", {}, dict(with_akid=False)),
+                ("leaf-akid-critical", {}, dict(akid_critical=True)),
+                ("leaf-key-cert-sign", {}, dict(key_cert_sign=True))]:
+            i_name = name(f"TestPKI Intermediate strict {label}", "G6")
+            i_key, l_key = p384(), p256()
+            inter = make_cert(i_name, i_key, ROOT_NAME, self.root_key, CA_FROM, CA_TO, ca=True, path_len=0,
+                              marker=OID_INTERMEDIATE_MARKER, **inter_kw)
+            leaf = make_cert(LEAF_NAME, l_key, i_name, i_key, LEAF_FROM, LEAF_TO, ca=False,
+                             marker=OID_LEAF_MARKER, **leaf_kw)
+            self.strict[label] = (l_key, [leaf, inter, self.root])
 
         # Xcode StoreKit-testing style: one self-signed P-256 certificate
         xc_name = name("TestPKI StoreKit Testing in Xcode", "Xcode")
@@ -755,6 +777,9 @@ def build(pki: PKI) -> Suite:
     S.add("tx-untrusted-forged-chain-real-root-in-x5c", T,
           sign(tx, pki.forged_leaf_key, [pki.forged_leaf, pki.forged_inter, pki.root]),
           "untrusted_chain")
+    for label, (l_key, x5c) in pki.strict.items():
+        S.add(f"tx-strict-{label}", T, sign(tx, l_key, x5c), "untrusted_chain",
+              note="breaks an RFC 5280 rule OpenSSL's X509_STRICT enforces (as Apple's Python library does)")
     S.add("tx-untrusted-forged-intermediate", T,
           sign(tx, key, [pki.leaf, pki.forged_inter, pki.root]), "untrusted_chain",
           note="genuine leaf with a name-identical intermediate from other_root")
@@ -1147,8 +1172,27 @@ def crypto_check(jws: str, roots, effective_date_of, now):
         except x509.ExtensionNotFound:
             return False
 
+    def ext(c, cls):
+        try:
+            return c.extensions.get_extension_for_class(cls)
+        except x509.ExtensionNotFound:
+            return None
+
+    def rfc5280(c, ca, has_issuer_above):
+        """The X509_STRICT rules the fixtures break: CAs with critical basicConstraints, keyUsage and a subject
+        key id; below the anchor a non-critical authority key id with its keyIdentifier; no keyCertSign on leaves."""
+        bc, ku, skid, akid = (ext(c, x) for x in (x509.BasicConstraints, x509.KeyUsage,
+                                                   x509.SubjectKeyIdentifier, x509.AuthorityKeyIdentifier))
+        if ca and (bc is None or not bc.critical or ku is None or skid is None):
+            return False
+        if has_issuer_above and (akid is None or akid.critical or akid.value.key_identifier is None):
+            return False
+        return ca or ku is None or not ku.value.key_cert_sign
+
     anchor = next((r for r in roots if issued(inter, r) and is_ca(r)), None)
     if anchor is None or not is_ca(inter) or not issued(leaf, inter):
+        return "untrusted_chain", payload
+    if not (rfc5280(leaf, False, True) and rfc5280(inter, True, True) and rfc5280(anchor, True, False)):
         return "untrusted_chain", payload
     when = effective_date_of(payload) or now
     for c in (leaf, inter, anchor):

@@ -54,6 +54,10 @@ enum ChainVerifier {
             return .failure(VerificationFailure(.internal, "OpenSSL could not initialise chain verification"))
         }
         X509_STORE_CTX_set_time(ctx, 0, time_t(time))
+        // RFC 5280 as Apple's Python library applies it (X509_STRICT): CAs with critical basicConstraints, keyUsage
+        // and a subject key id, key ids linking each certificate to its issuer, no CA bits on the leaf, ... Apple's
+        // chains pass; see docs/verification.md for each check.
+        X509_STORE_CTX_set_flags(ctx, UInt(X509_V_FLAG_X509_STRICT))
         if X509_verify_cert(ctx) != 1 {
             let code = X509_STORE_CTX_get_error(ctx)
             let depth = X509_STORE_CTX_get_error_depth(ctx)
