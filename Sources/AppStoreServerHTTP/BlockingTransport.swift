@@ -49,9 +49,8 @@ extension SignedDataVerifier {
                             enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
                             ocspTimeoutMilliseconds: UInt32 = SignedDataVerifier.defaultOCSPTimeoutMilliseconds,
                             maxJWSBytes: Int = SignedDataVerifier.defaultMaxJWSBytes) throws(ConfigurationError) {
-        try self.init(rootCertificates: rootCertificates, bundleId: bundleId, appAppleId: appAppleId, environment: environment,
-                      enableOnlineChecks: enableOnlineChecks, chainCache: chainCache,
-                      transport: enableOnlineChecks ? AsyncHTTPClientBlockingTransport() : nil,
+        try self.init(rootCertificates: rootCertificates.map { [UInt8]($0) }, bundleId: bundleId, appAppleId: appAppleId,
+                      environment: environment, enableOnlineChecks: enableOnlineChecks, chainCache: chainCache,
                       ocspTimeoutMilliseconds: ocspTimeoutMilliseconds, maxJWSBytes: maxJWSBytes)
     }
 
