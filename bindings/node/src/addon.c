@@ -908,6 +908,10 @@ enum { EX_PENDING, EX_DONE, EX_ABANDONED };
 typedef struct {
     napi_threadsafe_function tsfn;
     pthread_t js_thread;
+    /* Both on the JS thread: the bridge is freed when the threadsafe function is finalized (released, or closed by
+     * the environment's teardown) and the transport handle is gone, whichever comes last. */
+    int tsfn_finalized;
+    int handle_gone;
 } bridge;
 
 typedef struct {
@@ -1089,12 +1093,16 @@ static void bridge_call_js(napi_env env, napi_value js_cb, void *context, void *
 static void bridge_finalize(napi_env env, void *data, void *hint) {
     (void)env;
     (void)hint;
-    free(data);
+    bridge *b = data;
+    b->tsfn_finalized = 1;
+    if (b->handle_gone) free(b);
 }
 
 static void transport_box_free(void *p) {
     bridge *b = p;
-    napi_release_threadsafe_function(b->tsfn, napi_tsfn_release); /* bridge_finalize frees b */
+    b->handle_gone = 1;
+    if (b->tsfn_finalized) free(b);
+    else napi_release_threadsafe_function(b->tsfn, napi_tsfn_release); /* bridge_finalize frees b */
 }
 
 /* transportNew(dispatcher): a transport handle whose callback runs dispatcher(request, exchange) on this thread. */
@@ -1124,6 +1132,7 @@ static napi_value js_transport_new(napi_env env, napi_callback_info info) {
     appstore_status st = appstore_transport_new(bridge_transport, b, &tr, &err);
     if (st != APPSTORE_OK) {
         napi_value e = error_object(env, st, err);
+        b->handle_gone = 1;
         napi_release_threadsafe_function(b->tsfn, napi_tsfn_release);
         if (e) napi_throw(env, e);
         return NULL;
@@ -1132,6 +1141,7 @@ static napi_value js_transport_new(napi_env env, napi_callback_info info) {
     napi_value h = box_new(env, ASB_H_TRANSPORT, tr, &box);
     if (!h) {
         appstore_transport_free(tr);
+        b->handle_gone = 1;
         napi_release_threadsafe_function(b->tsfn, napi_tsfn_release);
         return NULL;
     }

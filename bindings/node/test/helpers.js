@@ -77,3 +77,28 @@ function startMock() {
 
 module.exports.MOCK = MOCK;
 module.exports.startMock = startMock;
+
+// ---- the OCSP harness (Tests/support/ocsp_harness.py serve) ----------------------------------------------------
+
+/** Starts the OCSP test PKI and its responders; resolves to {setup, stop()}. */
+function startOcsp() {
+  const out = path.join(tmpdir(), 'ocsp');
+  const proc = spawn('python3', [path.join(SUPPORT, 'ocsp_harness.py'), 'serve', out, '--lifetime', '600'],
+    { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const m = /READY (\S+)\n/.exec(buf);
+      if (m) {
+        proc.stdout.off('data', onData);
+        const setup = JSON.parse(fs.readFileSync(m[1], 'utf8'));
+        resolve({ setup, proc, stop: () => new Promise((r) => { proc.once('exit', r); proc.stdin.end(); }) });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.once('exit', (code) => reject(new Error(`ocsp_harness.py exited with ${code} before it was ready`)));
+  });
+}
+
+module.exports.startOcsp = startOcsp;
