@@ -16,7 +16,7 @@
  * nothing a JS caller passes can crash the process.
  *
  * Hand-written beyond the table: the transport bridge (online checks over JS fetch; see docs/node.md), close,
- * retain, and a trace of the pool calls for the tests.
+ * retain, and a trace of the pool calls for the tests (wall-clock start/end, thread CPU time, thread id).
  */
 #define NAPI_VERSION 8
 #define _GNU_SOURCE
@@ -284,7 +284,8 @@ static asb_box *box_get(napi_env env, napi_value v, int kind, const char *fn, co
     }
     if (b->kind != kind) {
         char msg[240];
-        snprintf(msg, sizeof msg, "%s (got a %s handle)", what, kind_name(b->kind));
+        const char *got = kind_name(b->kind);
+        snprintf(msg, sizeof msg, "%s (got %s %s handle)", what, strchr("aeiou", got[0]) ? "an" : "a", got);
         throw_type(env, fn, "%s", msg);
         return NULL;
     }
@@ -699,7 +700,7 @@ static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f
 #define TRACE_SIZE 1024
 typedef struct {
     const char *fn;
-    double t0, t1;
+    double t0, t1, cpu;
     long tid;
 } trace_entry;
 static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -707,9 +708,15 @@ static trace_entry trace_ring[TRACE_SIZE];
 static int trace_count;
 static atomic_int trace_on;
 
-static void trace_add(const char *fn, double t0, double t1, long tid) {
+static double thread_cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void trace_add(const char *fn, double t0, double t1, double cpu, long tid) {
     pthread_mutex_lock(&trace_mu);
-    if (trace_count < TRACE_SIZE) trace_ring[trace_count++] = (trace_entry){fn, t0, t1, tid};
+    if (trace_count < TRACE_SIZE) trace_ring[trace_count++] = (trace_entry){fn, t0, t1, cpu, tid};
     pthread_mutex_unlock(&trace_mu);
 }
 
@@ -734,6 +741,7 @@ static napi_value js_trace(napi_env env, napi_callback_info info) {
         set_named(env, o, "fn", make_string(env, copy[i].fn));
         napi_create_double(env, copy[i].t0, &v), set_named(env, o, "start", v);
         napi_create_double(env, copy[i].t1, &v), set_named(env, o, "end", v);
+        napi_create_double(env, copy[i].cpu, &v), set_named(env, o, "cpu", v);
         napi_create_int64(env, copy[i].tid, &v), set_named(env, o, "thread", v);
         napi_set_element(env, arr, (uint32_t)i, o);
     }
@@ -770,23 +778,26 @@ typedef struct {
     napi_deferred deferred;
     const asb_function *fn;
     asb_args a;
-    double t0, t1;
+    double t0, t1, cpu;
     long tid;
 } asb_async;
 
 static void async_execute(napi_env env, void *data) {
     (void)env;
     asb_async *w = data;
+    int tracing = atomic_load(&trace_on);
+    double c0 = tracing ? thread_cpu_ms() : 0;
     w->t0 = now_ms();
     w->tid = (long)syscall(SYS_gettid);
     w->fn->call(&w->a.f);
     w->t1 = now_ms();
+    w->cpu = tracing ? thread_cpu_ms() - c0 : 0;
 }
 
 static void async_complete(napi_env env, napi_status status, void *data) {
     asb_async *w = data;
     args_free(env, &w->a);
-    if (atomic_load(&trace_on)) trace_add(w->fn->js, w->t0, w->t1, w->tid);
+    if (atomic_load(&trace_on)) trace_add(w->fn->js, w->t0, w->t1, w->cpu, w->tid);
     napi_value result = NULL;
     int failed = 0;
     if (status == napi_ok) result = marshal_out(env, w->fn, &w->a.f, &failed);
