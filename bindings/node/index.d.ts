@@ -188,8 +188,8 @@ export declare class IntroductoryOfferEligibilitySignatureCreator {
 
 export declare class AdvancedCommerceInAppSignatureCreator {
     constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
-    createSignature(advancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): string;
-    createSignatureAsync(advancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
+    createSignature(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): string;
+    createSignatureAsync(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
     close(): void;
 }
 

@@ -141,14 +141,14 @@ class AdvancedCommerceInAppSignatureCreator extends SignatureCreator {
     return [this._key, JSON.stringify(advancedCommerceInAppRequest)];
   }
 
-  createSignature(advancedCommerceInAppRequest) {
-    return sign('signing_key_create_advanced_commerce_in_app', this._argv(advancedCommerceInAppRequest));
+  createSignature(AdvancedCommerceInAppRequest) {
+    return sign('signing_key_create_advanced_commerce_in_app', this._argv(AdvancedCommerceInAppRequest));
   }
 
-  createSignatureAsync(advancedCommerceInAppRequest) {
+  createSignatureAsync(AdvancedCommerceInAppRequest) {
     let argv;
     try {
-      argv = this._argv(advancedCommerceInAppRequest);
+      argv = this._argv(AdvancedCommerceInAppRequest);
     } catch (e) {
       return Promise.reject(e);
     }

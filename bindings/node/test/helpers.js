@@ -9,7 +9,7 @@ const PKG = path.resolve(__dirname, '..');
 const REPO = path.resolve(PKG, '..', '..');
 const SUPPORT = path.join(REPO, 'Tests', 'support');
 const SHARED = path.resolve(REPO, '..', 'shared');
-const CONFORMANCE = path.join(SHARED, 'conformance');
+const CONFORMANCE = process.env.APPSTORESERVER_CONFORMANCE_DIR || path.join(SHARED, 'conformance');
 
 let scratch;
 /** A folder for this test process (removed at exit unless APPSTORESERVER_KEEP_TMP=1). */
