@@ -528,7 +528,8 @@ def c_functions(abi: dict) -> tuple[list[dict], list[str]]:
         slots = []
         names = [p["name"] for p in params]
         for i, p in enumerate(params):
-            s = {"name": p["name"], "ctype": p["type"], "nullable": bool(p.get("nullable")), "link": -1}
+            s = {"name": p["name"], "ctype": p["type"], "nullable": bool(p.get("nullable")), "link": -1,
+                 "json": bool(p.get("json"))}
             k, d = p["kind"], p["direction"]
             if d == "in" and k == "handle":
                 s["kind"] = "IN_HANDLE"
@@ -692,9 +693,9 @@ def render_abi_c(abi: dict) -> str:
         out.append(f"static const asb_param asb_params_{f['js']}[] = {{")
         for i, s in enumerate(slots):
             out.append(f"    {{\"{s['name']}\", ASB_{s['kind']}, {s.get('handle', -1)}, ASB_VT_{s.get('vt', 'NONE')}, "
-                       f"{1 if s['nullable'] else 0}, {s['link']}}},")
+                       f"{1 if s['nullable'] else 0}, {s['link']}, {1 if s['json'] else 0}}},")
         if not slots:
-            out.append("    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1},")
+            out.append("    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},")
         out.append("};")
     out.append("")
     out.append(f"#define ASB_FUNCTIONS {len(served)}")

@@ -35,84 +35,84 @@ static void asb_call_version(asb_frame *f) {
     f->r.p = (void *)appstore_version();
 }
 static const asb_param asb_params_version[] = {
-    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1},
+    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},
 };
 /* appstore_status_name */
 static void asb_call_status_name(asb_frame *f) {
     f->r.p = (void *)appstore_status_name((appstore_status)f->s[0].i);
 }
 static const asb_param asb_params_status_name[] = {
-    {"status", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
+    {"status", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
 };
 /* appstore_reason_name */
 static void asb_call_reason_name(asb_frame *f) {
     f->r.p = (void *)appstore_reason_name((appstore_reason)f->s[0].i);
 }
 static const asb_param asb_params_reason_name[] = {
-    {"reason", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
+    {"reason", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
 };
 /* appstore_error_status */
 static void asb_call_error_status(asb_frame *f) {
     f->r.i = appstore_error_status((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_status[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 0, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 0, -1, 0},
 };
 /* appstore_error_reason */
 static void asb_call_error_reason(asb_frame *f) {
     f->r.i = appstore_error_reason((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_reason[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_message */
 static void asb_call_error_message(asb_frame *f) {
     f->r.p = (void *)appstore_error_message((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_message[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_http_status */
 static void asb_call_error_http_status(asb_frame *f) {
     f->r.i = appstore_error_http_status((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_http_status[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_api_error_code */
 static void asb_call_error_api_error_code(asb_frame *f) {
     f->r.i = appstore_error_api_error_code((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_api_error_code[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_api_error_name */
 static void asb_call_error_api_error_name(asb_frame *f) {
     f->r.p = (void *)appstore_error_api_error_name((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_api_error_name[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_api_error_message */
 static void asb_call_error_api_error_message(asb_frame *f) {
     f->r.p = (void *)appstore_error_api_error_message((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_api_error_message[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_retry_after */
 static void asb_call_error_retry_after(asb_frame *f) {
     f->r.i = appstore_error_retry_after((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_retry_after[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_error_retry_at_ms */
 static void asb_call_error_retry_at_ms(asb_frame *f) {
     f->r.i = appstore_error_retry_at_ms((const appstore_error *)f->s[0].p);
 }
 static const asb_param asb_params_error_retry_at_ms[] = {
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_new */
 static void asb_call_verifier_options_new(asb_frame *f) {
@@ -123,8 +123,8 @@ static void asb_call_verifier_options_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_new[] = {
-    {"options_out", ASB_OUT_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options_out", ASB_OUT_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_add_root */
 static void asb_call_verifier_options_add_root(asb_frame *f) {
@@ -133,10 +133,10 @@ static void asb_call_verifier_options_add_root(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_add_root[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"der", ASB_IN_BYTES, -1, ASB_VT_NONE, 0, 2},
-    {"der_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"der", ASB_IN_BYTES, -1, ASB_VT_NONE, 0, 2, 0},
+    {"der_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_bundle_id */
 static void asb_call_verifier_options_set_bundle_id(asb_frame *f) {
@@ -145,9 +145,9 @@ static void asb_call_verifier_options_set_bundle_id(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_bundle_id[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_app_apple_id */
 static void asb_call_verifier_options_set_app_apple_id(asb_frame *f) {
@@ -156,9 +156,9 @@ static void asb_call_verifier_options_set_app_apple_id(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_app_apple_id[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"app_apple_id", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"app_apple_id", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_environment */
 static void asb_call_verifier_options_set_environment(asb_frame *f) {
@@ -167,9 +167,9 @@ static void asb_call_verifier_options_set_environment(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_environment[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"environment", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"environment", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_online_checks */
 static void asb_call_verifier_options_set_online_checks(asb_frame *f) {
@@ -178,9 +178,9 @@ static void asb_call_verifier_options_set_online_checks(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_online_checks[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"enabled", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"enabled", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_chain_cache */
 static void asb_call_verifier_options_set_chain_cache(asb_frame *f) {
@@ -189,10 +189,10 @@ static void asb_call_verifier_options_set_chain_cache(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_chain_cache[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"max_entries", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"ttl_seconds", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"max_entries", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"ttl_seconds", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_new */
 static void asb_call_verifier_new(asb_frame *f) {
@@ -203,9 +203,9 @@ static void asb_call_verifier_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_new[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"verifier_out", ASB_OUT_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"verifier_out", ASB_OUT_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_notification */
 static void asb_call_verifier_verify_notification(asb_frame *f) {
@@ -216,11 +216,11 @@ static void asb_call_verifier_verify_notification(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_notification[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_transaction */
 static void asb_call_verifier_verify_transaction(asb_frame *f) {
@@ -231,11 +231,11 @@ static void asb_call_verifier_verify_transaction(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_transaction[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_renewal_info */
 static void asb_call_verifier_verify_renewal_info(asb_frame *f) {
@@ -246,11 +246,11 @@ static void asb_call_verifier_verify_renewal_info(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_renewal_info[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_app_transaction */
 static void asb_call_verifier_verify_app_transaction(asb_frame *f) {
@@ -261,11 +261,11 @@ static void asb_call_verifier_verify_app_transaction(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_app_transaction[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_realtime_request */
 static void asb_call_verifier_verify_realtime_request(asb_frame *f) {
@@ -276,11 +276,11 @@ static void asb_call_verifier_verify_realtime_request(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_realtime_request[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_verify_notification_deep */
 static void asb_call_verifier_verify_notification_deep(asb_frame *f) {
@@ -291,11 +291,11 @@ static void asb_call_verifier_verify_notification_deep(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_verify_notification_deep[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_cache_stats */
 static void asb_call_verifier_cache_stats(asb_frame *f) {
@@ -310,11 +310,11 @@ static void asb_call_verifier_cache_stats(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_cache_stats[] = {
-    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1},
-    {"hits_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1},
-    {"misses_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1},
-    {"entries_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"hits_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1, 0},
+    {"misses_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1, 0},
+    {"entries_out", ASB_OUT_VALUE, -1, ASB_VT_U64, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_new */
 static void asb_call_signing_key_new(asb_frame *f) {
@@ -325,13 +325,13 @@ static void asb_call_signing_key_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_signing_key_new[] = {
-    {"pem", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1},
-    {"pem_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0},
-    {"key_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"issuer_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"key_out", ASB_OUT_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"pem", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1, 0},
+    {"pem_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0, 0},
+    {"key_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"issuer_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"key_out", ASB_OUT_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_api_token */
 static void asb_call_signing_key_create_api_token(asb_frame *f) {
@@ -342,11 +342,11 @@ static void asb_call_signing_key_create_api_token(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_api_token[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"issued_at", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"lifetime_seconds", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"token_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"issued_at", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"lifetime_seconds", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"token_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_promotional_offer_v1 */
 static void asb_call_signing_key_create_promotional_offer_v1(asb_frame *f) {
@@ -361,16 +361,16 @@ static void asb_call_signing_key_create_promotional_offer_v1(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_promotional_offer_v1[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"offer_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"app_account_token", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"nonce", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"timestamp_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"signature_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"nonce_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"timestamp_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"offer_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"app_account_token", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"nonce", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"timestamp_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"signature_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"nonce_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"timestamp_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_promotional_offer_v2 */
 static void asb_call_signing_key_create_promotional_offer_v2(asb_frame *f) {
@@ -381,12 +381,12 @@ static void asb_call_signing_key_create_promotional_offer_v2(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_promotional_offer_v2[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"offer_identifier", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"offer_identifier", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_introductory_offer_eligibility */
 static void asb_call_signing_key_create_introductory_offer_eligibility(asb_frame *f) {
@@ -397,12 +397,12 @@ static void asb_call_signing_key_create_introductory_offer_eligibility(asb_frame
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_introductory_offer_eligibility[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"allow", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
-    {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"allow", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_advanced_commerce_in_app */
 static void asb_call_signing_key_create_advanced_commerce_in_app(asb_frame *f) {
@@ -413,11 +413,11 @@ static void asb_call_signing_key_create_advanced_commerce_in_app(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_advanced_commerce_in_app[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"request_json", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"request_json_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"request_json", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 1},
+    {"request_json_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_receipt_extract_transaction_id */
 static void asb_call_receipt_extract_transaction_id(asb_frame *f) {
@@ -428,10 +428,10 @@ static void asb_call_receipt_extract_transaction_id(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_receipt_extract_transaction_id[] = {
-    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1},
-    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0},
-    {"id_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1, 0},
+    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0, 0},
+    {"id_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_receipt_extract_transaction_ids */
 static void asb_call_receipt_extract_transaction_ids(asb_frame *f) {
@@ -442,10 +442,10 @@ static void asb_call_receipt_extract_transaction_ids(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_receipt_extract_transaction_ids[] = {
-    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1},
-    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1, 0},
+    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_transaction_receipt_extract_transaction_id */
 static void asb_call_transaction_receipt_extract_transaction_id(asb_frame *f) {
@@ -456,10 +456,10 @@ static void asb_call_transaction_receipt_extract_transaction_id(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_transaction_receipt_extract_transaction_id[] = {
-    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1},
-    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0},
-    {"id_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 1, 0},
+    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 0, 0},
+    {"id_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_receipt_verifier_new */
 static void asb_call_receipt_verifier_new(asb_frame *f) {
@@ -470,12 +470,12 @@ static void asb_call_receipt_verifier_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_receipt_verifier_new[] = {
-    {"root_ders", ASB_IN_BUFFERS, -1, ASB_VT_NONE, 1, 1},
-    {"root_lens", ASB_IN_LENGTHS, -1, ASB_VT_NONE, 1, 0},
-    {"root_count", ASB_IN_COUNT, -1, ASB_VT_NONE, 0, 0},
-    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"verifier_out", ASB_OUT_HANDLE, 6, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"root_ders", ASB_IN_BUFFERS, -1, ASB_VT_NONE, 1, 1, 0},
+    {"root_lens", ASB_IN_LENGTHS, -1, ASB_VT_NONE, 1, 0, 0},
+    {"root_count", ASB_IN_COUNT, -1, ASB_VT_NONE, 0, 0, 0},
+    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"verifier_out", ASB_OUT_HANDLE, 6, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_receipt_verifier_verify */
 static void asb_call_receipt_verifier_verify(asb_frame *f) {
@@ -486,25 +486,25 @@ static void asb_call_receipt_verifier_verify(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_receipt_verifier_verify[] = {
-    {"verifier", ASB_IN_HANDLE, 6, ASB_VT_NONE, 0, -1},
-    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2},
-    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"verifier", ASB_IN_HANDLE, 6, ASB_VT_NONE, 0, -1, 0},
+    {"receipt_b64", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"receipt_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_endpoint_count */
 static void asb_call_api_endpoint_count(asb_frame *f) {
     f->r.z = appstore_api_endpoint_count();
 }
 static const asb_param asb_params_api_endpoint_count[] = {
-    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1},
+    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},
 };
 /* appstore_api_endpoint_name */
 static void asb_call_api_endpoint_name(asb_frame *f) {
     f->r.p = (void *)appstore_api_endpoint_name((size_t)f->s[0].z);
 }
 static const asb_param asb_params_api_endpoint_name[] = {
-    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1},
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
 };
 /* appstore_api_client_options_new */
 static void asb_call_api_client_options_new(asb_frame *f) {
@@ -515,8 +515,8 @@ static void asb_call_api_client_options_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_options_new[] = {
-    {"options_out", ASB_OUT_HANDLE, 7, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options_out", ASB_OUT_HANDLE, 7, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_options_set_transport */
 static void asb_call_api_client_options_set_transport(asb_frame *f) {
@@ -525,9 +525,9 @@ static void asb_call_api_client_options_set_transport(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_options_set_transport[] = {
-    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1},
-    {"transport", ASB_IN_HANDLE, 5, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1, 0},
+    {"transport", ASB_IN_HANDLE, 5, ASB_VT_NONE, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_options_set_timeout_ms */
 static void asb_call_api_client_options_set_timeout_ms(asb_frame *f) {
@@ -536,9 +536,9 @@ static void asb_call_api_client_options_set_timeout_ms(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_options_set_timeout_ms[] = {
-    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1},
-    {"timeout_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1, 0},
+    {"timeout_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_options_set_retry */
 static void asb_call_api_client_options_set_retry(asb_frame *f) {
@@ -547,11 +547,11 @@ static void asb_call_api_client_options_set_retry(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_options_set_retry[] = {
-    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1},
-    {"max_retries", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"initial_backoff_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"max_backoff_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1, 0},
+    {"max_retries", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"initial_backoff_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"max_backoff_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_options_set_base_url */
 static void asb_call_api_client_options_set_base_url(asb_frame *f) {
@@ -560,9 +560,9 @@ static void asb_call_api_client_options_set_base_url(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_options_set_base_url[] = {
-    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1},
-    {"base_url", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 0, -1, 0},
+    {"base_url", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_new */
 static void asb_call_api_client_new(asb_frame *f) {
@@ -573,11 +573,11 @@ static void asb_call_api_client_new(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_new[] = {
-    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1},
-    {"environment", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
-    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 1, -1},
-    {"client_out", ASB_OUT_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
+    {"environment", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"options", ASB_IN_HANDLE, 7, ASB_VT_NONE, 1, -1, 0},
+    {"client_out", ASB_OUT_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_build_request */
 static void asb_call_api_client_build_request(asb_frame *f) {
@@ -588,55 +588,55 @@ static void asb_call_api_client_build_request(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_build_request[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"request_out", ASB_OUT_HANDLE, 9, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"request_out", ASB_OUT_HANDLE, 9, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_request_method */
 static void asb_call_api_request_method(asb_frame *f) {
     f->r.p = (void *)appstore_api_request_method((const appstore_api_request *)f->s[0].p);
 }
 static const asb_param asb_params_api_request_method[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_request_url */
 static void asb_call_api_request_url(asb_frame *f) {
     f->r.p = (void *)appstore_api_request_url((const appstore_api_request *)f->s[0].p);
 }
 static const asb_param asb_params_api_request_url[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_request_headers */
 static void asb_call_api_request_headers(asb_frame *f) {
     f->r.p = (void *)appstore_api_request_headers((const appstore_api_request *)f->s[0].p);
 }
 static const asb_param asb_params_api_request_headers[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_request_header_count */
 static void asb_call_api_request_header_count(asb_frame *f) {
     f->r.z = appstore_api_request_header_count((const appstore_api_request *)f->s[0].p);
 }
 static const asb_param asb_params_api_request_header_count[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_request_header_name */
 static void asb_call_api_request_header_name(asb_frame *f) {
     f->r.p = (void *)appstore_api_request_header_name((const appstore_api_request *)f->s[0].p, (size_t)f->s[1].z);
 }
 static const asb_param asb_params_api_request_header_name[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
-    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
 };
 /* appstore_api_request_header_value */
 static void asb_call_api_request_header_value(asb_frame *f) {
     f->r.p = (void *)appstore_api_request_header_value((const appstore_api_request *)f->s[0].p, (size_t)f->s[1].z);
 }
 static const asb_param asb_params_api_request_header_value[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
-    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
 };
 /* appstore_api_request_body */
 static void asb_call_api_request_body(asb_frame *f) {
@@ -645,15 +645,15 @@ static void asb_call_api_request_body(asb_frame *f) {
     f->s[1].z = o1;
 }
 static const asb_param asb_params_api_request_body[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
-    {"len_out", ASB_OUT_RESULT_LENGTH, -1, ASB_VT_SIZE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
+    {"len_out", ASB_OUT_RESULT_LENGTH, -1, ASB_VT_SIZE, 1, -1, 0},
 };
 /* appstore_api_request_timeout_ms */
 static void asb_call_api_request_timeout_ms(asb_frame *f) {
     f->r.u = appstore_api_request_timeout_ms((const appstore_api_request *)f->s[0].p);
 }
 static const asb_param asb_params_api_request_timeout_ms[] = {
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1},
+    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_decode_response */
 static void asb_call_api_client_decode_response(asb_frame *f) {
@@ -664,15 +664,15 @@ static void asb_call_api_client_decode_response(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_decode_response[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"http_status", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1},
-    {"headers", ASB_IN_TEXT, -1, ASB_VT_NONE, 1, 4},
-    {"headers_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 3},
-    {"body", ASB_IN_BYTES, -1, ASB_VT_NONE, 1, 6},
-    {"body_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 5},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"http_status", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"headers", ASB_IN_TEXT, -1, ASB_VT_NONE, 1, 4, 0},
+    {"headers_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 3, 0},
+    {"body", ASB_IN_BYTES, -1, ASB_VT_NONE, 1, 6, 0},
+    {"body_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 5, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_retry_delay_ms */
 static void asb_call_api_client_retry_delay_ms(asb_frame *f) {
@@ -683,11 +683,11 @@ static void asb_call_api_client_retry_delay_ms(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_retry_delay_ms[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 0, -1},
-    {"attempt", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"delay_ms_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 0, -1, 0},
+    {"attempt", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"delay_ms_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_call */
 static void asb_call_api_client_call(asb_frame *f) {
@@ -698,11 +698,11 @@ static void asb_call_api_client_call(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_call[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_call_all_pages */
 static void asb_call_api_client_call_all_pages(asb_frame *f) {
@@ -713,11 +713,11 @@ static void asb_call_api_client_call_all_pages(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_api_client_call_all_pages[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1},
-    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1},
-    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
+    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_verifier_options_set_transport */
 static void asb_call_verifier_options_set_transport(asb_frame *f) {
@@ -726,10 +726,10 @@ static void asb_call_verifier_options_set_transport(asb_frame *f) {
     f->err = err;
 }
 static const asb_param asb_params_verifier_options_set_transport[] = {
-    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1},
-    {"transport", ASB_IN_HANDLE, 5, ASB_VT_NONE, 1, -1},
-    {"timeout_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1},
+    {"options", ASB_IN_HANDLE, 1, ASB_VT_NONE, 0, -1, 0},
+    {"transport", ASB_IN_HANDLE, 5, ASB_VT_NONE, 1, -1, 0},
+    {"timeout_ms", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 
 #define ASB_FUNCTIONS 60

@@ -130,7 +130,11 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
 
   /** An App Store Server API bearer token (ES256), as every request gets a fresh one. */
   createBearerToken() {
-    return guard('config', () => native.signing_key_create_api_token(this._key, 0, 0));
+    try {
+      return native.signing_key_create_api_token(this._key, 0, 0);
+    } catch (e) {
+      throw convert(e, 'config');
+    }
   }
 
   /** Frees the library's client and key now; later calls throw. */
@@ -216,9 +220,9 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
         throw err;
       }
       try {
-        const json = await native.async.api_client_decode_response(this._client, endpoint, answer.status,
+        const value = await native.async.api_client_decode_response(this._client, endpoint, answer.status,
           answer.headers, answer.body);
-        return hasResponse ? JSON.parse(json) : undefined;
+        return hasResponse ? value : undefined;
       } catch (e) {
         if (e && e.appstoreError && e.handle) {
           const delay = native.api_client_retry_delay_ms(this._client, e.handle, attempt);

@@ -50,15 +50,11 @@ class ReceiptVerifier {
   verify(appReceipt) {
     if (typeof appReceipt !== 'string' && !(appReceipt instanceof Uint8Array))
       return Promise.reject(args.fail('ReceiptVerifier.verify', 'appReceipt', 'a string', appReceipt));
-    let p;
     try {
-      p = native.async.receipt_verifier_verify(this._handle, appReceipt);
+      return native.async.receipt_verifier_verify(this._handle, appReceipt); // parsed, or a converted rejection
     } catch (e) {
       return Promise.reject(convert(e, 'receipt'));
     }
-    return p.then(JSON.parse, (e) => {
-      throw convert(e, 'receipt');
-    });
   }
 
   verifySync(appReceipt) {

@@ -24,9 +24,7 @@ function signAsync(fn, argv) {
   } catch (e) {
     return Promise.reject(convert(e, 'sign'));
   }
-  return p.catch((e) => {
-    throw convert(e, 'sign');
-  });
+  return p; // rejects with the converted exception (lib/native.js)
 }
 
 class SignatureCreator {

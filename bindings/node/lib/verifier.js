@@ -41,14 +41,6 @@ function release() {
   else onlineInFlight--;
 }
 
-function parse(json) {
-  return JSON.parse(json);
-}
-
-function rejectConverted(e) {
-  throw convert(e, 'verify');
-}
-
 class SignedDataVerifier extends SignedDataVerifierOperations {
   /**
    * Apple's constructor: (appleRootCertificates, enableOnlineChecks, environment, bundleId, appAppleId?), plus
@@ -102,15 +94,14 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
       return Promise.reject(args.fail(WHERE, param, 'a string', jws));
     if (this.enableOnlineChecks) {
       return acquire().then(() => native.async[fn](this._handle, jws))
-        .then((json) => { release(); return JSON.parse(json); }, (e) => { release(); throw convert(e, 'verify'); });
+        .then((value) => { release(); return value; }, (e) => { release(); throw convert(e, 'verify'); });
     }
-    let p;
+    // The pool call resolves with the parsed payload and rejects with the VerificationException (lib/native.js).
     try {
-      p = native.async[fn](this._handle, jws);
+      return native.async[fn](this._handle, jws);
     } catch (e) {
       return Promise.reject(convert(e, 'verify'));
     }
-    return p.then(parse, rejectConverted);
   }
 
   _verifySync(fn, jws, param) {

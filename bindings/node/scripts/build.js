@@ -39,7 +39,9 @@ function fail(msg) {
 
 function loads(file) {
   try {
-    process.dlopen({ exports: {} }, file);
+    const m = { exports: {} };
+    process.dlopen(m, file);
+    if (typeof m.exports.version !== 'function') throw new Error('the addon loaded but did not initialise');
     return true;
   } catch (e) {
     log(`the built addon does not load here (${e.message.split('\n')[0]})`);

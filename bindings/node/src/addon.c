@@ -85,6 +85,7 @@ typedef struct {
     int vt;
     int nullable;
     int link;
+    int json; /* the text is JSON of a model (APPSTORE_JSON) */
 } asb_param;
 
 typedef struct {
@@ -196,6 +197,33 @@ static void out_name(const char *c_name, char *buf, size_t n) {
         upper = 0;
     }
     buf[j] = 0;
+}
+
+/* ---- per environment (main thread and each worker) -------------------------------------------------------------- */
+
+typedef struct {
+    napi_ref json_parse;    /* configure(): JSON.parse, applied to JSON outputs of pool calls */
+    napi_ref convert;       /* configure(): convert(errorObject, functionName) -> the value a pool call rejects with */
+} env_data;
+
+static void env_data_free(napi_env env, void *data, void *hint) {
+    (void)hint;
+    env_data *d = data;
+    if (d->json_parse) napi_delete_reference(env, d->json_parse);
+    if (d->convert) napi_delete_reference(env, d->convert);
+    free(d);
+}
+
+static env_data *get_env_data(napi_env env) {
+    env_data *d = NULL;
+    napi_get_instance_data(env, (void **)&d);
+    return d;
+}
+
+static napi_value ref_value(napi_env env, napi_ref r) {
+    napi_value v = NULL;
+    if (r) napi_get_reference_value(env, r, &v);
+    return v;
 }
 
 /* ---- handle boxes ------------------------------------------------------------------------------------------- */
@@ -339,6 +367,8 @@ typedef struct {
     asb_frame f;
     void *owned[ASB_MAX_SLOTS * 2];
     int nowned;
+    char *scratch; /* sync calls: a stack buffer for string arguments (NULL: allocate) */
+    size_t scratch_left;
     asb_box *boxes[ASB_MAX_SLOTS];
     napi_ref refs[ASB_MAX_SLOTS];
     int nboxes;
@@ -366,17 +396,25 @@ static void args_free(napi_env env, asb_args *a) {
     a->nboxes = 0;
 }
 
-/* Reads a JS string into a new NUL-terminated buffer (owned by a); len_out gets its byte length. */
+/* Reads a JS string into a NUL-terminated UTF-8 buffer (the call's scratch space, or a new one owned by a); len_out
+ * gets its byte length. One pass: the UTF-16 length (O(1)) bounds the UTF-8 length by 3 bytes per unit. */
 static char *read_string(napi_env env, napi_value v, asb_args *a, size_t *len_out) {
-    size_t len = 0;
-    if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-    char *buf = malloc(len + 1);
-    if (!buf) return NULL;
-    if (napi_get_value_string_utf8(env, v, buf, len + 1, &len) != napi_ok) {
-        free(buf);
-        return NULL;
+    size_t units = 0, len = 0;
+    if (napi_get_value_string_utf16(env, v, NULL, 0, &units) != napi_ok) return NULL;
+    size_t cap = units * 3 + 1;
+    char *buf;
+    if (a->scratch && cap <= a->scratch_left) {
+        buf = a->scratch;
+    } else {
+        buf = malloc(cap);
+        if (!buf) return NULL;
+        own(a, buf);
     }
-    own(a, buf);
+    if (napi_get_value_string_utf8(env, v, buf, cap, &len) != napi_ok) return NULL;
+    if (buf == a->scratch) {
+        a->scratch += len + 1;
+        a->scratch_left -= len + 1;
+    }
     *len_out = len;
     return buf;
 }
@@ -757,6 +795,9 @@ static napi_value call_sync(napi_env env, napi_callback_info info) {
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&fn));
     asb_args a;
     memset(&a, 0, sizeof a);
+    char scratch[32768]; /* string arguments up to this size avoid malloc (a JWS is ~5 KB) */
+    a.scratch = scratch;
+    a.scratch_left = sizeof scratch;
     if (!marshal_in(env, fn, argc, argv, &a)) {
         args_free(env, &a);
         return NULL;
@@ -802,6 +843,30 @@ static void async_complete(napi_env env, napi_status status, void *data) {
     int failed = 0;
     if (status == napi_ok) result = marshal_out(env, w->fn, &w->a.f, &failed);
     else out_discard(w->fn, &w->a.f);
+    env_data *d = get_env_data(env);
+    napi_value global = NULL, fnv = NULL;
+    if (result && d && napi_get_global(env, &global) == napi_ok) {
+        if (failed && d->convert && (fnv = ref_value(env, d->convert))) {
+            /* configure(): the rejection is the JS exception for the failure. */
+            napi_value argv[2] = {result, make_string(env, w->fn->js)}, converted = NULL;
+            if (argv[1] && napi_call_function(env, global, fnv, 2, argv, &converted) == napi_ok) result = converted;
+            else result = NULL;
+        } else if (!failed && d->json_parse && (fnv = ref_value(env, d->json_parse))) {
+            /* configure(): a single JSON output resolves as the parsed value. */
+            int outs = 0, json = 0;
+            for (int i = 0; i < w->fn->nparams; i++) {
+                int k = w->fn->params[i].kind;
+                if (k == ASB_OUT_STRING || k == ASB_OUT_HANDLE || k == ASB_OUT_VALUE) outs++, json = w->fn->params[i].json;
+            }
+            napi_valuetype t = napi_undefined;
+            napi_typeof(env, result, &t);
+            if (outs == 1 && json && t == napi_string) {
+                napi_value parsed = NULL;
+                if (napi_call_function(env, global, fnv, 1, &result, &parsed) == napi_ok) result = parsed;
+                else result = NULL, failed = 1;
+            }
+        }
+    }
     if (!result) {
         napi_value exc = NULL;
         if (pending_exception(env)) napi_get_and_clear_last_exception(env, &exc);
@@ -889,6 +954,26 @@ static napi_value js_retain(napi_env env, napi_callback_info info) {
     if (b->ndeps >= ASB_MAX_DEPS) return throw_range(env, "retain", "too many retained values");
     NAPI_OK(napi_create_reference(env, argv[1], 1, &b->deps[b->ndeps]));
     b->ndeps++;
+    return undefined(env);
+}
+
+/* configure(jsonParse, convert): from then on, pool calls of this environment resolve with jsonParse(output) when
+ * their one output is JSON, and reject with convert(errorObject, functionName) -- no extra Promise step in JS. */
+static napi_value js_configure(napi_env env, napi_callback_info info) {
+    size_t argc = 2;
+    napi_value argv[2];
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    napi_valuetype t1 = napi_undefined, t2 = napi_undefined;
+    if (argc < 2 || napi_typeof(env, argv[0], &t1) != napi_ok || napi_typeof(env, argv[1], &t2) != napi_ok ||
+        t1 != napi_function || t2 != napi_function)
+        return throw_type(env, "configure", "%s", "expects (jsonParse, convert) functions");
+    env_data *d = get_env_data(env);
+    if (!d) return NULL;
+    if (d->json_parse) napi_delete_reference(env, d->json_parse);
+    if (d->convert) napi_delete_reference(env, d->convert);
+    d->json_parse = d->convert = NULL;
+    NAPI_OK(napi_create_reference(env, argv[0], 1, &d->json_parse));
+    NAPI_OK(napi_create_reference(env, argv[1], 1, &d->convert));
     return undefined(env);
 }
 
@@ -1267,6 +1352,12 @@ static int add_fn(napi_env env, napi_value target, const char *name, napi_callba
 }
 
 NAPI_MODULE_INIT() {
+    env_data *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    if (napi_set_instance_data(env, d, env_data_free, NULL) != napi_ok) {
+        free(d);
+        return NULL;
+    }
     napi_value async_ns;
     NAPI_OK(napi_create_object(env, &async_ns));
     for (int i = 0; i < ASB_FUNCTIONS; i++) {
@@ -1277,6 +1368,7 @@ NAPI_MODULE_INIT() {
     NAPI_OK(napi_set_named_property(env, exports, "async", async_ns));
     if (!add_fn(env, exports, "close", js_close, NULL) || !add_fn(env, exports, "retain", js_retain, NULL) ||
         !add_fn(env, exports, "stats", js_stats, NULL) || !add_fn(env, exports, "trace", js_trace, NULL) ||
+        !add_fn(env, exports, "configure", js_configure, NULL) ||
         !add_fn(env, exports, "transportNew", js_transport_new, NULL) ||
         !add_fn(env, exports, "transportRespond", js_transport_respond, NULL))
         return NULL;
