@@ -75,6 +75,16 @@ async function main(issuerId: string, keyId: string, bundleId: string, encodedKe
   console.log(signature);
 }
 main('', '', '', '', 1);
+
+// Apple's tests subclass the client and answer the requests themselves.
+class MockClient extends AppStoreServerAPIClient {
+  protected async makeFetchRequest(path: string, parsedQueryParameters: URLSearchParams, method: string,
+    requestBody: string | Buffer | undefined, headers: { [key: string]: string }): Promise<Response> {
+    console.log(path, parsedQueryParameters.toString(), method, requestBody, headers['Authorization']);
+    return new Response('{"signedTransactionInfo": "x"}', { status: 200 });
+  }
+}
+new MockClient('', '', '', '', Environment.LOCAL_TESTING).getTransactionInfo('1');
 `;
 
 const OURS = `
