@@ -735,10 +735,10 @@ static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f
 
 /* ---- trace (tests: do pool calls overlap?) -------------------------------------------------------------------- */
 
-#define TRACE_SIZE 1024
+#define TRACE_SIZE 8192
 typedef struct {
     const char *fn;
-    double t0, t1, cpu;
+    double tq, t0, t1, cpu;
     long tid;
 } trace_entry;
 static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -752,9 +752,9 @@ static double thread_cpu_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void trace_add(const char *fn, double t0, double t1, double cpu, long tid) {
+static void trace_add(const char *fn, double tq, double t0, double t1, double cpu, long tid) {
     pthread_mutex_lock(&trace_mu);
-    if (trace_count < TRACE_SIZE) trace_ring[trace_count++] = (trace_entry){fn, t0, t1, cpu, tid};
+    if (trace_count < TRACE_SIZE) trace_ring[trace_count++] = (trace_entry){fn, tq, t0, t1, cpu, tid};
     pthread_mutex_unlock(&trace_mu);
 }
 
@@ -768,21 +768,27 @@ static napi_value js_trace(napi_env env, napi_callback_info info) {
     napi_value arr;
     pthread_mutex_lock(&trace_mu);
     int n = trace_count;
-    trace_entry copy[TRACE_SIZE];
-    memcpy(copy, trace_ring, sizeof(trace_entry) * (size_t)n);
+    trace_entry *copy = malloc(sizeof(trace_entry) * (size_t)(n ? n : 1));
+    if (!copy) n = 0;
+    else memcpy(copy, trace_ring, sizeof(trace_entry) * (size_t)n);
     trace_count = 0;
     pthread_mutex_unlock(&trace_mu);
-    NAPI_OK(napi_create_array_with_length(env, (size_t)n, &arr));
+    if (napi_create_array_with_length(env, (size_t)n, &arr) != napi_ok) {
+        free(copy);
+        return NULL;
+    }
     for (int i = 0; i < n; i++) {
         napi_value o, v;
-        NAPI_OK(napi_create_object(env, &o));
+        if (napi_create_object(env, &o) != napi_ok) break;
         set_named(env, o, "fn", make_string(env, copy[i].fn));
+        napi_create_double(env, copy[i].tq, &v), set_named(env, o, "queued", v);
         napi_create_double(env, copy[i].t0, &v), set_named(env, o, "start", v);
         napi_create_double(env, copy[i].t1, &v), set_named(env, o, "end", v);
         napi_create_double(env, copy[i].cpu, &v), set_named(env, o, "cpu", v);
         napi_create_int64(env, copy[i].tid, &v), set_named(env, o, "thread", v);
         napi_set_element(env, arr, (uint32_t)i, o);
     }
+    free(copy);
     return arr;
 }
 
@@ -819,7 +825,7 @@ typedef struct {
     napi_deferred deferred;
     const asb_function *fn;
     asb_args a;
-    double t0, t1, cpu;
+    double tq, t0, t1, cpu;
     long tid;
 } asb_async;
 
@@ -838,7 +844,7 @@ static void async_execute(napi_env env, void *data) {
 static void async_complete(napi_env env, napi_status status, void *data) {
     asb_async *w = data;
     args_free(env, &w->a);
-    if (atomic_load(&trace_on)) trace_add(w->fn->js, w->t0, w->t1, w->cpu, w->tid);
+    if (atomic_load(&trace_on)) trace_add(w->fn->js, w->tq, w->t0, w->t1, w->cpu, w->tid);
     napi_value result = NULL;
     int failed = 0;
     if (status == napi_ok) result = marshal_out(env, w->fn, &w->a.f, &failed);
@@ -906,7 +912,7 @@ static napi_value call_async(napi_env env, napi_callback_info info) {
     if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
         napi_create_string_utf8(env, fn->js, NAPI_AUTO_LENGTH, &name) != napi_ok ||
         napi_create_async_work(env, NULL, name, async_execute, async_complete, w, &w->work) != napi_ok ||
-        napi_queue_async_work(env, w->work) != napi_ok) {
+        ((w->tq = atomic_load(&trace_on) ? now_ms() : 0), napi_queue_async_work(env, w->work) != napi_ok)) {
         args_free(env, &w->a);
         free(w);
         if (!pending_exception(env)) napi_throw_error(env, NULL, "appstoreserver: could not queue the async call");
