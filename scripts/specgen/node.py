@@ -106,6 +106,22 @@ MERGED_ENDPOINTS = {
 }
 MERGED_AWAY = {c[2] for m in MERGED_ENDPOINTS.values() for c in m["cases"]} - set(MERGED_ENDPOINTS)
 
+
+def method_doc(spec: Spec, ep: dict) -> str:
+    """The one-line doc of an endpoint method (a merged method names its versions)."""
+    merged = MERGED_ENDPOINTS.get(ep["name"])
+    if not merged:
+        return f"{ep['title']}: {ep['method']} {ep['path']}" + (" (deprecated by Apple)" if ep.get("deprecated") else "")
+    by_name = {e["name"]: e for e in spec.endpoints}
+    parts = []
+    for case, value, endpoint, _ in merged["cases"]:
+        e = by_name[endpoint]
+        note = " (Apple's default; deprecated by Apple)" if case == merged["default"] and e.get("deprecated") else \
+            (" (Apple's default)" if case == merged["default"] else "")
+        parts.append(f"{merged['param']} {value}: {e['method']} {e['path']}{note}")
+    title = re.sub(r"\s*\(version \d+\)$", "", ep["title"])
+    return f"{title}; " + "; ".join(parts)
+
 # The verify operations: ABI function suffix -> (Apple's method name, Apple's parameter name). Functions of the ABI
 # named appstore_verifier_verify_* without an entry make the generator fail.
 VERIFY_METHODS = {
@@ -396,8 +412,7 @@ def render_endpoints_js(spec: Spec) -> str:
         sig = list(names)
         if merged:
             sig.append(f"{merged['param']} = {merged['enum']}.{merged['default']}")
-        doc = f"{ep['title']}: {ep['method']} {ep['path']}" + (" (deprecated by Apple)" if ep.get("deprecated") else "")
-        out.append(f"  /** {doc} */")
+        out.append(f"  /** {method_doc(spec, ep)} */")
         out.append(f"  async {ep['name']}({', '.join(sig)}) {{")
         if merged:
             variants = "{" + ", ".join(f"{js_str(c[1])}: {js_str(c[2])}" for c in merged["cases"]) + "}"
@@ -412,7 +427,8 @@ def render_endpoints_js(spec: Spec) -> str:
             page_param = ep["pagination"]["parameter"]
             page_names = [p["name"] for p in params if p["spec"]["name"] != page_param]
             psig = list(page_names) + ([f"{merged['param']} = {merged['enum']}.{merged['default']}"] if merged else [])
-            out.append(f"  /** {ep['title']}, every page from the first: an async iterator of {node_type(ep['response'])}. */")
+            title = re.sub(r"\s*\(version \d+\)$", "", ep["title"]) if merged else ep["title"]
+            out.append(f"  /** {title}, every page from the first: an async iterator of {node_type(ep['response'])}. */")
             out.append(f"  {ep['name']}Pages({', '.join(psig)}) {{")
             if merged:
                 variants = "{" + ", ".join(f"{js_str(c[1])}: {js_str(c[2])}" for c in merged["cases"]) + "}"

@@ -110,7 +110,7 @@ def render_endpoints(spec: Spec) -> list[str]:
                 parts.append(f"{merged['param']}?: {merged['enum']}")
             return ", ".join(parts)
 
-        text = f"{ep['title']}: {ep['method']} {ep['path']}."
+        text = node.method_doc(spec, ep) + "."
         if ep.get("deprecated"):
             text += " @deprecated by Apple"
         out += doc(text, "    ")
@@ -118,7 +118,8 @@ def render_endpoints(spec: Spec) -> list[str]:
         if ep.get("pagination"):
             page_param = ep["pagination"]["parameter"]
             rest = [p for p in params if p["spec"]["name"] != page_param]
-            out += doc(f"{ep['title']}: every page, first to last.", "    ")
+            title = re.sub(r"\s*\(version \d+\)$", "", ep["title"]) if merged else ep["title"]
+            out += doc(f"{title}: every page, first to last.", "    ")
             out.append(f"    {ep['name']}Pages({sig(rest)}): AsyncIterableIterator<{ret}>;")
     out.append("}")
     return out

@@ -16,7 +16,7 @@ class AppStoreServerAPIEndpoints {
     this._arg(endpoint, params, "transactionId", transactionId, "string", false);
     return this._call(endpoint, params, true);
   }
-  /** Get Transaction History (version 2): GET /inApps/v2/history/{anyTransactionId} */
+  /** Get Transaction History; version v1: GET /inApps/v1/history/{anyTransactionId} (Apple's default; deprecated by Apple); version v2: GET /inApps/v2/history/{anyTransactionId} */
   async getTransactionHistory(anyTransactionId, revision, transactionHistoryRequest, version = GetTransactionHistoryVersion.V1) {
     const endpoint = this._variant("getTransactionHistory", "version", version, {"v1": "getTransactionHistoryV1", "v2": "getTransactionHistory"});
     const params = {};
@@ -25,7 +25,7 @@ class AppStoreServerAPIEndpoints {
     this._queryModel(endpoint, params, "transactionHistoryRequest", transactionHistoryRequest, [["startDate", "integer"], ["endDate", "integer"], ["productIds", "string[]"], ["productTypes", "string[]"], ["sort", "string"], ["subscriptionGroupIdentifiers", "string[]"], ["inAppOwnershipType", "string"], ["revoked", "boolean"]]);
     return this._call(endpoint, params, true);
   }
-  /** Get Transaction History (version 2), every page from the first: an async iterator of HistoryResponse. */
+  /** Get Transaction History, every page from the first: an async iterator of HistoryResponse. */
   getTransactionHistoryPages(anyTransactionId, transactionHistoryRequest, version = GetTransactionHistoryVersion.V1) {
     const endpoint = this._variant("getTransactionHistory", "version", version, {"v1": "getTransactionHistoryV1", "v2": "getTransactionHistory"});
     const params = {};

@@ -1969,9 +1969,9 @@ export interface AbstractAdvancedCommerceInAppRequest extends AdvancedCommerceRe
 export declare abstract class AppStoreServerAPIEndpoints {
     /** Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. */
     getTransactionInfo(transactionId: string): Promise<TransactionInfoResponse>;
-    /** Get Transaction History (version 2): GET /inApps/v2/history/{anyTransactionId}. */
+    /** Get Transaction History; version v1: GET /inApps/v1/history/{anyTransactionId} (Apple's default; deprecated by Apple); version v2: GET /inApps/v2/history/{anyTransactionId}. */
     getTransactionHistory(anyTransactionId: string, revision: string | null, transactionHistoryRequest: TransactionHistoryRequest, version?: GetTransactionHistoryVersion): Promise<HistoryResponse>;
-    /** Get Transaction History (version 2): every page, first to last. */
+    /** Get Transaction History: every page, first to last. */
     getTransactionHistoryPages(anyTransactionId: string, transactionHistoryRequest: TransactionHistoryRequest, version?: GetTransactionHistoryVersion): AsyncIterableIterator<HistoryResponse>;
     /** Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}. */
     getAllSubscriptionStatuses(anyTransactionId: string, status?: (Status | number)[] | null): Promise<StatusResponse>;
@@ -1985,7 +1985,7 @@ export declare abstract class AppStoreServerAPIEndpoints {
     getAppTransactionInfo(anyTransactionId: string): Promise<AppTransactionInfoResponse>;
     /** Finish Transaction: POST /inApps/v1/transactions/{transactionId}/finish. */
     finishTransaction(transactionId: string): Promise<void>;
-    /** Send Consumption Information (version 1): PUT /inApps/v1/transactions/consumption/{transactionId}. @deprecated by Apple */
+    /** Send Consumption Information (version 1): PUT /inApps/v1/transactions/consumption/{transactionId} (deprecated by Apple). @deprecated by Apple */
     sendConsumptionData(transactionId: string, consumptionRequest: ConsumptionRequestV1): Promise<void>;
     /** Send Consumption Information: PUT /inApps/v2/transactions/consumption/{transactionId}. */
     sendConsumptionInformation(transactionId: string, consumptionRequest: ConsumptionRequest): Promise<void>;
