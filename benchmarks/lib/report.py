@@ -46,6 +46,23 @@ GROUPS = {
         "impls": ["swift", "c"],
         "widths": (30, 15, 30, 15),
     },
+    # The Node binding (benchmarks/node/bench.js): floors are Node's own node:crypto, and, for two calls in flight,
+    # one call in flight on the same two cores.
+    "node": {
+        "floors": [
+            ("transaction", "transaction", "floor_node_crypto_verify", False),
+            ("transaction_one_in_flight", "transaction", "promise_1_in_flight_2_cpus", False),
+            ("api_token", "api_token", "floor_node_crypto_sign", False),
+        ],
+        "cases": [
+            ("transaction_promise", "transaction", "floor_node_crypto_verify", (None, 0.70)),
+            ("transaction_sync", "transaction", "floor_node_crypto_verify", (None, 0.90)),
+            ("transaction_two_in_flight", "transaction_one_in_flight", "promise_1_in_flight_2_cpus", (None, 1.60)),
+            ("api_token", "api_token", "floor_node_crypto_sign", (None, 1.00)),
+        ],
+        "impls": ["node"],
+        "widths": (26, 27, 26, 27),
+    },
 }
 
 

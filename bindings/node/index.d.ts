@@ -1,0 +1,209 @@
+// Declarations of the appstoreserver Node package: Apple's Node library API (same names, constructor argument order
+// and method signatures) on the appstoreserver core. The models, enums, endpoint methods and verify methods are
+// generated from the spec (generated/types.d.ts); the classes below are written by hand.
+import {
+    AppStoreServerAPIEndpoints,
+    SignedDataVerifierOperations,
+    Environment,
+    VerificationStatus,
+    LibraryStatusName,
+    FailureReasonName,
+    AppReceiptTransactionIds,
+    VerifiedAppReceiptFields,
+    AbstractAdvancedCommerceInAppRequest,
+} from './generated/types';
+
+export * from './generated/types';
+
+/** The package version. */
+export declare const version: string;
+/** The version of the loaded libappstoreserver. */
+export declare const libraryVersion: string;
+
+/** What the library adds to the errors it raises: its precise status and reason (docs/errors.md). */
+export interface LibraryErrorDetail {
+    /** The library's status, e.g. "INVALID_CHAIN_LENGTH" (finer than Apple's). */
+    libraryStatus?: LibraryStatusName;
+    libraryStatusCode?: number;
+    /** The failure reason, e.g. "bad_signature". */
+    reason?: FailureReasonName;
+    reasonCode?: number;
+}
+
+/** A failure outside verification and API answers: configuration, keys, receipts, transport. */
+export declare class AppStoreServerError extends Error implements LibraryErrorDetail {
+    libraryStatus?: LibraryStatusName;
+    libraryStatusCode?: number;
+    reason?: FailureReasonName;
+    reasonCode?: number;
+    constructor(message: string, detail?: object);
+}
+
+/** Apple's VerificationException. `status` is Apple's Node VerificationStatus; `reason`, `message` and
+ *  `libraryStatus` say precisely what failed. */
+export declare class VerificationException extends Error implements LibraryErrorDetail {
+    status: VerificationStatus;
+    cause?: Error;
+    libraryStatus?: LibraryStatusName;
+    libraryStatusCode?: number;
+    reason?: FailureReasonName;
+    reasonCode?: number;
+    constructor(status: VerificationStatus, cause?: Error, detail?: object);
+}
+
+/** Apple's APIException: an HTTP error answer of the App Store Server API. */
+export declare class APIException extends Error implements LibraryErrorDetail {
+    httpStatusCode: number;
+    /** Apple's errorCode (raw, kept when unknown), or null. */
+    apiError: number | null;
+    errorMessage: string | null;
+    /** The known code's name, e.g. "transactionIdNotFound". */
+    apiErrorName?: string | null;
+    /** Retry-After, in seconds from the answer (rounded up), or null. */
+    retryAfter?: number | null;
+    /** Retry-After as an absolute time (ms since 1970), or null. */
+    retryAtMs?: number | null;
+    libraryStatus?: LibraryStatusName;
+    libraryStatusCode?: number;
+    reason?: FailureReasonName;
+    reasonCode?: number;
+    constructor(httpStatusCode: number, apiError?: number | null, errorMessage?: string | null, detail?: object);
+}
+
+/** One exchange of an online (OCSP) check, as a transport receives it. */
+export interface TransportRequest {
+    method: string;
+    url: string;
+    headers: [string, string][];
+    body: Uint8Array;
+    /** The time the whole exchange may take; the transport must give up after it. */
+    timeoutMs: number;
+}
+
+/** A transport's answer. Throwing (or rejecting) means no answer: a TimeoutError / AbortError counts as a timeout,
+ *  a refused or unresolvable host as unreachable. */
+export interface TransportResponse {
+    status: number;
+    headers?: [string, string][] | { [name: string]: string };
+    body?: Uint8Array | ArrayBuffer | string;
+}
+
+export type Transport = (request: TransportRequest) => Promise<TransportResponse> | TransportResponse;
+
+/** A fetch function: the global fetch, or one with the same call shape. */
+export type FetchLike = (url: string, init: {
+    method: string;
+    headers: { [name: string]: string } | [string, string][];
+    body?: string | Uint8Array;
+    signal?: unknown;
+    redirect?: string;
+}) => Promise<FetchResponseLike>;
+
+/** What the client reads of a response: status, headers (for Retry-After) and the body. */
+export interface FetchResponseLike {
+    status: number;
+    ok?: boolean;
+    headers?: { forEach(callback: (value: string, name: string) => void): void } | { [name: string]: string };
+    arrayBuffer?(): Promise<ArrayBuffer>;
+    text?(): Promise<string>;
+    json?(): Promise<unknown>;
+}
+
+export interface SignedDataVerifierOptions {
+    /** The transport of online checks (default: fetch). */
+    transport?: Transport;
+    /** The fetch the default transport uses (default: the global fetch). */
+    fetch?: FetchLike;
+    /** The time one OCSP exchange may take (default 30000). */
+    ocspTimeoutMs?: number;
+    /** Verified-chain cache (default 32 entries, 900 s; maxEntries 0 disables it). */
+    chainCache?: { maxEntries: number; ttlSeconds: number };
+}
+
+/** Apple's SignedDataVerifier. The verify methods (generated) return Promises that run on the libuv thread pool;
+ *  the ...Sync methods run on the calling thread (and refuse online checks, which need this thread for fetch). */
+export declare class SignedDataVerifier extends SignedDataVerifierOperations {
+    /** Apple's argument order. appleRootCertificates: DER (or PEM) of the trusted roots (Apple Root CA - G3). */
+    constructor(appleRootCertificates: Uint8Array[], enableOnlineChecks: boolean, environment: Environment,
+                bundleId: string, appAppleId?: number, options?: SignedDataVerifierOptions);
+    /** Chain cache counters since the verifier was created. */
+    cacheStats(): { hits: number; misses: number; entries: number };
+    /** Frees the library's verifier now (calls in flight complete first); later calls throw. */
+    close(): void;
+}
+
+export interface AppStoreServerAPIClientOptions {
+    /** The fetch of the default makeFetchRequest (default: the global fetch). */
+    fetch?: FetchLike;
+    /** Replaces the environment's base URL (e.g. a test server). */
+    baseUrl?: string;
+    /** The time one attempt may take (default 30000). */
+    timeoutMs?: number;
+    /** Retries of HTTP 429 and Apple's retryable errors (default 0: off), honouring Retry-After. */
+    maxRetries?: number;
+    initialBackoffMs?: number;
+    maxBackoffMs?: number;
+}
+
+/** Apple's AppStoreServerAPIClient: every endpoint method (generated, Apple's names and parameter order), plus
+ *  `...Pages` async iterators for the paginated endpoints and the Advanced Commerce API endpoints. */
+export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
+    /** Apple's argument order; signingKey is the .p8 PEM text. */
+    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string, environment: Environment,
+                options?: AppStoreServerAPIClientOptions);
+    /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. */
+    protected makeFetchRequest(path: string, parsedQueryParameters: URLSearchParams, method: string,
+                               requestBody: string | Uint8Array | undefined, headers: { [key: string]: string },
+                               request?: { url: string; timeoutMs: number }): Promise<FetchResponseLike>;
+    /** A fresh App Store Server API bearer token (ES256, 5 minutes). */
+    createBearerToken(): string;
+    /** Frees the library's client and key now; later calls throw. */
+    close(): void;
+}
+
+/** Apple's PromotionalOfferSignatureCreator (StoreKit 1 promotional offer signature, base64 DER ECDSA). */
+export declare class PromotionalOfferSignatureCreator {
+    constructor(signingKey: string, keyId: string, bundleId: string);
+    createSignature(productIdentifier: string, subscriptionOfferID: string, appAccountToken: string, nonce: string,
+                    timestamp: number): string;
+    /** createSignature on the libuv thread pool. */
+    createSignatureAsync(productIdentifier: string, subscriptionOfferID: string, appAccountToken: string,
+                         nonce: string, timestamp: number): Promise<string>;
+    close(): void;
+}
+
+export declare class PromotionalOfferV2SignatureCreator {
+    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    createSignature(productId: string, offerIdentifier: string, transactionId?: string | undefined): string;
+    createSignatureAsync(productId: string, offerIdentifier: string, transactionId?: string | undefined): Promise<string>;
+    close(): void;
+}
+
+export declare class IntroductoryOfferEligibilitySignatureCreator {
+    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    createSignature(productId: string, allowIntroductoryOffer: boolean, transactionId: string): string;
+    createSignatureAsync(productId: string, allowIntroductoryOffer: boolean, transactionId: string): Promise<string>;
+    close(): void;
+}
+
+export declare class AdvancedCommerceInAppSignatureCreator {
+    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    createSignature(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): string;
+    createSignatureAsync(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
+    close(): void;
+}
+
+/** Apple's ReceiptUtility (ids are read, not verified), plus every id of an app receipt. */
+export declare class ReceiptUtility {
+    extractTransactionIdFromAppReceipt(appReceipt: string): string | null;
+    extractTransactionIdFromTransactionReceipt(transactionReceipt: string): string | null;
+    extractTransactionIdsFromAppReceipt(appReceipt: string): AppReceiptTransactionIds;
+}
+
+/** App receipt verification (beyond Apple's libraries): PKCS#7 signature, chain to the roots, bundle id. */
+export declare class ReceiptVerifier {
+    constructor(rootCertificates: Uint8Array[], bundleId?: string | null);
+    verify(appReceipt: string): Promise<VerifiedAppReceiptFields>;
+    verifySync(appReceipt: string): VerifiedAppReceiptFields;
+    close(): void;
+}

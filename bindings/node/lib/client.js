@@ -1,0 +1,250 @@
+'use strict';
+// AppStoreServerAPIClient: Apple's constructor, every endpoint method (generated/endpoints.js), and Apple's
+// overridable makeFetchRequest hook, over the library's sans-I/O request builder and response decoder. HTTP is the
+// global fetch (or an injected one); retries follow the library's decision (appstore_api_client_retry_delay_ms,
+// Retry-After included); pages are async iterators.
+const native = require('./native.js');
+const args = require('./args.js');
+const { convert, guard, AppStoreServerError } = require('./errors.js');
+const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
+const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
+const { classify } = require('./transport.js');
+
+const WHERE = 'AppStoreServerAPIClient';
+const BASE_URLS = {
+  [Environment.PRODUCTION]: 'https://api.storekit.apple.com',
+  [Environment.SANDBOX]: 'https://api.storekit-sandbox.apple.com',
+  [Environment.LOCAL_TESTING]: 'https://local-testing-base-url',
+};
+
+const CHECKS = {
+  string: (v) => typeof v === 'string',
+  integer: (v) => (typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint',
+  boolean: (v) => typeof v === 'boolean',
+  object: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array),
+};
+const WANT = { string: 'a string', integer: 'an integer', boolean: 'a boolean', object: 'an object' };
+
+function check(endpoint, name, value, kind) {
+  const list = kind.endsWith('[]');
+  const base = list ? kind.slice(0, -2) : kind;
+  const ok = list ? Array.isArray(value) && value.every(CHECKS[base]) : CHECKS[base](value);
+  if (!ok) throw args.fail(endpoint, name, list ? `an array of ${WANT[base].replace(/^an? /, '')}s` : WANT[base], value);
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The built request as plain values. */
+function readRequest(h) {
+  const headers = {};
+  const n = native.api_request_header_count(h);
+  for (let i = 0; i < n; i++) headers[native.api_request_header_name(h, i)] = native.api_request_header_value(h, i);
+  return {
+    method: native.api_request_method(h),
+    url: native.api_request_url(h),
+    headers,
+    body: native.api_request_body(h),
+    timeoutMs: native.api_request_timeout_ms(h),
+  };
+}
+
+/** status, "Name: value\r\n" header lines and body bytes of a fetch Response (WHATWG, node-fetch, or look-alike). */
+async function readResponse(res) {
+  if (!res || typeof res.status !== 'number') throw new TypeError(`${WHERE}: makeFetchRequest must resolve to a Response`);
+  let headers = '';
+  if (res.headers && typeof res.headers.forEach === 'function') {
+    res.headers.forEach((value, name) => {
+      headers += `${name}: ${value}\r\n`;
+    });
+  } else if (res.headers && typeof res.headers === 'object') {
+    for (const [name, value] of Object.entries(res.headers)) headers += `${name}: ${value}\r\n`;
+  }
+  let body;
+  if (typeof res.arrayBuffer === 'function') body = Buffer.from(await res.arrayBuffer());
+  else if (typeof res.text === 'function') body = Buffer.from(await res.text(), 'utf8');
+  else if (typeof res.json === 'function') body = Buffer.from(JSON.stringify(await res.json()), 'utf8');
+  else body = Buffer.alloc(0);
+  return { status: res.status, headers, body };
+}
+
+class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
+  /**
+   * Apple's constructor: (signingKey: .p8 PEM text, keyId, issuerId, bundleId, environment), plus options:
+   * {fetch, baseUrl, timeoutMs, maxRetries, initialBackoffMs, maxBackoffMs}.
+   */
+  constructor(signingKey, keyId, issuerId, bundleId, environment, options) {
+    super();
+    args.textOrBytes(WHERE, 'signingKey', signingKey);
+    args.string(WHERE, 'keyId', keyId);
+    args.string(WHERE, 'issuerId', issuerId);
+    args.string(WHERE, 'bundleId', bundleId);
+    if (!Object.prototype.hasOwnProperty.call(ENVIRONMENT_CODES, environment))
+      throw args.fail(WHERE, 'environment', `an Environment (${Object.values(Environment).join(', ')})`, environment);
+    if (environment === Environment.XCODE) throw new Error('Xcode is not a supported environment for an AppStoreServerAPIClient');
+    const opts = args.options(WHERE, options);
+    if (opts.fetch != null && typeof opts.fetch !== 'function') throw args.fail(WHERE, 'options.fetch', 'a function', opts.fetch);
+    if (opts.baseUrl != null) args.string(WHERE, 'options.baseUrl', opts.baseUrl);
+    for (const k of ['timeoutMs', 'maxRetries', 'initialBackoffMs', 'maxBackoffMs'])
+      if (opts[k] != null) args.integer(WHERE, `options.${k}`, opts[k]);
+
+    const key = guard('config', () => native.signing_key_new(signingKey, keyId, issuerId, bundleId));
+    const o = guard('config', () => native.api_client_options_new());
+    try {
+      guard('config', () => {
+        if (opts.timeoutMs != null) native.api_client_options_set_timeout_ms(o, opts.timeoutMs);
+        if (opts.maxRetries) {
+          native.api_client_options_set_retry(o, opts.maxRetries, opts.initialBackoffMs != null ? opts.initialBackoffMs : 500,
+            opts.maxBackoffMs != null ? opts.maxBackoffMs : 30000);
+        }
+        if (opts.baseUrl != null) native.api_client_options_set_base_url(o, opts.baseUrl);
+      });
+      Object.defineProperty(this, '_client', { value: guard('config', () => native.api_client_new(key, ENVIRONMENT_CODES[environment], o)) });
+    } catch (e) {
+      native.close(key);
+      throw e;
+    } finally {
+      native.close(o);
+    }
+    Object.defineProperty(this, '_key', { value: key });
+    Object.defineProperty(this, '_fetch', { value: opts.fetch || null });
+    this.urlBase = opts.baseUrl != null ? opts.baseUrl.replace(/\/+$/, '') : BASE_URLS[environment];
+  }
+
+  /**
+   * Apple's hook: sends one request and resolves to a fetch Response. Override it to use other HTTP; the default
+   * uses the injected fetch or the global one, with the client's timeout.
+   */
+  async makeFetchRequest(path, parsedQueryParameters, method, requestBody, headers, request) {
+    const f = this._fetch || globalThis.fetch;
+    const query = parsedQueryParameters ? parsedQueryParameters.toString() : '';
+    const url = request && request.url ? request.url : this.urlBase + path + (query ? `?${query}` : '');
+    return f(url, {
+      method,
+      headers,
+      body: requestBody,
+      signal: request && request.timeoutMs ? AbortSignal.timeout(request.timeoutMs) : undefined,
+    });
+  }
+
+  /** An App Store Server API bearer token (ES256), as every request gets a fresh one. */
+  createBearerToken() {
+    try {
+      return native.signing_key_create_api_token(this._key, 0, 0);
+    } catch (e) {
+      throw convert(e, 'config');
+    }
+  }
+
+  /** Frees the library's client and key now; later calls throw. */
+  close() {
+    native.close(this._client);
+    native.close(this._key);
+  }
+
+  // ---- what the generated endpoint methods call --------------------------------------------------------------
+
+  _arg(endpoint, params, key, value, kind, optional) {
+    if (value == null) {
+      if (optional) return;
+      throw new TypeError(`${endpoint}: ${key} is required`);
+    }
+    check(endpoint, key, value, kind);
+    params[key] = value;
+  }
+
+  _bytes(endpoint, params, key, value, optional) {
+    if (value == null) {
+      if (optional) return;
+      throw new TypeError(`${endpoint}: ${key} is required`);
+    }
+    const b = args.bytes(endpoint, key, value);
+    params[key] = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+  }
+
+  _queryModel(endpoint, params, name, value, fields) {
+    if (value == null) return;
+    args.object(endpoint, name, value);
+    const known = new Map(fields);
+    for (const k of Object.keys(value)) {
+      if (!known.has(k)) throw new TypeError(`${endpoint}: ${name}.${k} is not a filter of this endpoint (known: ${[...known.keys()].join(', ')})`);
+    }
+    for (const [field, kind] of fields) {
+      const v = value[field];
+      if (v == null) continue;
+      check(endpoint, `${name}.${field}`, v, kind);
+      params[field] = v;
+    }
+  }
+
+  _variant(method, param, value, variants) {
+    if (!Object.prototype.hasOwnProperty.call(variants, value))
+      throw args.fail(method, param, `one of ${Object.keys(variants).join(', ')}`, value);
+    return variants[value];
+  }
+
+  async _call(endpoint, params, hasResponse) {
+    const paramsJson = JSON.stringify(params);
+    for (let attempt = 1; ; attempt++) {
+      let req;
+      let handle;
+      try {
+        handle = await native.async.api_client_build_request(this._client, endpoint, paramsJson);
+      } catch (e) {
+        throw convert(e, 'api');
+      }
+      try {
+        req = readRequest(handle);
+      } finally {
+        native.close(handle);
+      }
+      const q = req.url.indexOf('?');
+      const pathAndBase = q < 0 ? req.url : req.url.slice(0, q);
+      const path = pathAndBase.startsWith(this.urlBase) ? pathAndBase.slice(this.urlBase.length) : new URL(pathAndBase).pathname;
+      const query = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
+      const isJson = (req.headers['Content-Type'] || '').startsWith('application/json');
+      const body = req.body.length === 0 ? undefined : isJson ? req.body.toString('utf8') : req.body;
+      let answer;
+      try {
+        const res = await this.makeFetchRequest(path, query, req.method, body, req.headers, req);
+        answer = await readResponse(res);
+      } catch (e) {
+        if (e instanceof TypeError && /makeFetchRequest/.test(e.message)) throw e;
+        const result = classify(e);
+        const reason = result === TRANSPORT_RESULT.TIMEOUT ? ['transport_timeout', 67]
+          : result === TRANSPORT_RESULT.UNREACHABLE ? ['transport_unreachable', 68] : ['transport_failed', 69];
+        const err = new AppStoreServerError(`${endpoint}: ${req.method} ${req.url}: ${e && e.message ? e.message : e}`,
+          { statusName: 'TRANSPORT_ERROR', status: 21, reasonName: reason[0], reason: reason[1] });
+        err.cause = e;
+        throw err;
+      }
+      try {
+        const value = await native.async.api_client_decode_response(this._client, endpoint, answer.status,
+          answer.headers, answer.body);
+        return hasResponse ? value : undefined;
+      } catch (e) {
+        if (e && e.appstoreError && e.handle) {
+          const delay = native.api_client_retry_delay_ms(this._client, e.handle, attempt);
+          if (delay >= 0) {
+            await sleep(Number(delay));
+            continue;
+          }
+        }
+        throw convert(e, 'api');
+      }
+    }
+  }
+
+  async *_pages(endpoint, params, pageParam, field) {
+    let current = params;
+    for (;;) {
+      const page = await this._call(endpoint, current, true);
+      yield page;
+      if (!page || !page.hasMore || page[field] == null) return;
+      current = { ...params, [pageParam]: page[field] };
+    }
+  }
+}
+
+module.exports = { AppStoreServerAPIClient };

@@ -1,0 +1,94 @@
+'use strict';
+// Exceptions: Apple's VerificationException / APIException (same constructors and fields), with the library's
+// precise status, reason and message added; AppStoreServerError for everything else the library reports.
+const spec = require('../generated/spec.js');
+
+/** Fields the library adds to every error it raises. */
+function detailFields(target, d) {
+  target.libraryStatus = d.statusName;
+  target.libraryStatusCode = d.status;
+  target.reason = d.reasonName;
+  target.reasonCode = d.reason;
+}
+
+/** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...). */
+class AppStoreServerError extends Error {
+  constructor(message, detail) {
+    super(message);
+    this.name = 'AppStoreServerError';
+    detailFields(this, detail || { statusName: 'INTERNAL_ERROR', status: 99, reasonName: 'internal', reason: 18 });
+  }
+}
+
+/** Apple's VerificationException: `status` is Apple's Node VerificationStatus; `cause` as Apple's. Beyond Apple:
+ *  `reason` ("bad_signature", ...), `message`, `libraryStatus` ("INVALID_CHAIN_LENGTH", ...). */
+class VerificationException extends Error {
+  constructor(status, cause, detail) {
+    super(detail ? detail.message : '');
+    this.name = 'VerificationException';
+    this.status = status;
+    this.cause = cause;
+    if (detail) detailFields(this, detail);
+  }
+}
+
+/** Apple's APIException: httpStatusCode, apiError (the raw errorCode, or null), errorMessage (or null). Beyond Apple:
+ *  apiErrorName, retryAfter (seconds, or null), retryAtMs (or null), reason, message, libraryStatus. */
+class APIException extends Error {
+  constructor(httpStatusCode, apiError = null, errorMessage = null, detail) {
+    super(detail ? detail.message : '');
+    this.name = 'APIException';
+    this.httpStatusCode = httpStatusCode;
+    this.apiError = apiError;
+    this.errorMessage = errorMessage;
+    if (detail) {
+      detailFields(this, detail);
+      this.apiErrorName = detail.apiErrorName || null;
+      this.retryAfter = detail.retryAfter >= 0 ? detail.retryAfter : null;
+      this.retryAtMs = detail.retryAtMs >= 0 ? detail.retryAtMs : null;
+    }
+  }
+}
+
+function isNative(e) {
+  return e !== null && typeof e === 'object' && e.appstoreError === true;
+}
+
+/** Apple's Node VerificationStatus for a library failure. */
+function appleVerificationStatus(d) {
+  const byReason = spec.VERIFICATION_STATUS_BY_REASON[d.reasonName];
+  if (byReason !== undefined) return byReason;
+  const byStatus = spec.VERIFICATION_STATUS_BY_STATUS[d.statusName];
+  return byStatus !== undefined ? byStatus : spec.VerificationStatus.VERIFICATION_FAILURE;
+}
+
+/** The exception for a native failure: e is the addon's error object (or already a JS error). */
+function convert(e, kind) {
+  if (!isNative(e)) return e;
+  if (e.statusName === 'INVALID_ARGUMENT' && e.reasonName === 'invalid_parameters') {
+    const t = new TypeError(e.message);
+    detailFields(t, e);
+    return t;
+  }
+  if (kind === 'verify' && e.statusName !== 'CONFIGURATION_ERROR' && e.statusName !== 'INVALID_ARGUMENT' &&
+      e.statusName !== 'INTERNAL_ERROR') {
+    return new VerificationException(appleVerificationStatus(e), undefined, e);
+  }
+  if (kind === 'api' && e.statusName === 'API_ERROR') {
+    return new APIException(e.httpStatus, e.apiErrorCode ? e.apiErrorCode : null,
+      e.apiErrorCode ? e.apiErrorMessage : null, e);
+  }
+  return new AppStoreServerError(e.message, e);
+}
+
+/** Calls fn(); a native failure is thrown as convert(failure, kind). */
+function guard(kind, fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw convert(e, kind);
+  }
+}
+
+module.exports = { AppStoreServerError, VerificationException, APIException, convert, guard, isNative,
+  appleVerificationStatus };

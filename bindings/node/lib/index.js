@@ -1,0 +1,31 @@
+'use strict';
+// The package's exports: Apple's Node library names (classes, enums) and the library's additions.
+const spec = require('../generated/spec.js');
+const native = require('./native.js');
+const { SignedDataVerifier } = require('./verifier.js');
+const { AppStoreServerAPIClient } = require('./client.js');
+const { VerificationException, APIException, AppStoreServerError } = require('./errors.js');
+const signing = require('./signing.js');
+const { ReceiptUtility, ReceiptVerifier } = require('./receipts.js');
+
+module.exports = {
+  AppStoreServerAPIClient,
+  APIException,
+  SignedDataVerifier,
+  VerificationException,
+  ReceiptUtility,
+  PromotionalOfferSignatureCreator: signing.PromotionalOfferSignatureCreator,
+  PromotionalOfferV2SignatureCreator: signing.PromotionalOfferV2SignatureCreator,
+  IntroductoryOfferEligibilitySignatureCreator: signing.IntroductoryOfferEligibilitySignatureCreator,
+  AdvancedCommerceInAppSignatureCreator: signing.AdvancedCommerceInAppSignatureCreator,
+  AppStoreServerError,
+  ReceiptVerifier,
+  /** The package version. */
+  version: require('../package.json').version,
+  /** The version of the loaded libappstoreserver. */
+  libraryVersion: native.version(),
+  ...spec.ENUMS,
+  VerificationStatus: spec.VerificationStatus,
+  LibraryStatus: spec.LibraryStatus,
+  FailureReason: spec.FailureReason,
+};

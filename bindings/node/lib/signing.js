@@ -1,0 +1,158 @@
+'use strict';
+// Apple's four signature creators. createSignature is synchronous and returns the signature, as in Apple's library;
+// createSignatureAsync does the same signing on the libuv thread pool and returns a Promise.
+const native = require('./native.js');
+const args = require('./args.js');
+const { convert, guard } = require('./errors.js');
+
+function key(where, signingKey, keyId, issuerId, bundleId) {
+  args.textOrBytes(where, 'signingKey', signingKey);
+  args.string(where, 'keyId', keyId);
+  if (issuerId !== null) args.string(where, 'issuerId', issuerId);
+  args.string(where, 'bundleId', bundleId);
+  return guard('config', () => native.signing_key_new(signingKey, keyId, issuerId, bundleId));
+}
+
+function sign(fn, argv) {
+  return guard('sign', () => native[fn](...argv));
+}
+
+function signAsync(fn, argv) {
+  let p;
+  try {
+    p = native.async[fn](...argv);
+  } catch (e) {
+    return Promise.reject(convert(e, 'sign'));
+  }
+  return p; // rejects with the converted exception (lib/native.js)
+}
+
+class SignatureCreator {
+  /** Frees the library's key now (key memory is cleansed); later calls throw. */
+  close() {
+    native.close(this._key);
+  }
+}
+
+/** Promotional offer signature v1 (StoreKit 1): standard base64 DER ECDSA. Apple's constructor (no issuer id). */
+class PromotionalOfferSignatureCreator extends SignatureCreator {
+  constructor(signingKey, keyId, bundleId) {
+    super();
+    Object.defineProperty(this, '_key', { value: key('PromotionalOfferSignatureCreator', signingKey, keyId, null, bundleId) });
+  }
+
+  _argv(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp) {
+    const w = 'PromotionalOfferSignatureCreator.createSignature';
+    args.string(w, 'productIdentifier', productIdentifier);
+    args.string(w, 'subscriptionOfferID', subscriptionOfferID);
+    args.string(w, 'appAccountToken', appAccountToken);
+    args.string(w, 'nonce', nonce);
+    args.integer(w, 'timestamp', timestamp);
+    return [this._key, productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp];
+  }
+
+  createSignature(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp) {
+    return sign('signing_key_create_promotional_offer_v1',
+      this._argv(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp)).signature;
+  }
+
+  createSignatureAsync(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp) {
+    let argv;
+    try {
+      argv = this._argv(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return signAsync('signing_key_create_promotional_offer_v1', argv).then((r) => r.signature);
+  }
+}
+
+/** Promotional offer V2 JWS (aud "promotional-offer"). */
+class PromotionalOfferV2SignatureCreator extends SignatureCreator {
+  constructor(signingKey, keyId, issuerId, bundleId) {
+    super();
+    Object.defineProperty(this, '_key', { value: key('PromotionalOfferV2SignatureCreator', signingKey, keyId, issuerId, bundleId) });
+  }
+
+  _argv(productId, offerIdentifier, transactionId) {
+    const w = 'PromotionalOfferV2SignatureCreator.createSignature';
+    args.string(w, 'productId', productId);
+    args.string(w, 'offerIdentifier', offerIdentifier);
+    return [this._key, productId, offerIdentifier, args.optionalString(w, 'transactionId', transactionId)];
+  }
+
+  createSignature(productId, offerIdentifier, transactionId) {
+    return sign('signing_key_create_promotional_offer_v2', this._argv(productId, offerIdentifier, transactionId));
+  }
+
+  createSignatureAsync(productId, offerIdentifier, transactionId) {
+    let argv;
+    try {
+      argv = this._argv(productId, offerIdentifier, transactionId);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return signAsync('signing_key_create_promotional_offer_v2', argv);
+  }
+}
+
+/** Introductory offer eligibility JWS (aud "introductory-offer-eligibility"). */
+class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
+  constructor(signingKey, keyId, issuerId, bundleId) {
+    super();
+    Object.defineProperty(this, '_key', { value: key('IntroductoryOfferEligibilitySignatureCreator', signingKey, keyId, issuerId, bundleId) });
+  }
+
+  _argv(productId, allowIntroductoryOffer, transactionId) {
+    const w = 'IntroductoryOfferEligibilitySignatureCreator.createSignature';
+    args.string(w, 'productId', productId);
+    args.boolean(w, 'allowIntroductoryOffer', allowIntroductoryOffer);
+    args.string(w, 'transactionId', transactionId);
+    return [this._key, productId, allowIntroductoryOffer ? 1 : 0, transactionId];
+  }
+
+  createSignature(productId, allowIntroductoryOffer, transactionId) {
+    return sign('signing_key_create_introductory_offer_eligibility', this._argv(productId, allowIntroductoryOffer, transactionId));
+  }
+
+  createSignatureAsync(productId, allowIntroductoryOffer, transactionId) {
+    let argv;
+    try {
+      argv = this._argv(productId, allowIntroductoryOffer, transactionId);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return signAsync('signing_key_create_introductory_offer_eligibility', argv);
+  }
+}
+
+/** Advanced Commerce in-app request JWS (aud "advanced-commerce-api"); the request is checked against Apple's limits
+ *  and keys the model does not know are refused, by path. */
+class AdvancedCommerceInAppSignatureCreator extends SignatureCreator {
+  constructor(signingKey, keyId, issuerId, bundleId) {
+    super();
+    Object.defineProperty(this, '_key', { value: key('AdvancedCommerceInAppSignatureCreator', signingKey, keyId, issuerId, bundleId) });
+  }
+
+  _argv(advancedCommerceInAppRequest) {
+    args.object('AdvancedCommerceInAppSignatureCreator.createSignature', 'advancedCommerceInAppRequest', advancedCommerceInAppRequest);
+    return [this._key, JSON.stringify(advancedCommerceInAppRequest)];
+  }
+
+  createSignature(AdvancedCommerceInAppRequest) {
+    return sign('signing_key_create_advanced_commerce_in_app', this._argv(AdvancedCommerceInAppRequest));
+  }
+
+  createSignatureAsync(AdvancedCommerceInAppRequest) {
+    let argv;
+    try {
+      argv = this._argv(AdvancedCommerceInAppRequest);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return signAsync('signing_key_create_advanced_commerce_in_app', argv);
+  }
+}
+
+module.exports = { PromotionalOfferSignatureCreator, PromotionalOfferV2SignatureCreator,
+  IntroductoryOfferEligibilitySignatureCreator, AdvancedCommerceInAppSignatureCreator };

@@ -1,0 +1,134 @@
+'use strict';
+// SignedDataVerifier: Apple's constructor and verify methods (generated/verifier.js) on the library's verifier.
+const native = require('./native.js');
+const args = require('./args.js');
+const { convert, guard, AppStoreServerError } = require('./errors.js');
+const { SignedDataVerifierOperations } = require('../generated/verifier.js');
+const { ENVIRONMENT_CODES, Environment } = require('../generated/spec.js');
+const { createTransport, fetchTransport } = require('./transport.js');
+
+const WHERE = 'SignedDataVerifier';
+
+/** DER of a root given as DER bytes or PEM text (Apple's library takes both, as Node's X509Certificate does). */
+function rootDer(v, i) {
+  const b = args.bytes(WHERE, `appleRootCertificates[${i}]`, v);
+  const head = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, 64)).toString('latin1');
+  if (!head.includes('-----BEGIN')) return b;
+  const text = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+  const m = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(text);
+  if (!m) throw new AppStoreServerError(`${WHERE}: appleRootCertificates[${i}] is PEM without a CERTIFICATE block`);
+  return Buffer.from(m[1].replace(/\s+/g, ''), 'base64');
+}
+
+// Online verifications wait on a pool thread for the JS thread's fetch. Fetch may itself need the pool (DNS
+// lookups run there), so at most poolSize - 1 online verifications are in flight; the others queue here.
+const POOL_SIZE = Math.max(1, Number.parseInt(process.env.UV_THREADPOOL_SIZE || '4', 10) || 4);
+const ONLINE_LIMIT = Math.max(1, POOL_SIZE - 1);
+let onlineInFlight = 0;
+const onlineQueue = [];
+
+function acquire() {
+  if (onlineInFlight < ONLINE_LIMIT) {
+    onlineInFlight++;
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => onlineQueue.push(resolve));
+}
+
+function release() {
+  const next = onlineQueue.shift();
+  if (next) next();
+  else onlineInFlight--;
+}
+
+class SignedDataVerifier extends SignedDataVerifierOperations {
+  /**
+   * Apple's constructor: (appleRootCertificates, enableOnlineChecks, environment, bundleId, appAppleId?), plus
+   * options: {transport, fetch, ocspTimeoutMs, chainCache: {maxEntries, ttlSeconds}}.
+   */
+  constructor(appleRootCertificates, enableOnlineChecks, environment, bundleId, appAppleId, options) {
+    super();
+    if (!Array.isArray(appleRootCertificates)) throw args.fail(WHERE, 'appleRootCertificates', 'an array of Buffers', appleRootCertificates);
+    const roots = appleRootCertificates.map(rootDer);
+    args.boolean(WHERE, 'enableOnlineChecks', enableOnlineChecks);
+    if (!Object.prototype.hasOwnProperty.call(ENVIRONMENT_CODES, environment))
+      throw args.fail(WHERE, 'environment', `an Environment (${Object.values(Environment).join(', ')})`, environment);
+    args.string(WHERE, 'bundleId', bundleId);
+    if (appAppleId != null) args.integer(WHERE, 'appAppleId', appAppleId);
+    const opts = args.options(WHERE, options);
+    if (opts.transport != null && typeof opts.transport !== 'function')
+      throw args.fail(WHERE, 'options.transport', 'a function', opts.transport);
+    if (opts.fetch != null && typeof opts.fetch !== 'function') throw args.fail(WHERE, 'options.fetch', 'a function', opts.fetch);
+    if (opts.ocspTimeoutMs != null) args.integer(WHERE, 'options.ocspTimeoutMs', opts.ocspTimeoutMs);
+    const cache = opts.chainCache == null ? null : args.object(WHERE, 'options.chainCache', opts.chainCache);
+
+    this.rootCertificates = roots;
+    this.enableOnlineChecks = enableOnlineChecks;
+    this.environment = environment;
+    this.bundleId = bundleId;
+    this.appAppleId = appAppleId;
+    let transport = null;
+    const o = guard('config', () => native.verifier_options_new());
+    try {
+      guard('config', () => {
+        for (const der of roots) native.verifier_options_add_root(o, der);
+        native.verifier_options_set_bundle_id(o, bundleId);
+        if (appAppleId != null) native.verifier_options_set_app_apple_id(o, appAppleId);
+        native.verifier_options_set_environment(o, ENVIRONMENT_CODES[environment]);
+        native.verifier_options_set_online_checks(o, enableOnlineChecks ? 1 : 0);
+        if (cache) native.verifier_options_set_chain_cache(o, cache.maxEntries, cache.ttlSeconds);
+        if (enableOnlineChecks) {
+          transport = createTransport(opts.transport || fetchTransport(opts.fetch));
+          native.verifier_options_set_transport(o, transport, opts.ocspTimeoutMs || 0);
+        }
+      });
+      Object.defineProperty(this, '_handle', { value: guard('config', () => native.verifier_new(o)) });
+      if (transport) native.retain(this._handle, transport);
+    } finally {
+      native.close(o);
+    }
+  }
+
+  _verify(fn, jws, param) {
+    if (typeof jws !== 'string' && !(jws instanceof Uint8Array))
+      return Promise.reject(args.fail(WHERE, param, 'a string', jws));
+    if (this.enableOnlineChecks) {
+      return acquire().then(() => native.async[fn](this._handle, jws))
+        .then((value) => { release(); return value; }, (e) => { release(); throw convert(e, 'verify'); });
+    }
+    // The pool call resolves with the parsed payload and rejects with the VerificationException (lib/native.js).
+    try {
+      return native.async[fn](this._handle, jws);
+    } catch (e) {
+      return Promise.reject(convert(e, 'verify'));
+    }
+  }
+
+  _verifySync(fn, jws, param) {
+    args.textOrBytes(WHERE, param, jws);
+    if (this.enableOnlineChecks) {
+      throw new AppStoreServerError(`${WHERE}: a ...Sync call cannot make online (OCSP) checks: they need this thread ` +
+        'for fetch; use the Promise method', { statusName: 'CONFIGURATION_ERROR', status: 2,
+        reasonName: 'online_checks_unavailable', reason: 16 });
+    }
+    let json;
+    try {
+      json = native[fn](this._handle, jws);
+    } catch (e) {
+      throw convert(e, 'verify');
+    }
+    return JSON.parse(json);
+  }
+
+  /** Chain cache counters: {hits, misses, entries}. */
+  cacheStats() {
+    return guard('config', () => native.verifier_cache_stats(this._handle));
+  }
+
+  /** Frees the library's verifier now (after calls in flight complete); later calls throw. */
+  close() {
+    native.close(this._handle);
+  }
+}
+
+module.exports = { SignedDataVerifier };

@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// Builds the addon (build/Release/appstoreserver.node) next to the self-contained libappstoreserver.so.0 it links
+// with, which it finds through its $ORIGIN run path. Run by `npm install` (the package's install script); no npm
+// dependencies, no registry: the C compiler (cc, or $CC) and the Node headers that come with Node.
+//
+// In the repository (bindings/node of appstoreserver) the library comes from, in order:
+//   $APPSTORESERVER_LIB                        a built self-contained libappstoreserver.so.0
+//   <repo>/build/dist/libappstoreserver.so.0   the CMake target `dist`
+//   a CMake build of `dist`                    cmake -S <repo> -B <repo>/build -G Ninja -DCMAKE_BUILD_TYPE=Release
+// Installed from a packed tarball (no repository around it), the package carries the library, the header and the
+// built addon in build/: when that addon loads, nothing is built (no compiler or Swift toolchain needed); otherwise
+// it is rebuilt from src/ against the carried library and header.
+//
+// Options: --force (rebuild even when a packed addon loads), --quiet.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { execFileSync } = require('child_process');
+
+const PKG = path.resolve(__dirname, '..');
+const REPO = path.resolve(PKG, '..', '..');
+const OUT = path.join(PKG, 'build', 'Release');
+const INCLUDE = path.join(PKG, 'build', 'include');
+const ADDON = path.join(OUT, 'appstoreserver.node');
+const LIB = path.join(OUT, 'libappstoreserver.so.0');
+const SONAME = 'libappstoreserver.so.0';
+const args = new Set(process.argv.slice(2));
+const quiet = args.has('--quiet');
+
+function log(msg) {
+  if (!quiet) console.log(`appstoreserver: ${msg}`);
+}
+
+function fail(msg) {
+  console.error(`appstoreserver: build failed: ${msg}`);
+  process.exit(1);
+}
+
+function loads(file) {
+  try {
+    const m = { exports: {} };
+    process.dlopen(m, file);
+    if (typeof m.exports.version !== 'function') throw new Error('the addon loaded but did not initialise');
+    return true;
+  } catch (e) {
+    log(`the built addon does not load here (${e.message.split('\n')[0]})`);
+    return false;
+  }
+}
+
+function run(cmd, argv, opts = {}) {
+  log(`${cmd} ${argv.join(' ')}`);
+  try {
+    execFileSync(cmd, argv, { stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit', ...opts });
+  } catch (e) {
+    fail(`${cmd} exited with ${e.status == null ? e.message : `status ${e.status}`}`);
+  }
+}
+
+function sameFile(a, b) {
+  try {
+    const sa = fs.statSync(a);
+    const sb = fs.statSync(b);
+    return sa.size === sb.size && fs.readFileSync(a).equals(fs.readFileSync(b));
+  } catch {
+    return false;
+  }
+}
+
+const inRepo = fs.existsSync(path.join(REPO, 'include', 'appstoreserver.h')) &&
+  fs.existsSync(path.join(REPO, 'spec', 'models.json')) && fs.existsSync(path.join(PKG, 'src', 'addon.c'));
+
+function findLibrary() {
+  const fromEnv = process.env.APPSTORESERVER_LIB;
+  if (fromEnv) {
+    if (!fs.existsSync(fromEnv)) fail(`APPSTORESERVER_LIB=${fromEnv}: no such file`);
+    return path.resolve(fromEnv);
+  }
+  const dist = path.join(REPO, 'build', 'dist', SONAME);
+  if (fs.existsSync(dist)) return dist;
+  log(`no ${dist}: building it with CMake (target dist; this builds the Swift library)`);
+  run('cmake', ['-S', REPO, '-B', path.join(REPO, 'build'), '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release']);
+  run('ninja', ['-C', path.join(REPO, 'build'), 'dist']);
+  if (!fs.existsSync(dist)) fail(`the CMake build did not produce ${dist}`);
+  return dist;
+}
+
+function nodeInclude() {
+  const candidates = [];
+  if (process.env.npm_config_nodedir) candidates.push(path.join(process.env.npm_config_nodedir, 'include', 'node'));
+  candidates.push(path.resolve(process.execPath, '..', '..', 'include', 'node'));
+  const found = candidates.find((d) => fs.existsSync(path.join(d, 'node_api.h')));
+  if (!found) fail(`node_api.h not found (looked in ${candidates.join(', ')}); set npm_config_nodedir`);
+  return found;
+}
+
+function compile() {
+  const cc = process.env.CC || 'cc';
+  const argv = ['-std=c11', '-O2', '-g0', '-Wall', '-Wextra', '-Werror', '-fPIC', '-shared', '-fvisibility=hidden',
+    `-I${nodeInclude()}`, `-I${INCLUDE}`, `-I${path.join(PKG, 'generated')}`,
+    path.join(PKG, 'src', 'addon.c'), '-o', ADDON + '.tmp', LIB,
+    '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', '-Wl,-soname,appstoreserver.node', '-lpthread'];
+  run(cc, argv);
+  fs.renameSync(ADDON + '.tmp', ADDON);
+}
+
+fs.mkdirSync(OUT, { recursive: true });
+fs.mkdirSync(INCLUDE, { recursive: true });
+
+if (!inRepo) {
+  if (!args.has('--force') && fs.existsSync(ADDON) && fs.existsSync(LIB) && loads(ADDON)) {
+    log('using the addon built into the package (build/Release)');
+    process.exit(0);
+  }
+  if (!fs.existsSync(LIB) || !fs.existsSync(path.join(INCLUDE, 'appstoreserver.h')))
+    fail('the package carries no libappstoreserver.so.0 / appstoreserver.h to build against');
+  compile();
+} else {
+  const lib = findLibrary();
+  if (!sameFile(lib, LIB)) {
+    fs.copyFileSync(lib, LIB + '.tmp');
+    fs.renameSync(LIB + '.tmp', LIB);
+  }
+  fs.copyFileSync(path.join(REPO, 'include', 'appstoreserver.h'), path.join(INCLUDE, 'appstoreserver.h'));
+  log(`library: ${lib}`);
+  compile();
+}
+if (!loads(ADDON)) fail(`${ADDON} does not load`);
+log(`built ${path.relative(process.cwd(), ADDON) || ADDON}`);

@@ -1,0 +1,248 @@
+'use strict';
+// The API client against the loopback mock App Store server: every endpoint through its method (Apple's name and
+// parameter order), error payloads, 429 and Retry-After, retries decided by the library, pagination, transport
+// failures, Apple's makeFetchRequest hook and an injected fetch.
+const test = require('node:test');
+const assert = require('assert/strict');
+const fs = require('fs');
+const path = require('path');
+const lib = require('..');
+const spec = require('../generated/spec.js');
+const { ENDPOINT_METHODS } = require('../generated/endpoints.js');
+const { SUPPORT, MOCK, startMock, signingKeys } = require('./helpers.js');
+
+const CASES = JSON.parse(fs.readFileSync(path.join(SUPPORT, 'api_cases.json'), 'utf8')).cases;
+const SPEC_ENDPOINTS = JSON.parse(fs.readFileSync(path.join(SUPPORT, '..', '..', 'spec', 'endpoints.json'), 'utf8')).endpoints;
+
+let mock;
+let key;
+test.before(async () => {
+  key = fs.readFileSync(path.join(signingKeys(), 'p256.p8'), 'utf8');
+  mock = await startMock();
+});
+test.after(async () => {
+  if (mock) await mock.stop();
+});
+
+function client(options = {}) {
+  return new lib.AppStoreServerAPIClient(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.LOCAL_TESTING,
+    { baseUrl: mock.url, ...options });
+}
+
+/** The method's arguments (Apple's order) for a case's params_json. */
+function methodArgs(endpoint, params) {
+  const ep = spec.ENDPOINTS[endpoint];
+  const argv = ep.parameters.map((p) => {
+    if (p.in === 'body' && p.type === 'Bytes') return Buffer.from(params[p.name], 'base64');
+    if (p.in === 'body') return params.body;
+    if (p.fields) return Object.fromEntries(p.fields.filter((f) => f in params).map((f) => [f, params[f]]));
+    return params[p.name] === undefined ? null : params[p.name];
+  });
+  const method = ENDPOINT_METHODS[endpoint];
+  if (method !== endpoint) argv.push(endpoint.endsWith('V1') ? lib.GetTransactionHistoryVersion.V1 : lib.GetTransactionHistoryVersion.V2);
+  else if (endpoint === 'getTransactionHistory') argv.push(lib.GetTransactionHistoryVersion.V2);
+  return { method, argv };
+}
+
+test('api_cases.json has one canonical call per endpoint of the spec', () => {
+  assert.deepEqual(CASES.map((c) => c.endpoint).sort(), SPEC_ENDPOINTS.map((e) => e.name).sort());
+});
+
+test('every endpoint through its method, against the mock server', async (t) => {
+  const c = client();
+  for (const cs of CASES) {
+    await t.test(cs.endpoint, async () => {
+      const { method, argv } = methodArgs(cs.endpoint, cs.params);
+      assert.equal(typeof c[method], 'function', `client.${method}`);
+      const got = await c[method](...argv);
+      if (cs.pages) {
+        assert.deepEqual(got, cs.pages[0]);
+        const pageArg = spec.ENDPOINTS[cs.endpoint].pagination.parameter;
+        const pagesArgs = argv.filter((_, i) => spec.ENDPOINTS[cs.endpoint].parameters[i] === undefined ||
+          spec.ENDPOINTS[cs.endpoint].parameters[i].name !== pageArg);
+        const pages = [];
+        for await (const page of c[`${method}Pages`](...pagesArgs)) pages.push(page);
+        assert.deepEqual(pages, cs.pages);
+      } else if (spec.ENDPOINTS[cs.endpoint].response) {
+        assert.deepEqual(got, cs.response);
+      } else {
+        assert.equal(got, undefined);
+      }
+    });
+  }
+  c.close();
+});
+
+test('Apple\'s default: getTransactionHistory without a version calls version 1', async () => {
+  const cs = CASES.find((x) => x.endpoint === 'getTransactionHistoryV1');
+  const { argv } = methodArgs('getTransactionHistoryV1', cs.params);
+  argv.pop();
+  const c = client();
+  assert.deepEqual(await c.getTransactionHistory(...argv), cs.pages[0]);
+  await assert.rejects(c.getTransactionHistory('1', null, {}, 'v3'), TypeError);
+});
+
+test('error payloads: APIException with Apple\'s fields and the library\'s', async () => {
+  const c = client();
+  await assert.rejects(c.getTransactionInfo('error-404-4040010'), (e) => {
+    assert.ok(e instanceof lib.APIException);
+    assert.equal(e.httpStatusCode, 404);
+    assert.equal(e.apiError, lib.APIError.TRANSACTION_ID_NOT_FOUND);
+    assert.equal(e.errorMessage, 'mock error 4040010');
+    assert.equal(e.apiErrorName, 'transactionIdNotFound');
+    assert.equal(e.reason, 'api_error');
+    assert.equal(e.libraryStatus, 'API_ERROR');
+    assert.equal(e.retryAfter, null);
+    return true;
+  });
+  await assert.rejects(c.getTransactionInfo('error-400-9990000'), (e) => {
+    assert.equal(e.apiError, 9990000, 'an unknown code is kept raw');
+    assert.equal(e.apiErrorName, null);
+    return true;
+  });
+  await assert.rejects(c.getTransactionInfo('plain500'), (e) => {
+    assert.ok(e instanceof lib.APIException);
+    assert.equal(e.httpStatusCode, 500);
+    assert.equal(e.apiError, null);
+    assert.equal(e.errorMessage, null);
+    assert.equal(e.reason, 'http_error');
+    return true;
+  });
+  for (const id of ['malformed', 'badtype']) {
+    await assert.rejects(c.getTransactionInfo(id), (e) => {
+      assert.ok(e instanceof lib.AppStoreServerError, String(e));
+      assert.equal(e.libraryStatus, 'INVALID_RESPONSE');
+      assert.equal(e.reason, 'undecodable_response');
+      return true;
+    });
+  }
+});
+
+test('429: Retry-After in each form, not retried unless asked', async () => {
+  const c = client();
+  const before = Date.now();
+  await assert.rejects(c.getTransactionInfo('ratelimit'), (e) => {
+    assert.equal(e.httpStatusCode, 429);
+    assert.equal(e.apiError, lib.APIError.RATE_LIMIT_EXCEEDED);
+    assert.equal(e.reason, 'rate_limited');
+    assert.ok(e.retryAfter >= 6 && e.retryAfter <= 7, `retryAfter ${e.retryAfter}`);
+    assert.ok(e.retryAtMs >= before + 6000 && e.retryAtMs <= Date.now() + 7000, `retryAtMs ${e.retryAtMs}`);
+    return true;
+  });
+  await assert.rejects(c.getTransactionInfo('ratelimit-ms-5000'), (e) => e.retryAfter >= 4 && e.retryAfter <= 5);
+  await assert.rejects(c.getTransactionInfo('ratelimit-date-9'), (e) => e.retryAfter >= 8 && e.retryAfter <= 10);
+});
+
+test('retries: the library decides (429, retryable codes, Retry-After), the client waits and sends again', async () => {
+  const c = client({ maxRetries: 3, initialBackoffMs: 10, maxBackoffMs: 2000 });
+  assert.deepEqual(await c.getTransactionInfo('flaky429-2-a'), { signedTransactionInfo: 'attempt-3' });
+  assert.deepEqual(await c.getTransactionInfo('flaky5000001-1-b'), { signedTransactionInfo: 'attempt-2' });
+  assert.deepEqual(await c.getTransactionInfo('flaky4040002-1-c'), { signedTransactionInfo: 'attempt-2' });
+  // Retry-After as UNIX milliseconds: the retry waits until then.
+  const r = await c.getTransactionInfo('flakyms600-1-d');
+  const waited = Number(/after (\d+)/.exec(r.signedTransactionInfo)[1]);
+  assert.ok(waited >= 550, `waited ${waited} ms for a 600 ms Retry-After`);
+  // Retry-After beyond the longest wait: no retry, the answer is the error.
+  const start = Date.now();
+  await assert.rejects(c.getTransactionInfo('ratelimit-long'), (e) => e.httpStatusCode === 429 && e.retryAfter >= 3599);
+  assert.ok(Date.now() - start < 1500);
+  // Retries used up.
+  await assert.rejects(c.getTransactionInfo('flaky429-5-e'), (e) => e.httpStatusCode === 429);
+  // Not retryable.
+  await assert.rejects(c.getTransactionInfo('error-404-4040010'), (e) => e.httpStatusCode === 404);
+});
+
+test('pagination: async iterators follow revision / paginationToken to the last page', async () => {
+  const c = client();
+  const cs = CASES.find((x) => x.endpoint === 'getNotificationHistory');
+  const pages = [];
+  for await (const p of c.getNotificationHistoryPages(cs.params.body)) pages.push(p);
+  assert.equal(pages.length, cs.pages.length);
+  assert.deepEqual(pages, cs.pages);
+  // The next page by hand, as Apple's API does it.
+  const second = await c.getNotificationHistory(cs.pages[0].paginationToken, cs.params.body);
+  assert.deepEqual(second, cs.pages[1]);
+});
+
+test('transport failures: timeout, unreachable', async () => {
+  const slow = client({ timeoutMs: 300 });
+  await assert.rejects(slow.getTransactionInfo('slow-3000'), (e) => {
+    assert.ok(e instanceof lib.AppStoreServerError, String(e));
+    assert.equal(e.libraryStatus, 'TRANSPORT_ERROR');
+    assert.equal(e.reason, 'transport_timeout');
+    return true;
+  });
+  const port = await new Promise((resolve) => {
+    const s = require('net').createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+  const down = new lib.AppStoreServerAPIClient(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId,
+    lib.Environment.LOCAL_TESTING, { baseUrl: `http://127.0.0.1:${port}` });
+  await assert.rejects(down.getTransactionInfo('1'), (e) => e.reason === 'transport_unreachable');
+});
+
+test('Apple\'s makeFetchRequest hook: a subclass answers the requests itself', async () => {
+  const seen = [];
+  class Stub extends lib.AppStoreServerAPIClient {
+    async makeFetchRequest(p, query, method, body, headers) {
+      seen.push({ path: p, query: query.toString(), method, body, headers });
+      if (p.endsWith('/fail')) return { status: 404, json: async () => ({ errorCode: 4040010, errorMessage: 'nope' }) };
+      return new Response(JSON.stringify({ signedTransactionInfo: 'from-stub' }), { status: 200 });
+    }
+  }
+  const c = new Stub(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.SANDBOX);
+  assert.deepEqual(await c.getTransactionInfo('42'), { signedTransactionInfo: 'from-stub' });
+  assert.equal(seen[0].path, '/inApps/v1/transactions/42');
+  assert.equal(seen[0].method, 'GET');
+  assert.equal(seen[0].body, undefined);
+  assert.match(seen[0].headers.Authorization, /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+  assert.equal(seen[0].headers.Accept, 'application/json');
+  await assert.rejects(c.getTransactionInfo('fail'), (e) => e instanceof lib.APIException && e.apiError === 4040010 &&
+    e.errorMessage === 'nope');
+  await c.setAppAccountToken('1', { appAccountToken: '7E3FB20B-4CDB-47CC-936D-99D65F608138' });
+  const put = seen[seen.length - 1];
+  assert.equal(put.method, 'PUT');
+  assert.equal(typeof put.body, 'string', 'a JSON body is a string, as in Apple\'s library');
+  assert.deepEqual(JSON.parse(put.body), { appAccountToken: '7e3fb20b-4cdb-47cc-936d-99d65f608138' });
+  assert.equal(put.headers['Content-Type'], 'application/json');
+  await c.getAllSubscriptionStatuses('1', [lib.Status.ACTIVE, lib.Status.EXPIRED]);
+  assert.equal(seen[seen.length - 1].query, 'status=1&status=2');
+});
+
+test('an injected fetch sends every request', async () => {
+  const urls = [];
+  const c = client({ fetch: (url, init) => { urls.push([url, init.method]); return fetch(url, init); } });
+  await c.getTransactionInfo('2000000000000001');
+  assert.deepEqual(urls, [[`${mock.url}/inApps/v1/transactions/2000000000000001`, 'GET']]);
+});
+
+test('the library checks the request: unknown filter keys, Apple\'s limits, wrong JSON types', async () => {
+  const c = client();
+  await assert.rejects(c.getTransactionHistory('1', null, { startDat: 1 }), (e) => e instanceof TypeError && /startDat/.test(e.message));
+  await assert.rejects(c.uploadMessage('b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e', { header: 'h', body: 'b', bulletPoints: Array(6).fill(
+    { text: 't', imageIdentifier: 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d', altText: 'a' }) }), (e) => {
+    assert.equal(e.reason, 'invalid_request', String(e));
+    assert.match(e.message, /bulletPoints/);
+    return true;
+  });
+  await assert.rejects(c.extendSubscriptionRenewalDate('1', { extendByDays: '45', extendReasonCode: 1, requestIdentifier: 'x' }),
+    (e) => e instanceof TypeError && e.reason === 'invalid_parameters' && /extendByDays/.test(e.message));
+  await assert.rejects(c.setAppAccountToken('1', { appAccountToken: '7e3fb20b-4cdb-47cc-936d-99d65f608138', extra: 1 }),
+    (e) => e instanceof TypeError && /extra/.test(e.message));
+});
+
+test('bearer tokens: ES256, Apple\'s claims', () => {
+  const c = client();
+  const [h, p] = c.createBearerToken().split('.').map((s, i) => (i < 2 ? JSON.parse(Buffer.from(s, 'base64url')) : s));
+  assert.deepEqual(h, { alg: 'ES256', kid: MOCK.keyId, typ: 'JWT' });
+  assert.equal(p.aud, 'appstoreconnect-v1');
+  assert.equal(p.iss, MOCK.issuerId);
+  assert.equal(p.bid, MOCK.bundleId);
+  assert.equal(p.exp - p.iat, 300);
+});
+
+test('Xcode has no App Store Server API', () => {
+  assert.throws(() => new lib.AppStoreServerAPIClient(key, 'k', 'i', 'b', lib.Environment.XCODE), /Xcode is not a supported environment/);
+});

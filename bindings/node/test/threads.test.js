@@ -1,0 +1,140 @@
+'use strict';
+// Concurrency: Promise verifications run on the libuv pool and really overlap (timestamps taken by the pool threads
+// themselves), the event loop keeps running meanwhile, and worker_threads each load the addon and share nothing but
+// the library.
+const test = require('node:test');
+const assert = require('assert/strict');
+const fs = require('fs');
+const path = require('path');
+const { Worker } = require('worker_threads');
+const lib = require('..');
+const native = require('../lib/native.js');
+const { testpki, readTrimmed } = require('./helpers.js');
+
+let dir;
+let root;
+const pki = () => {
+  if (!dir) {
+    dir = testpki();
+    root = fs.readFileSync(path.join(dir, 'root.der'));
+  }
+  return dir;
+};
+
+function verifier(options) {
+  pki();
+  return new lib.SignedDataVerifier([root], false, lib.Environment.SANDBOX, 'com.example.testpki', undefined, options);
+}
+
+const CORES = require('os').availableParallelism();
+test('two Promise verifications run at the same time on two pool threads',
+  { skip: CORES < 2 ? `*** SKIPPED: ${CORES} core available: parallelism cannot be shown ***` : false }, async () => {
+  // Cache off: every call validates the chain (~1-2 ms of CPU). The pool threads record wall-clock start/end and their
+  // own CPU time. Two calls ran in parallel when, in one round, their CPU time adds up to clearly more than the wall
+  // time the round spanned (one core cannot do that; a lock inside the library would serialise them to ratio 1).
+  const v = verifier({ chainCache: { maxEntries: 0, ttlSeconds: 0 } });
+  const jws = readTrimmed(path.join(pki(), 'jws', 'tx-valid.jws'));
+  const parallel = [];
+  let rounds = 0;
+  const deadline = Date.now() + 15000; // a busy machine may leave no two cores free for a while
+  while (parallel.length < 5 && Date.now() < deadline) {
+    rounds++;
+    native.trace(true);
+    await Promise.all([v.verifyAndDecodeTransaction(jws), v.verifyAndDecodeTransaction(jws)]);
+    const calls = native.trace(false).filter((c) => c.fn === 'verifier_verify_transaction');
+    assert.equal(calls.length, 2);
+    const [a, b] = calls;
+    assert.ok(a.end > a.start && b.end > b.start && a.cpu > 0 && b.cpu > 0);
+    const span = Math.max(a.end, b.end) - Math.min(a.start, b.start);
+    const ratio = (a.cpu + b.cpu) / span;
+    if (a.thread !== b.thread && ratio > 1.3) parallel.push(ratio.toFixed(2));
+  }
+  assert.ok(parallel.length >= 5, `two calls used more than one core in only ${parallel.length} of ${rounds} rounds`);
+});
+
+test('the event loop is not blocked by Promise verifications', async () => {
+  const v = verifier({ chainCache: { maxEntries: 0, ttlSeconds: 0 } });
+  const jws = readTrimmed(path.join(pki(), 'jws', 'tx-valid.jws'));
+  let turns = 0;
+  let running = true;
+  const spin = () => {
+    turns++;
+    if (running) setImmediate(spin);
+  };
+  setImmediate(spin);
+  const start = Date.now();
+  for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 16 }, () => v.verifyAndDecodeTransaction(jws)));
+  running = false;
+  const elapsed = Date.now() - start;
+  // Every completion is one turn at least; the loop also turned while the pool worked.
+  assert.ok(turns > 160, `${turns} event loop turns during ${elapsed} ms of verification`);
+});
+
+test('worker_threads: each loads the addon, verifies and signs, nothing shared but the library', async () => {
+  pki();
+  const code = `
+    const { parentPort, workerData } = require('worker_threads');
+    const fs = require('fs');
+    const lib = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+    (async () => {
+      const root = fs.readFileSync(workerData.dir + '/root.der');
+      const v = new lib.SignedDataVerifier([root], false, lib.Environment.SANDBOX, 'com.example.testpki');
+      const jws = fs.readFileSync(workerData.dir + '/jws/tx-valid.jws', 'utf8').trim();
+      let ok = 0;
+      for (let i = 0; i < 200; i++) {
+        const t = i % 2 ? v.verifyAndDecodeTransactionSync(jws) : await v.verifyAndDecodeTransaction(jws);
+        if (t.transactionId === '2000000912345678') ok++;
+      }
+      let rejected = 0;
+      try { await v.verifyAndDecodeNotification(jws); } catch (e) { if (e instanceof lib.VerificationException) rejected++; }
+      v.close();
+      parentPort.postMessage({ ok, rejected, version: lib.libraryVersion });
+    })().catch((e) => { parentPort.postMessage({ error: String(e && e.stack) }); });
+  `;
+  const results = await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve, reject) => {
+    const w = new Worker(code, { eval: true, workerData: { dir } });
+    w.once('message', resolve);
+    w.once('error', reject);
+  })));
+  for (const r of results) {
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.ok, 200);
+    assert.equal(r.rejected, 1);
+    assert.equal(r.version, lib.libraryVersion);
+  }
+});
+
+test('a worker that exits while its verifications are in flight does not take the process down', async () => {
+  pki();
+  const code = `
+    const { parentPort, workerData } = require('worker_threads');
+    const fs = require('fs');
+    const lib = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+    const root = fs.readFileSync(workerData.dir + '/root.der');
+    const v = new lib.SignedDataVerifier([root], false, lib.Environment.SANDBOX, 'com.example.testpki',
+      undefined, { chainCache: { maxEntries: 0, ttlSeconds: 0 } });
+    const jws = fs.readFileSync(workerData.dir + '/jws/tx-valid.jws', 'utf8').trim();
+    for (let i = 0; i < 50; i++) v.verifyAndDecodeTransaction(jws);
+    parentPort.postMessage('started');
+  `;
+  for (let i = 0; i < 3; i++) {
+    const w = new Worker(code, { eval: true, workerData: { dir } });
+    await new Promise((resolve) => w.once('message', resolve));
+    await w.terminate();
+  }
+  // Still working here.
+  const v = verifier();
+  const t = await v.verifyAndDecodeTransaction(readTrimmed(path.join(dir, 'jws', 'tx-valid.jws')));
+  assert.equal(t.transactionId, '2000000912345678');
+});
+
+test('close() while Promise calls are in flight: they complete, later calls throw', async () => {
+  const v = verifier({ chainCache: { maxEntries: 0, ttlSeconds: 0 } });
+  const jws = readTrimmed(path.join(pki(), 'jws', 'tx-valid.jws'));
+  const inflight = Array.from({ length: 8 }, () => v.verifyAndDecodeTransaction(jws));
+  v.close();
+  for (const t of await Promise.all(inflight)) assert.equal(t.transactionId, '2000000912345678');
+  assert.throws(() => v.verifyAndDecodeTransactionSync(jws), /closed/);
+  await assert.rejects(v.verifyAndDecodeTransaction(jws), /closed/);
+  v.close();
+});

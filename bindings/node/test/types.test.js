@@ -1,0 +1,145 @@
+'use strict';
+// The TypeScript declarations: `tsc --noEmit --strict` on index.d.ts, the generated types.d.ts and TypeScript code
+// written against Apple's Node library (every export of Apple's index imported by name; Apple's README usage), and a
+// file with type errors must fail. Without tsc (Debian node-typescript), the declarations are parsed instead.
+const test = require('node:test');
+const assert = require('assert/strict');
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { PKG, tmpdir } = require('./helpers.js');
+
+const APPLE = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'apple-node-3.1.0.json'), 'utf8'));
+const tsc = spawnSync('tsc', ['--version'], { encoding: 'utf8' });
+const HAVE_TSC = tsc.status === 0;
+if (!HAVE_TSC) console.log('*** tsc not found (Debian node-typescript): the declarations are parsed, not type-checked ***');
+
+function project(files) {
+  const dir = fs.mkdtempSync(path.join(tmpdir(), 'ts-'));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'appstoreserver'));
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, target: 'es2020', module: 'commonjs', moduleResolution: 'node',
+      lib: ['es2020', 'dom'], types: [] },
+    files: Object.keys(files),
+  }));
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+  return dir;
+}
+
+function check(dir) {
+  return spawnSync('tsc', ['-p', dir], { encoding: 'utf8' });
+}
+
+const APPLE_STYLE = `
+import { AppStoreServerAPIClient, Environment, SendTestNotificationResponse, SignedDataVerifier, VerificationException,
+  VerificationStatus, APIException, APIError, ReceiptUtility, Order, ProductType, TransactionHistoryRequest,
+  HistoryResponse, PromotionalOfferSignatureCreator, NotificationTypeV2, ResponseBodyV2DecodedPayload,
+  JWSTransactionDecodedPayload, Status, GetTransactionHistoryVersion, Type } from 'appstoreserver';
+
+async function main(issuerId: string, keyId: string, bundleId: string, encodedKey: string, appAppleId: number) {
+  const environment = Environment.SANDBOX;
+  const client = new AppStoreServerAPIClient(encodedKey, keyId, issuerId, bundleId, environment);
+  try {
+    const response: SendTestNotificationResponse = await client.requestTestNotification();
+    console.log(response.testNotificationToken);
+  } catch (e) {
+    if (e instanceof APIException && e.apiError === APIError.RATE_LIMIT_EXCEEDED) console.log(e.httpStatusCode);
+  }
+  const appleRootCAs: Buffer[] = [];
+  const verifier = new SignedDataVerifier(appleRootCAs, true, environment, bundleId, appAppleId);
+  try {
+    const decoded: ResponseBodyV2DecodedPayload = await verifier.verifyAndDecodeNotification('...');
+    if (decoded.notificationType === NotificationTypeV2.SUBSCRIBED) console.log(decoded.data?.bundleId);
+  } catch (e) {
+    if (e instanceof VerificationException && e.status === VerificationStatus.INVALID_CERTIFICATE) console.log(e.cause);
+  }
+  const tx: JWSTransactionDecodedPayload = await verifier.verifyAndDecodeTransaction('...');
+  const isSub: boolean = tx.type === Type.AUTO_RENEWABLE_SUBSCRIPTION;
+  const receiptUtil = new ReceiptUtility();
+  const transactionId = receiptUtil.extractTransactionIdFromAppReceipt('MI...');
+  if (transactionId !== null) {
+    const request: TransactionHistoryRequest = { sort: Order.ASCENDING, revoked: false, productTypes: [ProductType.AUTO_RENEWABLE] };
+    let response: HistoryResponse | null = null;
+    const transactions: string[] = [];
+    while (response === null || response.hasMore === true) {
+      const revision: string | null = response !== null && response.revision !== undefined ? response.revision : null;
+      response = await client.getTransactionHistory(transactionId, revision, request, GetTransactionHistoryVersion.V2);
+      if (response.signedTransactions) transactions.push(...response.signedTransactions);
+    }
+    const statuses = await client.getAllSubscriptionStatuses(transactionId, [Status.ACTIVE]);
+    console.log(isSub, transactions, statuses.data?.[0]?.lastTransactions?.[0]?.status === Status.ACTIVE);
+  }
+  const creator = new PromotionalOfferSignatureCreator(encodedKey, keyId, bundleId);
+  const signature: string = creator.createSignature('product', 'offer', 'token', 'nonce', Date.now());
+  console.log(signature);
+}
+main('', '', '', '', 1);
+
+// Apple's tests subclass the client and answer the requests themselves.
+class MockClient extends AppStoreServerAPIClient {
+  protected async makeFetchRequest(path: string, parsedQueryParameters: URLSearchParams, method: string,
+    requestBody: string | Buffer | undefined, headers: { [key: string]: string }): Promise<Response> {
+    console.log(path, parsedQueryParameters.toString(), method, requestBody, headers['Authorization']);
+    return new Response('{"signedTransactionInfo": "x"}', { status: 200 });
+  }
+}
+new MockClient('', '', '', '', Environment.LOCAL_TESTING).getTransactionInfo('1');
+`;
+
+const OURS = `
+import { SignedDataVerifier, Environment, AppStoreServerAPIClient, VerifiedNotification, LibraryStatusName,
+  FailureReasonName, VerificationException, ReceiptVerifier, VerifiedAppReceiptFields, AppReceiptTransactionIds,
+  ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse } from 'appstoreserver';
+async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: ReceiptVerifier) {
+  const deep: VerifiedNotification = await v.verifyAndDecodeNotificationDeep('...');
+  console.log(deep.transaction?.transactionId, v.verifyAndDecodeTransactionSync('...').price);
+  for await (const page of c.getTransactionHistoryPages('1', {})) { const p: HistoryResponse = page; console.log(p.revision); }
+  const cancel: AdvancedCommerceSubscriptionCancelResponse = await c.cancelSubscription('1', { requestInfo: { requestReferenceId: 'x' } });
+  console.log(cancel.signedTransactionInfo);
+  try { await v.verifyAndDecodeTransaction('x'); } catch (e) {
+    if (e instanceof VerificationException) { const s: LibraryStatusName | undefined = e.libraryStatus; const r: FailureReasonName | undefined = e.reason; console.log(s, r, e.message); }
+  }
+  const fields: VerifiedAppReceiptFields = await r.verify('MI...');
+  const ids: AppReceiptTransactionIds = new ReceiptUtility().extractTransactionIdsFromAppReceipt('MI...');
+  console.log(fields.inApp.length, ids.transactionIds, Environment.LOCAL_TESTING);
+  const unknownEnvironmentStillTypes: HistoryResponse = { environment: 'SomethingNew' };
+  console.log(unknownEnvironmentStillTypes);
+}
+console.log(extras);
+`;
+
+test('tsc --strict: the declarations, Apple-style code, every export of Apple\'s index by name', { skip: !HAVE_TSC && 'no tsc' }, () => {
+  const every = `import { ${[...APPLE.runtimeExports, ...APPLE.typeExports].join(', ')} } from 'appstoreserver';\n` +
+    `export type All = [${APPLE.typeExports.join(', ')}];\n` +
+    `export const values = [${APPLE.runtimeExports.join(', ')}];\n`;
+  // No @types/node here: a stand-in Buffer (a Uint8Array, as in Node) for the Apple-style code.
+  const shim = 'declare class Buffer extends Uint8Array {}\n';
+  const dir = project({ 'shim.d.ts': shim, 'apple_style.ts': APPLE_STYLE, 'ours.ts': OURS, 'every_export.ts': every });
+  const r = check(dir);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
+test('tsc finds type errors in code using the declarations (the check can fail)', { skip: !HAVE_TSC && 'no tsc' }, () => {
+  const bad = `
+import { SignedDataVerifier, Environment, AppStoreServerAPIClient } from 'appstoreserver';
+const v = new SignedDataVerifier([], 'yes', Environment.SANDBOX, 'b');
+async function f(c: AppStoreServerAPIClient) { const n: number = await c.getTransactionInfo(5); console.log(n); }
+console.log(v, f);
+`;
+  const r = check(project({ 'bad.ts': bad }));
+  assert.notEqual(r.status, 0);
+  assert.match(r.stdout, /bad\.ts.*TS2345/s);
+  assert.match(r.stdout, /TS2322|TS2345/);
+});
+
+test('the declarations name every export (parsed)', () => {
+  const text = fs.readFileSync(path.join(PKG, 'index.d.ts'), 'utf8') +
+    fs.readFileSync(path.join(PKG, 'generated', 'types.d.ts'), 'utf8');
+  for (const name of [...APPLE.runtimeExports, ...APPLE.typeExports]) {
+    assert.match(text, new RegExp(`export (declare )?(class|enum|interface|type|const) ${name}\\b`), name);
+  }
+  for (const name of Object.keys(require('..'))) {
+    assert.match(text, new RegExp(`export (declare )?(class|enum|interface|type|const) ${name}\\b`), `ours: ${name}`);
+  }
+});
