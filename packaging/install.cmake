@@ -1,4 +1,5 @@
-# Installation, included from CMakeLists.txt once the libraries and `dist` are defined.
+# Installation (and, through deb.cmake, Debian packages), included from CMakeLists.txt once the libraries and `dist`
+# are defined.
 #
 # cmake --install build --prefix P  (components runtime, selfcontained, development, tool):
 #   include/appstoreserver.h
@@ -10,6 +11,8 @@
 #   bin/appstoreserver, shell completions                           only when APPSTORE_TOOL / _COMPLETIONS_DIR are set
 # (lib is CMAKE_INSTALL_LIBDIR.) Nothing installed holds a path of the build or source tree: the .pc files and the
 # CMake package compute every path from their own location, so the installed tree can be moved.
+#
+# cpack -G DEB: deb.cmake. Its own components (deb_*) are excluded from cmake --install; CPack installs them by name.
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -123,3 +126,6 @@ if(APPSTORE_TOOL_COMPLETIONS_DIR)
 endif()" COMPONENT tool)
   endforeach()
 endif()
+
+# --- 4. Debian packages --------------------------------------------------------------------------------------
+include("${CMAKE_CURRENT_LIST_DIR}/deb.cmake")
