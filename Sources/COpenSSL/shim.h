@@ -1,6 +1,12 @@
 /* OpenSSL headers for Swift, plus wrappers for the function-like macros Swift cannot import. */
 #ifndef APPSTORE_COPENSSL_SHIM_H
 #define APPSTORE_COPENSSL_SHIM_H
+/* OpenSSL's allocation macros (OPENSSL_free below) pass __FILE__ to CRYPTO_free, which would put this header's
+ * absolute build path into the libraries; what OPENSSL_NO_FILENAMES does, without changing anything else. */
+#ifndef OPENSSL_FILE
+#define OPENSSL_FILE ""
+#define OPENSSL_LINE 0
+#endif
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/crypto.h>

@@ -1,0 +1,46 @@
+# CPACK_POST_BUILD_SCRIPTS for the DEB generator.
+# 1. No packaged binary may need the toolchain's shared Swift runtime: no Debian package provides it, and
+#    dpkg-shlibdeps only warns about its unversioned names (a tool linked that way would get Depends: libc6 alone).
+#    Such a package is deleted and cpack fails.
+# 2. CPack 3.25 computes Installed-Size following symbolic links, so a library with its .so.X links counts three
+#    times (51 MB instead of 17 MB). Recompute it as dpkg-gencontrol does (each regular file's size in KiB, rounded
+#    up; 1 per link and directory) and rebuild the package with dpkg-deb.
+foreach(deb IN LISTS CPACK_PACKAGE_FILES)
+  if(NOT deb MATCHES "\\.deb$")
+    continue()
+  endif()
+  set(dir "${deb}.fixup")
+  file(REMOVE_RECURSE "${dir}")
+  execute_process(COMMAND dpkg-deb -R "${deb}" "${dir}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -R ${deb} failed")
+  endif()
+  set(kib 0)
+  file(GLOB_RECURSE entries LIST_DIRECTORIES true "${dir}/*")
+  foreach(entry IN LISTS entries)
+    if(entry MATCHES "^${dir}/DEBIAN(/|$)")
+      continue()
+    elseif(IS_SYMLINK "${entry}" OR IS_DIRECTORY "${entry}")
+      math(EXPR kib "${kib} + 1")
+    else()
+      file(SIZE "${entry}" bytes)
+      math(EXPR kib "${kib} + (${bytes} + 1023) / 1024")
+      execute_process(COMMAND readelf -d "${entry}" OUTPUT_VARIABLE dynamic ERROR_QUIET RESULT_VARIABLE not_elf)
+      if(NOT not_elf AND dynamic MATCHES "\\(NEEDED\\)[^\n]*\\[((libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime)[^]]*)\\]")
+        file(REMOVE "${deb}")
+        file(REMOVE_RECURSE "${dir}")
+        string(REPLACE "${dir}" "" packaged "${entry}")
+        message(FATAL_ERROR "${packaged} needs ${CMAKE_MATCH_1} (the toolchain's shared Swift runtime, which no "
+                            "Debian package provides): build it with swift build --static-swift-stdlib")
+      endif()
+    endif()
+  endforeach()
+  file(READ "${dir}/DEBIAN/control" control)
+  string(REGEX REPLACE "\nInstalled-Size: [0-9]+" "\nInstalled-Size: ${kib}" control "${control}")
+  file(WRITE "${dir}/DEBIAN/control" "${control}")
+  execute_process(COMMAND dpkg-deb --root-owner-group -b "${dir}" "${deb}" OUTPUT_QUIET RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -b ${deb} failed")
+  endif()
+  file(REMOVE_RECURSE "${dir}")
+endforeach()
