@@ -3,14 +3,14 @@ import PackageDescription
 
 // appstoreserver: one verified implementation of Apple's App Store server toolkit.
 // - AppStoreServer: the Swift core (FoundationEssentials + system libcrypto), for Swift consumers; sans-I/O.
-// - appstoreserver: the C library (libappstoreserver.so), only the @c exports of include/appstoreserver.h.
+// - AppStoreServerC: the @c exports of include/appstoreserver.h, a target (tested here) but no product: the C
+//   libraries are built by CMake only, which exports just appstore_* (exports.map) and makes both flavours.
 // - AppStoreServerHTTP: the default Swift HTTP transport (AsyncHTTPClient) for the App Store Server API client.
 //   Only this target depends on an HTTP stack; the core and the C library never link one.
 let package = Package(
     name: "appstoreserver",
     products: [
         .library(name: "AppStoreServer", targets: ["AppStoreServer"]),
-        .library(name: "appstoreserver", type: .dynamic, targets: ["AppStoreServerC"]),
         .library(name: "AppStoreServerHTTP", targets: ["AppStoreServerHTTP"]),
     ],
     dependencies: [
