@@ -65,14 +65,20 @@ static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_l
         *signature_len = 64;
         return 0;
     }
-    /* The real thing: ECDSA with SHA-256 over the message, by OpenSSL directly. */
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    /* The real thing: ECDSA with SHA-256 over the message, by OpenSSL directly. DER is 70 to 72 bytes; the
+     * trailing-byte case needs room for one more byte within signature_cap, so it signs again until it has it. */
     unsigned char der[80];
-    size_t der_len = sizeof der;
-    int ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, s->pkey) == 1 &&
-             EVP_DigestSign(ctx, der, &der_len, message, message_len) == 1;
-    EVP_MD_CTX_free(ctx);
-    if (!ok || der_len > signature_cap) return 1;
+    size_t der_len = 0;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        der_len = sizeof der;
+        int ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, s->pkey) == 1 &&
+                 EVP_DigestSign(ctx, der, &der_len, message, message_len) == 1;
+        EVP_MD_CTX_free(ctx);
+        if (!ok) return 1;
+        if (s->mode != SIGN_DER_TRAILING || der_len < signature_cap) break;
+    }
+    if (der_len > signature_cap || (s->mode == SIGN_DER_TRAILING && der_len >= signature_cap)) return 1;
     if (s->mode == SIGN_DER_TRAILING) {
         memcpy(signature, der, der_len);
         signature[der_len] = 0; /* one byte after the DER */
@@ -88,7 +94,7 @@ static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_l
     const unsigned char *p = der;
     ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &p, (long)der_len);
     if (!sig) return 1;
-    ok = BN_bn2binpad(ECDSA_SIG_get0_r(sig), signature, 32) == 32 &&
+    int ok = BN_bn2binpad(ECDSA_SIG_get0_r(sig), signature, 32) == 32 &&
          BN_bn2binpad(ECDSA_SIG_get0_s(sig), signature + 32, 32) == 32;
     ECDSA_SIG_free(sig);
     *signature_len = 64;
