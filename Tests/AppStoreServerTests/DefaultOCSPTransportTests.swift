@@ -4,7 +4,9 @@ import AppStoreServer
 import AppStoreServerHTTP
 
 /// Online checks out of the box: with AppStoreServerHTTP imported, Apple's initializer shape needs no transport.
-@Suite struct DefaultOCSPTransportTests {
+/// Nested in OCSPTests so it inherits `.serialized`: it uses the same responders, and OCSPTests counts what arrives
+/// there (run side by side, these requests landed in another test's count).
+extension OCSPTests { @Suite struct DefaultTransport {
     @Test func onlineChecksWorkWithoutATransportArgument() throws {
         let h = try OCSPHarness.get()
         // A refused connection costs AsyncHTTPClient the whole timeout (its pool retries connecting): keep it short.
@@ -35,4 +37,5 @@ import AppStoreServerHTTP
         guard case .invalid(let f) = r else { Issue.record("slow responder accepted"); return }
         #expect(f.reason == .ocspTimeout)
     }
+}
 }
