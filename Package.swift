@@ -1,17 +1,23 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // appstoreserver: one verified implementation of Apple's App Store server toolkit.
 // - AppStoreServer: the Swift core (FoundationEssentials + system libcrypto), for Swift consumers; sans-I/O.
+//   A package that depends on this one for AppStoreServer resolves and builds nothing else.
+// - AppStoreServerHTTP: the default Swift HTTP transport (AsyncHTTPClient) for the API client and online checks.
+//   It exists only with the package trait "HTTP" (`.package(url: …, from: …, traits: ["HTTP"])`): without the
+//   trait AsyncHTTPClient is neither resolved nor built, and the module is empty.
 // - AppStoreServerC: the @c exports of include/appstoreserver.h, a target (tested here) but no product: the C
 //   libraries are built by CMake only, which exports just appstore_* (exports.map) and makes both flavours.
-// - AppStoreServerHTTP: the default Swift HTTP transport (AsyncHTTPClient) for the App Store Server API client.
-//   Only this target depends on an HTTP stack; the core and the C library never link one.
+// The command-line tool is its own package (cli/), so its dependencies never reach library consumers either.
 let package = Package(
     name: "appstoreserver",
     products: [
         .library(name: "AppStoreServer", targets: ["AppStoreServer"]),
         .library(name: "AppStoreServerHTTP", targets: ["AppStoreServerHTTP"]),
+    ],
+    traits: [
+        .trait(name: "HTTP", description: "AppStoreServerHTTP: the AsyncHTTPClient transport for the API client and OCSP"),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -26,8 +32,12 @@ let package = Package(
         .target(name: "AppStoreServerC", dependencies: ["AppStoreServer"]),
         .target(
             name: "AppStoreServerHTTP",
-            dependencies: ["AppStoreServer", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: [
+                "AppStoreServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["HTTP"])),
+            ]
         ),
+        // The tests exercise the HTTP transport too: `swift test --traits HTTP` (scripts/test-all does).
         .testTarget(
             name: "AppStoreServerTests",
             dependencies: ["AppStoreServer", "AppStoreServerC", "AppStoreServerHTTP", "COpenSSL"]

@@ -1,3 +1,6 @@
+// Built only with the package trait HTTP (see Package.swift): without it this module is empty and
+// AsyncHTTPClient is neither resolved nor built.
+#if HTTP
 import AppStoreServer
 import AsyncHTTPClient
 import NIOCore
@@ -87,3 +90,4 @@ extension AppStoreServerAPIClient {
                       transport: AsyncHTTPClientTransport(), configuration: configuration)
     }
 }
+#endif

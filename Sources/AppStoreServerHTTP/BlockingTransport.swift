@@ -1,3 +1,6 @@
+// Built only with the package trait HTTP (see Package.swift): without it this module is empty and
+// AsyncHTTPClient is neither resolved nor built.
+#if HTTP
 import AppStoreServer
 import AsyncHTTPClient
 import FoundationEssentials
@@ -65,3 +68,4 @@ extension SignedDataVerifier {
                       ocspTimeoutMilliseconds: ocspTimeoutMilliseconds, maxJWSBytes: maxJWSBytes)
     }
 }
+#endif
