@@ -1,0 +1,101 @@
+import AppStoreServer
+import Foundation
+
+/// `verify --summary`: what an engineer on call wants to read, in a few lines.
+enum Summary {
+    static func lines(kind: SignedPayloadKind, json: [UInt8], setup: VerifierSetup, deep: Bool) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else { return ["VALID"] }
+        let signedBy = setup.environment == .xcode || setup.environment == .localTesting
+            ? "not signed by Apple (\(setup.environment.rawValue) data: no signature check)"
+            : "signed by Apple (chain to \(setup.anchors)\(setup.online ? ", OCSP checked" : ", offline"))"
+        var out = ["VALID \(label(kind))\(deep ? " (nested signed data verified too)" : ""), \(signedBy)"]
+        func add(_ name: String, _ value: String?) {
+            guard let value, !value.isEmpty else { return }
+            out.append("  " + name.padding(toLength: 13, withPad: " ", startingAt: 0) + value)
+        }
+        switch kind {
+        case .notification:
+            let n = deep ? object["notification"] as? [String: Any] ?? [:] : object
+            add("type", [string(n["notificationType"]), string(n["subtype"])].compactMap { $0 }.joined(separator: " / "))
+            let data = n["data"] as? [String: Any] ?? n["summary"] as? [String: Any] ?? [:]
+            add("app", identity(data))
+            add("signed", date(n["signedDate"]))
+            add("notification", string(n["notificationUUID"]))
+            if let t = object["transaction"] as? [String: Any] { add("transaction", transaction(t)) }
+            if let r = object["renewalInfo"] as? [String: Any] { add("renewal", renewal(r)) }
+            if let a = object["appTransaction"] as? [String: Any] { add("app bought", date(a["originalPurchaseDate"])) }
+        case .transaction:
+            add("app", identity(object))
+            add("transaction", transaction(object))
+            add("signed", date(object["signedDate"]))
+        case .renewalInfo:
+            add("environment", string(object["environment"]))
+            add("renewal", renewal(object))
+            add("signed", date(object["signedDate"]))
+        case .appTransaction:
+            add("app", identity(object))
+            add("purchased", date(object["originalPurchaseDate"]))
+            add("version", string(object["originalApplicationVersion"]).map { "originally \($0), now \(string(object["applicationVersion"]) ?? "?")" })
+        case .realtimeRequest:
+            add("app", identity(object))
+            add("request", string(object["requestIdentifier"]))
+            add("product", string(object["productId"]))
+            add("locale", string(object["userLocale"]))
+        }
+        return out
+    }
+
+    static func label(_ kind: SignedPayloadKind) -> String {
+        switch kind {
+        case .notification: "notification"
+        case .transaction: "transaction"
+        case .renewalInfo: "renewal info"
+        case .appTransaction: "app transaction"
+        case .realtimeRequest: "realtime request"
+        }
+    }
+
+    static func identity(_ o: [String: Any]) -> String? {
+        var parts: [String] = []
+        if let b = string(o["bundleId"]) { parts.append(b) }
+        if let a = string(o["appAppleId"]) { parts.append("App Apple ID \(a)") }
+        if let e = string(o["environment"]) ?? string(o["receiptType"]) { parts.append(e) }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+
+    static func transaction(_ t: [String: Any]) -> String {
+        var parts = [string(t["transactionId"]).map { "id \($0)" } ?? "id ?"]
+        if let o = string(t["originalTransactionId"]), o != string(t["transactionId"]) { parts.append("original \(o)") }
+        if let p = string(t["productId"]) { parts.append("product \(p)") }
+        if let ty = string(t["type"]) { parts.append(ty) }
+        if let d = date(t["purchaseDate"]) { parts.append("purchased \(d)") }
+        if let d = date(t["expiresDate"]) { parts.append("expires \(d)") }
+        if let d = date(t["revocationDate"]) { parts.append("REVOKED \(d)") }
+        return parts.joined(separator: ", ")
+    }
+
+    static func renewal(_ r: [String: Any]) -> String {
+        var parts: [String] = []
+        if let s = string(r["autoRenewStatus"]) { parts.append(s == "1" ? "auto-renew on" : "auto-renew off") }
+        if let p = string(r["autoRenewProductId"]) { parts.append("renews to \(p)") }
+        if let d = date(r["renewalDate"]) { parts.append("next \(d)") }
+        if let e = string(r["expirationIntent"]) { parts.append("expiration intent \(e)") }
+        return parts.joined(separator: ", ")
+    }
+
+    static func string(_ v: Any?) -> String? {
+        switch v {
+        case let s as String: s
+        case let n as NSNumber: n.stringValue
+        default: nil
+        }
+    }
+
+    /// Milliseconds since 1970 as ISO 8601 UTC.
+    static func date(_ v: Any?) -> String? {
+        guard let n = v as? NSNumber else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: n.doubleValue / 1000))
+    }
+}

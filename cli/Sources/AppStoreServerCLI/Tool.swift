@@ -1,0 +1,129 @@
+import AppStoreServer
+import ArgumentParser
+
+@main
+struct AppStoreServerTool: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appstoreserver",
+        abstract: "Verify App Store signed data, sign offers and tokens, call the App Store Server API, read receipts.",
+        discussion: """
+            Everything goes through the same library as the C, Python and Node bindings (libappstoreserver), so \
+            the checks are the ones your servers make.
+
+            EXAMPLES
+              appstoreserver verify --summary notification.json      # is it real, and what does it say?
+              appstoreserver verify --bundle-id com.example.app --environment sandbox transaction.jws
+              appstoreserver decode notification.json               # no verification: for debugging
+              APPSTORE_PRIVATE_KEY="$(cat key.p8)" appstoreserver sign token --key-id ABC --issuer-id UUID --bundle-id com.example.app
+              appstoreserver api getTransactionInfo --param transactionId=2000000123 --key key.p8 --dry-run
+              appstoreserver receipt ids receipt.b64
+
+            EXIT STATUS
+              \(ExitStatus.table)
+            """,
+        version: AppStoreServerVersion.string,
+        subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self]
+    )
+}
+
+/// The exit statuses, one per outcome, so scripts can tell a forgery from a typo from a network failure.
+enum ExitStatus: Int32, CaseIterable {
+    case success = 0
+    /// The data was read and rejected: a signature, chain, identity or receipt check failed.
+    case invalid = 1
+    /// The App Store Server API answered with an error.
+    case apiError = 2
+    /// Network failure: a connection, a timeout, an OCSP responder that cannot be reached.
+    case network = 3
+    /// Bad usage: options, arguments, parameters (ArgumentParser's own usage errors use the same code).
+    case usage = 64
+    /// Input missing, unreadable or empty.
+    case noInput = 66
+    /// A failure inside the tool or the library.
+    case `internal` = 70
+    /// Configuration: a key, a root certificate or the bundled Apple roots are not usable.
+    case configuration = 78
+
+    var meaning: String {
+        switch self {
+        case .success: "valid / done"
+        case .invalid: "invalid: the data was read and rejected (signature, chain, identity, receipt)"
+        case .apiError: "the App Store Server API answered with an error"
+        case .network: "network failure (connection, timeout, OCSP responder unreachable)"
+        case .usage: "bad usage (options, arguments, parameters)"
+        case .noInput: "input missing, unreadable or empty"
+        case .internal: "internal error"
+        case .configuration: "configuration (key, root certificate, bundled Apple roots)"
+        }
+    }
+
+    static var table: String {
+        allCases.map { "\(String($0.rawValue).padding(toLength: 3, withPad: " ", startingAt: 0)) \($0.meaning)" }
+            .joined(separator: "\n  ")
+    }
+}
+
+/// A failure the tool reports: one line on stderr (status, reason, message) and its exit status.
+struct ToolFailure: Error {
+    let exit: ExitStatus
+    let status: String
+    let reason: String
+    let message: String
+
+    init(_ exit: ExitStatus, status: String, reason: String, _ message: String) {
+        self.exit = exit
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+
+    static func usage(_ message: String) -> ToolFailure {
+        ToolFailure(.usage, status: "INVALID_ARGUMENT", reason: "invalid_argument", message)
+    }
+    static func noInput(_ message: String) -> ToolFailure {
+        ToolFailure(.noInput, status: "INVALID_ARGUMENT", reason: "no_input", message)
+    }
+
+    init(_ f: VerificationFailure) {
+        let network: Set<FailureReason> = [.ocspUnreachable, .ocspTimeout]
+        self.init(network.contains(f.reason) ? .network : (f.reason == .internal ? .internal : .invalid),
+                  status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
+    init(_ f: ConfigurationError) {
+        self.init(f.reason == .internal ? .internal : .configuration, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
+    init(_ f: ReceiptError) {
+        self.init(f.reason == .internal ? .internal : .invalid, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
+    init(_ f: SigningError) {
+        self.init(.usage, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
+    init(_ f: SigningKeyError) {
+        self.init(.configuration, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
+    init(_ f: AppStoreServerAPIError) {
+        let exit: ExitStatus
+        switch f.kind {
+        case .invalidArgument, .invalidRequest: exit = .usage
+        case .configuration, .signing: exit = .configuration
+        case .apiError, .httpError, .undecodableResponse, .rateLimitedLocally: exit = .apiError
+        case .transport: exit = .network
+        }
+        self.init(exit, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+}
+
+/// Runs a command body: a ToolFailure becomes one stderr line and its exit status.
+func reporting(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let f as ToolFailure {
+        Output.error("error: \(f.status) (\(f.reason)): \(f.message)")
+        throw ExitCode(f.exit.rawValue)
+    }
+}
