@@ -36,6 +36,8 @@ export declare class AppStoreServerError extends Error implements LibraryErrorDe
     libraryStatusCode?: number;
     reason?: FailureReasonName;
     reasonCode?: number;
+    /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED" only). */
+    retryAtMs?: number;
     constructor(message: string, detail?: object);
 }
 
@@ -143,7 +145,40 @@ export interface AppStoreServerAPIClientOptions {
     maxRetries?: number;
     initialBackoffMs?: number;
     maxBackoffMs?: number;
+    /** Production clients (beyond Apple's library): a lookup (transaction info, history, statuses, refund history,
+     *  app transaction info) that Production answers with transactionIdNotFound (4040010) is asked again in
+     *  Sandbox, after Production's retries; `answer()` says which environment answered. Default false. */
+    sandboxFallback?: boolean;
+    /** The Sandbox base URL of the fallback (default Apple's Sandbox), e.g. a second test server. */
+    sandboxBaseUrl?: string;
+    /** Client-side rate limit (beyond Apple's library) with Apple's published per-endpoint limits; default off. */
+    rateLimit?: RateLimitOptions;
 }
+
+/** Apple's published per-endpoint limits (requests per second; Sandbox a tenth), one bucket per endpoint and
+ *  environment per client. Every attempt (retries and fallback requests too) takes a slot. */
+export interface RateLimitOptions {
+    /** How long an attempt may wait for its slot (0: never wait). Beyond it the call rejects at once with
+     *  AppStoreServerError (libraryStatus "RATE_LIMITED", reason "local_rate_limit", retryAtMs); nothing is sent. */
+    maxWaitMs: number;
+    /** The share of Apple's limits this client uses, 1-100 (e.g. 50 when two processes share a key); default 100. */
+    sharePercent?: number;
+}
+
+/** A result with the environment that answered it (Environment.SANDBOX when a Production lookup fell back). */
+export interface Answer<T> {
+    value: T;
+    environment: Environment;
+}
+
+type EndpointMethods = {
+    [K in keyof AppStoreServerAPIEndpoints]: AppStoreServerAPIEndpoints[K] extends (...a: any[]) => Promise<any> ? K : never
+}[keyof AppStoreServerAPIEndpoints];
+type EndpointPagesMethods = {
+    [K in keyof AppStoreServerAPIEndpoints]:
+        AppStoreServerAPIEndpoints[K] extends (...a: any[]) => AsyncIterableIterator<any> ? K : never
+}[keyof AppStoreServerAPIEndpoints];
+type PageOf<I> = I extends AsyncIterableIterator<infer P> ? P : never;
 
 /** Apple's AppStoreServerAPIClient: every endpoint method (generated, Apple's names and parameter order), plus
  *  `...Pages` async iterators for the paginated endpoints and the Advanced Commerce API endpoints. */
@@ -154,7 +189,13 @@ export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints 
     /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. */
     protected makeFetchRequest(path: string, parsedQueryParameters: URLSearchParams, method: string,
                                requestBody: string | Uint8Array | undefined, headers: { [key: string]: string },
-                               request?: { url: string; timeoutMs: number }): Promise<FetchResponseLike>;
+                               request?: { url: string; timeoutMs: number; environment: Environment }): Promise<FetchResponseLike>;
+    /** An endpoint method's result with the environment that answered: answer('getTransactionInfo', id). */
+    answer<M extends EndpointMethods>(method: M, ...args: Parameters<AppStoreServerAPIEndpoints[M]>):
+        Promise<Answer<Awaited<ReturnType<AppStoreServerAPIEndpoints[M]>>>>;
+    /** A `...Pages` method's pages, each with the environment that answered it. */
+    answer<M extends EndpointPagesMethods>(method: M, ...args: Parameters<AppStoreServerAPIEndpoints[M]>):
+        AsyncIterableIterator<Answer<PageOf<ReturnType<AppStoreServerAPIEndpoints[M]>>>>;
     /** A fresh App Store Server API bearer token (ES256, 5 minutes). */
     createBearerToken(): string;
     /** Frees the library's client and key now; later calls throw. */

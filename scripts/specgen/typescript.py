@@ -111,6 +111,9 @@ def render_endpoints(spec: Spec) -> list[str]:
             return ", ".join(parts)
 
         text = node.method_doc(spec, ep) + "."
+        if ep.get("sandboxFallback"):
+            text += (" Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010)"
+                     " is asked again in Sandbox (answer() tells which environment answered).")
         if ep.get("deprecated"):
             text += " @deprecated by Apple"
         out += doc(text, "    ")
@@ -119,7 +122,10 @@ def render_endpoints(spec: Spec) -> list[str]:
             page_param = ep["pagination"]["parameter"]
             rest = [p for p in params if p["spec"]["name"] != page_param]
             title = re.sub(r"\s*\(version \d+\)$", "", ep["title"]) if merged else ep["title"]
-            out += doc(f"{title}: every page, first to last.", "    ")
+            pages_text = f"{title}: every page, first to last."
+            if ep.get("sandboxFallback"):
+                pages_text += " With the Sandbox fallback, the later pages go to the environment that answered the first."
+            out += doc(pages_text, "    ")
             out.append(f"    {ep['name']}Pages({sig(rest)}): AsyncIterableIterator<{ret}>;")
     out.append("}")
     return out

@@ -2,10 +2,13 @@
 // AppStoreServerAPIClient: Apple's constructor, every endpoint method (generated/endpoints.js), and Apple's
 // overridable makeFetchRequest hook, over the library's sans-I/O request builder and response decoder. HTTP is the
 // global fetch (or an injected one); retries follow the library's decision (appstore_api_client_retry_delay_ms,
-// Retry-After included); pages are async iterators.
+// Retry-After included); pages are async iterators. Beyond Apple's library, opt-in: the Sandbox fallback of lookups
+// (appstore_api_client_falls_back / _build_fallback_request) and the client-side rate limit
+// (appstore_api_client_reserve before every attempt); answer() tells which environment answered.
+const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native.js');
 const args = require('./args.js');
-const { convert, guard, AppStoreServerError } = require('./errors.js');
+const { convert, guard, isNative, AppStoreServerError } = require('./errors.js');
 const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
 const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
 const { classify } = require('./transport.js');
@@ -32,12 +35,39 @@ function check(endpoint, name, value, kind) {
   if (!ok) throw args.fail(endpoint, name, list ? `an array of ${WANT[base].replace(/^an? /, '')}s` : WANT[base], value);
 }
 
+// The environment that answered, for answer(): the endpoint methods keep Apple's return values, so the environment
+// travels beside them in the async context of the answer() call (concurrent calls each have their own).
+const answers = new AsyncLocalStorage();
+
+// The Swift core's wording when a lookup fails in Sandbox after Production did not know the id.
+const NEITHER = 'Production answered transactionIdNotFound (4040010); then Sandbox: ';
+
+const ENDPOINT_METHOD_NAMES = new Set(Object.getOwnPropertyNames(AppStoreServerAPIEndpoints.prototype)
+  .filter((n) => n !== 'constructor'));
+
+/** options.rateLimit: {maxWaitMs, sharePercent} checked, or null when off. */
+function rateLimitOption(v) {
+  if (v == null || v === false) return null;
+  args.object(WHERE, 'options.rateLimit', v);
+  for (const k of Object.keys(v)) {
+    if (k !== 'maxWaitMs' && k !== 'sharePercent')
+      throw new TypeError(`${WHERE}: options.rateLimit.${k} is not an option (known: maxWaitMs, sharePercent)`);
+  }
+  const maxWaitMs = args.integer(WHERE, 'options.rateLimit.maxWaitMs', v.maxWaitMs);
+  const sharePercent = v.sharePercent == null ? 100 : args.integer(WHERE, 'options.rateLimit.sharePercent', v.sharePercent);
+  if (maxWaitMs < 0 || maxWaitMs > 0xffffffff)
+    throw new RangeError(`${WHERE}: options.rateLimit.maxWaitMs must be 0 to 4294967295 (got ${maxWaitMs})`);
+  if (sharePercent < 1 || sharePercent > 100)
+    throw new RangeError(`${WHERE}: options.rateLimit.sharePercent must be 1 to 100 (got ${sharePercent})`);
+  return { maxWaitMs: Number(maxWaitMs), sharePercent: Number(sharePercent) };
+}
+
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** The built request as plain values. */
-function readRequest(h) {
+/** The built request as plain values; environment: where it goes (Sandbox for a fallback request). */
+function readRequest(h, environment) {
   const headers = {};
   const n = native.api_request_header_count(h);
   for (let i = 0; i < n; i++) headers[native.api_request_header_name(h, i)] = native.api_request_header_value(h, i);
@@ -47,6 +77,7 @@ function readRequest(h) {
     headers,
     body: native.api_request_body(h),
     timeoutMs: native.api_request_timeout_ms(h),
+    environment,
   };
 }
 
@@ -72,7 +103,8 @@ async function readResponse(res) {
 class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
   /**
    * Apple's constructor: (signingKey: .p8 PEM text, keyId, issuerId, bundleId, environment), plus options:
-   * {fetch, baseUrl, timeoutMs, maxRetries, initialBackoffMs, maxBackoffMs}.
+   * {fetch, baseUrl, timeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, sandboxFallback, sandboxBaseUrl,
+   * rateLimit: {maxWaitMs, sharePercent}}.
    */
   constructor(signingKey, keyId, issuerId, bundleId, environment, options) {
     super();
@@ -88,6 +120,11 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     if (opts.baseUrl != null) args.string(WHERE, 'options.baseUrl', opts.baseUrl);
     for (const k of ['timeoutMs', 'maxRetries', 'initialBackoffMs', 'maxBackoffMs'])
       if (opts[k] != null) args.integer(WHERE, `options.${k}`, opts[k]);
+    const sandboxFallback = opts.sandboxFallback == null ? false : args.boolean(WHERE, 'options.sandboxFallback', opts.sandboxFallback);
+    const sandboxBaseUrl = args.optionalString(WHERE, 'options.sandboxBaseUrl', opts.sandboxBaseUrl);
+    if (sandboxBaseUrl !== null && !sandboxFallback)
+      throw new TypeError(`${WHERE}: options.sandboxBaseUrl is used only by the Sandbox fallback: set options.sandboxFallback: true`);
+    const rateLimit = rateLimitOption(opts.rateLimit);
 
     const key = guard('config', () => native.signing_key_new(signingKey, keyId, issuerId, bundleId));
     const o = guard('config', () => native.api_client_options_new());
@@ -99,6 +136,9 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
             opts.maxBackoffMs != null ? opts.maxBackoffMs : 30000);
         }
         if (opts.baseUrl != null) native.api_client_options_set_base_url(o, opts.baseUrl);
+        // The library refuses the fallback on a client that is not Production (CONFIGURATION_ERROR, below).
+        if (sandboxFallback) native.api_client_options_set_sandbox_fallback(o, 1, sandboxBaseUrl);
+        if (rateLimit) native.api_client_options_set_rate_limit(o, 1, rateLimit.maxWaitMs, rateLimit.sharePercent);
       });
       Object.defineProperty(this, '_client', { value: guard('config', () => native.api_client_new(key, ENVIRONMENT_CODES[environment], o)) });
     } catch (e) {
@@ -109,7 +149,38 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     }
     Object.defineProperty(this, '_key', { value: key });
     Object.defineProperty(this, '_fetch', { value: opts.fetch || null });
+    Object.defineProperty(this, '_environment', { value: environment });
     this.urlBase = opts.baseUrl != null ? opts.baseUrl.replace(/\/+$/, '') : BASE_URLS[environment];
+    Object.defineProperty(this, '_sandboxUrlBase', {
+      value: sandboxBaseUrl !== null ? sandboxBaseUrl.replace(/\/+$/, '') : BASE_URLS[Environment.SANDBOX],
+    });
+  }
+
+  /**
+   * An endpoint method's result with the environment that answered: `await client.answer('getTransactionInfo', id)`
+   * resolves to {value, environment} (Environment.SANDBOX when a Production lookup fell back). A `...Pages` method
+   * gives an async iterator of {value, environment}, one per page.
+   */
+  answer(method, ...argv) {
+    if (typeof method !== 'string' || !ENDPOINT_METHOD_NAMES.has(method))
+      throw args.fail(`${WHERE}.answer`, 'method', 'the name of an endpoint method (e.g. "getTransactionInfo")', method);
+    if (method.endsWith('Pages')) return this._answerPages(method, argv);
+    const sink = {};
+    return answers.run(sink, async () => {
+      const value = await this[method](...argv);
+      return { value, environment: sink.environment };
+    });
+  }
+
+  async *_answerPages(method, argv) {
+    const sink = {};
+    const pages = answers.run(sink, () => this[method](...argv));
+    for (;;) {
+      // Each step in the sink's context, so the page's environment is recorded there.
+      const step = await answers.run(sink, () => pages.next());
+      if (step.done) return;
+      yield { value: step.value, environment: sink.environment };
+    }
   }
 
   /**
@@ -185,23 +256,78 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
   }
 
   async _call(endpoint, params, hasResponse) {
+    const { value, environment } = await this._exchange(endpoint, params, null);
+    const sink = answers.getStore();
+    if (sink) sink.environment = environment;
+    return hasResponse ? value : undefined;
+  }
+
+  /**
+   * One endpoint call: the client's environment (with retries), then, when the library says the final error calls
+   * for it, the Sandbox fallback (with retries); {value, environment}. environment SANDBOX sends to the fallback's
+   * Sandbox directly (the later pages of a lookup that fell back).
+   */
+  async _exchange(endpoint, params, environment) {
     const paramsJson = JSON.stringify(params);
-    for (let attempt = 1; ; attempt++) {
-      let req;
-      let handle;
+    if (environment === Environment.SANDBOX && environment !== this._environment) {
       try {
-        handle = await native.async.api_client_build_request(this._client, endpoint, paramsJson);
+        return { value: await this._attempts(endpoint, paramsJson, true), environment };
       } catch (e) {
         throw convert(e, 'api');
       }
-      try {
-        req = readRequest(handle);
-      } finally {
+    }
+    try {
+      return { value: await this._attempts(endpoint, paramsJson, false), environment: this._environment };
+    } catch (e) {
+      // The library decides (fallback on, a lookup, Production's transactionIdNotFound); errors made here in JS
+      // (transport failures) have no handle and never fall back.
+      if (!isNative(e) || !e.handle || native.api_client_falls_back(this._client, endpoint, e.handle) !== 1)
+        throw convert(e, 'api');
+    }
+    try {
+      return { value: await this._attempts(endpoint, paramsJson, true), environment: Environment.SANDBOX };
+    } catch (e) {
+      const err = convert(e, 'api');
+      if (err instanceof Error) err.message = NEITHER + err.message;
+      throw err;
+    }
+  }
+
+  /**
+   * The next attempt's request, built (fresh token) and admitted by the rate limit: reserve before every attempt;
+   * a delay is awaited on a timer (never blocking the event loop), then the request is built again so its token is
+   * fresh however long the wait (the library's own call also waits before building). A refusal (RATE_LIMITED /
+   * local_rate_limit) is thrown as the library's error; nothing is sent.
+   */
+  async _request(endpoint, paramsJson, fallback) {
+    const build = () => (fallback ? native.async.api_client_build_fallback_request(this._client, endpoint, paramsJson)
+      : native.async.api_client_build_request(this._client, endpoint, paramsJson));
+    let handle = await build();
+    try {
+      const delay = Number(native.api_client_reserve(this._client, handle));
+      if (delay > 0) {
         native.close(handle);
+        handle = null;
+        await sleep(delay);
+        handle = await build();
       }
+      return readRequest(handle, fallback ? Environment.SANDBOX : this._environment);
+    } finally {
+      if (handle) native.close(handle);
+    }
+  }
+
+  /**
+   * Sends one environment's request until it succeeds or the library's retry decision says stop; resolves to the
+   * decoded value, rejects with the last error (the library's error object when it has one, for the fallback decision).
+   */
+  async _attempts(endpoint, paramsJson, fallback) {
+    const base = fallback ? this._sandboxUrlBase : this.urlBase;
+    for (let attempt = 1; ; attempt++) {
+      const req = await this._request(endpoint, paramsJson, fallback);
       const q = req.url.indexOf('?');
       const pathAndBase = q < 0 ? req.url : req.url.slice(0, q);
-      const path = pathAndBase.startsWith(this.urlBase) ? pathAndBase.slice(this.urlBase.length) : new URL(pathAndBase).pathname;
+      const path = pathAndBase.startsWith(base) ? pathAndBase.slice(base.length) : new URL(pathAndBase).pathname;
       const query = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
       const isJson = (req.headers['Content-Type'] || '').startsWith('application/json');
       const body = req.body.length === 0 ? undefined : isJson ? req.body.toString('utf8') : req.body;
@@ -220,26 +346,30 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
         throw err;
       }
       try {
-        const value = await native.async.api_client_decode_response(this._client, endpoint, answer.status,
-          answer.headers, answer.body);
-        return hasResponse ? value : undefined;
+        return await native.async.api_client_decode_response(this._client, endpoint, answer.status, answer.headers,
+          answer.body);
       } catch (e) {
-        if (e && e.appstoreError && e.handle) {
+        if (isNative(e) && e.handle) {
           const delay = native.api_client_retry_delay_ms(this._client, e.handle, attempt);
           if (delay >= 0) {
             await sleep(Number(delay));
             continue;
           }
         }
-        throw convert(e, 'api');
+        throw e;
       }
     }
   }
 
   async *_pages(endpoint, params, pageParam, field) {
     let current = params;
+    let environment = null; // after the first page: the environment that answered it, for every later page
     for (;;) {
-      const page = await this._call(endpoint, current, true);
+      const a = await this._exchange(endpoint, current, environment);
+      environment = a.environment;
+      const sink = answers.getStore();
+      if (sink) sink.environment = environment;
+      const page = a.value;
       yield page;
       if (!page || !page.hasMore || page[field] == null) return;
       current = { ...params, [pageParam]: page[field] };

@@ -11,12 +11,14 @@ function detailFields(target, d) {
   target.reasonCode = d.reason;
 }
 
-/** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...). */
+/** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...).
+ *  retryAtMs: when the client's own rate limit has a free slot again (RATE_LIMITED / local_rate_limit only). */
 class AppStoreServerError extends Error {
   constructor(message, detail) {
     super(message);
     this.name = 'AppStoreServerError';
     detailFields(this, detail || { statusName: 'INTERNAL_ERROR', status: 99, reasonName: 'internal', reason: 18 });
+    if (detail && detail.statusName === 'RATE_LIMITED' && detail.retryAtMs >= 0) this.retryAtMs = detail.retryAtMs;
   }
 }
 

@@ -8,8 +8,7 @@ const fs = require('fs');
 const path = require('path');
 const lib = require('..');
 const spec = require('../generated/spec.js');
-const { ENDPOINT_METHODS } = require('../generated/endpoints.js');
-const { SUPPORT, MOCK, startMock, signingKeys } = require('./helpers.js');
+const { SUPPORT, MOCK, startMock, signingKeys, methodArgs } = require('./helpers.js');
 
 const CASES = JSON.parse(fs.readFileSync(path.join(SUPPORT, 'api_cases.json'), 'utf8')).cases;
 const SPEC_ENDPOINTS = JSON.parse(fs.readFileSync(path.join(SUPPORT, '..', '..', 'spec', 'endpoints.json'), 'utf8')).endpoints;
@@ -27,21 +26,6 @@ test.after(async () => {
 function client(options = {}) {
   return new lib.AppStoreServerAPIClient(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.LOCAL_TESTING,
     { baseUrl: mock.url, ...options });
-}
-
-/** The method's arguments (Apple's order) for a case's params_json. */
-function methodArgs(endpoint, params) {
-  const ep = spec.ENDPOINTS[endpoint];
-  const argv = ep.parameters.map((p) => {
-    if (p.in === 'body' && p.type === 'Bytes') return Buffer.from(params[p.name], 'base64');
-    if (p.in === 'body') return params.body;
-    if (p.fields) return Object.fromEntries(p.fields.filter((f) => f in params).map((f) => [f, params[f]]));
-    return params[p.name] === undefined ? null : params[p.name];
-  });
-  const method = ENDPOINT_METHODS[endpoint];
-  if (method !== endpoint) argv.push(endpoint.endsWith('V1') ? lib.GetTransactionHistoryVersion.V1 : lib.GetTransactionHistoryVersion.V2);
-  else if (endpoint === 'getTransactionHistory') argv.push(lib.GetTransactionHistoryVersion.V2);
-  return { method, argv };
 }
 
 test('api_cases.json has one canonical call per endpoint of the spec', () => {

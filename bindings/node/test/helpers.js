@@ -54,12 +54,16 @@ module.exports = { PKG, REPO, SUPPORT, SHARED, CONFORMANCE, tmpdir, fixture, tes
 
 const MOCK = { keyId: 'ABC123DEFG', issuerId: '57246542-96fe-1a63-e053-0824d011072a', bundleId: 'com.example.app' };
 
-/** Starts the mock server; resolves to {url, stop()}. It exits when its stdin closes (stop, or this process ends). */
-function startMock() {
+/**
+ * Starts the mock server; resolves to {url, stop()}. It exits when its stdin closes (stop, or this process ends).
+ * notFoundLookups: it plays a Production that knows no id (every Sandbox-fallback lookup answers 404 4040010).
+ */
+function startMock({ notFoundLookups = false } = {}) {
   const keys = signingKeys();
+  const extra = notFoundLookups ? ['--not-found-lookups', path.join(REPO, 'spec', 'endpoints.json')] : [];
   const proc = spawn('python3', [path.join(SUPPORT, 'mock_app_store.py'), '--cases', path.join(SUPPORT, 'api_cases.json'),
     '--public-key', path.join(keys, 'p256_public.pem'), '--key-id', MOCK.keyId, '--issuer-id', MOCK.issuerId,
-    '--bundle-id', MOCK.bundleId], { stdio: ['pipe', 'pipe', 'inherit'] });
+    '--bundle-id', MOCK.bundleId, ...extra], { stdio: ['pipe', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let buf = '';
     const onData = (d) => {
@@ -75,8 +79,35 @@ function startMock() {
   });
 }
 
+/** The mock's record of arrivals (GET /mock/arrivals): {"METHOD path": [monotonic seconds, ...]}. */
+async function mockArrivals(url) {
+  const res = await fetch(`${url}/mock/arrivals`);
+  if (res.status !== 200) throw new Error(`GET ${url}/mock/arrivals: HTTP ${res.status}`);
+  return (await res.json()).arrivals;
+}
+
+/** The client method and its arguments (Apple's order) for an api_cases.json case's params_json. */
+function methodArgs(endpoint, params) {
+  const spec = require('../generated/spec.js');
+  const { ENDPOINT_METHODS } = require('../generated/endpoints.js');
+  const GetTransactionHistoryVersion = spec.GetTransactionHistoryVersion;
+  const ep = spec.ENDPOINTS[endpoint];
+  const argv = ep.parameters.map((p) => {
+    if (p.in === 'body' && p.type === 'Bytes') return Buffer.from(params[p.name], 'base64');
+    if (p.in === 'body') return params.body;
+    if (p.fields) return Object.fromEntries(p.fields.filter((f) => f in params).map((f) => [f, params[f]]));
+    return params[p.name] === undefined ? null : params[p.name];
+  });
+  const method = ENDPOINT_METHODS[endpoint];
+  if (method !== endpoint) argv.push(endpoint.endsWith('V1') ? GetTransactionHistoryVersion.V1 : GetTransactionHistoryVersion.V2);
+  else if (endpoint === 'getTransactionHistory') argv.push(GetTransactionHistoryVersion.V2);
+  return { method, argv };
+}
+
 module.exports.MOCK = MOCK;
 module.exports.startMock = startMock;
+module.exports.mockArrivals = mockArrivals;
+module.exports.methodArgs = methodArgs;
 
 // ---- the OCSP harness (Tests/support/ocsp_harness.py serve) ----------------------------------------------------
 

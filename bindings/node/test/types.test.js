@@ -90,7 +90,8 @@ new MockClient('', '', '', '', Environment.LOCAL_TESTING).getTransactionInfo('1'
 const OURS = `
 import { SignedDataVerifier, Environment, AppStoreServerAPIClient, VerifiedNotification, LibraryStatusName,
   FailureReasonName, VerificationException, ReceiptVerifier, VerifiedAppReceiptFields, AppReceiptTransactionIds,
-  ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse } from 'appstoreserver';
+  ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse, Answer, TransactionInfoResponse,
+  RefundHistoryResponse, AppStoreServerError, RateLimitOptions } from 'appstoreserver';
 async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: ReceiptVerifier) {
   const deep: VerifiedNotification = await v.verifyAndDecodeNotificationDeep('...');
   console.log(deep.transaction?.transactionId, v.verifyAndDecodeTransactionSync('...').price);
@@ -105,6 +106,16 @@ async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: Rece
   console.log(fields.inApp.length, ids.transactionIds, Environment.LOCAL_TESTING);
   const unknownEnvironmentStillTypes: HistoryResponse = { environment: 'SomethingNew' };
   console.log(unknownEnvironmentStillTypes);
+  const production = new AppStoreServerAPIClient('', '', '', '', Environment.PRODUCTION, { sandboxFallback: true,
+    sandboxBaseUrl: 'http://127.0.0.1:1', rateLimit: { maxWaitMs: 1000, sharePercent: 50 } });
+  const answered: Answer<TransactionInfoResponse> = await production.answer('getTransactionInfo', '1');
+  const env: Environment = answered.environment;
+  for await (const page of production.answer('getRefundHistoryPages', '1')) { const p: RefundHistoryResponse = page.value; console.log(p, page.environment); }
+  try { await production.getTransactionInfo('1'); } catch (e) {
+    if (e instanceof AppStoreServerError && e.reason === 'local_rate_limit') console.log(e.retryAtMs, env);
+  }
+  const limit: RateLimitOptions = { maxWaitMs: 0 };
+  console.log(limit, answered.value.signedTransactionInfo);
 }
 console.log(extras);
 `;
@@ -125,12 +136,17 @@ test('tsc finds type errors in code using the declarations (the check can fail)'
 import { SignedDataVerifier, Environment, AppStoreServerAPIClient } from 'appstoreserver';
 const v = new SignedDataVerifier([], 'yes', Environment.SANDBOX, 'b');
 async function f(c: AppStoreServerAPIClient) { const n: number = await c.getTransactionInfo(5); console.log(n); }
-console.log(v, f);
+const o = new AppStoreServerAPIClient('', '', '', '', Environment.PRODUCTION, { sandboxFallback: 'yes', rateLimit: { maxWait: 5 } });
+async function g(c: AppStoreServerAPIClient) { await c.answer('getTransactionInfo', 5); }
+async function h(c: AppStoreServerAPIClient) { await c.answer('close'); }
+console.log(v, f, o, g, h);
 `;
   const r = check(project({ 'bad.ts': bad }));
   assert.notEqual(r.status, 0);
   assert.match(r.stdout, /bad\.ts.*TS2345/s);
   assert.match(r.stdout, /TS2322|TS2345/);
+  // The options and answer() are typed: a wrong option type, answer()'s arguments, a method that is no endpoint.
+  for (const line of [5, 6, 7]) assert.match(r.stdout, new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`), `line ${line}: ${r.stdout}`);
 });
 
 test('the declarations name every export (parsed)', () => {
