@@ -24,13 +24,14 @@ from ._generated.api_errors import AdvancedCommerceAPIError, APIError
 from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, LIBRARY_VERSION, free_error, lib, new_handle, read_error, take_string
-from ._signing import api_token
+from ._signing import Signer, SigningError, SigningKeyArg, api_token, error_from, is_signer
 from ._signing import signing_key as _new_signing_key
 from .models.Environment import Environment
 from .signed_data_verifier import environment_code
 
 __all__ = ["APIError", "AdvancedCommerceAPIError", "APIException", "GetTransactionHistoryVersion",
-           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient"]
+           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient", "Signer",
+           "SigningError"]
 
 T = TypeVar("T")
 
@@ -190,7 +191,9 @@ def _response_parts(response: Any) -> Tuple[int, bytes, bytes]:
 class BaseAppStoreServerAPIClient:
     """What both clients share: the core's client (signing key, environment, timeout, retry policy).
 
-    signing_key   the App Store Connect .p8 key (PEM bytes, or str)
+    signing_key   the App Store Connect .p8 key (PEM bytes, or str); beyond Apple's: a callable
+                  sign(message: bytes, digest: bytes) -> bytes for a key held in a KMS or an HSM (see Signer), called
+                  for every bearer token; when it fails, the call raises SigningError (reason SIGNER_FAILED)
     key_id, issuer_id, bundle_id, environment   as in Apple's library (Environment.XCODE is refused)
 
     Beyond Apple's, keyword-only: base_url (another server, e.g. a test server; http:// or https://), timeout
@@ -199,9 +202,9 @@ class BaseAppStoreServerAPIClient:
     is not waited for).
     """
 
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
-                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
-                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str,
+                 environment: Environment, *, base_url: Optional[str] = None, timeout: float = 30.0,
+                 max_retries: int = 0, initial_backoff: float = 0.5, max_backoff: float = 30.0):
         if isinstance(environment, (Environment, str)) and not isinstance(environment, bool):
             if environment == Environment.XCODE:
                 raise ValueError("Xcode is not a supported environment for an AppStoreServerAPIClient")
@@ -225,13 +228,15 @@ class BaseAppStoreServerAPIClient:
                 _options(opts.ptr, "appstore_api_client_options_set_base_url", url)
             _options(opts.ptr, "appstore_api_client_options_set_timeout_ms", timeout_ms)
             _options(opts.ptr, "appstore_api_client_options_set_retry", retries, initial_ms, max_ms)
-            handle, info = new_handle("appstore_api_client_new", self._key.ptr, env_code, opts.ptr)
+            # The client keeps the key handle: an external signer's callback must outlive the native client.
+            handle, info = new_handle("appstore_api_client_new", self._key.ptr, env_code, opts.ptr, keep=self._key)
         finally:
             opts.close()
         if handle is None:
             raise ValueError(info.message if info else "appstore_api_client_new failed")
         self._client = handle
         self._h = handle.ptr
+        self._external_signer = is_signer(signing_key)
 
     # ---- Apple's private helpers that subclasses use --------------------------------------------------------
 
@@ -262,6 +267,12 @@ class BaseAppStoreServerAPIClient:
         st = lib.appstore_api_client_build_request(self._h, endpoint.encode(), pj, byref(req), byref(err))
         if st != 0:
             info = read_error(err, st)
+            if self._external_signer and info.reason in (FailureReason.SIGNING_FAILED, FailureReason.SIGNER_FAILED):
+                # The core reports a bearer token its external signer could not make as INTERNAL_ERROR /
+                # SIGNING_FAILED (an OpenSSL failure), where the signature creators say INVALID_KEY / SIGNER_FAILED as
+                # the header documents; OpenSSL signs nothing for such a key, so it is the signer's failure.
+                info = info._replace(status=AppStoreStatus.INVALID_KEY, reason=FailureReason.SIGNER_FAILED)
+                raise error_from(info, self._key, f"{endpoint}: ")
             raise ValueError(f"{endpoint}: {info.message}")
         r = req.value
         try:
@@ -387,9 +398,9 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
     httpx.AsyncClient; close it with async_close()), else urllib in a worker thread. _execute_request may be
     overridden by an async function (or a plain one)."""
 
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
-                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
-                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str,
+                 environment: Environment, *, base_url: Optional[str] = None, timeout: float = 30.0,
+                 max_retries: int = 0, initial_backoff: float = 0.5, max_backoff: float = 30.0):
         super().__init__(signing_key, key_id, issuer_id, bundle_id, environment, base_url=base_url, timeout=timeout,
                          max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
         try:
@@ -410,11 +421,17 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
             return await self.http_client.request(m, full, headers=hdrs, content=body, timeout=timeout)
         return await asyncio.get_running_loop().run_in_executor(None, _http.send, m, full, hdrs, body, timeout)
 
+    async def _aprepare(self, endpoint: str, params: Dict[str, Any]) -> _Prepared:
+        # An external signer (a KMS round trip) signs the bearer token: in a worker thread, not on the event loop.
+        if self._external_signer:
+            return await asyncio.get_running_loop().run_in_executor(None, self._prepare, endpoint, params)
+        return self._prepare(endpoint, params)
+
     async def _acall(self, endpoint: str, params: Dict[str, Any]) -> Any:
         attempt = 0
         while True:
             attempt += 1
-            p = self._prepare(endpoint, params)
+            p = await self._aprepare(endpoint, params)
             token = _current.set(p)
             try:
                 response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
