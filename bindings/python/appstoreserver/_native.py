@@ -103,13 +103,15 @@ def free_error(err: c_void_p) -> None:
 
 
 class Handle:
-    """Owns one library handle and frees it (with its _free function) when collected or closed."""
+    """Owns one library handle and frees it (with its _free function) when collected or closed. `keep`: what the
+    native object uses without owning it (a ctypes callback, another handle), kept alive as long as this handle."""
 
-    __slots__ = ("_ptr", "_free", "__weakref__")
+    __slots__ = ("_ptr", "_free", "keep", "__weakref__")
 
-    def __init__(self, ptr: int, free_name: str):
+    def __init__(self, ptr: int, free_name: str, keep: object = None):
         self._ptr: Optional[int] = ptr
         self._free = getattr(lib, free_name)
+        self.keep = keep
 
     @property
     def ptr(self) -> int:
@@ -122,6 +124,7 @@ class Handle:
         p, self._ptr = self._ptr, None
         if p:
             self._free(p)
+        self.keep = None
 
     def __del__(self) -> None:
         try:
@@ -130,12 +133,13 @@ class Handle:
             pass
 
 
-def new_handle(fn_name: str, *args: object) -> "tuple[Optional[Handle], Optional[ErrorInfo]]":
-    """Calls appstore_<type>_new(args..., &out, &err): (Handle, None) on success, (None, ErrorInfo) on failure."""
+def new_handle(fn_name: str, *args: object, keep: object = None) -> "tuple[Optional[Handle], Optional[ErrorInfo]]":
+    """Calls appstore_<type>_new(args..., &out, &err) (or appstore_<type>_new_with_<...>): (Handle, None) on success,
+    (None, ErrorInfo) on failure. keep: as for Handle."""
     out = c_void_p()
     err = c_void_p()
     st = getattr(lib, fn_name)(*args, byref(out), byref(err))
     if st != 0:
         return None, read_error(err, st)
-    handle_type = fn_name[: -len("_new")]
-    return Handle(out.value, abi.HANDLES[handle_type]), None  # type: ignore[arg-type]
+    handle_type = fn_name[: fn_name.rindex("_new")]
+    return Handle(out.value, abi.HANDLES[handle_type], keep), None  # type: ignore[arg-type]

@@ -4,7 +4,8 @@ The library (the "core") builds every request: method, percent-encoded URL, head
 token, body, after checking the parameters against Apple's limits. Python moves the bytes: `_execute_request`
 (urllib by default; override it to use your own HTTP, as with Apple's library). The core decodes every answer,
 and decides whether and when a failed attempt is retried (HTTP 429 and Apple's retryable codes, honouring
-Retry-After); Python only sleeps.
+Retry-After), whether a Production lookup is asked again in Sandbox (sandbox_fallback) and how long an attempt
+waits for the client-side rate limit (rate_limit); Python only sleeps and sends.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from ._generated.api_errors import AdvancedCommerceAPIError, APIError
 from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, LIBRARY_VERSION, free_error, lib, new_handle, read_error, take_string
-from ._signing import api_token
+from ._signing import Signer, SigningError, SigningKeyArg, api_token, error_from, is_signer
 from ._signing import signing_key as _new_signing_key
 from .models.Environment import Environment
 from .signed_data_verifier import environment_code
 
 __all__ = ["APIError", "AdvancedCommerceAPIError", "APIException", "GetTransactionHistoryVersion",
-           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient"]
+           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient", "Signer",
+           "SigningError"]
 
 T = TypeVar("T")
 
@@ -40,6 +42,11 @@ _BASE_URLS = {
     Environment.LOCAL_TESTING: "https://local-testing-base-url",
 }
 _UNSET = object()
+# A request that waited this long for its rate-limit slot is built again before it is sent: its bearer token (300 s)
+# was made before the wait.
+_REBUILD_AFTER_WAIT = 60.0
+_RATE_LIMIT_MAX_WAIT = 10.0  # one slot of Apple's slowest Sandbox endpoints (1/s in Production: one per 10 s)
+_NEITHER = "Production answered transactionIdNotFound (4040010); then Sandbox: "
 
 
 class APIException(Exception):
@@ -50,7 +57,8 @@ class APIException(Exception):
     endpoints; None when the code is unknown or absent), raw_api_error (Apple's errorCode, also when unknown),
     error_message (Apple's errorMessage). Beyond Apple: api_error_name, retry_after (seconds from the answer, None
     without Retry-After), retry_at_ms (Retry-After as milliseconds since 1970), status (AppStoreStatus), reason
-    (FailureReason), message (what failed, in words).
+    (FailureReason), message (what failed, in words). The client's own rate limit refuses a call with status
+    RATE_LIMITED, reason LOCAL_RATE_LIMIT, http_status_code 0 (nothing was sent) and retry_at_ms (the next free slot).
     """
 
     def __init__(self, http_status_code: int, raw_api_error: Optional[int] = _UNSET,  # type: ignore[assignment]
@@ -188,20 +196,40 @@ def _response_parts(response: Any) -> Tuple[int, bytes, bytes]:
 
 
 class BaseAppStoreServerAPIClient:
-    """What both clients share: the core's client (signing key, environment, timeout, retry policy).
+    """What both clients share: the core's client (signing key, environment, timeout, retry policy, Sandbox
+    fallback, rate limit).
 
-    signing_key   the App Store Connect .p8 key (PEM bytes, or str)
+    signing_key   the App Store Connect .p8 key (PEM bytes, or str); beyond Apple's: a callable
+                  sign(message: bytes, digest: bytes) -> bytes for a key held in a KMS or an HSM (see Signer), called
+                  for every bearer token; when it fails, the call raises SigningError (reason SIGNER_FAILED)
     key_id, issuer_id, bundle_id, environment   as in Apple's library (Environment.XCODE is refused)
 
-    Beyond Apple's, keyword-only: base_url (another server, e.g. a test server; http:// or https://), timeout
-    (seconds per attempt, default 30), max_retries (default 0: no retries), initial_backoff and max_backoff
-    (seconds; the wait doubles from initial_backoff up to max_backoff; a Retry-After further away than max_backoff
-    is not waited for).
+    Beyond Apple's, keyword-only:
+    base_url          another server, e.g. a test server (http:// or https://)
+    timeout           seconds per attempt (default 30)
+    max_retries       default 0: no retries; initial_backoff and max_backoff (seconds): the wait doubles from
+                      initial_backoff up to max_backoff; a Retry-After further away than max_backoff is not waited for
+    sandbox_fallback  Production clients only: a lookup (transaction info, history, statuses, refund history, app
+                      transaction info) that Production answers with transactionIdNotFound (4040010), after its
+                      retries, is asked again in Sandbox, as Apple advises (App Review buys in Sandbox); later pages of
+                      iter_* stay in the environment that answered. When Sandbox fails too, its APIException is raised
+                      (message starting "Production answered transactionIdNotFound (4040010); then Sandbox: ").
+                      `client.with_environment.<method>(...)` returns (answer, Environment) to tell which answered.
+    sandbox_base_url  the Sandbox base URL of the fallback (default: Apple's), e.g. a second test server
+    rate_limit        slow down to Apple's published per-endpoint limits (docs/endpoints.md; Sandbox a tenth), one
+                      budget per endpoint and environment per client, shared by its threads / tasks: every attempt
+                      (retries and fallback requests too) waits for a free slot, up to rate_limit_max_wait seconds
+                      (default 10); when the slot is further away, APIException (reason LOCAL_RATE_LIMIT) is raised
+                      at once and nothing is sent (0: never wait)
+    rate_limit_share_percent  1-100 (default 100): this client's share of Apple's limits, e.g. 50 when two
+                      processes use the key
     """
 
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
-                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
-                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str,
+                 environment: Environment, *, base_url: Optional[str] = None, timeout: float = 30.0,
+                 max_retries: int = 0, initial_backoff: float = 0.5, max_backoff: float = 30.0,
+                 sandbox_fallback: bool = False, sandbox_base_url: Optional[str] = None, rate_limit: bool = False,
+                 rate_limit_max_wait: Optional[float] = None, rate_limit_share_percent: Optional[int] = None):
         if isinstance(environment, (Environment, str)) and not isinstance(environment, bool):
             if environment == Environment.XCODE:
                 raise ValueError("Xcode is not a supported environment for an AppStoreServerAPIClient")
@@ -213,6 +241,20 @@ class BaseAppStoreServerAPIClient:
         retries = _args.integer(max_retries, "max_retries", (0, 100))
         initial_ms = _ms(initial_backoff, "initial_backoff", 0)
         max_ms = _ms(max_backoff, "max_backoff", 0)
+        fallback = _args.boolean(sandbox_fallback, "sandbox_fallback")
+        sandbox_url = _args.text(sandbox_base_url, "sandbox_base_url", optional=True)
+        if sandbox_url is not None and not fallback:
+            raise ValueError("sandbox_base_url is used only by the Sandbox fallback: pass sandbox_fallback=True")
+        if fallback and env != Environment.PRODUCTION:
+            raise ValueError(f"sandbox_fallback is for Production clients (this one is {env.value})")
+        limited = _args.boolean(rate_limit, "rate_limit")
+        if not limited and (rate_limit_max_wait is not None or rate_limit_share_percent is not None):
+            raise ValueError("rate_limit_max_wait and rate_limit_share_percent are used only by the rate limit: pass "
+                             "rate_limit=True")
+        wait_ms = _ms(_RATE_LIMIT_MAX_WAIT if rate_limit_max_wait is None else rate_limit_max_wait,
+                      "rate_limit_max_wait", 0)
+        share = _args.integer(100 if rate_limit_share_percent is None else rate_limit_share_percent,
+                              "rate_limit_share_percent", (1, 100))
         self._key = _new_signing_key(signing_key, key_id, issuer_id, bundle_id)
         self._key_id, self._issuer_id, self._bundle_id = key_id, issuer_id, bundle_id
         self._environment = env
@@ -225,13 +267,20 @@ class BaseAppStoreServerAPIClient:
                 _options(opts.ptr, "appstore_api_client_options_set_base_url", url)
             _options(opts.ptr, "appstore_api_client_options_set_timeout_ms", timeout_ms)
             _options(opts.ptr, "appstore_api_client_options_set_retry", retries, initial_ms, max_ms)
-            handle, info = new_handle("appstore_api_client_new", self._key.ptr, env_code, opts.ptr)
+            if fallback:
+                _options(opts.ptr, "appstore_api_client_options_set_sandbox_fallback", 1, sandbox_url)
+            if limited:
+                _options(opts.ptr, "appstore_api_client_options_set_rate_limit", 1, wait_ms, share)
+            # The client keeps the key handle: an external signer's callback must outlive the native client.
+            handle, info = new_handle("appstore_api_client_new", self._key.ptr, env_code, opts.ptr, keep=self._key)
         finally:
             opts.close()
         if handle is None:
             raise ValueError(info.message if info else "appstore_api_client_new failed")
         self._client = handle
         self._h = handle.ptr
+        self._sandbox_fallback = fallback
+        self._external_signer = is_signer(signing_key)
 
     # ---- Apple's private helpers that subclasses use --------------------------------------------------------
 
@@ -248,7 +297,10 @@ class BaseAppStoreServerAPIClient:
 
     # ---- the core's request / answer ---------------------------------------------------------------------------
 
-    def _prepare(self, endpoint: str, params: Dict[str, Any]) -> _Prepared:
+    def _prepare(self, endpoint: str, params: Dict[str, Any], sandbox: bool = False,
+                 reserve: bool = True) -> Tuple[_Prepared, float]:
+        """The core's request (the Sandbox fallback's when `sandbox`) and the seconds to wait for its rate-limit
+        slot (reserved here unless `reserve` is False); APIException (LOCAL_RATE_LIMIT) when there is none."""
         try:
             params_json = _json.dumps(params, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as e:
@@ -259,12 +311,26 @@ class BaseAppStoreServerAPIClient:
             raise ValueError(f"{endpoint}: a parameter is not valid Unicode text (unpaired surrogate)") from e
         req = c_void_p()
         err = c_void_p()
-        st = lib.appstore_api_client_build_request(self._h, endpoint.encode(), pj, byref(req), byref(err))
+        build = lib.appstore_api_client_build_fallback_request if sandbox else lib.appstore_api_client_build_request
+        st = build(self._h, endpoint.encode(), pj, byref(req), byref(err))
         if st != 0:
             info = read_error(err, st)
+            if self._external_signer and info.reason in (FailureReason.SIGNING_FAILED, FailureReason.SIGNER_FAILED):
+                # The core reports a bearer token its external signer could not make as INTERNAL_ERROR /
+                # SIGNING_FAILED (an OpenSSL failure), where the signature creators say INVALID_KEY / SIGNER_FAILED as
+                # the header documents; OpenSSL signs nothing for such a key, so it is the signer's failure.
+                info = info._replace(status=AppStoreStatus.INVALID_KEY, reason=FailureReason.SIGNER_FAILED)
+                raise error_from(info, self._key, f"{endpoint}: ")
             raise ValueError(f"{endpoint}: {info.message}")
         r = req.value
         try:
+            wait = 0.0
+            if reserve:
+                delay = c_int64(0)
+                st = lib.appstore_api_client_reserve(self._h, r, byref(delay), byref(err))
+                if st != 0:
+                    raise APIException._from_info(read_error(err, st), ENDPOINTS[endpoint][1])
+                wait = delay.value / 1000.0
             n = lib.appstore_api_request_header_count(r)
             headers = [(lib.appstore_api_request_header_name(r, i).decode(),
                         lib.appstore_api_request_header_value(r, i).decode()) for i in range(n)]
@@ -272,13 +338,13 @@ class BaseAppStoreServerAPIClient:
             ptr = lib.appstore_api_request_body(r, byref(size))
             body = string_at(ptr, size.value) if ptr and size.value else b""
             return _Prepared(lib.appstore_api_request_method(r).decode(), lib.appstore_api_request_url(r).decode(),
-                             headers, body, lib.appstore_api_request_timeout_ms(r) / 1000.0)
+                             headers, body, lib.appstore_api_request_timeout_ms(r) / 1000.0), wait
         finally:
             lib.appstore_api_request_free(r)
 
-    def _answer(self, endpoint: str, attempt: int, response: Any) -> Tuple[bool, Any]:
+    def _answer(self, endpoint: str, attempt: int, response: Any, sandbox: bool = False) -> Tuple[bool, Any]:
         """(True, model or None) for a decoded success; (False, seconds to wait) when the core says retry; raises
-        APIException otherwise."""
+        APIException otherwise, marked _falls_back when the core says the lookup is to be asked in Sandbox."""
         status, headers, body = _response_parts(response)
         resp_cls, errors_enum, _ = ENDPOINTS[endpoint]
         out = c_void_p()
@@ -297,11 +363,22 @@ class BaseAppStoreServerAPIClient:
                 free_error(err2)
                 delay = c_int64(-1)
             info = read_error(err, st, free=False)
+            falls_back = (delay.value < 0 and not sandbox and self._sandbox_fallback
+                          and lib.appstore_api_client_falls_back(self._h, endpoint.encode(), err) == 1)
         finally:
             free_error(err)
         if delay.value >= 0:
             return False, delay.value / 1000.0
-        raise APIException._from_info(info, errors_enum)
+        e = APIException._from_info(info, errors_enum)
+        e._falls_back = falls_back  # type: ignore[attr-defined]
+        raise e
+
+    def _answering(self, sandbox: bool) -> Environment:
+        return Environment.SANDBOX if sandbox else self._environment
+
+    def _first_sandbox(self, environment: Optional[Environment]) -> bool:
+        """Whether a call goes to Sandbox directly: a later page of a lookup that fell back."""
+        return environment == Environment.SANDBOX and self._sandbox_fallback
 
     def _send_default(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any
                       ) -> Tuple[str, str, Dict[str, str], Optional[bytes], float]:
@@ -345,11 +422,41 @@ class AppStoreServerAPIClient(BaseAppStoreServerAPIClient, EndpointMethods):
         m, full, hdrs, body, timeout = self._send_default(method, url, params, headers, json, data)
         return _http.send(m, full, hdrs, body, timeout)
 
+    @property
+    def with_environment(self) -> Any:  # Any: the methods' annotations name the answer alone
+        """The endpoint methods returning (answer, Environment that answered): Environment.SANDBOX when a Production
+        lookup fell back (sandbox_fallback), else the client's. iter_* yield (page, Environment).
+
+            info, env = client.with_environment.get_transaction_info(transaction_id)
+        """
+        return _EnvironmentView(self)
+
     def _call(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        return self._call_ext(endpoint, params)[0]
+
+    def _call_ext(self, endpoint: str, params: Dict[str, Any],
+                  environment: Optional[Environment] = None) -> Tuple[Any, Environment]:
+        sandbox = self._first_sandbox(environment)
+        try:
+            return self._attempts(endpoint, params, sandbox), self._answering(sandbox)
+        except APIException as e:
+            if not getattr(e, "_falls_back", False):
+                raise
+            try:
+                return self._attempts(endpoint, params, True), Environment.SANDBOX
+            except APIException as sandbox_error:  # raised with Production's error as its __context__
+                sandbox_error.message = _NEITHER + sandbox_error.message
+                raise
+
+    def _attempts(self, endpoint: str, params: Dict[str, Any], sandbox: bool) -> Any:
         attempt = 0
         while True:
             attempt += 1
-            p = self._prepare(endpoint, params)
+            p, wait = self._prepare(endpoint, params, sandbox)
+            if wait > 0:
+                time.sleep(wait)
+                if wait > _REBUILD_AFTER_WAIT:
+                    p = self._prepare(endpoint, params, sandbox, reserve=False)[0]
             token = _current.set(p)
             try:
                 response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
@@ -359,21 +466,39 @@ class AppStoreServerAPIClient(BaseAppStoreServerAPIClient, EndpointMethods):
                 _close(response)
                 raise TypeError("_execute_request of the synchronous client returned an awaitable; override it with a "
                                 "plain function, or use AsyncAppStoreServerAPIClient")
-            done, value = self._answer(endpoint, attempt, response)
+            done, value = self._answer(endpoint, attempt, response, sandbox)
             if done:
                 return value
             time.sleep(value)
 
     def _pages(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Any]:
+        return (page for page, _ in self._pages_ext(endpoint, params))
+
+    def _pages_ext(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Tuple[Any, Environment]]:
         param, field = ENDPOINTS[endpoint][2]
         token: Optional[str] = None
+        env: Optional[Environment] = None
         while True:
-            page = self._call(endpoint, dict(params, **({param: token} if token is not None else {})))
-            yield page
+            page, env = self._call_ext(endpoint, dict(params, **({param: token} if token is not None else {})), env)
+            yield page, env
             nxt = getattr(page, field, None)
             if not getattr(page, "hasMore", False) or not nxt or nxt == token:
                 return
             token = nxt
+
+
+class _EnvironmentView(EndpointMethods):
+    """AppStoreServerAPIClient.with_environment: every endpoint method of the client, returning (answer,
+    Environment)."""
+
+    def __init__(self, client: AppStoreServerAPIClient):
+        self._client = client
+
+    def _call(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        return self._client._call_ext(endpoint, params)
+
+    def _pages(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Any]:
+        return self._client._pages_ext(endpoint, params)
 
 
 def _close(awaitable: Any) -> None:
@@ -387,11 +512,15 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
     httpx.AsyncClient; close it with async_close()), else urllib in a worker thread. _execute_request may be
     overridden by an async function (or a plain one)."""
 
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str, environment: Environment, *,
-                 base_url: Optional[str] = None, timeout: float = 30.0, max_retries: int = 0,
-                 initial_backoff: float = 0.5, max_backoff: float = 30.0):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str,
+                 environment: Environment, *, base_url: Optional[str] = None, timeout: float = 30.0,
+                 max_retries: int = 0, initial_backoff: float = 0.5, max_backoff: float = 30.0,
+                 sandbox_fallback: bool = False, sandbox_base_url: Optional[str] = None, rate_limit: bool = False,
+                 rate_limit_max_wait: Optional[float] = None, rate_limit_share_percent: Optional[int] = None):
         super().__init__(signing_key, key_id, issuer_id, bundle_id, environment, base_url=base_url, timeout=timeout,
-                         max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff)
+                         max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
+                         sandbox_fallback=sandbox_fallback, sandbox_base_url=sandbox_base_url, rate_limit=rate_limit,
+                         rate_limit_max_wait=rate_limit_max_wait, rate_limit_share_percent=rate_limit_share_percent)
         try:
             import httpx
 
@@ -410,11 +539,48 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
             return await self.http_client.request(m, full, headers=hdrs, content=body, timeout=timeout)
         return await asyncio.get_running_loop().run_in_executor(None, _http.send, m, full, hdrs, body, timeout)
 
+    @property
+    def with_environment(self) -> Any:  # Any: the methods' annotations name the answer alone
+        """The endpoint methods returning (answer, Environment that answered), as AppStoreServerAPIClient's:
+
+            info, env = await client.with_environment.get_transaction_info(transaction_id)
+        """
+        return _AsyncEnvironmentView(self)
+
     async def _acall(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        return (await self._acall_ext(endpoint, params))[0]
+
+    async def _acall_ext(self, endpoint: str, params: Dict[str, Any],
+                         environment: Optional[Environment] = None) -> Tuple[Any, Environment]:
+        sandbox = self._first_sandbox(environment)
+        try:
+            return await self._aattempts(endpoint, params, sandbox), self._answering(sandbox)
+        except APIException as e:
+            if not getattr(e, "_falls_back", False):
+                raise
+            try:
+                return await self._aattempts(endpoint, params, True), Environment.SANDBOX
+            except APIException as sandbox_error:  # raised with Production's error as its __context__
+                sandbox_error.message = _NEITHER + sandbox_error.message
+                raise
+
+    async def _aprepare(self, endpoint: str, params: Dict[str, Any], sandbox: bool,
+                        reserve: bool = True) -> Tuple[_Prepared, float]:
+        # An external signer (a KMS round trip) signs the bearer token: in a worker thread, not on the event loop.
+        if self._external_signer:
+            return await asyncio.get_running_loop().run_in_executor(None, self._prepare, endpoint, params, sandbox,
+                                                                    reserve)
+        return self._prepare(endpoint, params, sandbox, reserve)
+
+    async def _aattempts(self, endpoint: str, params: Dict[str, Any], sandbox: bool) -> Any:
         attempt = 0
         while True:
             attempt += 1
-            p = self._prepare(endpoint, params)
+            p, wait = await self._aprepare(endpoint, params, sandbox)
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if wait > _REBUILD_AFTER_WAIT:
+                    p = (await self._aprepare(endpoint, params, sandbox, reserve=False))[0]
             token = _current.set(p)
             try:
                 response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
@@ -422,19 +588,39 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
                     response = await response
             finally:
                 _current.reset(token)
-            done, value = self._answer(endpoint, attempt, response)
+            done, value = self._answer(endpoint, attempt, response, sandbox)
             if done:
                 return value
             await asyncio.sleep(value)
 
     async def _apages(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Any]:
+        async for page, _ in self._apages_ext(endpoint, params):
+            yield page
+
+    async def _apages_ext(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Tuple[Any, Environment]]:
         param, field = ENDPOINTS[endpoint][2]
         token: Optional[str] = None
+        env: Optional[Environment] = None
         while True:
-            page = await self._acall(endpoint, dict(params, **({param: token} if token is not None else {})))
-            yield page
+            page, env = await self._acall_ext(endpoint, dict(params, **({param: token} if token is not None else {})),
+                                              env)
+            yield page, env
             nxt = getattr(page, field, None)
             if not getattr(page, "hasMore", False) or not nxt or nxt == token:
                 return
             token = nxt
+
+
+class _AsyncEnvironmentView(AsyncEndpointMethods):
+    """AsyncAppStoreServerAPIClient.with_environment: every endpoint method of the client, returning (answer,
+    Environment)."""
+
+    def __init__(self, client: AsyncAppStoreServerAPIClient):
+        self._client = client
+
+    async def _acall(self, endpoint: str, params: Dict[str, Any]) -> Any:
+        return await self._client._acall_ext(endpoint, params)
+
+    def _apages(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Any]:
+        return self._client._apages_ext(endpoint, params)
 

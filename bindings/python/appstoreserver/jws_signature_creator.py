@@ -9,17 +9,23 @@ from typing import Any, Dict, Optional
 from . import _args
 from ._model import AdvancedCommerceAPIInAppRequest, Model
 from ._native import lib
-from ._signing import SigningError, call_string, signing_key
+from ._signing import Signer, SigningError, SigningKeyArg, call_string, signing_key
 
 __all__ = ["AdvancedCommerceAPIInAppRequest", "JWSSignatureCreator", "PromotionalOfferV2SignatureCreator",
-           "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceAPIInAppSignatureCreator", "SigningError"]
+           "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceAPIInAppSignatureCreator", "Signer",
+           "SigningError"]
 
 
 class JWSSignatureCreator:
     """The common part of the creators: the audience and an App Store Connect key with its identifiers (the .p8
-    PEM as bytes, or str). Claims bid, iss, aud, iat and a fresh nonce are added to every signature."""
+    PEM as bytes, or str). Claims bid, iss, aud, iat and a fresh nonce are added to every signature.
 
-    def __init__(self, audience: str, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str):
+    Beyond Apple's: signing_key may be a callable sign(message: bytes, digest: bytes) -> bytes for a key held in a
+    KMS or an HSM (see Signer); it returns the ES256 signature of message (DER or 64 bytes r||s). When it raises or
+    returns something else, create_signature raises SigningError (reason SIGNER_FAILED, the exception as
+    __cause__)."""
+
+    def __init__(self, audience: str, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         self._audience = _args.text(audience, "audience").decode()  # type: ignore[union-attr]
         self._key = signing_key_handle(signing_key, key_id, issuer_id, bundle_id)
         self._key_id = key_id
@@ -38,7 +44,7 @@ def signing_key_handle(key: Any, key_id: Any, issuer_id: Any, bundle_id: Any) ->
 
 
 class PromotionalOfferV2SignatureCreator(JWSSignatureCreator):
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("promotional-offer", signing_key, key_id, issuer_id, bundle_id)
 
     def create_signature(self, product_id: str, offer_identifier: str, transaction_id: Optional[str]) -> str:
@@ -47,13 +53,13 @@ class PromotionalOfferV2SignatureCreator(JWSSignatureCreator):
             raise ValueError("product_id cannot be null")
         if offer_identifier is None:
             raise ValueError("offer_identifier cannot be null")
-        return call_string(lib.appstore_signing_key_create_promotional_offer_v2, self._key.ptr,
+        return call_string(self._key, lib.appstore_signing_key_create_promotional_offer_v2,
                            _args.text(product_id, "product_id"), _args.text(offer_identifier, "offer_identifier"),
                            _args.text(transaction_id, "transaction_id", optional=True))
 
 
 class IntroductoryOfferEligibilitySignatureCreator(JWSSignatureCreator):
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("introductory-offer-eligibility", signing_key, key_id, issuer_id, bundle_id)
 
     def create_signature(self, product_id: str, allow_introductory_offer: bool, transaction_id: str) -> str:
@@ -65,13 +71,13 @@ class IntroductoryOfferEligibilitySignatureCreator(JWSSignatureCreator):
         if transaction_id is None:
             raise ValueError("transaction_id cannot be null")
         allow = _args.boolean(allow_introductory_offer, "allow_introductory_offer")
-        return call_string(lib.appstore_signing_key_create_introductory_offer_eligibility, self._key.ptr,
+        return call_string(self._key, lib.appstore_signing_key_create_introductory_offer_eligibility,
                            _args.text(product_id, "product_id"), 1 if allow else 0,
                            _args.text(transaction_id, "transaction_id"))
 
 
 class AdvancedCommerceAPIInAppSignatureCreator(JWSSignatureCreator):
-    def __init__(self, signing_key: bytes, key_id: str, issuer_id: str, bundle_id: str):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("advanced-commerce-api", signing_key, key_id, issuer_id, bundle_id)
 
     def create_signature(self, advanced_commerce_in_app_request: AdvancedCommerceAPIInAppRequest) -> str:
@@ -95,4 +101,4 @@ class AdvancedCommerceAPIInAppSignatureCreator(JWSSignatureCreator):
             data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         except (TypeError, ValueError) as e:
             raise TypeError(f"advanced_commerce_in_app_request does not convert to JSON: {e}") from None
-        return call_string(lib.appstore_signing_key_create_advanced_commerce_in_app, self._key.ptr, data, len(data))
+        return call_string(self._key, lib.appstore_signing_key_create_advanced_commerce_in_app, data, len(data))

@@ -9,15 +9,17 @@ from uuid import UUID
 
 from . import _args
 from ._native import lib, read_error, take_string
-from ._signing import SigningError, error_from, signing_key
+from ._signing import Signer, SigningError, SigningKeyArg, error_from, signing_key
 
-__all__ = ["PromotionalOfferSignatureCreator", "SigningError"]
+__all__ = ["PromotionalOfferSignatureCreator", "Signer", "SigningError"]
 
 
 class PromotionalOfferSignatureCreator:
-    """signing_key: the .p8 PEM (bytes, or str); key_id: its key id; bundle_id: the app's bundle id."""
+    """signing_key: the .p8 PEM (bytes, or str), or (beyond Apple's) a signer callable sign(message, digest) -> bytes
+    for a key held in a KMS or an HSM (see jws_signature_creator.JWSSignatureCreator); key_id: its key id;
+    bundle_id: the app's bundle id."""
 
-    def __init__(self, signing_key: bytes, key_id: str, bundle_id: str):
+    def __init__(self, signing_key: SigningKeyArg, key_id: str, bundle_id: str):
         self._key = _key_of(signing_key, key_id, bundle_id)
         self._key_id = key_id
         self._bundle_id = bundle_id
@@ -36,7 +38,7 @@ class PromotionalOfferSignatureCreator:
         st = lib.appstore_signing_key_create_promotional_offer_v1(self._key.ptr, product, offer, user, n, ts,
                                                                   byref(out), None, None, byref(err))
         if st != 0:
-            raise error_from(read_error(err, st))
+            raise error_from(read_error(err, st), self._key)
         return take_string(out).decode("utf-8")
 
 

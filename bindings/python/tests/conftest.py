@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Dict, Iterator, List
 
@@ -82,13 +83,10 @@ def api_cases() -> List[Dict]:
     return json.loads((SUPPORT / "api_cases.json").read_text(encoding="utf-8"))["cases"]
 
 
-@pytest.fixture(scope="session")
-def mock_url(keys: Path) -> Iterator[str]:
-    """Tests/support/mock_app_store.py on 127.0.0.1: checks every request (bearer token verified with joserfc) and
-    answers with api_cases.json's canned answers or a scenario."""
+def _mock(keys: Path, *extra: str) -> Iterator[str]:
     p = subprocess.Popen([sys.executable, str(SUPPORT / "mock_app_store.py"), "--cases", str(SUPPORT / "api_cases.json"),
                           "--public-key", str(keys / "p256_public.pem"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
-                          "--bundle-id", BUNDLE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                          "--bundle-id", BUNDLE, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("PORT "), f"mock server said {line!r}"
@@ -99,6 +97,26 @@ def mock_url(keys: Path) -> Iterator[str]:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+@pytest.fixture(scope="session")
+def mock_url(keys: Path) -> Iterator[str]:
+    """Tests/support/mock_app_store.py on 127.0.0.1: checks every request (bearer token verified with joserfc) and
+    answers with api_cases.json's canned answers or a scenario."""
+    yield from _mock(keys)
+
+
+@pytest.fixture(scope="session")
+def not_found_url(keys: Path) -> Iterator[str]:
+    """A second mock playing a Production that knows no id (--not-found-lookups): every lookup the spec marks
+    sandboxFallback is answered 404 errorCode 4040010, the other endpoints as mock_url answers them."""
+    yield from _mock(keys, "--not-found-lookups", str(REPO / "spec" / "endpoints.json"))
+
+
+def arrivals(url: str) -> Dict[str, List[float]]:
+    """The mock's arrival times (monotonic seconds) per "METHOD path" (GET /mock/arrivals)."""
+    with urllib.request.urlopen(f"{url}/mock/arrivals", timeout=10) as r:
+        return json.loads(r.read())["arrivals"]
 
 
 @pytest.fixture(scope="session")

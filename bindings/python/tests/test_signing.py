@@ -4,18 +4,24 @@ never by this library."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import hashlib
 import json
 import subprocess
 import sys
+import time
 import uuid
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 from conftest import BUNDLE, ISSUER, KEY_ID, SUPPORT
 
-from appstoreserver import FailureReason
-from appstoreserver.api_client import AppStoreServerAPIClient
+from appstoreserver import AppStoreStatus, FailureReason
+from appstoreserver.api_client import AppStoreServerAPIClient, AsyncAppStoreServerAPIClient
 from appstoreserver.jws_signature_creator import (
     AdvancedCommerceAPIInAppSignatureCreator,
     IntroductoryOfferEligibilitySignatureCreator,
@@ -45,8 +51,9 @@ def _check(keys: Path, items: List[Dict[str, Any]], tmp_path: Path) -> subproces
                           capture_output=True, text=True)
 
 
-def _items(keys: Path) -> List[Dict[str, Any]]:
-    pem = (keys / "p256.p8").read_bytes()
+def _items(keys: Path, signer: Any = None) -> List[Dict[str, Any]]:
+    """One of every signature, made with the .p8 PEM or, when given, with the external signer."""
+    pem = (keys / "p256.p8").read_bytes() if signer is None else signer
     ident = {"kid": KEY_ID, "iss": ISSUER, "bid": BUNDLE}
     items: List[Dict[str, Any]] = []
     api = AppStoreServerAPIClient(pem, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
@@ -57,7 +64,8 @@ def _items(keys: Path) -> List[Dict[str, Any]]:
                                  transactionId="2000000123")})
     items.append({"kind": "promo_v2", "value": v2.create_signature("com.example.monthly", "WINBACK_50", None),
                   "expect": dict(ident, productId="com.example.monthly", offerIdentifier="WINBACK_50")})
-    intro = IntroductoryOfferEligibilitySignatureCreator(pem.decode(), KEY_ID, ISSUER, BUNDLE)  # str PEM works too
+    intro = IntroductoryOfferEligibilitySignatureCreator(pem.decode() if signer is None else signer, KEY_ID, ISSUER,
+                                                         BUNDLE)  # str PEM works too
     for allow in (True, False):
         items.append({"kind": "intro_eligibility", "value": intro.create_signature("com.example.yearly", allow, "99"),
                       "expect": dict(ident, productId="com.example.yearly", allowIntroductoryOffer=allow,
@@ -140,3 +148,249 @@ def test_advanced_commerce_limits(keys: Path) -> None:
     assert "item.descripton" in ei.value.message
     with pytest.raises(ValueError, match="Either period or rawPeriod must be provided"):
         AdvancedCommerceOffer(1, 50, None, AdvancedCommerceOfferReason.ACQUISITION)
+
+
+# ---- external signers (a key in a KMS or an HSM) ------------------------------------------------------------------
+
+
+class KMS:
+    """A stand-in for a KMS / HSM built on `cryptography`: it holds the private key and signs what it is given, as DER
+    (what AWS KMS, Google Cloud KMS and most HSMs return) or as 64 bytes r||s (JOSE's form, PKCS#11 CKM_ECDSA), from
+    the message or from its digest; it records what it was asked."""
+
+    def __init__(self, keys: Path, form: str):
+        from cryptography.hazmat.primitives import serialization
+
+        self.key = serialization.load_pem_private_key((keys / "p256.p8").read_bytes(), None)
+        self.form = form
+        self.calls: List[tuple] = []
+
+    def __call__(self, message: bytes, digest: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+        self.calls.append((message, digest))
+        if self.form == "der":
+            return self.key.sign(message, ec.ECDSA(hashes.SHA256()))
+        der = self.key.sign(digest, ec.ECDSA(utils.Prehashed(hashes.SHA256())))  # signs the digest only
+        r, s = utils.decode_dss_signature(der)
+        return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+@pytest.mark.parametrize("form", ["der", "raw"])
+def test_external_signer_signatures_verified_independently(keys: Path, tmp_path: Path, form: str) -> None:
+    kms = KMS(keys, form)
+    items = _items(keys, kms)
+    assert len(kms.calls) == len(items), "every signature is asked of the signer"
+    r = _check(keys, items, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"signatures: {len(items)} passed, 0 failed" in r.stdout, r.stdout
+    # The signer got the JWS signing input (header.payload) and its SHA-256.
+    token = items[0]["value"]
+    message, digest = kms.calls[0]
+    assert message == token.rsplit(".", 1)[0].encode() and digest == hashlib.sha256(message).digest()
+
+
+def test_external_signer_api_client(keys: Path, mock_url: str) -> None:
+    """The mock server verifies the bearer token (joserfc, the public key): a signer-backed client is accepted, sync
+    and async; each attempt signs a fresh token."""
+    kms = KMS(keys, "der")
+    c = AppStoreServerAPIClient(kms, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
+    assert c.get_transaction_info("2000000000000001").signedTransactionInfo == "signed-transaction-info"
+    assert len(kms.calls) == 1
+
+    async def run() -> str:
+        a = AsyncAppStoreServerAPIClient(KMS(keys, "raw"), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
+                                         base_url=mock_url)
+        try:
+            return (await a.get_transaction_info("2000000000000001")).signedTransactionInfo
+        finally:
+            await a.async_close()
+
+    assert asyncio.run(run()) == "signed-transaction-info"
+
+
+def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
+    """A slow signer (a KMS round trip) runs in a worker thread: the event loop keeps running meanwhile. A coroutine
+    function is refused with a clear error (the library calls the signer synchronously)."""
+    kms = KMS(keys, "der")
+
+    def slow(message: bytes, digest: bytes) -> bytes:
+        time.sleep(0.6)
+        return kms(message, digest)
+
+    async def fake(*a: Any) -> Any:
+        from test_api import FakeResponse
+
+        return FakeResponse(200, {"signedTransactionInfo": "ok"})
+
+    async def run() -> int:
+        c = AsyncAppStoreServerAPIClient(slow, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+        c._execute_request = fake
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        t = asyncio.ensure_future(ticker())
+        try:
+            assert (await c.get_transaction_info("1")).signedTransactionInfo == "ok"
+        finally:
+            t.cancel()
+            await c.async_close()
+        return ticks
+
+    ticks = asyncio.run(run())
+    assert len(kms.calls) == 1 and ticks >= 5, f"the event loop was blocked while signing ({ticks} ticks)"
+
+    async def coroutine_signer(message: bytes, digest: bytes) -> bytes:
+        return b""
+
+    with pytest.raises(SigningError, match="returned an awaitable") as ei:
+        PromotionalOfferV2SignatureCreator(coroutine_signer, KEY_ID, ISSUER, BUNDLE).create_signature("p", "o", None)
+    assert ei.value.reason == FailureReason.SIGNER_FAILED
+
+
+def test_external_signer_from_threads(keys: Path, tmp_path: Path) -> None:
+    """The library calls the signer on the calling thread, from several at once."""
+    creator = PromotionalOfferV2SignatureCreator(KMS(keys, "der"), KEY_ID, ISSUER, BUNDLE)
+    with ThreadPoolExecutor(4) as pool:
+        values = list(pool.map(lambda i: creator.create_signature("com.example.monthly", f"OFFER_{i}", None),
+                               range(24)))
+    items = [{"kind": "promo_v2", "value": v, "expect": {"kid": KEY_ID, "iss": ISSUER, "bid": BUNDLE,
+                                                          "productId": "com.example.monthly",
+                                                          "offerIdentifier": f"OFFER_{i}"}}
+             for i, v in enumerate(values)]
+    r = _check(keys, items, tmp_path)
+    assert r.returncode == 0 and "signatures: 24 passed, 0 failed" in r.stdout, r.stdout + r.stderr
+
+
+class Unavailable(Exception):
+    pass
+
+
+def _raises(message: bytes, digest: bytes) -> bytes:
+    raise Unavailable("KMS unavailable")
+
+
+BAD_SIGNERS = {
+    "raises": (_raises, "Unavailable: KMS unavailable"),
+    "garbage": (lambda m, d: b"garbage", "not an ECDSA P-256 signature"),
+    "zeros": (lambda m, d: bytes(64), "not an ECDSA P-256 signature"),  # r = s = 0: right length, out of range
+    "too long": (lambda m, d: bytes(100), "100 bytes"),
+    "empty": (lambda m, d: b"", "0 bytes"),
+    "None": (lambda m, d: None, "returned NoneType, not bytes"),
+    "str": (lambda m, d: "MEUCIQ", "returned str, not bytes"),
+    "wrong arity": (lambda m: b"", "TypeError"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_SIGNERS)
+def test_failing_signer(keys: Path, name: str) -> None:
+    """A signer that raises or returns something else fails that signature with SigningError (INVALID_KEY /
+    SIGNER_FAILED, naming what went wrong)."""
+    sign, words = BAD_SIGNERS[name]
+    creators = [lambda: PromotionalOfferV2SignatureCreator(sign, KEY_ID, ISSUER, BUNDLE).create_signature(
+                    "p", "o", None),
+                lambda: IntroductoryOfferEligibilitySignatureCreator(sign, KEY_ID, ISSUER, BUNDLE).create_signature(
+                    "p", True, "1"),
+                lambda: PromotionalOfferSignatureCreator(sign, KEY_ID, BUNDLE).create_signature(
+                    "p", "o", "u", uuid.uuid4(), 1698148900000),
+                lambda: AppStoreServerAPIClient(sign, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)._generate_token()]
+    for make in creators:
+        with pytest.raises(SigningError) as ei:
+            make()
+        e = ei.value
+        assert e.status == AppStoreStatus.INVALID_KEY and e.reason == FailureReason.SIGNER_FAILED, repr(e.reason)
+        assert "external signer" in e.message and words in e.message, e.message
+    if name == "raises":
+        assert isinstance(e.__cause__, Unavailable)
+        assert e.message.endswith("the external signer failed: it raised Unavailable: KMS unavailable"), e.message
+
+
+def test_signer_recovers(keys: Path, tmp_path: Path) -> None:
+    """A failure is one signature's: the next is asked again, and a later failure of another kind does not carry the
+    earlier exception."""
+    kms = KMS(keys, "der")
+    answers: List[Any] = [Unavailable("once"), None, b"garbage"]
+
+    def flaky(message: bytes, digest: bytes) -> bytes:
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return kms(message, digest) if a is None else a
+
+    creator = PromotionalOfferV2SignatureCreator(flaky, KEY_ID, ISSUER, BUNDLE)
+    with pytest.raises(SigningError, match="it raised Unavailable: once"):
+        creator.create_signature("p", "o", None)
+    value = creator.create_signature("com.example.monthly", "WINBACK_50", None)
+    with pytest.raises(SigningError) as ei:
+        creator.create_signature("p", "o", None)
+    assert ei.value.__cause__ is None and "once" not in ei.value.message, ei.value.message
+    r = _check(keys, [{"kind": "promo_v2", "value": value, "expect": {"kid": KEY_ID, "iss": ISSUER, "bid": BUNDLE,
+                                                                      "productId": "com.example.monthly",
+                                                                      "offerIdentifier": "WINBACK_50"}}], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_failing_signer_api_call(keys: Path, mock_url: str) -> None:
+    """An API call whose bearer token cannot be signed raises SigningError (a ValueError) naming the endpoint, and
+    sends nothing; sync and async."""
+    c = AppStoreServerAPIClient(_raises, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
+    sent: List[Any] = []
+    c._execute_request = lambda *a: sent.append(a)
+    with pytest.raises(SigningError) as ei:
+        c.get_transaction_info("2000000000000001")
+    assert isinstance(ei.value, ValueError) and ei.value.reason == FailureReason.SIGNER_FAILED
+    assert ei.value.status == AppStoreStatus.INVALID_KEY
+    assert ei.value.message.startswith("getTransactionInfo: ") and "KMS unavailable" in ei.value.message
+    assert isinstance(ei.value.__cause__, Unavailable) and sent == []
+
+    async def run() -> None:
+        a = AsyncAppStoreServerAPIClient(lambda m, d: b"garbage", KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
+                                         base_url=mock_url)
+        try:
+            with pytest.raises(SigningError) as ei:
+                await a.get_transaction_info("2000000000000001")
+            assert ei.value.reason == FailureReason.SIGNER_FAILED
+        finally:
+            await a.async_close()
+
+    asyncio.run(run())
+
+
+def test_signer_lives_as_long_as_its_key(keys: Path) -> None:
+    """The callable (and its ctypes callback) stay alive while a creator or client holds the key, however the
+    caller's references go, and are released with it."""
+    kms = KMS(keys, "raw")
+    ref = weakref.ref(kms)
+    client = AppStoreServerAPIClient(kms, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+    creator = PromotionalOfferV2SignatureCreator(kms, KEY_ID, ISSUER, BUNDLE)
+    del kms
+    gc.collect()
+    assert client._generate_token().count(".") == 2 and creator.create_signature("p", "o", None).count(".") == 2
+    del client
+    gc.collect()
+    assert ref() is not None, "the creator still holds the signer"
+    assert creator.create_signature("p", "o", None).count(".") == 2
+    del creator
+    gc.collect()
+    assert ref() is None, "the signer is released with the last key that uses it"
+
+
+def test_signing_key_types(keys: Path) -> None:
+    for bad in (42, None, ["pem"], object()):
+        with pytest.raises(TypeError, match="signing_key must be the .p8 PEM .* or a signer callable"):
+            PromotionalOfferV2SignatureCreator(bad, KEY_ID, ISSUER, BUNDLE)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="signing_key"):
+            AppStoreServerAPIClient(bad, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)  # type: ignore[arg-type]
+    # A signer still needs the identifiers: the client needs an issuer id, the v1 creator does not.
+    with pytest.raises(TypeError, match="issuer_id"):
+        AppStoreServerAPIClient(_raises, KEY_ID, None, BUNDLE, Environment.SANDBOX)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key_id"):
+        PromotionalOfferSignatureCreator(_raises, None, BUNDLE)  # type: ignore[arg-type]
+    assert PromotionalOfferSignatureCreator(KMS(keys, "der"), KEY_ID, BUNDLE).create_signature(
+        "p", "o", "u", uuid.uuid4(), 1698148900000)
