@@ -113,6 +113,15 @@ struct FixedSigner: ES256Signer {
             }
             let v1 = try PromotionalOfferSignatureCreator(signingKey: key, keyId: "k", bundleId: "b")
             #expect(throws: SigningError.self, "\(what)") { try v1.createSignature(productIdentifier: "p", subscriptionOfferID: "o") }
+            // The API client's bearer token too: the same status and reason, not an OpenSSL failure.
+            let builder = try AppStoreServerAPIRequestBuilder(signingKey: key, keyId: "k", issuerId: "i", bundleId: "b",
+                                                              environment: .sandbox)
+            do {
+                _ = try builder.build(.getTransactionInfo(transactionId: "1"))
+                Issue.record("\(what): request built")
+            } catch {
+                #expect(error.statusCode == .invalidKey && error.reason == .signerFailed, "\(what): \(error)")
+            }
         }
         // The smallest valid values pass the range check in both forms (r = s = 1).
         for answer in [one + one, validDER] {

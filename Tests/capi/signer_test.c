@@ -166,6 +166,21 @@ static void failures(EVP_PKEY *pkey) {
                            out == (char *)0x1,
                    cases[i].what, "v1: %s / %s", appstore_status_name(st), appstore_reason_name(appstore_error_reason(err)));
         appstore_error_free(err);
+        err = NULL;
+        /* The API client's bearer token: the same status and reason (not an OpenSSL failure), no request. */
+        appstore_api_client *client = NULL;
+        if (appstore_api_client_new(key, APPSTORE_ENVIRONMENT_SANDBOX, NULL, &client, NULL) == APPSTORE_OK) {
+            appstore_api_request *req = (appstore_api_request *)0x1;
+            st = appstore_api_client_build_request(client, "getTransactionInfo", "{\"transactionId\":\"1\"}", &req, &err);
+            capi_check(&T, st == APPSTORE_INVALID_KEY && appstore_error_reason(err) == APPSTORE_REASON_SIGNER_FAILED &&
+                               req == (appstore_api_request *)0x1,
+                       cases[i].what, "bearer token: %s / %s", appstore_status_name(st),
+                       appstore_reason_name(appstore_error_reason(err)));
+            appstore_error_free(err);
+            appstore_api_client_free(client);
+        } else {
+            capi_check(&T, 0, cases[i].what, "appstore_api_client_new failed");
+        }
         appstore_signing_key_free(key);
     }
     appstore_signing_key *key = (appstore_signing_key *)0x1;

@@ -22,6 +22,9 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case transport(TransportError.Kind)
         /// The bearer token could not be created.
         case signing
+        /// An external signer (`SigningKey(signer:)`) could not sign the bearer token: INVALID_KEY / SIGNER_FAILED, as
+        /// every other signature such a key fails to make.
+        case signerFailed
         /// The client's own rate limiter (`APIRateLimit`) had no slot within the wait allowed; nothing was sent.
         /// `retryAfter` is the time of the next free slot.
         case rateLimitedLocally
@@ -102,6 +105,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .undecodableResponse: .invalidResponse
         case .transport: .transportError
         case .signing: .internalError
+        case .signerFailed: .invalidKey
         case .rateLimitedLocally: .rateLimited
         }
     }
@@ -117,6 +121,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .transport(.unreachable): .transportUnreachable
         case .transport(.failed): .transportFailed
         case .signing: .signingFailed
+        case .signerFailed: .signerFailed
         case .rateLimitedLocally: .localRateLimit
         }
     }

@@ -96,7 +96,8 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
             token = try AppStoreServerAPIToken.create(signingKey: signingKey, keyId: keyId, issuerId: issuerId,
                                                       bundleId: bundleId, issuedAt: issuedAt)
         } catch {
-            throw AppStoreServerAPIError(kind: .signing, endpoint: request.endpoint, message: "bearer token: \(error.message)")
+            throw AppStoreServerAPIError(kind: error.kind == .signerFailed ? .signerFailed : .signing, endpoint: request.endpoint,
+                                         message: "bearer token: \(error.message)")
         }
         var headers = [
             HTTPHeader("Authorization", "Bearer \(token)"),

@@ -316,9 +316,8 @@ class BaseAppStoreServerAPIClient:
         if st != 0:
             info = read_error(err, st)
             if self._external_signer and info.reason in (FailureReason.SIGNING_FAILED, FailureReason.SIGNER_FAILED):
-                # The core reports a bearer token its external signer could not make as INTERNAL_ERROR /
-                # SIGNING_FAILED (an OpenSSL failure), where the signature creators say INVALID_KEY / SIGNER_FAILED as
-                # the header documents; OpenSSL signs nothing for such a key, so it is the signer's failure.
+                # A bearer token the external signer could not make (INVALID_KEY / SIGNER_FAILED; libraries before
+                # 0.1.0's fix said INTERNAL_ERROR / SIGNING_FAILED) is raised as the signature creators raise it.
                 info = info._replace(status=AppStoreStatus.INVALID_KEY, reason=FailureReason.SIGNER_FAILED)
                 raise error_from(info, self._key, f"{endpoint}: ")
             raise ValueError(f"{endpoint}: {info.message}")

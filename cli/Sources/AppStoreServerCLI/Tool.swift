@@ -110,7 +110,7 @@ struct ToolFailure: Error {
         let exit: ExitStatus
         switch f.kind {
         case .invalidArgument, .invalidRequest: exit = .usage
-        case .configuration, .signing: exit = .configuration
+        case .configuration, .signing, .signerFailed: exit = .configuration
         case .apiError, .httpError, .undecodableResponse, .rateLimitedLocally: exit = .apiError
         case .transport: exit = .network
         }
