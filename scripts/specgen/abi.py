@@ -6,8 +6,11 @@ conventions, stated once here:
   - a parameter named *_out is an output; `char **` outputs are strings the caller frees with appstore_string_free,
     `appstore_T **` outputs are handles the caller frees with appstore_T_free, `appstore_error **err_out` is the
     optional error (written on failure only); other *_out pointers receive plain values;
-  - `(const char *|const uint8_t *) X` followed by `size_t X_len` is a byte buffer and its length (NULL allowed when
-    the length is 0); other `const char *` inputs are NUL-terminated UTF-8;
+  - `(const char *|const uint8_t *) X` followed by `size_t S_len`, where X is S or starts with S_ (receipt_b64 /
+    receipt_len), is a byte buffer and its length (NULL allowed when the length is 0); other `const char *` inputs
+    are NUL-terminated UTF-8;
+  - `const uint8_t *const *S_ders`, `const size_t *S_lens` and `size_t S_count` are an array of byte buffers, their
+    lengths and their count;
   - `const appstore_T *` / `appstore_T *` are handles (borrowed for the call); _free functions and accessors that do
     not return a status accept NULL;
   - a `const char *` / `const uint8_t *` result is owned by the library: static for functions without a handle
@@ -37,6 +40,24 @@ def _handles(typedefs) -> list[str]:
     return [name for name, text in typedefs if re.fullmatch(rf"typedef struct {name} {name}", text)]
 
 
+def _buffer_length(name: str, params) -> str | None:
+    """The length parameter of buffer `name`: the next parameter, `size_t S_len` with name == S or S_... ."""
+    i = [q.name for q in params].index(name)
+    nxt = params[i + 1] if i + 1 < len(params) else None
+    if nxt is None or nxt.ctype != "size_t" or not nxt.name.endswith("_len"):
+        return None
+    stem = nxt.name[:-4]
+    return nxt.name if name == stem or name.startswith(stem + "_") else None
+
+
+def _buffer_of(length: str, params) -> str | None:
+    """The buffer whose length `length` is (the parameter before it), or None."""
+    i = [q.name for q in params].index(length)
+    if i == 0 or params[i - 1].ctype not in ("const char *", "const uint8_t *"):
+        return None
+    return params[i - 1].name if _buffer_length(params[i - 1].name, params) == length else None
+
+
 def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor: bool, protos_names) -> dict:
     t = p.ctype
     d: dict = {"name": p.name, "type": t}
@@ -60,14 +81,16 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
         d["direction"] = "in"
         if base.endswith("*") and base[:-1] in handles:
             d.update(kind="handle", handle=base[:-1])
-        elif t in ("const char *", "const uint8_t *") and f"{p.name}_len" in names:
-            d.update(kind="buffer", length=f"{p.name}_len", text=t == "const char *")
-        elif t == "size_t" and p.name.endswith("_len") and p.name[:-4] in names:
-            d.update(kind="length", of=p.name[:-4])
+        elif t in ("const char *", "const uint8_t *") and _buffer_length(p.name, params) is not None:
+            d.update(kind="buffer", length=_buffer_length(p.name, params), text=t == "const char *")
+        elif t == "size_t" and p.name.endswith("_len") and _buffer_of(p.name, params) is not None:
+            d.update(kind="length", of=_buffer_of(p.name, params))
+        elif t == "size_t" and p.name.endswith("_count") and f"{p.name[:-6]}_ders" in names:
+            d.update(kind="count", of=[f"{p.name[:-6]}_ders", f"{p.name[:-6]}_lens"])
         elif t == "const char *":
             d.update(kind="string")
-        elif t == "const uint8_t * const *" and p.name.endswith("s"):
-            d.update(kind="bufferArray", lengths=f"{p.name[:-5]}_lens" if p.name.endswith("_ders") else None)
+        elif t == "const uint8_t * const *" and p.name.endswith("_ders") and f"{p.name[:-5]}_count" in names:
+            d.update(kind="bufferArray", lengths=f"{p.name[:-5]}_lens", count=f"{p.name[:-5]}_count")
         elif t == "const size_t *" and p.name.endswith("_lens"):
             d.update(kind="lengthArray")
         elif t == "char *" and fn == "appstore_string_free":

@@ -558,31 +558,17 @@ def c_functions(abi: dict) -> tuple[list[dict], list[str]]:
                 s["kind"] = "IN_LENGTH"
                 s["link"] = names.index(p["of"])
             elif d == "in" and k == "string":
-                # A NUL-terminated string followed by its length as a plain size_t value (receipt_b64 / receipt_len)
-                # is a text buffer: the marshalling passes the byte length it copied.
-                nxt = params[i + 1] if i + 1 < len(params) else None
-                if nxt and nxt["kind"] == "value" and nxt["type"] == "size_t" and nxt["name"].endswith("_len") \
-                        and p["name"].startswith(nxt["name"][:-4]):
-                    s["kind"] = "IN_TEXT"
-                    s["link"] = i + 1
-                else:
-                    s["kind"] = "IN_STRING"
+                s["kind"] = "IN_STRING"
+            elif d == "in" and k == "count":
+                s["kind"] = "IN_COUNT"
+                s["link"] = names.index(p["of"][0])
             elif d == "in" and k == "value":
-                prev = slots[i - 1] if i else None
-                if prev and prev["kind"] == "IN_TEXT" and prev["link"] == i:
-                    s["kind"] = "IN_LENGTH"
-                    s["link"] = i - 1
-                elif p["type"] == "size_t" and p["name"].endswith("_count") and any(
-                        q["kind"] == "IN_BUFFERS" for q in slots):
-                    s["kind"] = "IN_COUNT"
-                    s["link"] = next(j for j, q in enumerate(slots) if q["kind"] == "IN_BUFFERS")
-                    slots[s["link"]]["count"] = i
-                else:
-                    s["kind"] = "IN_VALUE"
-                    s["vt"] = _c_value_type(p["type"])
+                s["kind"] = "IN_VALUE"
+                s["vt"] = _c_value_type(p["type"])
             elif d == "in" and k == "bufferArray":
                 s["kind"] = "IN_BUFFERS"
                 s["link"] = names.index(p["lengths"])
+                s["count"] = names.index(p["count"])
             elif d == "in" and k == "lengthArray":
                 s["kind"] = "IN_LENGTHS"
                 s["link"] = next(j for j, q in enumerate(params) if q.get("lengths") == p["name"])

@@ -491,7 +491,7 @@ def _param_ctype(fn: str, p: dict, typedefs: dict) -> str:
             return "c_void_p"
         if kind in ("buffer", "string"):
             return "c_char_p"
-        if kind == "length":
+        if kind in ("length", "count"):
             return "c_size_t"
         if kind == "value":
             return _ctype(p["valueType"], typedefs)
