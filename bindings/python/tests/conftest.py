@@ -9,6 +9,7 @@ test the package as users get it. Closing lines (printed at the end, like the C 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -129,6 +130,28 @@ def conformance() -> Path:
 def shared_manifest() -> Dict:
     path = CONFORMANCE / "manifest.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"cases": []}
+
+
+class LoopTicker:
+    """Counts 50 ms ticks of the running event loop while started: a test's proof that the loop was not blocked.
+    start() inside a coroutine, stop() in its finally block, then read .ticks."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._task: "asyncio.Future[None] | None" = None
+
+    def start(self) -> "LoopTicker":
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(0.05)
+                self.ticks += 1
+
+        self._task = asyncio.ensure_future(tick())
+        return self
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 # ---- closing lines ------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Tuple
 from uuid import UUID
 
 import pytest
-from conftest import BUNDLE, ISSUER, KEY_ID, REPO
+from conftest import BUNDLE, ISSUER, KEY_ID, REPO, LoopTicker
 
 from appstoreserver import AppStoreStatus, FailureReason
 from appstoreserver.api_client import (
@@ -258,21 +258,13 @@ def test_retry_decision_comes_from_the_core(keys: Path, mock_url: str, monkeypat
 def test_async_retry_does_not_block_the_loop(keys: Path, mock_url: str) -> None:
     async def run() -> Tuple[str, int]:
         c = client(keys, mock_url, AsyncAppStoreServerAPIClient, max_retries=2, initial_backoff=0.01)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
-
-        t = asyncio.ensure_future(ticker())
+        ticker = LoopTicker().start()
         try:
             r = await c.get_transaction_info("flakyms600-1-async")
         finally:
-            t.cancel()
+            ticker.stop()
             await c.async_close()
-        return r.signedTransactionInfo, ticks
+        return r.signedTransactionInfo, ticker.ticks
 
     info, ticks = asyncio.run(run())
     assert info.startswith("attempt-2 after "), info

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import BUNDLE, ISSUER, KEY_ID, REPO, arrivals
+from conftest import BUNDLE, ISSUER, KEY_ID, REPO, arrivals, LoopTicker
 from test_api import FakeResponse, expected_pages, python_call
 
 from appstoreserver import AppStoreStatus, FailureReason
@@ -343,15 +343,7 @@ def test_rate_limit_async(keys: Path, mock_url: str) -> None:
     async def run() -> Tuple[int, float]:
         c = sandbox(keys, mock_url, AsyncAppStoreServerAPIClient, rate_limit=True, rate_limit_max_wait=5)
         fast = sandbox(keys, mock_url, AsyncAppStoreServerAPIClient, rate_limit=True, rate_limit_max_wait=0)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
-
-        t = asyncio.ensure_future(ticker())
+        ticker = LoopTicker().start()
         t0 = time.monotonic()
         try:
             got = await asyncio.gather(*(c.get_transaction_info(tid) for _ in range(10)))
@@ -362,10 +354,10 @@ def test_rate_limit_async(keys: Path, mock_url: str) -> None:
                 await fast.request_test_notification()
             assert ei.value.reason == FailureReason.LOCAL_RATE_LIMIT
         finally:
-            t.cancel()
+            ticker.stop()
             await c.async_close()
             await fast.async_close()
-        return ticks, elapsed
+        return ticker.ticks, elapsed
 
     ticks, elapsed = asyncio.run(run())
     assert elapsed >= 0.95, elapsed

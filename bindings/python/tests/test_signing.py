@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import BUNDLE, ISSUER, KEY_ID, SUPPORT
+from conftest import BUNDLE, ISSUER, KEY_ID, SUPPORT, LoopTicker
 
 from appstoreserver import AppStoreStatus, FailureReason
 from appstoreserver.api_client import AppStoreServerAPIClient, AsyncAppStoreServerAPIClient
@@ -227,21 +227,13 @@ def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
     async def run() -> int:
         c = AsyncAppStoreServerAPIClient(slow, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
         c._execute_request = fake
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
-
-        t = asyncio.ensure_future(ticker())
+        ticker = LoopTicker().start()
         try:
             assert (await c.get_transaction_info("1")).signedTransactionInfo == "ok"
         finally:
-            t.cancel()
+            ticker.stop()
             await c.async_close()
-        return ticks
+        return ticker.ticks
 
     ticks = asyncio.run(run())
     assert len(kms.calls) == 1 and ticks >= 5, f"the event loop was blocked while signing ({ticks} ticks)"
