@@ -41,8 +41,8 @@ struct Decode: ParsableCommand {
                 return JSONText.object([
                     ("subject", JSONText.string(c.subject)), ("issuer", JSONText.string(c.issuer)),
                     ("serialNumber", JSONText.string(c.serialNumber)),
-                    ("notBefore", c.notBefore.map { JSONText.string(iso($0)) } ?? "null"),
-                    ("notAfter", c.notAfter.map { JSONText.string(iso($0)) } ?? "null"),
+                    ("notBefore", c.notBefore.map { JSONText.string(iso8601($0)) } ?? "null"),
+                    ("notAfter", c.notAfter.map { JSONText.string(iso8601($0)) } ?? "null"),
                     ("sha256", JSONText.string(c.sha256Fingerprint)),
                 ])
             case .failure(let f):
@@ -50,7 +50,8 @@ struct Decode: ParsableCommand {
             }
         }
         let payloadText = String(decoding: u.payloadJSON, as: UTF8.self)
-        let payloadIsJSON = (try? JSONSerialization.jsonObject(with: Data(u.payloadJSON))) != nil
+        let payloadObject = try? JSONSerialization.jsonObject(with: Data(u.payloadJSON))
+        let payloadIsJSON = payloadObject != nil
         var members: [(String, String)] = [
             ("verified", "false"),
             ("kind", u.kind.map { JSONText.string($0.rawValue) } ?? "null"),
@@ -58,9 +59,9 @@ struct Decode: ParsableCommand {
             ("payload", payloadIsJSON ? payloadText : JSONText.string(payloadText)),
             ("certificates", JSONText.array(certificates)),
         ]
-        if nested, payloadIsJSON {
+        if nested, let payloadObject {
             var inner: [(String, String)] = []
-            for (path, value) in signedValues(in: u.payloadJSON) {
+            for (path, value) in signedValues(in: payloadObject) {
                 inner.append((path, (try? describe(value, nested: false)) ?? JSONText.object([("error", JSONText.string("not a compact JWS"))])))
             }
             if !inner.isEmpty { members.append(("nested", JSONText.object(inner))) }
@@ -69,8 +70,7 @@ struct Decode: ParsableCommand {
     }
 
     /// `signed…` string members anywhere in the payload, with their dotted paths.
-    static func signedValues(in json: [UInt8]) -> [(String, String)] {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(json)) else { return [] }
+    static func signedValues(in root: Any) -> [(String, String)] {
         var found: [(String, String)] = []
         func walk(_ value: Any, _ path: String) {
             if let object = value as? [String: Any] {
@@ -88,12 +88,6 @@ struct Decode: ParsableCommand {
         }
         walk(root, "")
         return found
-    }
-
-    static func iso(_ date: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: date)
     }
 }
 

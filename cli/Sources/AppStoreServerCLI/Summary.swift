@@ -94,8 +94,13 @@ enum Summary {
     /// Milliseconds since 1970 as ISO 8601 UTC.
     static func date(_ v: Any?) -> String? {
         guard let n = v as? NSNumber else { return nil }
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: n.doubleValue / 1000))
+        return iso8601(Date(timeIntervalSince1970: n.doubleValue / 1000))
     }
+}
+
+/// A date as ISO 8601 UTC (2025-10-01T07:08:38Z), for the summary and decode's certificate dates.
+func iso8601(_ date: Date) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    return formatter.string(from: date)
 }

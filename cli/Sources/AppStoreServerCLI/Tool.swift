@@ -84,27 +84,20 @@ struct ToolFailure: Error {
         ToolFailure(.noInput, status: "INVALID_ARGUMENT", reason: "no_input", message)
     }
 
+    /// Any of the library's failures: its status, reason and message as they are, with the tool's exit status.
+    init(_ f: some AppStoreServerFailure, _ exit: ExitStatus) {
+        self.init(exit, status: f.statusCode.name, reason: f.reason.name, f.message)
+    }
+
     init(_ f: VerificationFailure) {
         let network: Set<FailureReason> = [.ocspUnreachable, .ocspTimeout]
-        self.init(network.contains(f.reason) ? .network : (f.reason == .internal ? .internal : .invalid),
-                  status: f.statusCode.name, reason: f.reason.name, f.message)
+        self.init(f, network.contains(f.reason) ? .network : (f.reason == .internal ? .internal : .invalid))
     }
 
-    init(_ f: ConfigurationError) {
-        self.init(f.reason == .internal ? .internal : .configuration, status: f.statusCode.name, reason: f.reason.name, f.message)
-    }
-
-    init(_ f: ReceiptError) {
-        self.init(f.reason == .internal ? .internal : .invalid, status: f.statusCode.name, reason: f.reason.name, f.message)
-    }
-
-    init(_ f: SigningError) {
-        self.init(.usage, status: f.statusCode.name, reason: f.reason.name, f.message)
-    }
-
-    init(_ f: SigningKeyError) {
-        self.init(.configuration, status: f.statusCode.name, reason: f.reason.name, f.message)
-    }
+    init(_ f: ConfigurationError) { self.init(f, f.reason == .internal ? .internal : .configuration) }
+    init(_ f: ReceiptError) { self.init(f, f.reason == .internal ? .internal : .invalid) }
+    init(_ f: SigningError) { self.init(f, .usage) }
+    init(_ f: SigningKeyError) { self.init(f, .configuration) }
 
     init(_ f: AppStoreServerAPIError) {
         let exit: ExitStatus
@@ -114,7 +107,7 @@ struct ToolFailure: Error {
         case .apiError, .httpError, .undecodableResponse, .rateLimitedLocally: exit = .apiError
         case .transport: exit = .network
         }
-        self.init(exit, status: f.statusCode.name, reason: f.reason.name, f.message)
+        self.init(f, exit)
     }
 }
 
