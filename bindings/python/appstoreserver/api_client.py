@@ -315,10 +315,8 @@ class BaseAppStoreServerAPIClient:
         st = build(self._h, endpoint.encode(), pj, byref(req), byref(err))
         if st != 0:
             info = read_error(err, st)
-            if self._external_signer and info.reason in (FailureReason.SIGNING_FAILED, FailureReason.SIGNER_FAILED):
-                # A bearer token the external signer could not make (INVALID_KEY / SIGNER_FAILED; libraries before
-                # 0.1.0's fix said INTERNAL_ERROR / SIGNING_FAILED) is raised as the signature creators raise it.
-                info = info._replace(status=AppStoreStatus.INVALID_KEY, reason=FailureReason.SIGNER_FAILED)
+            if info.reason == FailureReason.SIGNER_FAILED:
+                # A bearer token the external signer could not make: raised as the signature creators raise it.
                 raise error_from(info, self._key, f"{endpoint}: ")
             raise ValueError(f"{endpoint}: {info.message}")
         r = req.value
