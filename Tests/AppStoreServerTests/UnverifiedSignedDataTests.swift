@@ -1,5 +1,4 @@
 import Foundation
-import COpenSSL
 import Testing
 @testable import AppStoreServer
 
@@ -71,10 +70,20 @@ import Testing
         #expect(f.reason == .inputTooLarge)
     }
 
+    /// The fingerprint as the openssl command line prints it (not the library's code path).
     static func opensslFingerprint(_ der: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var len: UInt32 = 0
-        _ = EVP_Digest(der, der.count, &digest, &len, EVP_sha256(), nil)
-        return digest.map { String(format: "%02X", $0) }.joined(separator: ":")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("cert-\(UUID().uuidString).der")
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard (try? Data(der).write(to: file)) != nil else { return "write failed" }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl", "x509", "-inform", "DER", "-in", file.path, "-noout", "-fingerprint", "-sha256"]
+        let out = Pipe()
+        p.standardOutput = out
+        guard (try? p.run()) != nil else { return "openssl did not run" }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        // "sha256 Fingerprint=63:34:..." (older versions: "SHA256 Fingerprint=")
+        return text.split(separator: "=", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? text
     }
 }
