@@ -225,13 +225,14 @@ enum SigningFixtures {
         items += AdvancedCommerceFixtures.items(key: key, base: base)
 
         // 8 threads on one key handle; the checker also proves every nonce is unique.
-        let threaded = await withTaskGroup(of: [String].self) { group in
+        // Tasks finish in any order: each result carries its thread's index, and the lists are put back in that order.
+        let threaded = await withTaskGroup(of: (Int, [String]).self) { group in
             for t in 0..<8 {
                 group.addTask {
-                    (0..<25).compactMap { i in try? v2.createSignature(productId: "p\(t)", offerIdentifier: "o\(i)") }
+                    (t, (0..<25).compactMap { i in try? v2.createSignature(productId: "p\(t)", offerIdentifier: "o\(i)") })
                 }
             }
-            return await group.reduce(into: [[String]]()) { $0.append($1) }
+            return await group.reduce(into: [(Int, [String])]()) { $0.append($1) }.sorted { $0.0 < $1.0 }.map(\.1)
         }
         #expect(threaded.map(\.count) == Array(repeating: 25, count: 8))
         for (t, list) in threaded.enumerated() {
