@@ -424,6 +424,12 @@ appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appst
  * one for that whole bound, and may recurse). */
 typedef struct appstore_http_response appstore_http_response;
 
+/* The largest response body the library accepts, counted after any content decoding (a gzip body counts as what it
+ * inflates to): App Store Server API answers, and OCSP answers. Every transport, the bindings' own included, stops
+ * reading once a body passes its limit and fails the exchange (never buffering more than the limit + one read). */
+#define APPSTORE_LIMIT_API_RESPONSE_BYTES 16777216
+#define APPSTORE_LIMIT_OCSP_RESPONSE_BYTES 1048576
+
 #define APPSTORE_TRANSPORT_RESULT_OK 0
 #define APPSTORE_TRANSPORT_RESULT_TIMEOUT 1
 #define APPSTORE_TRANSPORT_RESULT_UNREACHABLE 2

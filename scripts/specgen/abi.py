@@ -125,9 +125,10 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
 
 def _constants(spec: Spec) -> dict:
     groups: dict[str, list] = {"version": [], "status": [], "reason": [], "environment": [], "transportResult": [],
-                               "endpoint": []}
+                               "endpoint": [], "limit": []}
     prefixes = [("APPSTORE_VERSION_", "version"), ("APPSTORE_REASON_", "reason"), ("APPSTORE_ENVIRONMENT_", "environment"),
-                ("APPSTORE_TRANSPORT_RESULT_", "transportResult"), ("APPSTORE_ENDPOINT_", "endpoint")]
+                ("APPSTORE_TRANSPORT_RESULT_", "transportResult"), ("APPSTORE_ENDPOINT_", "endpoint"),
+                ("APPSTORE_LIMIT_", "limit")]
     statuses = {f"APPSTORE_{s['name']}" for s in spec.statuses}
     for name, value in parse_defines(str(ROOT / HEADER)):
         if name in ("APPSTORE_OPTIONAL",) or name.startswith("APPSTORE_JSON") or name == "APPSTORESERVER_H":
