@@ -3,7 +3,8 @@ description (include/appstoreserver.abi.json).
 
     spec.js        enums (TypeScript-enum objects with Apple's Node names, unknown values pass through untouched),
                    statuses, reasons, API error codes, Apple's Node VerificationStatus and the mapping of the
-                   library's reasons onto it, environments, the endpoint table, the verify operations
+                   library's reasons onto it, environments, the response body limits, the endpoint table, the verify
+                   operations
     endpoints.js   AppStoreServerAPIEndpoints: one method per endpoint with Apple's Node name and parameter order
                    (getTransactionHistory and getTransactionHistoryV1 merge into Apple's one method with `version`),
                    and an async iterator of pages (`<method>Pages`) for each paginated endpoint
@@ -312,6 +313,9 @@ def render_spec_js(spec: Spec, abi: dict) -> str:
     out.append(f"const ENVIRONMENT_CODES = {json.dumps(env_values)};")
     tr = {c["name"][len("APPSTORE_TRANSPORT_RESULT_"):]: c["value"] for c in abi["constants"]["transportResult"]}
     out.append(f"const TRANSPORT_RESULT = {json.dumps(tr)};")
+    # The response body limits every transport enforces while reading (counted after content decoding).
+    limits = {c["name"][len("APPSTORE_LIMIT_"):]: c["value"] for c in abi["constants"]["limit"]}
+    out.append(f"const LIMITS = {json.dumps(limits)};")
     version = next(c["value"] for c in abi["constants"]["version"] if c["name"] == "APPSTORE_VERSION_STRING")
     out.append(f"const VERSION = {js_str(version)};")
     eps = {ep["name"]: endpoint_entry(spec, ep) for ep in spec.endpoints}
@@ -329,7 +333,7 @@ def render_spec_js(spec: Spec, abi: dict) -> str:
     out.append("module.exports = {")
     out.append("  " + ", ".join(exports) + ",")
     out.append("  ENUMS, REASONS, STATUSES, VERIFICATION_STATUS_BY_REASON, VERIFICATION_STATUS_BY_STATUS,")
-    out.append("  ENVIRONMENT_CODES, TRANSPORT_RESULT, VERSION, ENDPOINTS, VERIFY_OPERATIONS, API_ERROR_ENUMS,")
+    out.append("  ENVIRONMENT_CODES, TRANSPORT_RESULT, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS, API_ERROR_ENUMS,")
     out.append("  RETRYABLE_API_ERRORS,")
     out.append("};")
     return "\n".join(out) + "\n"
