@@ -13,6 +13,8 @@ struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
 struct JSONParser {
     /// Deeper than any JSON the App Store sends or this library accepts (Apple's payloads nest about 5 levels).
     static let defaultMaxDepth = 32
+    /// Objects with fewer members check a new key by scanning (cheaper than hashing for a handful of keys).
+    static let linearKeyScanLimit = 16
 
     private let bytes: UnsafeRawBufferPointer
     private let maxDepth: Int
@@ -83,6 +85,9 @@ struct JSONParser {
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         try enter(depth)
         var members: [JSONMember] = []
+        // Duplicate detection must stay linear in the number of keys (a forged payload of ~100k keys must cost no
+        // more per byte than a real one): small objects, all of Apple's, scan their few keys; larger ones hash.
+        var seen: Set<String> = []
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
             i += 1
             return .object(members)
@@ -91,7 +96,14 @@ struct JSONParser {
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key in a JSON object") }
             let keyOffset = i
             let key = try string()
-            if members.contains(where: { $0.key == key }) {
+            let duplicate: Bool
+            if members.count < Self.linearKeyScanLimit {
+                duplicate = members.contains { $0.key == key }
+            } else {
+                if seen.isEmpty { seen = Set(members.lazy.map(\.key)) }
+                duplicate = !seen.insert(key).inserted
+            }
+            if duplicate {
                 // Readers disagree on duplicates (first wins here, last in JSON.parse, Python, jansson): refuse them.
                 throw JSONSyntaxError(offset: keyOffset, reason: "duplicate key \"\(Self.printable(key))\" in a JSON object")
             }
@@ -313,6 +325,7 @@ struct JSONParser {
 
     /// A short, printable rendering of attacker-chosen text for messages.
     static func printable(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).filter { $0.value >= 0x20 && $0.value < 0x7F }))
+        if QuotedText.looksLikeKey(s) { return QuotedText.pemDescription }
+        return String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).filter { $0.value >= 0x20 && $0.value < 0x7F }))
     }
 }
