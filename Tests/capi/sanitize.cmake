@@ -7,9 +7,8 @@
 #            conformance (own PKI, Apple data), error paths, hostile input, receipts (+ hostile), signing (+ error
 #            paths), the API client against the mock server, online checks against real responders, threads.
 #   thread   ThreadSanitizer in both: the thread stress test, the API client's threads, online checks with threads.
-#            Swift's Mutex waits with futex calls TSan cannot see; the library is compiled with -DAPPSTORE_TSAN so
-#            that its lock (`Locked`, Support/Lock.swift) is a pthread mutex TSan understands, and a report means a
-#            real race.
+#            The library's lock (`Locked`, Support/Lock.swift) is a pthread mutex (with a pthread rwlock for fork
+#            safety), which TSan understands, so a report means a real race.
 # Labels: every test here has the label "sanitizer" (ctest -L sanitizer).
 if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "APPSTORE_SANITIZE needs the Swift toolchain's clang as the C compiler (CC=.../usr/bin/clang)")
@@ -19,7 +18,7 @@ if(APPSTORE_SANITIZE STREQUAL "address")
   set(SAN_C -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -shared-libsan)
   set(SAN_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1" "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 elseif(APPSTORE_SANITIZE STREQUAL "thread")
-  set(SAN_SWIFT -sanitize=thread -DAPPSTORE_TSAN)
+  set(SAN_SWIFT -sanitize=thread)
   set(SAN_C -fsanitize=thread -shared-libsan)
   set(SAN_ENV "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
 else()
