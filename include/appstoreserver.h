@@ -323,7 +323,8 @@ appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier,
 typedef struct appstore_signing_key appstore_signing_key;
 
 /* `pem`/`pem_len`: the .p8 text, parsed in place (the library makes no copy of it; the caller owns and clears its
- * buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. key_id
+ * buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. A key whose
+ * private scalar does not match the public key stored with it (a corrupt file) is KEY_MALFORMED. key_id
  * and bundle_id are required; issuer_id (the App Store Connect issuer) may be NULL when only promotional offer v1
  * signatures are made. Failure: status APPSTORE_INVALID_KEY with reason KEY_NOT_PEM / KEY_ENCRYPTED /
  * KEY_MALFORMED / KEY_NOT_EC / KEY_WRONG_CURVE, or APPSTORE_INVALID_ARGUMENT. */
@@ -340,16 +341,22 @@ void appstore_signing_key_free(appstore_signing_key *key);
  * writes the ECDSA P-256 signature of SHA-256(message) into `signature` (capacity `signature_cap`, 72 bytes) as
  * 64 bytes r||s or as DER (what KMS and most HSMs return), sets *signature_len, and returns 0; any other return
  * value fails that signature with APPSTORE_INVALID_KEY / APPSTORE_REASON_SIGNER_FAILED, as does a signature that is
- * neither form or whose r or s is out of range. Inputs are valid only during the call. The callback is called on
- * the thread that asked for the signature, possibly from several threads at once, and must not call back into the
- * library. user_data (borrowed) must stay valid until the key and every client made with it are freed. key_id,
- * issuer_id and bundle_id as for appstore_signing_key_new. */
+ * neither form or whose r or s is out of range, one that does not verify under `public_key` (another key's, another
+ * message's, random bytes), and one that took longer than `timeout_ms` (0 = 10000): the library cannot interrupt
+ * the callback, so the signer's own client must enforce that deadline. `public_key`/`public_key_len` (required,
+ * read during the call): the signer's EC P-256 public key as PEM "-----BEGIN PUBLIC KEY-----" text or DER
+ * SubjectPublicKeyInfo, as KMS and HSM APIs hand it out (else APPSTORE_INVALID_KEY / KEY_MALFORMED, KEY_NOT_EC,
+ * KEY_WRONG_CURVE). Inputs are valid only during the call. The callback is called on the thread that asked for the
+ * signature, possibly from several threads at once, and must not call back into the library. user_data (borrowed)
+ * must stay valid until the key and every client made with it are freed. key_id, issuer_id and bundle_id as for
+ * appstore_signing_key_new. */
 typedef int32_t (*appstore_signer_fn)(void *user_data, const uint8_t *message, size_t message_len,
                                       const uint8_t *digest, uint8_t *signature, size_t signature_cap,
                                       size_t *signature_len);
 
 appstore_status appstore_signing_key_new_with_signer(appstore_signer_fn fn, APPSTORE_OPTIONAL void *user_data,
-                                                     const char *key_id, APPSTORE_OPTIONAL const char *issuer_id,
+                                                     const uint8_t *public_key, size_t public_key_len,
+                                                     uint32_t timeout_ms, const char *key_id, APPSTORE_OPTIONAL const char *issuer_id,
                                                      const char *bundle_id, appstore_signing_key **key_out,
                                                      appstore_error **err_out);
 
@@ -439,18 +446,24 @@ typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, co
                                          size_t headers_len, const uint8_t *body, size_t body_len,
                                          uint32_t timeout_ms, appstore_http_response *response);
 
-/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599.
- * _append_body may be called repeatedly; the body may total at most 64 MiB (67108864 bytes). An append beyond that is
- * refused with APPSTORE_INVALID_ARGUMENT (nothing of it is kept), and the exchange then fails as if the callback had
- * returned APPSTORE_TRANSPORT_RESULT_FAILED, whatever it returns (online checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE /
- * APPSTORE_REASON_OCSP_UNREACHABLE; API calls: APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_TRANSPORT_FAILED). OCSP
- * answers are further limited to 1 MiB (APPSTORE_REASON_OCSP_MALFORMED beyond). */
+/* For use inside the callback only; `response` is valid until the callback returns. Status must be 100-599, and
+ * must be set: a callback that returns APPSTORE_TRANSPORT_RESULT_OK without a status fails the exchange. Redirects
+ * must not be followed: report the 3xx answer as it is (API calls then fail with its status and Location).
+ * _append_body may be called repeatedly; the body may total at most the exchange's limit:
+ * APPSTORE_LIMIT_API_RESPONSE_BYTES for API calls, APPSTORE_LIMIT_OCSP_RESPONSE_BYTES for OCSP (the body as
+ * decoded, if the callback asks for a content encoding), and appstore_http_response_body_limit tells which inside
+ * the callback. An append beyond it is refused with APPSTORE_INVALID_ARGUMENT (nothing of it is kept), and the
+ * exchange then fails as if the callback had returned APPSTORE_TRANSPORT_RESULT_FAILED, whatever it returns (online
+ * checks: APPSTORE_RETRYABLE_VERIFICATION_FAILURE / APPSTORE_REASON_OCSP_UNREACHABLE; API calls:
+ * APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_TRANSPORT_FAILED): stop reading at the limit. */
 appstore_status appstore_http_response_set_status(appstore_http_response *response, int32_t status,
                                                   appstore_error **err_out);
 appstore_status appstore_http_response_add_header(appstore_http_response *response, const char *name,
                                                   const char *value, appstore_error **err_out);
 appstore_status appstore_http_response_append_body(appstore_http_response *response, const uint8_t *data,
                                                    size_t data_len, appstore_error **err_out);
+/* The most body bytes this exchange accepts (0 for NULL). */
+size_t appstore_http_response_body_limit(const appstore_http_response *response);
 
 /* A transport handle: the callback and its user_data (borrowed: keep it alive until appstore_transport_free and
  * until every handle using the transport is freed). */

@@ -106,7 +106,7 @@ func endpoint(_ p: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIE
     let name = try utf8String(p, "endpoint")
     guard let e = AppStoreServerAPIEndpoint(name: name) else {
         throw CFailure(statusCode: .invalidArgument, reason: .unknownEndpoint,
-                       message: "unknown endpoint \"\(name)\" (see APPSTORE_ENDPOINT_* in appstoreserver.h)")
+                       message: "unknown endpoint \(QuotedText.quote(name)) (see APPSTORE_ENDPOINT_* in appstoreserver.h)")
     }
     return e
 }

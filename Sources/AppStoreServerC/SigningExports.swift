@@ -93,18 +93,23 @@ final class CSigner: ES256Signer, @unchecked Sendable {
 
 @c(appstore_signing_key_new_with_signer)
 public func appstoreSigningKeyNewWithSigner(_ fn: CSignerFunction?, _ userData: UnsafeMutableRawPointer?,
+                                            _ publicKey: UnsafePointer<UInt8>?, _ publicKeyLen: UInt, _ timeoutMs: UInt32,
                                             _ keyId: UnsafePointer<CChar>?, _ issuerId: UnsafePointer<CChar>?,
                                             _ bundleId: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
                                             _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {
         guard let fn else { throw CFailure.argument("fn is NULL") }
         guard let out else { throw CFailure.argument("key_out is NULL") }
+        guard let publicKey, publicKeyLen > 0 else { throw CFailure.argument("public_key is NULL or empty: the signer's public key is required") }
+        guard publicKeyLen <= 1 << 16 else { throw CFailure.argument("public_key_len is too large (\(publicKeyLen) bytes)") }
         let kid = try utf8String(keyId, "key_id")
         let bid = try utf8String(bundleId, "bundle_id")
         let iss = try optionalUTF8String(issuerId, "issuer_id")
         guard !kid.isEmpty else { throw CFailure.argument("key_id must not be empty") }
         guard !bid.isEmpty else { throw CFailure.argument("bundle_id must not be empty") }
-        let key = SigningKey(signer: CSigner(function: fn, userData: userData))
+        let key = try SigningKey(signer: CSigner(function: fn, userData: userData),
+                                 publicKey: Array(UnsafeBufferPointer(start: publicKey, count: Int(publicKeyLen))),
+                                 timeoutMilliseconds: timeoutMs)
         out.pointee = retained(SigningKeyBox(key: key, keyId: kid, issuerId: iss, bundleId: bid))
     }
 }

@@ -12,9 +12,10 @@ public typealias CTransportFunction = @convention(c) (
 
 /// The object behind `appstore_http_response *`: what the host's callback fills in.
 final class ResponseBox: Sendable {
-    /// Most bytes a response body may have (App Store Server API answers included; OCSP answers have their own,
-    /// smaller limit). appstore_http_response_append_body refuses to go beyond it.
-    static let maxBodyBytes = 64 << 20
+    /// Most bytes the body may have: the exchange's limit (APPSTORE_LIMIT_API_RESPONSE_BYTES for API calls,
+    /// APPSTORE_LIMIT_OCSP_RESPONSE_BYTES for OCSP). appstore_http_response_append_body refuses to go beyond it.
+    let maxBodyBytes: Int
+    init(maxBodyBytes: Int) { self.maxBodyBytes = maxBodyBytes }
 
     struct Values {
         var status: Int?
@@ -38,7 +39,7 @@ final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
     }
 
     func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse {
-        let response = ResponseBox()
+        let response = ResponseBox(maxBodyBytes: request.maxResponseBytes)
         let unmanaged = Unmanaged.passRetained(response)
         defer { unmanaged.release() }
         let headerText = request.headers.map { "\($0.name): \($0.value)\r\n" }.joined()
@@ -59,7 +60,7 @@ final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
         let v = response.values.withLock { $0 }
         if v.bodyTooLarge {
             throw TransportError(.failed, "the response to \(request.method) \(request.url) is larger than "
-                + "\(ResponseBox.maxBodyBytes) bytes (64 MiB), the most appstore_http_response_append_body accepts")
+                + "\(response.maxBodyBytes) bytes, the most the library accepts for this exchange")
         }
         guard let status = v.status else {
             throw TransportError(.failed, "the transport callback returned success without setting a status")
@@ -109,7 +110,7 @@ public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: U
         let view = try bytes(data.map(UnsafeRawPointer.init), len, "data")
         let had: Int? = box.values.withLock { v in
             // Checked before anything is copied; once refused, the body stays refused.
-            guard !v.bodyTooLarge, view.count <= ResponseBox.maxBodyBytes - v.body.count else {
+            guard !v.bodyTooLarge, view.count <= box.maxBodyBytes - v.body.count else {
                 v.bodyTooLarge = true
                 return v.body.count
             }
@@ -117,8 +118,14 @@ public func appstoreHttpResponseAppendBody(_ response: OpaquePointer?, _ data: U
             return nil
         }
         if let had {
-            throw CFailure.argument("the response body would exceed \(ResponseBox.maxBodyBytes) bytes (64 MiB): \(had) bytes "
+            throw CFailure.argument("the response body would exceed \(box.maxBodyBytes) bytes, this exchange's limit: \(had) bytes "
                 + "so far, \(len) more; the exchange fails")
         }
     }
+}
+
+@c(appstore_http_response_body_limit)
+public func appstoreHttpResponseBodyLimit(_ response: OpaquePointer?) -> UInt {
+    guard let response else { return 0 }
+    return UInt(Unmanaged<ResponseBox>.fromOpaque(UnsafeRawPointer(response)).takeUnretainedValue().maxBodyBytes)
 }

@@ -6,16 +6,28 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
-/// The default HTTP transport of the Swift API client: AsyncHTTPClient (`HTTPClient.shared` unless you pass your
-/// own client, e.g. one configured with a proxy). The timeout of each request (`HTTPRequest.timeoutMilliseconds`)
-/// bounds the whole exchange, body included. The client is never shut down by this type: the shared client needs
-/// no shutdown, and a client you pass stays yours to shut down.
+/// The HTTP client the default transports use: AsyncHTTPClient on its shared event loops, configured never to
+/// follow a redirect (Apple's API and OCSP responders do not redirect; following one would hand the bearer token
+/// or a POST body to whatever host a 3xx names — the 3xx reaches the library, which fails the call naming it) and
+/// never to decompress (a gzip bomb cannot grow past the body limit). Created once, never shut down.
+public enum AppStoreHTTPClient {
+    public static let shared = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled))
+}
+
+/// The default HTTP transport of the Swift API client: AsyncHTTPClient (`AppStoreHTTPClient.shared` unless you pass
+/// your own client, e.g. one configured with a proxy: then configure it with `redirectConfiguration: .disallow`
+/// too). The timeout of each request (`HTTPRequest.timeoutMilliseconds`) bounds the whole exchange, body included;
+/// a body larger than the request's limit (`HTTPRequest.maxResponseBytes`) or `maxResponseBytes`, whichever is
+/// smaller, fails the exchange as soon as it passes it. The client is never shut down by this type: the shared client
+/// needs no shutdown, and a client you pass stays yours to shut down.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     public let client: HTTPClient
-    /// Larger response bodies fail the exchange.
+    /// Larger response bodies fail the exchange (the request's own limit applies too).
     public let maxResponseBytes: Int
 
-    public init(client: HTTPClient = .shared, maxResponseBytes: Int = 16 << 20) {
+    public init(client: HTTPClient = AppStoreHTTPClient.shared, maxResponseBytes: Int = HTTPLimits.apiResponseBytes) {
         self.client = client
         self.maxResponseBytes = maxResponseBytes
     }
@@ -49,7 +61,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         for h in request.headers { r.headers.add(name: h.name, value: h.value) }
         if !request.body.isEmpty { r.body = .bytes(request.body) }
         let response = try await client.execute(r, timeout: timeout)
-        let body = try await response.body.collect(upTo: maxResponseBytes)
+        let body = try await response.body.collect(upTo: min(maxResponseBytes, request.maxResponseBytes))
         return AppStoreServer.HTTPResponse(status: Int(response.status.code),
                                            headers: response.headers.map { HTTPHeader($0.name, $0.value) },
                                            body: Array(buffer: body))

@@ -8,15 +8,17 @@ import NIOCore
 import NIOHTTP1
 
 /// The default blocking transport: what the verifier's online (OCSP) checks use when this product is imported and
-/// no transport is given. AsyncHTTPClient on its own event loops (`HTTPClient.shared` unless you pass a client), the
-/// calling thread waiting for the answer; the request's timeout bounds the whole exchange. Called on an event loop
-/// thread it fails at once instead of waiting for itself (verify from another thread or task there).
+/// no transport is given. AsyncHTTPClient on its own event loops (`AppStoreHTTPClient.shared` unless you pass a client), the
+/// calling thread waiting for the answer; the request's timeout bounds the whole exchange, and its body limit
+/// (`HTTPRequest.maxResponseBytes`, or `maxResponseBytes` when smaller) the body. Redirects are not followed (see
+/// `AppStoreHTTPClient`). Called on an event loop thread it fails at once instead of waiting for itself (verify from
+/// another thread or task there).
 public struct AsyncHTTPClientBlockingTransport: BlockingHTTPTransport {
     public let client: HTTPClient
-    /// Larger response bodies fail the exchange (OCSP answers are limited to 1 MiB by the verifier anyway).
+    /// Larger response bodies fail the exchange (the request's own limit applies too: 1 MiB for OCSP).
     public let maxResponseBytes: Int
 
-    public init(client: HTTPClient = .shared, maxResponseBytes: Int = 1 << 20) {
+    public init(client: HTTPClient = AppStoreHTTPClient.shared, maxResponseBytes: Int = HTTPLimits.apiResponseBytes) {
         self.client = client
         self.maxResponseBytes = maxResponseBytes
     }
@@ -33,7 +35,7 @@ public struct AsyncHTTPClientBlockingTransport: BlockingHTTPTransport {
             let r = try HTTPClient.Request(url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
                                            body: request.body.isEmpty ? nil : .bytes(request.body))
             let deadline = NIODeadline.now() + .milliseconds(Int64(request.timeoutMilliseconds))
-            let response = try client.execute(request: r, delegate: ResponseAccumulator(request: r, maxBodySize: maxResponseBytes),
+            let response = try client.execute(request: r, delegate: ResponseAccumulator(request: r, maxBodySize: min(maxResponseBytes, request.maxResponseBytes)),
                                               deadline: deadline).wait()
             return AppStoreServer.HTTPResponse(status: Int(response.status.code),
                                                headers: response.headers.map { HTTPHeader($0.name, $0.value) },

@@ -51,7 +51,7 @@ struct FixedSigner: ES256Signer {
 
     @Test func everySignatureGoesThroughTheSignerAndVerifiesIndependently() async throws {
         let signer = try PythonSigner()
-        let key = SigningKey(signer: signer)
+        let key = try SigningKey(signer: signer, publicKey: SigningFixtures.bytes("p256_public.pem"))
         let base: [String: Any] = ["kid": Self.ids.keyId, "iss": Self.ids.issuerId, "bid": Self.ids.bundleId]
         func with(_ extra: [String: Any]) -> [String: Any] { base.merging(extra) { $1 } }
         var items: [[String: Any]] = []
@@ -81,7 +81,7 @@ struct FixedSigner: ES256Signer {
         guard let url = APIFixtures.mockBaseURL else { Issue.record("mock server did not start"); return }
         let signer = try PythonSigner()
         // The mock server verifies every bearer token with the public key.
-        let client = try AppStoreServerAPIClient(signingKey: SigningKey(signer: signer), keyId: Self.ids.keyId,
+        let client = try AppStoreServerAPIClient(signingKey: SigningKey(signer: signer, publicKey: SigningFixtures.bytes("p256_public.der")), keyId: Self.ids.keyId,
                                                  issuerId: Self.ids.issuerId, bundleId: Self.ids.bundleId,
                                                  environment: .localTesting, transport: DefaultTransport.make(),
                                                  configuration: .init(baseURL: url))
@@ -102,7 +102,7 @@ struct FixedSigner: ES256Signer {
             ("DER with a byte after it", validDER + [0]), ("73 bytes", [UInt8](repeating: 0x30, count: 73)),
         ]
         for (what, answer) in answers {
-            let key = SigningKey(signer: FixedSigner(answer: answer))
+            let key = try SigningKey(signer: FixedSigner(answer: answer), publicKey: SigningFixtures.bytes("p256_public.pem"))
             do {
                 _ = try AppStoreServerAPIToken.create(signingKey: key, keyId: "k", issuerId: "i", bundleId: "b")
                 Issue.record("\(what): accepted")
@@ -123,11 +123,88 @@ struct FixedSigner: ES256Signer {
                 #expect(error.statusCode == .invalidKey && error.reason == .signerFailed, "\(what): \(error)")
             }
         }
-        // The smallest valid values pass the range check in both forms (r = s = 1).
-        for answer in [one + one, validDER] {
-            let key = SigningKey(signer: FixedSigner(answer: answer))
-            let token = try AppStoreServerAPIToken.create(signingKey: key, keyId: "k", issuerId: "i", bundleId: "b")
-            #expect(token.hasSuffix("." + Base64.encode(one + one, alphabet: .url)))
+        // The smallest valid values pass the range check in both forms (r = s = 1); the signature check comes next.
+        for answer in [one + one, validDER] { #expect(ExternalSignature.raw(answer) == one + one) }
+    }
+
+    /// A signer that signs with a key held here: the right one, another one, or late.
+    struct LocalSigner: ES256Signer {
+        let key: SigningKey
+        var delayMilliseconds: UInt32 = 0
+        func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8] {
+            if delayMilliseconds > 0 { usleep(delayMilliseconds * 1000) }
+            return try message.withUnsafeBytes { try key.signDER($0) }
+        }
+    }
+
+    /// Replays the first signature it made for every later message.
+    final class ReplayingSigner: ES256Signer, @unchecked Sendable {
+        let key: SigningKey
+        private var first: [UInt8]?
+        init(key: SigningKey) { self.key = key }
+        func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8] {
+            if let first { return first }
+            let s = try message.withUnsafeBytes { try key.signDER($0) }
+            first = s
+            return s
+        }
+    }
+
+    /// Signatures Apple would refuse are refused here, before anything is sent: by another key, random bytes, one
+    /// replayed from another message, one that came too late.
+    @Test func signaturesAreVerifiedWithTheSignersPublicKey() throws {
+        let publicKey = try SigningFixtures.bytes("p256_public.pem")
+        let right = try SigningFixtures.key()
+        let other = try SigningKey(pem: try SigningFixtures.pem("other_p256.p8"))
+        var random = [UInt8](repeating: 0, count: 64)
+        for i in random.indices { random[i] = UInt8.random(in: 1...255) }
+        let replaying = ReplayingSigner(key: right)
+        let good = try SigningKey(signer: LocalSigner(key: right), publicKey: publicKey)
+        _ = try AppStoreServerAPIToken.create(signingKey: good, keyId: "k", issuerId: "i", bundleId: "b")
+        let replayKey = try SigningKey(signer: replaying, publicKey: publicKey)
+        _ = try AppStoreServerAPIToken.create(signingKey: replayKey, keyId: "k", issuerId: "i", bundleId: "b", issuedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        let cases: [(String, SigningKey, String)] = [
+            ("another key", try SigningKey(signer: LocalSigner(key: other), publicKey: publicKey), "does not verify"),
+            ("random bytes", try SigningKey(signer: FixedSigner(answer: random), publicKey: publicKey), "does not verify"),
+            ("replayed", replayKey, "does not verify"),
+            ("too slow", try SigningKey(signer: LocalSigner(key: right, delayMilliseconds: 300), publicKey: publicKey,
+                                        timeoutMilliseconds: 100), "deadline is 100 ms"),
+        ]
+        for (what, key, text) in cases {
+            do {
+                _ = try AppStoreServerAPIToken.create(signingKey: key, keyId: "k", issuerId: "i", bundleId: "b", issuedAt: Date(timeIntervalSince1970: 1_700_000_999))
+                Issue.record("\(what): accepted")
+            } catch {
+                #expect(error.statusCode == .invalidKey && error.reason == .signerFailed, "\(what): \(error)")
+                #expect(error.message.contains(text), "\(what): \(error.message)")
+            }
+            let v1 = try PromotionalOfferSignatureCreator(signingKey: key, keyId: "k", bundleId: "b")
+            #expect(throws: SigningError.self, "\(what)") { try v1.createSignature(productIdentifier: "p", subscriptionOfferID: "o") }
+        }
+    }
+
+    @Test func theSignersPublicKeyMustBeAP256PublicKey() throws {
+        let signer = FixedSigner(answer: nil)
+        let p384Public: [UInt8] = try {
+            let k = try SigningFixtures.pem("p384.p8")
+            #expect(throws: SigningKeyError.self) { try SigningKey(pem: k) }
+            return Array("-----BEGIN PUBLIC KEY-----\nMHYwEAYHKoZIzj0CAQYFK4EEACIDYgAE\n-----END PUBLIC KEY-----\n".utf8)
+        }()
+        let refused: [(String, [UInt8], SigningKeyError.Kind)] = [
+            ("empty", [], .malformed),
+            ("garbage", Array("not a key".utf8), .malformed),
+            ("a private key", try SigningFixtures.bytes("p256.p8"), .notPEM),
+            ("truncated P-384", p384Public, .malformed),
+            ("DER with a trailing byte", try SigningFixtures.bytes("p256_public.der") + [0], .malformed),
+        ]
+        for (what, bytes, kind) in refused {
+            do {
+                _ = try SigningKey(signer: signer, publicKey: bytes)
+                Issue.record("\(what): accepted")
+            } catch {
+                #expect(error.kind == kind, "\(what): \(error)")
+                #expect(!error.message.contains("MIG"), "\(what): key material in \(error.message)")
+            }
         }
     }
 }

@@ -24,6 +24,7 @@ enum SigningFixtures {
 
     static func pem(_ name: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8) }
     static func key() throws -> SigningKey { try SigningKey(pem: try pem("p256.p8")) }
+    static func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: dir.appendingPathComponent(name))) }
 
     /// Runs the independent checker on items; true when every item verified.
     /// `quiet` hides the checker's report, for tests whose items are meant to fail (so logs show no failing totals).

@@ -48,7 +48,23 @@ def write_keys(out: Path) -> None:
     full = p8(p256).decode().splitlines()
     (out / "truncated.p8").write_text("\n".join(full[:2] + [full[-1]]) + "\n")
     (out / "not_pem.txt").write_text("this is not a key\n")
+    # For external signers: the public key as DER too, another P-256 key (a signer answering with the wrong key).
+    (out / "p256_public.der").write_bytes(p256.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
+    (out / "other_p256.p8").write_bytes(p8(ec.generate_private_key(ec.SECP256R1())))
+    (out / "corrupt.p8").write_bytes(corrupt_scalar(p8(p256)))
     print(f"keys written to {out}")
+
+
+def corrupt_scalar(pem: bytes) -> bytes:
+    """The same PKCS#8 key with one bit of the private scalar flipped (the public key stored beside it unchanged):
+    a .p8 damaged in storage, which still parses."""
+    lines = pem.decode().splitlines()
+    der = bytearray(base64.b64decode("".join(lines[1:-1])))
+    at = der.find(b"\x04\x20", 20) + 2  # ECPrivateKey's privateKey OCTET STRING (32 bytes) inside the PKCS#8
+    der[at + 7] ^= 0x10
+    body = base64.b64encode(bytes(der)).decode()
+    return ("\n".join([lines[0]] + [body[i:i + 64] for i in range(0, len(body), 64)] + [lines[-1]]) + "\n").encode()
 
 
 def b64url_json(seg: str) -> dict:

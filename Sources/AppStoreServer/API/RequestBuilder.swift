@@ -33,7 +33,7 @@ public enum AppStoreServerAPIBaseURL {
                                  + "Xcode; use Sandbox (or LocalTesting with a base URL of your own test server)")
         default:
             throw .configuration(.unsupportedEnvironment,
-                                 "unknown environment \"\(environment.rawValue)\" for the App Store Server API")
+                                 "unknown environment \(QuotedText.quote(environment.rawValue)) for the App Store Server API")
         }
     }
 }
@@ -67,7 +67,7 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
         let base = try AppStoreServerAPIBaseURL.forEnvironment(environment)
         var chosen = baseURL ?? base
         guard chosen.hasPrefix("https://") || chosen.hasPrefix("http://") else {
-            throw .configuration(.invalidArgument, "base URL must start with https:// or http://, got \"\(chosen)\"")
+            throw .configuration(.invalidArgument, "base URL must start with https:// or http://, got \(QuotedText.quote(chosen))")
         }
         while chosen.hasSuffix("/") { chosen.removeLast() }
         guard !chosen.contains("?"), !chosen.contains("#"), !chosen.contains(where: { $0 == " " || $0.isNewline }) else {
@@ -127,7 +127,7 @@ struct APIWireParts {
     mutating func path(_ value: String, _ name: String) throws(AppStoreServerAPIError) {
         guard !value.isEmpty else { throw .argument("\(name) must not be empty", endpoint) }
         // "." and ".." survive percent-encoding (unreserved) but would move the request to another path.
-        guard value != ".", value != ".." else { throw .argument("\(name) must not be \"\(value)\"", endpoint) }
+        guard value != ".", value != ".." else { throw .argument("\(name) must not be \(QuotedText.quote(value))", endpoint) }
         path.append(PercentEncoding.encode(value))
     }
 
@@ -194,7 +194,7 @@ enum APIRequestHooks {
         var r = request
         if let token = r.appAccountToken, !token.isEmpty {
             guard let u = UUID(uuidString: token) else {
-                throw .argument("consumptionRequest.appAccountToken must be a UUID or empty, got \"\(token)\"", endpoint)
+                throw .argument("consumptionRequest.appAccountToken must be a UUID or empty, got \(QuotedText.quote(token))", endpoint)
             }
             r.appAccountToken = u.uuidString.lowercased()
         }

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Turns an HTTP answer into the endpoint's model or an `AppStoreServerAPIError`. Sans-I/O and thread-safe.
 public enum AppStoreServerAPIResponseDecoder {
     /// Largest body accepted (Apple's answers are far smaller; history pages hold at most 20 transactions).
-    public static let maxBodyBytes = 16 << 20
+    public static let maxBodyBytes = HTTPLimits.apiResponseBytes
 
     /// The answer as JSON text for the C ABI and bindings: the body exactly as Apple sent it after checking that it
     /// decodes into the endpoint's model, or `{}` for endpoints without a response model.
@@ -40,7 +40,18 @@ public enum AppStoreServerAPIResponseDecoder {
                              nowMilliseconds: Int64 = Timestamp.nowMilliseconds()) -> AppStoreServerAPIError {
         let after = response.header("Retry-After").flatMap { RetryAfter($0, nowMilliseconds: nowMilliseconds) }
         let retryAfter = after?.seconds(from: nowMilliseconds)
-        let payload = response.body.count <= maxBodyBytes ? try? ErrorPayload(jsonText: response.body, strict: false) : nil
+        if (300...399).contains(response.status) {
+            // Apple's API never redirects: a 3xx comes from something else on the path, and following it would hand
+            // the bearer token (and a POST body) to whatever host it names. Transports do not follow it; this says so.
+            let location = response.header("Location").map { "to \"\(ServerText.clean($0, limit: 512))\"" } ?? "without a Location"
+            return AppStoreServerAPIError(kind: .httpError, endpoint: endpoint,
+                                          message: "\(endpoint.name): HTTP \(response.status) redirect \(location) refused: the App Store "
+                                              + "Server API does not redirect (is the base URL right, or is a proxy answering?)",
+                                          httpStatusCode: response.status, receivedAtMilliseconds: nowMilliseconds)
+        }
+        var payload = response.body.count <= maxBodyBytes ? try? ErrorPayload(jsonText: response.body, strict: false) : nil
+        // Apple's message is text from the network: no terminal escapes or line breaks, and a bounded length.
+        if let text = payload?.errorMessage { payload?.errorMessage = ServerText.clean(text, limit: ServerText.messageLimit) }
         let statusText = "HTTP \(response.status)"
         guard let payload, let code = payload.errorCode else {
             var message = "\(endpoint.name): \(statusText) without an App Store error payload"
@@ -57,5 +68,29 @@ public enum AppStoreServerAPIResponseDecoder {
         return AppStoreServerAPIError(kind: .apiError, endpoint: endpoint, message: message, httpStatusCode: response.status,
                                       rawApiError: code, errorMessage: payload.errorMessage, retryAfter: after,
                                       receivedAtMilliseconds: nowMilliseconds)
+    }
+}
+
+/// Text a server chose (an error message, a Location), made safe to put in messages, logs and terminals.
+enum ServerText {
+    /// Longest error message kept, in characters (Apple's are one sentence).
+    static let messageLimit = 1024
+
+    /// Control characters (C0, DEL, C1: terminal escape sequences, line breaks that forge log lines) and the
+    /// invisible format characters that reorder text (bidi overrides) become spaces; longer than `limit` characters
+    /// is cut, saying so.
+    static func clean(_ text: String, limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit {
+                return String(out) + "... (\(text.unicodeScalars.count - limit) more characters not shown)"
+            }
+            let v = scalar.value
+            let control = v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+            out.append(control ? " " : scalar)
+            count += 1
+        }
+        return String(out)
     }
 }

@@ -90,8 +90,8 @@ public final class ReceiptVerifier: Sendable {
         let contents = try decoded.get()
         if let bundleId, !Identity.same(contents.bundleId, bundleId) {
             throw ReceiptError(.wrongBundle, contents.bundleId.map {
-                "the receipt is for bundle id \"\($0)\", not \"\(bundleId)\""
-            } ?? "the receipt has no bundle id (attribute 2); expected \"\(bundleId)\"")
+                "the receipt is for bundle id \(QuotedText.quote($0)), not \(QuotedText.quote(bundleId))"
+            } ?? "the receipt has no bundle id (attribute 2); expected \(QuotedText.quote(bundleId))")
         }
         return VerifiedAppReceipt(receipt: contents, effectiveDate: Date(receiptMilliseconds: effective),
                                   effectiveDateSource: source, signerSubject: subject)

@@ -209,8 +209,15 @@ public struct PromotionalOfferSignatureCreator: Sendable {
                                 nonce: String? = nil, timestamp: Int64? = nil) throws(SigningError) -> PromotionalOfferV1Signature {
         try JWSCreation.nonEmpty(productIdentifier, "productIdentifier")
         try JWSCreation.nonEmpty(subscriptionOfferID, "subscriptionOfferID")
+        // The fields are joined with U+2063: a field holding one would let two different offers sign the same text.
+        for (name, value) in [("bundleId", bundleId), ("keyId", keyId), ("productIdentifier", productIdentifier),
+                              ("subscriptionOfferID", subscriptionOfferID), ("appAccountToken", appAccountToken)]
+        where value.unicodeScalars.contains("\u{2063}") {
+            throw .argument("\(name) contains U+2063 INVISIBLE SEPARATOR, the separator of the signed fields (two different "
+                            + "offers would sign the same text)")
+        }
         let n = (nonce ?? JWSCreation.lowercaseUUID()).lowercased()
-        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \"\(n)\"") }
+        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \(QuotedText.quote(n))") }
         let ts = timestamp ?? Timestamp.milliseconds(Date())
         var text = payload(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
                            appAccountToken: appAccountToken, nonce: n, timestamp: ts)

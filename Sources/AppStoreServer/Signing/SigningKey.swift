@@ -39,11 +39,73 @@ public final class SigningKey: @unchecked Sendable {
     /// The parsed key; nil when an external signer holds it.
     let pkey: OpaquePointer?
     let signer: (any ES256Signer)?
+    /// The external signer's public key: every signature it returns is verified with it before use.
+    let signerPublicKey: OpaquePointer?
+    /// How long the external signer may take for one signature.
+    let signerTimeoutMilliseconds: UInt32
 
-    /// A key held outside the process: every signature made with this key is asked of `signer`.
-    public init(signer: any ES256Signer) {
+    /// The default deadline of an external signer (a KMS answers in tens of milliseconds).
+    public static let defaultSignerTimeoutMilliseconds: UInt32 = 10_000
+
+    /// A key held outside the process: every signature made with this key is asked of `signer`, then verified with
+    /// `publicKey` (the signer's P-256 public key, as KMS and HSM APIs hand it out: PEM `-----BEGIN PUBLIC KEY-----`
+    /// or DER SubjectPublicKeyInfo) before it is used, so a signer answering with another key, random bytes or a
+    /// replayed signature fails here (`signerFailed`) instead of at Apple. A signature that took longer than
+    /// `timeoutMilliseconds` (0: the default, 10 s) is refused too; the signer's own client must enforce its
+    /// deadline, since nothing can interrupt it.
+    public init(signer: any ES256Signer, publicKey: [UInt8], timeoutMilliseconds: UInt32 = 0) throws(SigningKeyError) {
+        self.signerPublicKey = try publicKey.withUnsafeBytes { b in Result { () throws(SigningKeyError) in try Self.parsePublic(b) } }.get()
         self.pkey = nil
         self.signer = signer
+        self.signerTimeoutMilliseconds = timeoutMilliseconds == 0 ? Self.defaultSignerTimeoutMilliseconds : timeoutMilliseconds
+    }
+
+    /// An EC P-256 public key from PEM (`-----BEGIN PUBLIC KEY-----`) or DER SubjectPublicKeyInfo.
+    static func parsePublic(_ bytes: UnsafeRawBufferPointer) throws(SigningKeyError) -> OpaquePointer {
+        guard let base = bytes.baseAddress, !bytes.isEmpty, bytes.count <= 1 << 16 else {
+            throw SigningKeyError(.malformed, "the signer's public key is empty or too large (\(bytes.count) bytes)")
+        }
+        let parsed: OpaquePointer?
+        if KeyMemory.contains(bytes, Array("-----BEGIN PUBLIC KEY-----".utf8)) {
+            guard let bio = BIO_new_mem_buf(base, Int32(bytes.count)) else { throw SigningKeyError(.malformed, "out of memory") }
+            defer { BIO_free(bio) }
+            parsed = PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        } else if KeyMemory.contains(bytes, Array("-----BEGIN".utf8)) {
+            throw SigningKeyError(.notPEM, "the signer's public key must be a PEM PUBLIC KEY block or DER SubjectPublicKeyInfo "
+                                  + "(a private key or certificate was given)")
+        } else {
+            var p: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
+            parsed = d2i_PUBKEY(nil, &p, bytes.count)
+            if let key = parsed, let end = p, end - base.assumingMemoryBound(to: UInt8.self) != bytes.count {
+                EVP_PKEY_free(key)
+                OpenSSL.drainErrors()
+                throw SigningKeyError(.malformed, "the signer's public key has bytes after its DER SubjectPublicKeyInfo")
+            }
+        }
+        OpenSSL.drainErrors()
+        guard let key = parsed else {
+            throw SigningKeyError(.malformed, "the signer's public key is neither PEM nor DER SubjectPublicKeyInfo")
+        }
+        if let problem = curveProblem(key) {
+            EVP_PKEY_free(key)
+            throw problem
+        }
+        return key
+    }
+
+    /// Why `key` is not an EC P-256 key, or nil.
+    private static func curveProblem(_ key: OpaquePointer) -> SigningKeyError? {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+            return SigningKeyError(.notEC, "the key is not an EC key; App Store Connect keys are EC P-256")
+        }
+        var name = [CChar](repeating: 0, count: 64)
+        var len = 0
+        let ok = EVP_PKEY_get_group_name(key, &name, name.count, &len) == 1
+        let group = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard ok, group == "prime256v1" else {
+            return SigningKeyError(.wrongCurve, "the EC key is on curve \(ok ? group : "unknown"); ES256 requires P-256 (prime256v1)")
+        }
+        return nil
     }
 
     /// The largest PEM input accepted (OpenSSL's memory BIO takes an `Int32` length). A `.p8` key is ~250 bytes.
@@ -72,6 +134,8 @@ public final class SigningKey: @unchecked Sendable {
         case .failure(let error): throw error
         }
         signer = nil
+        signerPublicKey = nil
+        signerTimeoutMilliseconds = 0
     }
 
     private static let encryptedMarkers: [[UInt8]] = [Array("-----BEGIN ENCRYPTED PRIVATE KEY-----".utf8),
@@ -101,30 +165,36 @@ public final class SigningKey: @unchecked Sendable {
         guard let key = parsed else {
             return .failure(SigningKeyError(.malformed, "the PEM private key could not be parsed (truncated or corrupt base64/DER)"))
         }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+        if let problem = curveProblem(key) {
             EVP_PKEY_free(key)
-            return .failure(SigningKeyError(.notEC, "the private key is not an EC key; App Store Connect keys are EC P-256"))
+            return .failure(problem)
         }
-        var name = [CChar](repeating: 0, count: 64)
-        var len = 0
-        let ok = EVP_PKEY_get_group_name(key, &name, name.count, &len) == 1
-        let group = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard ok, group == "prime256v1" else {
+        // A bit flip in the private scalar still parses, and would sign silently with a key Apple does not know: the
+        // public key stored beside it (every .p8 carries one) must be the scalar's.
+        guard pairwiseConsistent(key) else {
             EVP_PKEY_free(key)
-            return .failure(SigningKeyError(.wrongCurve, "the EC key is on curve \(ok ? group : "unknown"); ES256 requires P-256 (prime256v1)"))
+            return .failure(SigningKeyError(.malformed, "the private key does not match the public key stored with it "
+                                            + "(the .p8 file is corrupt)"))
         }
         return .success(key)
     }
 
-    deinit { if let pkey { EVP_PKEY_free(pkey) } }
+    private static func pairwiseConsistent(_ key: OpaquePointer) -> Bool {
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { OpenSSL.drainErrors(); return false }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        let ok = EVP_PKEY_pairwise_check(ctx) == 1
+        OpenSSL.drainErrors()
+        return ok
+    }
+
+    deinit {
+        if let pkey { EVP_PKEY_free(pkey) }
+        if let signerPublicKey { EVP_PKEY_free(signerPublicKey) }
+    }
 
     /// ECDSA P-256 over SHA-256 of `message`, DER-encoded (the form of promotional offer v1 signatures).
     func signDER(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
-        guard let pkey else {
-            let signature = try external(message)
-            guard let der = ExternalSignature.der(signature) else { throw Self.unusable(signature) }
-            return der
-        }
+        guard let pkey else { return ES256.rawToDER(try externalRaw(message)) }
         guard let der = Self.localDER(pkey, message) else {
             throw SigningError(.signingFailed, "OpenSSL could not create the ECDSA signature")
         }
@@ -133,11 +203,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// JOSE ES256 signature (64-byte r||s).
     func signJOSE(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
-        guard let pkey else {
-            let signature = try external(message)
-            guard let raw = ExternalSignature.raw(signature) else { throw Self.unusable(signature) }
-            return raw
-        }
+        guard let pkey else { return try externalRaw(message) }
         guard let der = Self.localDER(pkey, message), let raw = ES256.derToRaw(der) else {
             throw SigningError(.signingFailed, "OpenSSL could not create the ES256 signature")
         }
@@ -156,16 +222,32 @@ public final class SigningKey: @unchecked Sendable {
         return Array(der.prefix(len))
     }
 
-    private func external(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
-        guard let signer else { throw SigningError(.signingFailed, "the signing key has neither a key nor a signer") }
+    /// The external signer's signature of `message` as 64 bytes r||s, checked: well-formed, in time, and valid for
+    /// `message` under the signer's public key.
+    private func externalRaw(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
+        guard let signer, let signerPublicKey else {
+            throw SigningError(.signingFailed, "the signing key has neither a key nor a signer")
+        }
         let bytes = Array(message)
         var digest = [UInt8](repeating: 0, count: 32)
         guard SHA256(bytes, bytes.count, &digest) != nil else {
             throw SigningError(.signingFailed, "OpenSSL could not compute the SHA-256 digest")
         }
-        do { return try signer.sign(message: bytes, digest: digest) } catch {
+        let started = Timestamp.monotonicMilliseconds()
+        let signature: [UInt8]
+        do { signature = try signer.sign(message: bytes, digest: digest) } catch {
             throw SigningError(.signerFailed, "the external signer failed: \(error)")
         }
+        let took = Timestamp.monotonicMilliseconds() - started
+        guard took <= Int64(signerTimeoutMilliseconds) else {
+            throw SigningError(.signerFailed, "the external signer took \(took) ms; its deadline is \(signerTimeoutMilliseconds) ms")
+        }
+        guard let raw = ExternalSignature.raw(signature) else { throw Self.unusable(signature) }
+        guard ES256.verify(publicKey: signerPublicKey, signature: raw, message: message) else {
+            throw SigningError(.signerFailed, "the external signer's signature does not verify with its public key "
+                               + "(a signature by another key, of another message, or not a signature at all)")
+        }
+        return raw
     }
 
     private static func unusable(_ signature: [UInt8]) -> SigningError {

@@ -16,6 +16,13 @@ public enum Timestamp {
 
     static func now() -> Int64 { seconds(Date()) }
 
+    /// Milliseconds on the monotonic clock (durations: setting the wall clock neither shortens nor stretches them).
+    static func monotonicMilliseconds() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
+    }
+
     /// UTC ISO 8601 text for messages, without Foundation's formatters.
     static func iso8601(_ seconds: Int64) -> String {
         var t = time_t(seconds)

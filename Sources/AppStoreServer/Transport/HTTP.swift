@@ -15,16 +15,31 @@ public struct HTTPRequest: Hashable, Sendable {
     public var url: String
     public var headers: [HTTPHeader]
     public var body: [UInt8]
-    /// How long the whole exchange may take, in milliseconds.
+    /// How long the whole exchange may take, in milliseconds: a deadline for connecting, sending and reading the
+    /// whole answer together, not a limit per read.
     public var timeoutMilliseconds: UInt32
+    /// The largest response body the library accepts for this exchange (after content decoding): a transport stops
+    /// reading beyond it and fails (`HTTPLimits`).
+    public var maxResponseBytes: Int
 
-    public init(method: String, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeoutMilliseconds: UInt32 = 30_000) {
+    public init(method: String, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeoutMilliseconds: UInt32 = 30_000,
+                maxResponseBytes: Int = HTTPLimits.apiResponseBytes) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.maxResponseBytes = maxResponseBytes
     }
+}
+
+/// The largest response bodies the library accepts (the header's APPSTORE_LIMIT_*_RESPONSE_BYTES, checked against
+/// these by the C tests). Counted after content decoding: a gzip body counts as what it inflates to.
+public enum HTTPLimits {
+    /// App Store Server API answers (history pages hold at most 20 transactions: a few hundred KB).
+    public static let apiResponseBytes = 16 << 20
+    /// OCSP answers (a few KB).
+    public static let ocspResponseBytes = 1 << 20
 }
 
 /// What a transport got back.

@@ -19,7 +19,7 @@ extension SignedDataVerifier {
     fileprivate func bundleFailure(_ found: String?, what: String) -> VerificationFailure? {
         guard !Identity.same(found, bundleId) else { return nil }
         return VerificationFailure(.wrongBundle,
-            "\(what) bundleId is \(quoted(found)); this verifier accepts \"\(bundleId)\"")
+            "\(what) bundleId is \(quoted(found)); this verifier accepts \(QuotedText.quote(bundleId))")
     }
 
     fileprivate func appAppleIdFailure(_ found: Int64?, what: String) -> VerificationFailure? {
@@ -35,7 +35,7 @@ extension SignedDataVerifier {
             "\(what) is \(quoted(found?.rawValue)); this verifier is configured for \(environment.rawValue)")
     }
 
-    private func quoted(_ s: String?) -> String { s.map { "\"\($0)\"" } ?? "missing" }
+    private func quoted(_ s: String?) -> String { s.map { QuotedText.quote($0) } ?? "missing" }
 }
 
 extension ResponseBodyV2DecodedPayload: SignedPayloadModel {

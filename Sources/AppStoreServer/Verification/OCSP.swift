@@ -48,7 +48,7 @@ enum OCSP {
     static let clockSkewSeconds: Int64 = 60
     /// How long an answer without nextUpdate counts as current, from its thisUpdate.
     static let maxAgeWithoutNextUpdate: Int64 = 3600
-    static let maxResponseBytes = 1 << 20
+    static let maxResponseBytes = HTTPLimits.ocspResponseBytes
     /// The most OCSP URLs asked per certificate (Apple's certificates name one).
     static let maxResponders = 4
 
@@ -151,7 +151,7 @@ enum OCSP {
                 method: "POST", url: url,
                 headers: [HTTPHeader("Content-Type", "application/ocsp-request"),
                           HTTPHeader("Accept", "application/ocsp-response")],
-                body: body, timeoutMilliseconds: online.timeoutMilliseconds))
+                body: body, timeoutMilliseconds: online.timeoutMilliseconds, maxResponseBytes: maxResponseBytes))
         } catch {
             switch error.kind {
             case .timeout:

@@ -60,7 +60,7 @@ public final class SignedDataVerifier: Sendable {
                 maxJWSBytes: Int = SignedDataVerifier.defaultMaxJWSBytes) throws(ConfigurationError) {
         guard environment.isKnown else {
             throw ConfigurationError(.invalidArgument,
-                "unknown environment \"\(environment.rawValue)\": use Sandbox, Production, Xcode or LocalTesting")
+                "unknown environment \(QuotedText.quote(environment.rawValue)): use Sandbox, Production, Xcode or LocalTesting")
         }
         if environment == .production && appAppleId == nil {
             throw ConfigurationError(.invalidArgument, "appAppleId is required for the Production environment")

@@ -905,6 +905,7 @@ static const asb_function asb_functions[ASB_FUNCTIONS] = {
  *   appstore_http_response_set_status: its handle is valid only inside a transport callback (the addon's bridge)
  *   appstore_http_response_add_header: its handle is valid only inside a transport callback (the addon's bridge)
  *   appstore_http_response_append_body: its handle is valid only inside a transport callback (the addon's bridge)
+ *   appstore_http_response_body_limit: its handle is valid only inside a transport callback (the addon's bridge)
  *   appstore_transport_new: takes a C callback: the addon's fetch bridge (src/addon.c, transport_*)
  *   appstore_transport_free: a handle's close() / finalizer (handle table)
  *   appstore_receipt_verifier_free: a handle's close() / finalizer (handle table)

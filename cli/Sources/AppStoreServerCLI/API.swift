@@ -71,7 +71,7 @@ struct API: ParsableCommand {
                 throw ToolFailure(error)
             }
             if dryRun { return try printRequest(caller, request) }
-            let transport = AsyncHTTPClientBlockingTransport(maxResponseBytes: 64 << 20)
+            let transport = AsyncHTTPClientBlockingTransport()
             if allPages && !endpoint.isPaginated { throw ToolFailure.usage("--all-pages: \(endpoint.name) is not paginated") }
             var body: [UInt8]
             do throws(AppStoreServerAPIError) {
