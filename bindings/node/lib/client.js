@@ -11,7 +11,7 @@ const args = require('./args.js');
 const { convert, guard, isNative, AppStoreServerError } = require('./errors.js');
 const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
 const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
-const { classify } = require('./transport.js');
+const { classify, refuseRedirected } = require('./transport.js');
 
 const WHERE = 'AppStoreServerAPIClient';
 const BASE_URLS = {
@@ -81,9 +81,13 @@ function readRequest(h, environment) {
   };
 }
 
-/** status, "Name: value\r\n" header lines and body bytes of a fetch Response (WHATWG, node-fetch, or look-alike). */
+/**
+ * status, "Name: value\r\n" header lines and body bytes of a fetch Response (WHATWG, node-fetch, or look-alike). A
+ * 3xx is passed on as it is (the library reports it); an answer that came through a followed redirect is refused.
+ */
 async function readResponse(res) {
   if (!res || typeof res.status !== 'number') throw new TypeError(`${WHERE}: makeFetchRequest must resolve to a Response`);
+  refuseRedirected(res);
   let headers = '';
   if (res.headers && typeof res.headers.forEach === 'function') {
     res.headers.forEach((value, name) => {
@@ -185,7 +189,9 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
 
   /**
    * Apple's hook: sends one request and resolves to a fetch Response. Override it to use other HTTP; the default
-   * uses the injected fetch or the global one, with the client's timeout.
+   * uses the injected fetch or the global one, with the client's timeout, and never follows a redirect (the App
+   * Store Server API sends none: a 3xx goes to the library, which reports it). An override must not follow them
+   * either: an answer that came through a redirect is refused.
    */
   async makeFetchRequest(path, parsedQueryParameters, method, requestBody, headers, request) {
     const f = this._fetch || globalThis.fetch;
@@ -195,6 +201,7 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
       method,
       headers,
       body: requestBody,
+      redirect: 'manual',
       signal: request && request.timeoutMs ? AbortSignal.timeout(request.timeoutMs) : undefined,
     });
   }

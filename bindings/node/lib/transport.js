@@ -7,6 +7,30 @@ const { TRANSPORT_RESULT } = require('../generated/spec.js');
 
 const MAX_BODY = 64 * 1024 * 1024;
 
+/** Drops a body nobody will read (closing its connection). */
+function discard(res) {
+  const b = res && res.body;
+  try {
+    if (b && typeof b.cancel === 'function' && !b.locked) b.cancel().catch(() => {});
+    else if (b && typeof b.destroy === 'function') b.destroy();
+  } catch {
+    // nothing to release
+  }
+}
+
+/**
+ * A fetch answer that came through a redirect is refused: the transports never follow one (redirect: 'manual'
+ * hands the 3xx itself to the library), so this is a fetch or makeFetchRequest that followed it anyway, or one that
+ * hides the 3xx (an opaque redirect).
+ */
+function refuseRedirected(res) {
+  if (res && (res.redirected === true || res.type === 'opaqueredirect')) {
+    discard(res);
+    throw new Error('the answer came through a redirect (Apple\'s servers send none, and none is followed): the ' +
+      'fetch used must not follow redirects (redirect: \'manual\')');
+  }
+}
+
 /** The default transport: the global fetch (or the one given), bounded by the exchange's timeout. */
 function fetchTransport(fetchImpl) {
   return async function fetchExchange(request) {
@@ -19,6 +43,7 @@ function fetchTransport(fetchImpl) {
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs),
     });
+    refuseRedirected(res);
     const headers = [];
     if (res.headers && typeof res.headers.forEach === 'function') res.headers.forEach((v, k) => headers.push([k, v]));
     const length = Number(res.headers && res.headers.get ? res.headers.get('content-length') : NaN);
@@ -80,4 +105,4 @@ function createTransport(transport) {
   return native.transportNew(dispatch);
 }
 
-module.exports = { createTransport, fetchTransport, classify };
+module.exports = { createTransport, fetchTransport, classify, refuseRedirected };

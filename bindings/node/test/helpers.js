@@ -133,3 +133,37 @@ function startOcsp() {
 }
 
 module.exports.startOcsp = startOcsp;
+
+// ---- the hostile HTTP server (Tests/support/hostile_http.py) ---------------------------------------------------
+
+/**
+ * Starts the hostile server; resolves to {url(behaviour), caught(), stop()}. url('redirect-307') is a base URL whose
+ * first path segment selects the misbehaviour; caught() is what its catcher received ({count, authorization,
+ * methods}: count 0 means nothing followed a redirect). It exits when its stdin closes (stop, or this process ends).
+ */
+function startHostile() {
+  const proc = spawn('python3', [path.join(SUPPORT, 'hostile_http.py'), '--lifetime', '1800'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const m = /PORT (\d+) (\d+)\n/.exec(buf);
+      if (m) {
+        proc.stdout.off('data', onData);
+        const base = `http://127.0.0.1:${m[1]}`;
+        resolve({
+          port: Number(m[1]),
+          catcherPort: Number(m[2]),
+          proc,
+          url: (behaviour) => `${base}/${behaviour}`,
+          caught: async () => (await fetch(`${base}/caught`)).json(),
+          stop: () => new Promise((r) => { proc.once('exit', r); proc.stdin.end(); }),
+        });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.once('exit', (code) => reject(new Error(`hostile_http.py exited with ${code} before printing its ports`)));
+  });
+}
+
+module.exports.startHostile = startHostile;
