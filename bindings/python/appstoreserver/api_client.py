@@ -206,7 +206,8 @@ class BaseAppStoreServerAPIClient:
 
     Beyond Apple's, keyword-only:
     base_url          another server, e.g. a test server (http:// or https://)
-    timeout           seconds per attempt (default 30)
+    timeout           seconds per attempt (default 30), a deadline for the whole exchange: connecting, sending,
+                      the status line, headers and body (not per socket read)
     max_retries       default 0: no retries; initial_backoff and max_backoff (seconds): the wait doubles from
                       initial_backoff up to max_backoff; a Retry-After further away than max_backoff is not waited for
     sandbox_fallback  Production clients only: a lookup (transaction info, history, statuses, refund history, app
@@ -533,7 +534,7 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
                                headers: Dict[str, str], json: Optional[Dict[str, Any]], data: Optional[bytes]) -> Any:
         m, full, hdrs, body, timeout = self._send_default(method, url, params, headers, json, data)
         if self.http_client is not None:
-            return await self.http_client.request(m, full, headers=hdrs, content=body, timeout=timeout)
+            return await _http.send_httpx(self.http_client, m, full, hdrs, body, timeout)
         return await asyncio.get_running_loop().run_in_executor(None, _http.send, m, full, hdrs, body, timeout)
 
     @property

@@ -1,5 +1,6 @@
 """Shared fixtures of the Python binding's tests: the project's test PKI and receipt fixtures (generated once per
-run by Tests/support/*.py), signing keys, the mock App Store server, the shared conformance data.
+run by Tests/support/*.py), signing keys, the mock App Store server, the hostile HTTP server, the shared conformance
+data.
 
 The tests import `appstoreserver` as installed (bindings/python/run-tests installs the wheel it builds), so they
 test the package as users get it. Closing lines (printed at the end, like the C and Swift runners):
@@ -112,6 +113,43 @@ def not_found_url(keys: Path) -> Iterator[str]:
     """A second mock playing a Production that knows no id (--not-found-lookups): every lookup the spec marks
     sandboxFallback is answered 404 errorCode 4040010, the other endpoints as mock_url answers them."""
     yield from _mock(keys, "--not-found-lookups", str(REPO / "spec" / "endpoints.json"))
+
+
+class Hostile:
+    """Tests/support/hostile_http.py, running: url(behaviour) is a base URL selecting a misbehaviour (redirect-307,
+    drip-200, huge-64, gzip-1024, ...); caught() is what its catcher port received (count 0: no client followed a
+    redirect)."""
+
+    def __init__(self, main: int, catcher: int):
+        self.main = main
+        self.catcher = catcher
+
+    def url(self, behaviour: str) -> str:
+        return f"http://127.0.0.1:{self.main}/{behaviour}"
+
+    def caught(self) -> Dict:
+        with urllib.request.urlopen(self.url("caught"), timeout=10) as r:
+            return json.loads(r.read())
+
+
+@pytest.fixture(scope="session")
+def hostile() -> Iterator[Hostile]:
+    """A hostile HTTP server on 127.0.0.1 for the hardening tests, started once per session and stopped at its end
+    (it stops when its standard input closes)."""
+    p = subprocess.Popen([sys.executable, str(SUPPORT / "hostile_http.py"), "--lifetime", "3600"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("PORT "), f"hostile_http.py said {line!r}"
+        _, main, catcher = line.split()
+        yield Hostile(int(main), int(catcher))
+    finally:
+        p.stdin.close()  # type: ignore[union-attr]
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def arrivals(url: str) -> Dict[str, List[float]]:
