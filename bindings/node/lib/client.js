@@ -11,7 +11,7 @@ const args = require('./args.js');
 const { convert, guard, isNative, AppStoreServerError } = require('./errors.js');
 const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
 const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
-const { classify, refuseRedirected } = require('./transport.js');
+const { classify, within, readBody, refuseRedirected, API_BODY_LIMIT } = require('./transport.js');
 
 const WHERE = 'AppStoreServerAPIClient';
 const BASE_URLS = {
@@ -82,10 +82,11 @@ function readRequest(h, environment) {
 }
 
 /**
- * status, "Name: value\r\n" header lines and body bytes of a fetch Response (WHATWG, node-fetch, or look-alike). A
- * 3xx is passed on as it is (the library reports it); an answer that came through a followed redirect is refused.
+ * status, "Name: value\r\n" header lines and body bytes of a fetch Response (WHATWG, node-fetch, or look-alike); the
+ * body bounded by APPSTORE_LIMIT_API_RESPONSE_BYTES; signal (the exchange's deadline) stops the read. A 3xx is
+ * passed on as it is (the library reports it); an answer that came through a followed redirect is refused.
  */
-async function readResponse(res) {
+async function readResponse(res, signal) {
   if (!res || typeof res.status !== 'number') throw new TypeError(`${WHERE}: makeFetchRequest must resolve to a Response`);
   refuseRedirected(res);
   let headers = '';
@@ -96,11 +97,7 @@ async function readResponse(res) {
   } else if (res.headers && typeof res.headers === 'object') {
     for (const [name, value] of Object.entries(res.headers)) headers += `${name}: ${value}\r\n`;
   }
-  let body;
-  if (typeof res.arrayBuffer === 'function') body = Buffer.from(await res.arrayBuffer());
-  else if (typeof res.text === 'function') body = Buffer.from(await res.text(), 'utf8');
-  else if (typeof res.json === 'function') body = Buffer.from(JSON.stringify(await res.json()), 'utf8');
-  else body = Buffer.alloc(0);
+  const body = await readBody(res, API_BODY_LIMIT, signal);
   return { status: res.status, headers, body };
 }
 
@@ -340,8 +337,9 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
       const body = req.body.length === 0 ? undefined : isJson ? req.body.toString('utf8') : req.body;
       let answer;
       try {
-        const res = await this.makeFetchRequest(path, query, req.method, body, req.headers, req);
-        answer = await readResponse(res);
+        // The timeout bounds the whole exchange, the body's read included (and a makeFetchRequest that ignores it).
+        answer = await within(req.timeoutMs, async (signal) =>
+          readResponse(await this.makeFetchRequest(path, query, req.method, body, req.headers, req), signal));
       } catch (e) {
         if (e instanceof TypeError && /makeFetchRequest/.test(e.message)) throw e;
         const result = classify(e);

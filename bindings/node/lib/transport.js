@@ -1,11 +1,47 @@
 'use strict';
 // Host transports for online (OCSP) checks: the library's synchronous transport callback runs on a libuv pool
 // thread (inside a Promise verification) and waits while the JS thread performs the exchange with fetch (or a
-// transport the caller supplies). See docs/node.md, "Online checks".
+// transport the caller supplies). See docs/node.md, "Online checks". The HTTP rules every Node transport keeps
+// (the API client's too): no redirect is followed, bodies are bounded by the library's limits while they are read,
+// and the timeout is a deadline for the whole exchange.
 const native = require('./native.js');
-const { TRANSPORT_RESULT } = require('../generated/spec.js');
+const { TRANSPORT_RESULT, LIMITS } = require('../generated/spec.js');
 
-const MAX_BODY = 64 * 1024 * 1024;
+// The library's limits on response bodies (counted after content decoding), with their C names for messages.
+const API_BODY_LIMIT = { bytes: LIMITS.API_RESPONSE_BYTES, name: 'APPSTORE_LIMIT_API_RESPONSE_BYTES' };
+const OCSP_BODY_LIMIT = { bytes: LIMITS.OCSP_RESPONSE_BYTES, name: 'APPSTORE_LIMIT_OCSP_RESPONSE_BYTES' };
+
+function tooLarge(limit) {
+  const e = new Error(`the response body is larger than ${limit.name} (${limit.bytes} bytes after content decoding); ` +
+    'reading stopped there');
+  e.code = 'ERR_APPSTORE_BODY_TOO_LARGE';
+  return e;
+}
+
+/**
+ * run(signal) with a deadline for all of it (connect, headers and body): after ms the result is a TimeoutError and
+ * signal aborts, which stops a body still being read. ms 0: no deadline (signal null).
+ */
+function within(ms, run) {
+  if (!ms) return run(null);
+  const ac = new AbortController();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const e = new DOMException(`no complete answer within ${ms} ms`, 'TimeoutError');
+      ac.abort(e);
+      reject(e);
+    }, ms);
+    Promise.resolve().then(() => run(ac.signal)).then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
+function header(res, name) {
+  const h = res && res.headers;
+  if (!h) return null;
+  if (typeof h.get === 'function') return h.get(name);
+  const key = Object.keys(h).find((k) => k.toLowerCase() === name);
+  return key === undefined ? null : String(h[key]);
+}
 
 /** Drops a body nobody will read (closing its connection). */
 function discard(res) {
@@ -31,25 +67,89 @@ function refuseRedirected(res) {
   }
 }
 
-/** The default transport: the global fetch (or the one given), bounded by the exchange's timeout. */
+/**
+ * The body of a fetch answer (WHATWG stream, or node-fetch's Node stream), counted while it is read: past
+ * limit.bytes the stream is cancelled (the connection closes) and tooLarge is thrown, so no more than the limit and
+ * one chunk is ever held. fetch inflates gzip in the stream, so decompressed bytes are counted. signal aborting
+ * cancels the read. Look-alikes without a stream are read whole by their own methods, then checked.
+ */
+async function readBody(res, limit, signal) {
+  const encoding = (header(res, 'content-encoding') || 'identity').trim().toLowerCase();
+  const declared = Number(header(res, 'content-length'));
+  if ((signal && signal.aborted) || (encoding === 'identity' && declared > limit.bytes)) {
+    discard(res);
+    throw signal && signal.aborted ? signal.reason : tooLarge(limit);
+  }
+  const chunks = [];
+  let total = 0;
+  const take = (chunk) => {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+    total += bytes.byteLength;
+    if (total > limit.bytes) return false;
+    chunks.push(bytes);
+    return true;
+  };
+  const body = res.body;
+  if (body && typeof body.getReader === 'function') {
+    const reader = body.getReader();
+    const stop = () => reader.cancel(signal.reason).catch(() => {});
+    if (signal) signal.addEventListener('abort', stop, { once: true });
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (signal && signal.aborted) throw signal.reason;
+        if (done) break;
+        if (!take(value)) {
+          reader.cancel().catch(() => {});
+          throw tooLarge(limit);
+        }
+      }
+    } finally {
+      if (signal) signal.removeEventListener('abort', stop);
+    }
+  } else if (body && typeof body[Symbol.asyncIterator] === 'function') {
+    const stop = () => typeof body.destroy === 'function' && body.destroy(signal.reason);
+    if (signal) signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const chunk of body) {
+        if (!take(chunk)) {
+          if (typeof body.destroy === 'function') body.destroy();
+          throw tooLarge(limit);
+        }
+      }
+    } finally {
+      if (signal) signal.removeEventListener('abort', stop);
+    }
+  } else {
+    let whole;
+    if (typeof res.arrayBuffer === 'function') whole = Buffer.from(await res.arrayBuffer());
+    else if (typeof res.text === 'function') whole = Buffer.from(await res.text(), 'utf8');
+    else if (typeof res.json === 'function') whole = Buffer.from(JSON.stringify(await res.json()), 'utf8');
+    else whole = Buffer.alloc(0);
+    if (!take(whole)) throw tooLarge(limit);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** The default transport: the global fetch (or the one given), redirects not followed, the body bounded by
+ *  APPSTORE_LIMIT_OCSP_RESPONSE_BYTES, the exchange's timeout a deadline for all of it. */
 function fetchTransport(fetchImpl) {
-  return async function fetchExchange(request) {
+  return function fetchExchange(request) {
     const f = fetchImpl || globalThis.fetch;
-    if (typeof f !== 'function') throw new TypeError('appstoreserver: no fetch available for online checks');
-    const res = await f(request.url, {
-      method: request.method,
-      headers: request.headers,
-      body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(request.timeoutMs),
+    if (typeof f !== 'function') return Promise.reject(new TypeError('appstoreserver: no fetch available for online checks'));
+    return within(request.timeoutMs, async (signal) => {
+      const res = await f(request.url, {
+        method: request.method,
+        headers: request.headers,
+        body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body,
+        redirect: 'manual',
+        signal: signal || undefined,
+      });
+      refuseRedirected(res);
+      const headers = toHeaderPairs(res.headers);
+      const body = await readBody(res, OCSP_BODY_LIMIT, signal);
+      return { status: res.status, headers, body };
     });
-    refuseRedirected(res);
-    const headers = [];
-    if (res.headers && typeof res.headers.forEach === 'function') res.headers.forEach((v, k) => headers.push([k, v]));
-    const length = Number(res.headers && res.headers.get ? res.headers.get('content-length') : NaN);
-    if (length > MAX_BODY) throw new Error(`response body of ${length} bytes exceeds ${MAX_BODY}`);
-    const body = new Uint8Array(await res.arrayBuffer());
-    return { status: res.status, headers, body };
   };
 }
 
@@ -77,9 +177,12 @@ function toHeaderPairs(h) {
 
 function toBytes(b) {
   if (b == null) return null;
-  if (b instanceof Uint8Array || b instanceof ArrayBuffer) return b;
-  if (typeof b === 'string') return Buffer.from(b, 'utf8');
-  throw new TypeError('a transport response body must be a Uint8Array, ArrayBuffer or string');
+  const bytes = typeof b === 'string' ? Buffer.from(b, 'utf8') : b;
+  if (!(bytes instanceof Uint8Array || bytes instanceof ArrayBuffer))
+    throw new TypeError('a transport response body must be a Uint8Array, ArrayBuffer or string');
+  // A transport of the caller's read the body already; at least it is not copied into the exchange.
+  if (bytes.byteLength > OCSP_BODY_LIMIT.bytes) throw tooLarge(OCSP_BODY_LIMIT);
+  return bytes;
 }
 
 /** A transport handle whose exchanges run `transport(request) -> {status, headers, body}` on this thread. */
@@ -105,4 +208,4 @@ function createTransport(transport) {
   return native.transportNew(dispatch);
 }
 
-module.exports = { createTransport, fetchTransport, classify, refuseRedirected };
+module.exports = { createTransport, fetchTransport, classify, within, readBody, refuseRedirected, API_BODY_LIMIT };

@@ -1,20 +1,28 @@
 'use strict';
 // Hostile servers (Tests/support/hostile_http.py) against every Node transport, the API client's and the online
-// (OCSP) checks': no redirect is followed.
+// (OCSP) checks': no redirect is followed, bodies are bounded by the library's limits while they are read (memory
+// stays bounded), the timeout is a deadline for the whole exchange.
 const test = require('node:test');
 const assert = require('assert/strict');
 const fs = require('fs');
 const path = require('path');
+const { execFile } = require('child_process');
 const lib = require('..');
+const { fetchTransport } = require('../lib/transport.js');
+const { LIMITS } = require('../generated/spec.js');
 const { MOCK, signingKeys, startHostile, startOcsp, readTrimmed } = require('./helpers.js');
 
 const REDIRECTS = [301, 302, 303, 307, 308];
+// Peak RSS a bounded read may add: the limit, a chunk, fetch's and the library's copies, and slack.
+const RSS_HEADROOM_MB = 200;
 
 let hostile;
+let keyFile;
 let key;
 let ocsp;
 test.before(async () => {
-  key = fs.readFileSync(path.join(signingKeys(), 'p256.p8'), 'utf8');
+  keyFile = path.join(signingKeys(), 'p256.p8');
+  key = fs.readFileSync(keyFile, 'utf8');
   [hostile, ocsp] = await Promise.all([startHostile(), startOcsp()]);
 });
 test.after(async () => {
@@ -118,3 +126,104 @@ test('online checks follow no redirect', async (t) => {
     });
   }
 });
+
+// ---- bounded bodies --------------------------------------------------------------------------------------------
+
+/** Runs test/support/bounded-child.js; resolves to its JSON line. */
+function child(...argv) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [path.join(__dirname, 'support', 'bounded-child.js'), ...argv],
+      { timeout: 120000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`bounded-child.js ${argv[0]} ${argv[1]}: ${err.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split('\n').pop()));
+      });
+  });
+}
+
+for (const behaviour of ['huge-64', 'hugecl-64', 'gzip-1024']) {
+  test(`the API client stops reading past APPSTORE_LIMIT_API_RESPONSE_BYTES: ${behaviour}, memory bounded`, async () => {
+    const o = await child('api', hostile.url(behaviour), keyFile, MOCK.keyId, MOCK.issuerId, MOCK.bundleId);
+    assert.equal(o.name, 'AppStoreServerError', JSON.stringify(o));
+    assert.equal(o.libraryStatus, 'TRANSPORT_ERROR', o.message);
+    assert.equal(o.reason, 'transport_failed', o.message);
+    assert.ok(o.message.includes('APPSTORE_LIMIT_API_RESPONSE_BYTES') && o.message.includes(String(LIMITS.API_RESPONSE_BYTES)),
+      o.message);
+    assert.ok(o.after - o.before < RSS_HEADROOM_MB, `peak RSS ${o.before.toFixed(0)} MB -> ${o.after.toFixed(0)} MB`);
+  });
+
+  test(`online checks stop reading past APPSTORE_LIMIT_OCSP_RESPONSE_BYTES: ${behaviour}, memory bounded`, async () => {
+    const o = await child('ocsp', hostile.url(behaviour), ocsp.setup.root, ocsp.setup.cases.good.jws[0], ocsp.setup.bundleId);
+    assert.equal(o.name, 'VerificationException', JSON.stringify(o));
+    assert.equal(o.libraryStatus, 'RETRYABLE_VERIFICATION_FAILURE', o.message);
+    // The transport reports FAILED (no answer); the library says it could not reach a responder.
+    assert.equal(o.reason, 'ocsp_unreachable', o.message);
+    assert.ok(o.after - o.before < RSS_HEADROOM_MB, `peak RSS ${o.before.toFixed(0)} MB -> ${o.after.toFixed(0)} MB`);
+  });
+}
+
+test('the OCSP transport\'s failure names the limit', async (t) => {
+  const exchange = fetchTransport();
+  for (const behaviour of ['huge-64', 'hugecl-64', 'gzip-1024']) {
+    await t.test(behaviour, async () => {
+      const e = await failure(exchange({ method: 'POST', url: hostile.url(behaviour), headers: {},
+        body: Buffer.from('0'), timeoutMs: 60000 }));
+      assert.match(e.message, /APPSTORE_LIMIT_OCSP_RESPONSE_BYTES/);
+      assert.ok(e.message.includes(String(LIMITS.OCSP_RESPONSE_BYTES)), e.message);
+    });
+  }
+});
+
+test('bodies up to the limit are read whole', async () => {
+  // The hostile server's huge-1 is 1 MiB: exactly the OCSP limit, far below the API's.
+  const body = Buffer.from((await fetchTransport()({ method: 'GET', url: hostile.url('hugecl-1'), headers: {},
+    body: null, timeoutMs: 30000 })).body);
+  assert.equal(body.length, LIMITS.OCSP_RESPONSE_BYTES);
+  const c = client('huge-1');
+  const e = await failure(c.getTransactionInfo('1'));
+  assert.equal(e.libraryStatus, 'INVALID_RESPONSE', e.message); // read whole, then judged by the library
+  c.close();
+});
+
+// ---- deadlines -------------------------------------------------------------------------------------------------
+
+const TIMEOUT_MS = 1500;
+const GRACE_MS = 1500;
+
+for (const behaviour of ['drip-200', 'dripall-200']) {
+  test(`the API client's timeout is a deadline for the whole exchange: ${behaviour}`, async () => {
+    const c = client(behaviour, { timeoutMs: TIMEOUT_MS });
+    // The default makeFetchRequest, and an override in Apple's style that passes no timeout to its fetch.
+    class AppleStyle extends lib.AppStoreServerAPIClient {
+      makeFetchRequest(p, query, method, body, headers) {
+        return fetch(this.urlBase + p, { method, body, headers, redirect: 'manual' });
+      }
+    }
+    const apple = new AppleStyle(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.LOCAL_TESTING,
+      { baseUrl: hostile.url(behaviour), timeoutMs: TIMEOUT_MS });
+    for (const x of [c, apple]) {
+      const start = Date.now();
+      const e = await failure(x.getTransactionInfo('1'));
+      const elapsed = Date.now() - start;
+      assert.equal(e.reason, 'transport_timeout', e.message);
+      assert.ok(elapsed < TIMEOUT_MS + GRACE_MS, `${elapsed} ms with a ${TIMEOUT_MS} ms timeout`);
+      x.close();
+    }
+  });
+
+  test(`the OCSP timeout is a deadline for the whole exchange: ${behaviour}`, async () => {
+    const { v, f } = onlineVerifier(behaviour, { ocspTimeoutMs: TIMEOUT_MS });
+    const start = Date.now();
+    const e = await failure(v.verifyAndDecodeTransaction(goodJws()));
+    const elapsed = Date.now() - start;
+    assert.equal(e.reason, 'ocsp_timeout', e.message);
+    assert.equal(f.count, 1, 'one exchange, then the verification gave up');
+    assert.ok(elapsed < TIMEOUT_MS + GRACE_MS, `${elapsed} ms with a ${TIMEOUT_MS} ms timeout`);
+    v.close();
+    // The transport itself gives up at the deadline too (the waiting pool thread does anyway).
+    const t0 = Date.now();
+    const te = await failure(fetchTransport()({ method: 'POST', url: hostile.url(behaviour), headers: {},
+      body: Buffer.from('0'), timeoutMs: TIMEOUT_MS }));
+    assert.equal(te.name, 'TimeoutError', String(te));
+    assert.ok(Date.now() - t0 < TIMEOUT_MS + GRACE_MS, `the transport took ${Date.now() - t0} ms`);
+  });
+}
