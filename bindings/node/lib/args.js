@@ -1,10 +1,13 @@
 'use strict';
 // Argument checks of the public API: a wrong type is a TypeError naming the method and the argument.
+const { isPem, what } = require('./redact.js');
 
 function describe(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (v instanceof Uint8Array) return 'a Uint8Array';
+  // A key pasted into the wrong argument is described, never echoed.
+  if (isPem(v)) return what(v);
   return typeof v === 'object' ? 'an object' : `${typeof v} ${String(v).slice(0, 40)}`;
 }
 

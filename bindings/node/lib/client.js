@@ -12,6 +12,7 @@ const { convert, guard, isNative, AppStoreServerError } = require('./errors.js')
 const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
 const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
 const { classify, within, readBody, refuseRedirected, API_BODY_LIMIT } = require('./transport.js');
+const { redact, isPem } = require('./redact.js');
 
 const WHERE = 'AppStoreServerAPIClient';
 const BASE_URLS = {
@@ -345,9 +346,10 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
         const result = classify(e);
         const reason = result === TRANSPORT_RESULT.TIMEOUT ? ['transport_timeout', 67]
           : result === TRANSPORT_RESULT.UNREACHABLE ? ['transport_unreachable', 68] : ['transport_failed', 69];
-        const err = new AppStoreServerError(`${endpoint}: ${req.method} ${req.url}: ${e && e.message ? e.message : e}`,
+        // The URL holds the caller's base URL and arguments, and fetch's message may too: no key is shown.
+        const err = new AppStoreServerError(redact(`${endpoint}: ${req.method} ${req.url}: ${e && e.message ? e.message : e}`),
           { statusName: 'TRANSPORT_ERROR', status: 21, reasonName: reason[0], reason: reason[1] });
-        err.cause = e;
+        err.cause = isPem(e && e.message) ? new Error(redact(e.message)) : e;
         throw err;
       }
       try {

@@ -2,6 +2,7 @@
 // Exceptions: Apple's VerificationException / APIException (same constructors and fields), with the library's
 // precise status, reason and message added; AppStoreServerError for everything else the library reports.
 const spec = require('../generated/spec.js');
+const { redact } = require('./redact.js');
 
 /** Fields the library adds to every error it raises. */
 function detailFields(target, d) {
@@ -67,6 +68,8 @@ function appleVerificationStatus(d) {
 /** The exception for a native failure: e is the addon's error object (or already a JS error). */
 function convert(e, kind) {
   if (!isNative(e)) return e;
+  // The library's message may quote an argument; one holding a key is described instead.
+  e.message = redact(e.message);
   if (e.statusName === 'INVALID_ARGUMENT' && e.reasonName === 'invalid_parameters') {
     const t = new TypeError(e.message);
     detailFields(t, e);

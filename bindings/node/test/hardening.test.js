@@ -1,11 +1,12 @@
 'use strict';
 // Hostile servers (Tests/support/hostile_http.py) against every Node transport, the API client's and the online
 // (OCSP) checks': no redirect is followed, bodies are bounded by the library's limits while they are read (memory
-// stays bounded), the timeout is a deadline for the whole exchange.
+// stays bounded), the timeout is a deadline for the whole exchange; and key material never appears in an error.
 const test = require('node:test');
 const assert = require('assert/strict');
 const fs = require('fs');
 const path = require('path');
+const util = require('util');
 const { execFile } = require('child_process');
 const lib = require('..');
 const { fetchTransport } = require('../lib/transport.js');
@@ -227,3 +228,68 @@ for (const behaviour of ['drip-200', 'dripall-200']) {
     assert.ok(Date.now() - t0 < TIMEOUT_MS + GRACE_MS, `the transport took ${Date.now() - t0} ms`);
   });
 }
+
+// ---- key material ----------------------------------------------------------------------------------------------
+
+test('a PEM key passed as any string argument never appears in an error', async (t) => {
+  const lines = key.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('-----'));
+  assert.ok(lines.length >= 2);
+  // Whole lines, and the start of each (a message that cuts the value short still shows that), in any case.
+  const pieces = [...lines, ...lines.map((l) => l.slice(0, 12))].map((p) => p.toLowerCase());
+  const check = (label, e) => {
+    assert.ok(e instanceof Error, `${label}: ${e}`);
+    for (const text of [e.message, String(e), e.stack, util.inspect(e)]) {
+      for (const p of pieces) assert.ok(!text.toLowerCase().includes(p), `${label}: the key shows in the error:\n${text}`);
+    }
+  };
+  const down = 'http://127.0.0.1:1';
+  const make = (over) => {
+    const a = { key, keyId: MOCK.keyId, issuerId: MOCK.issuerId, bundleId: MOCK.bundleId,
+      environment: lib.Environment.LOCAL_TESTING, options: { baseUrl: down }, ...over };
+    return new lib.AppStoreServerAPIClient(a.key, a.keyId, a.issuerId, a.bundleId, a.environment, a.options);
+  };
+  const cases = {
+    'options.baseUrl': () => make({ options: { baseUrl: key } }).getTransactionInfo('1'),
+    'options.baseUrl (Production)': () => make({ environment: lib.Environment.PRODUCTION, options: { baseUrl: key } })
+      .getTransactionInfo('1'),
+    'options.sandboxBaseUrl': () => make({ environment: lib.Environment.PRODUCTION,
+      options: { baseUrl: down, sandboxFallback: true, sandboxBaseUrl: key } }).getTransactionInfo('1'),
+    'options.sandboxBaseUrl without the fallback': () => make({ options: { sandboxBaseUrl: key } }),
+    keyId: () => make({ keyId: key }).getTransactionInfo('1'),
+    issuerId: () => make({ issuerId: key }).getTransactionInfo('1'),
+    bundleId: () => make({ bundleId: key }).getTransactionInfo('1'),
+    environment: () => make({ environment: key }),
+    'options.timeoutMs': () => make({ options: { baseUrl: down, timeoutMs: key } }),
+    'options.fetch': () => make({ options: { baseUrl: down, fetch: key } }),
+    'a path argument': () => make({}).getTransactionInfo(key),
+    'a query argument': () => make({}).getTransactionHistory('1', null, { productIds: [key] }),
+    'a body field': () => make({}).setAppAccountToken('1', { appAccountToken: key }),
+    'a fetch error quoting the URL': () => make({ options: { baseUrl: down,
+      fetch: async (url) => { throw new Error(`cannot send ${decodeURIComponent(url)}`); } } }).getTransactionInfo(key),
+    'a wrongly typed argument': () => make({}).getTransactionInfo(Buffer.from(key)),
+    'answer(method)': () => make({}).answer(key),
+    'SignedDataVerifier bundleId': () => new lib.SignedDataVerifier([root()], false, lib.Environment.SANDBOX, key)
+      .verifyAndDecodeTransaction(goodJws()),
+    'SignedDataVerifier environment': () => new lib.SignedDataVerifier([root()], false, key, 'com.example.app'),
+    'SignedDataVerifier jws': () => new lib.SignedDataVerifier([root()], false, lib.Environment.SANDBOX, 'com.example.app')
+      .verifyAndDecodeTransaction(key),
+    'SignedDataVerifier jws (Sync)': () => new lib.SignedDataVerifier([root()], false, lib.Environment.SANDBOX,
+      'com.example.app').verifyAndDecodeTransactionSync(key),
+    'PromotionalOfferSignatureCreator keyId': () => new lib.PromotionalOfferSignatureCreator(key, key, 'com.example.app')
+      .createSignature('product', 'offer', 'user', '9C7C1CE7-B4F6-4BB5-8F58-1A0F7E3C4E2F', 1),
+    'PromotionalOfferSignatureCreator nonce': () => new lib.PromotionalOfferSignatureCreator(key, MOCK.keyId,
+      'com.example.app').createSignature('product', 'offer', 'user', key, 1),
+  };
+  for (const [label, call] of Object.entries(cases)) {
+    await t.test(label, async () => {
+      let e = null;
+      try {
+        await call();
+      } catch (err) {
+        e = err;
+      }
+      if (e === null) return; // accepted: nothing to show
+      check(label, e);
+    });
+  }
+});
