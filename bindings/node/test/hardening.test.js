@@ -76,15 +76,13 @@ test('the API client follows no redirect: the 3xx itself reaches the library, th
       'PUT setAppAccountToken': () => c.setAppAccountToken('1', { appAccountToken: '7E3FB20B-4CDB-47CC-936D-99D65F608138' }),
     };
     for (const [label, call] of Object.entries(calls)) {
-      await t.test(`${code} ${label}`, async (st) => {
+      await t.test(`${code} ${label}`, async () => {
         const e = await failure(call());
         assert.ok(e instanceof lib.APIException, String(e && e.stack));
         assert.equal(e.httpStatusCode, code, e.message);
         assert.ok(e.message.includes(String(code)), e.message);
-        // The core names the Location of a 3xx in its message (a library built before that change does not yet).
-        const location = `http://127.0.0.1:${hostile.catcherPort}/caught/`;
-        if (e.message.includes('Location') || e.message.includes('/caught/')) assert.ok(e.message.includes(location), e.message);
-        else st.diagnostic(`the library does not name the Location yet: ${e.message}`);
+        // The library names the 3xx's Location: the header reached it.
+        assert.ok(e.message.includes(`http://127.0.0.1:${hostile.catcherPort}/caught/inApps/`), e.message);
         assert.equal((await hostile.caught()).count, 0, 'a request reached the redirect target');
       });
     }
