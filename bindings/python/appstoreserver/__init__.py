@@ -11,9 +11,9 @@ system OpenSSL needed at run time).
 
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import LIBRARY_VERSION, library_path
-from ._signing import Signer, SigningError
+from ._signing import ExternalSigner, Signer, SigningError
 
 __version__ = LIBRARY_VERSION
 
-__all__ = ["AppStoreStatus", "FailureReason", "LIBRARY_VERSION", "Signer", "SigningError", "__version__",
-           "library_path"]
+__all__ = ["AppStoreStatus", "ExternalSigner", "FailureReason", "LIBRARY_VERSION", "Signer", "SigningError",
+           "__version__", "library_path"]

@@ -1,25 +1,65 @@
 """The signing key every signature creator and API client holds: an App Store Connect key (PKCS#8 PEM .p8, EC P-256)
 with its identifiers, parsed once by the library (appstore_signing_key), or a key held outside the process (a KMS or
-an HSM) reached through a Python callable (appstore_signing_key_new_with_signer). Key bytes never appear in errors."""
+an HSM) reached through a Python callable with its public key (ExternalSigner, appstore_signing_key_new_with_signer).
+Key bytes never appear in errors."""
 
 from __future__ import annotations
 
 import inspect
 import threading
 from ctypes import byref, c_size_t, c_void_p, memmove, string_at
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from . import _args
 from ._generated import abi
 from ._native import Handle, lib, new_handle, read_error, take_string
 
 Signer = Callable[[bytes, bytes], bytes]
-"""An external signer: sign(message, digest) -> the ECDSA P-256 signature of SHA-256(message), as DER or as 64 bytes
-r||s. `digest` is SHA-256(message), for signers that take a digest (KMS's MessageType DIGEST, PKCS#11 CKM_ECDSA).
-A plain function, called on the thread that asks for the signature (possibly several at once); the async API client
-calls it in a worker thread, so a KMS round trip does not stop the event loop."""
+"""An external signer's function: sign(message, digest) -> the ECDSA P-256 signature of SHA-256(message), as DER or
+as 64 bytes r||s. `digest` is SHA-256(message), for signers that take a digest (KMS's MessageType DIGEST, PKCS#11
+CKM_ECDSA). A plain function, called in a worker thread (possibly several at once), so a KMS round trip neither
+stops the async client's event loop nor holds a call past the signer's timeout. Wrap it in an ExternalSigner."""
 
-SigningKeyArg = Union[bytes, str, Signer]
+_SIGNER_TIMEOUT = 10.0  # the library's default (appstore_signing_key_new_with_signer's timeout_ms 0)
+
+
+class ExternalSigner:
+    """A key held outside the process (a KMS or an HSM), given wherever a .p8 PEM goes (`signing_key` of the API
+    clients and of the signature creators).
+
+    sign        sign(message, digest) -> bytes, see Signer
+    public_key  the key's public half, as KMS and HSM APIs hand it out: PEM "-----BEGIN PUBLIC KEY-----" text (str or
+                bytes) or DER SubjectPublicKeyInfo (bytes); required. The library verifies every signature with it
+                before use: a signature made with another key, over another message (a replayed one) or random
+                bytes fails the call (SigningError, INVALID_KEY / SIGNER_FAILED) instead of being sent to Apple.
+    timeout     seconds one signature may take (default 10): the call stops waiting then and fails with SigningError
+                (SIGNER_FAILED, a TimeoutError as __cause__); the signer's thread is left to finish on its own.
+    """
+
+    __slots__ = ("sign", "public_key", "timeout")
+
+    def __init__(self, sign: Signer, public_key: Union[str, bytes], *, timeout: Optional[float] = None):
+        if not callable(sign) or isinstance(sign, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"sign must be a callable sign(message, digest) -> bytes, not {_args._type_name(sign)}")
+        if isinstance(public_key, str):
+            public_key = public_key.encode("utf-8")  # PEM text is ASCII
+        self.sign = sign
+        self.public_key = _args.blob(public_key, "public_key")
+        if not self.public_key:
+            raise ValueError("public_key is empty: the signer's public key is required")
+        if timeout is None:
+            timeout = _SIGNER_TIMEOUT
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds, not {_args._type_name(timeout)}")
+        if not 0.001 <= timeout <= (2**32 - 1) / 1000:
+            raise ValueError(f"timeout must be between 0.001 and {(2**32 - 1) / 1000:g} seconds, got {timeout}")
+        self.timeout = float(timeout)
+
+    def __repr__(self) -> str:
+        return f"ExternalSigner({self.sign!r}, timeout={self.timeout:g})"
+
+
+SigningKeyArg = Union[bytes, str, ExternalSigner]
 
 
 class SigningError(ValueError):
@@ -37,19 +77,43 @@ class SigningError(ValueError):
 class _SignerBridge:
     """The ctypes callback of one external-signer key. It must outlive the native key (and every client made with
     it), so the key's Handle keeps it. The exception a failed call raised is kept per thread (the callback runs on
-    the thread that asked for the signature) until the failing library call reports it."""
+    the thread that asked for the signature) until the failing library call reports it; a KeyboardInterrupt or
+    SystemExit is raised again there (error_from), as if nothing had been in between."""
 
-    def __init__(self, sign: Signer):
-        self.sign = sign
+    def __init__(self, signer: ExternalSigner):
+        self.sign = signer.sign
+        self.timeout = signer.timeout
         self.local = threading.local()
         self.callback = abi.SIGNER_FN(self._call)
+
+    def _sign(self, message: bytes, digest: bytes) -> Any:
+        """sign() in a worker thread, waited for at most the timeout: the library cannot interrupt its callback, and a
+        hung KMS call must not hold the caller."""
+        done = threading.Event()
+        out: List[Any] = []
+
+        def work() -> None:
+            try:
+                out.append((True, self.sign(message, digest)))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                out.append((False, e))
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="appstoreserver-signer", daemon=True).start()
+        if not done.wait(self.timeout):
+            raise TimeoutError(f"no signature within the signer's timeout of {self.timeout:g} s")
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
 
     def _call(self, user_data: Optional[int], message: Optional[int], message_len: int, digest: Optional[int],
               signature: Optional[int], signature_cap: int, signature_len: Optional[int]) -> int:
         # Nothing may escape into C: ctypes would print the exception and return 0, i.e. "signed".
         try:
             msg = string_at(message, message_len) if message_len else b""
-            sig = self.sign(msg, string_at(digest, 32) if digest else b"")
+            sig = self._sign(msg, string_at(digest, 32) if digest else b"")
             if inspect.isawaitable(sig):
                 close = getattr(sig, "close", None)
                 if close:
@@ -67,6 +131,7 @@ class _SignerBridge:
             self.local.error = None
             return 0
         except BaseException as e:  # noqa: BLE001 - a failed signature, reported by the library call that asked
+            # A KeyboardInterrupt too: ctypes would swallow it here; the library call that asked raises it again.
             try:
                 self.local.error = e
             except BaseException:  # noqa: BLE001
@@ -95,6 +160,8 @@ def error_from(info: Any, key: Optional[Handle] = None, prefix: str = "") -> Sig
     bridge = key.keep if key is not None else None
     if isinstance(bridge, _SignerBridge):
         cause = bridge.take_error()
+        if cause is not None and not isinstance(cause, Exception):
+            raise cause  # KeyboardInterrupt, SystemExit: not a failed signature
         if cause is not None and info.reason == FailureReason.SIGNER_FAILED:
             # The library only saw a non-zero return ("the signer callback returned 1"); the Python exception says
             # what failed.
@@ -109,23 +176,27 @@ def error_from(info: Any, key: Optional[Handle] = None, prefix: str = "") -> Sig
 
 
 def is_signer(value: Any) -> bool:
-    return callable(value) and not isinstance(value, (str, bytes, bytearray, memoryview))
+    return isinstance(value, ExternalSigner)
 
 
 def signing_key(signing_key: Any, key_id: Any, issuer_id: Any, bundle_id: Any, *,
                 issuer_required: bool = True) -> Handle:
-    """The native key of a .p8 PEM (bytes or str) or of an external signer (a callable, see Signer)."""
+    """The native key of a .p8 PEM (bytes or str) or of an external signer (ExternalSigner)."""
     signer = is_signer(signing_key)
+    if not signer and callable(signing_key):
+        raise TypeError("an external signer needs its public key, which the library checks every signature with: pass "
+                        "ExternalSigner(sign, public_key) as signing_key")
     if not signer and not isinstance(signing_key, (str, bytes, bytearray, memoryview)):
-        raise TypeError(f"signing_key must be the .p8 PEM (str or bytes) or a signer callable "
-                        f"sign(message, digest) -> bytes, not {_args._type_name(signing_key)}")
+        raise TypeError(f"signing_key must be the .p8 PEM (str or bytes) or an ExternalSigner, not "
+                        f"{_args._type_name(signing_key)}")
     kid = _args.text(key_id, "key_id")
     iss = _args.text(issuer_id, "issuer_id", optional=not issuer_required)
     bid = _args.text(bundle_id, "bundle_id")
     if signer:
         bridge = _SignerBridge(signing_key)
-        handle, info = new_handle("appstore_signing_key_new_with_signer", bridge.callback, None, kid, iss, bid,
-                                  keep=bridge)
+        pub = signing_key.public_key
+        handle, info = new_handle("appstore_signing_key_new_with_signer", bridge.callback, None, pub, len(pub),
+                                  int(round(signing_key.timeout * 1000)), kid, iss, bid, keep=bridge)
         if handle is None:
             raise error_from(info)
         return handle

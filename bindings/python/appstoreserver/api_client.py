@@ -25,14 +25,14 @@ from ._generated.api_errors import AdvancedCommerceAPIError, APIError
 from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, LIBRARY_VERSION, free_error, lib, new_handle, read_error, take_string
-from ._signing import Signer, SigningError, SigningKeyArg, api_token, error_from, is_signer
+from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, api_token, error_from, is_signer
 from ._signing import signing_key as _new_signing_key
 from .models.Environment import Environment
 from .signed_data_verifier import environment_code
 
 __all__ = ["APIError", "AdvancedCommerceAPIError", "APIException", "GetTransactionHistoryVersion",
-           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient", "Signer",
-           "SigningError"]
+           "BaseAppStoreServerAPIClient", "AppStoreServerAPIClient", "AsyncAppStoreServerAPIClient", "ExternalSigner",
+           "Signer", "SigningError"]
 
 T = TypeVar("T")
 
@@ -199,9 +199,9 @@ class BaseAppStoreServerAPIClient:
     """What both clients share: the core's client (signing key, environment, timeout, retry policy, Sandbox
     fallback, rate limit).
 
-    signing_key   the App Store Connect .p8 key (PEM bytes, or str); beyond Apple's: a callable
-                  sign(message: bytes, digest: bytes) -> bytes for a key held in a KMS or an HSM (see Signer), called
-                  for every bearer token; when it fails, the call raises SigningError (reason SIGNER_FAILED)
+    signing_key   the App Store Connect .p8 key (PEM bytes, or str); beyond Apple's: an ExternalSigner(sign,
+                  public_key) for a key held in a KMS or an HSM, asked for every bearer token; when it fails (raises,
+                  answers wrongly or too late), the call raises SigningError (reason SIGNER_FAILED)
     key_id, issuer_id, bundle_id, environment   as in Apple's library (Environment.XCODE is refused)
 
     Beyond Apple's, keyword-only:

@@ -9,10 +9,11 @@ from typing import Any, Dict, Optional
 from . import _args
 from ._model import AdvancedCommerceAPIInAppRequest, Model
 from ._native import lib
-from ._signing import Signer, SigningError, SigningKeyArg, call_string, signing_key
+from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, call_string, signing_key
 
 __all__ = ["AdvancedCommerceAPIInAppRequest", "JWSSignatureCreator", "PromotionalOfferV2SignatureCreator",
-           "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceAPIInAppSignatureCreator", "Signer",
+           "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceAPIInAppSignatureCreator", "ExternalSigner",
+           "Signer",
            "SigningError"]
 
 
@@ -20,10 +21,10 @@ class JWSSignatureCreator:
     """The common part of the creators: the audience and an App Store Connect key with its identifiers (the .p8
     PEM as bytes, or str). Claims bid, iss, aud, iat and a fresh nonce are added to every signature.
 
-    Beyond Apple's: signing_key may be a callable sign(message: bytes, digest: bytes) -> bytes for a key held in a
-    KMS or an HSM (see Signer); it returns the ES256 signature of message (DER or 64 bytes r||s). When it raises or
-    returns something else, create_signature raises SigningError (reason SIGNER_FAILED, the exception as
-    __cause__)."""
+    Beyond Apple's: signing_key may be an ExternalSigner(sign, public_key) for a key held in a KMS or an HSM;
+    sign(message: bytes, digest: bytes) returns the ES256 signature of message (DER or 64 bytes r||s), which the
+    library verifies with public_key. When it raises, returns something else or answers too late, create_signature
+    raises SigningError (reason SIGNER_FAILED, the exception as __cause__)."""
 
     def __init__(self, audience: str, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         self._audience = _args.text(audience, "audience").decode()  # type: ignore[union-attr]

@@ -9,15 +9,15 @@ from uuid import UUID
 
 from . import _args
 from ._native import lib, read_error, take_string
-from ._signing import Signer, SigningError, SigningKeyArg, error_from, signing_key
+from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, error_from, signing_key
 
-__all__ = ["PromotionalOfferSignatureCreator", "Signer", "SigningError"]
+__all__ = ["ExternalSigner", "PromotionalOfferSignatureCreator", "Signer", "SigningError"]
 
 
 class PromotionalOfferSignatureCreator:
-    """signing_key: the .p8 PEM (bytes, or str), or (beyond Apple's) a signer callable sign(message, digest) -> bytes
-    for a key held in a KMS or an HSM (see jws_signature_creator.JWSSignatureCreator); key_id: its key id;
-    bundle_id: the app's bundle id."""
+    """signing_key: the .p8 PEM (bytes, or str), or (beyond Apple's) an ExternalSigner(sign, public_key) for a key
+    held in a KMS or an HSM (see jws_signature_creator.JWSSignatureCreator); key_id: its key id; bundle_id: the
+    app's bundle id."""
 
     def __init__(self, signing_key: SigningKeyArg, key_id: str, bundle_id: str):
         self._key = _key_of(signing_key, key_id, bundle_id)

@@ -8,8 +8,10 @@ import asyncio
 import gc
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import weakref
@@ -20,7 +22,7 @@ from typing import Any, Dict, List
 import pytest
 from conftest import BUNDLE, ISSUER, KEY_ID, SUPPORT, LoopTicker
 
-from appstoreserver import AppStoreStatus, FailureReason
+from appstoreserver import AppStoreStatus, ExternalSigner, FailureReason
 from appstoreserver.api_client import AppStoreServerAPIClient, AsyncAppStoreServerAPIClient
 from appstoreserver.jws_signature_creator import (
     AdvancedCommerceAPIInAppSignatureCreator,
@@ -52,7 +54,7 @@ def _check(keys: Path, items: List[Dict[str, Any]], tmp_path: Path) -> subproces
 
 
 def _items(keys: Path, signer: Any = None) -> List[Dict[str, Any]]:
-    """One of every signature, made with the .p8 PEM or, when given, with the external signer."""
+    """One of every signature, made with the .p8 PEM or, when given, with the external signer (an ExternalSigner)."""
     pem = (keys / "p256.p8").read_bytes() if signer is None else signer
     ident = {"kid": KEY_ID, "iss": ISSUER, "bid": BUNDLE}
     items: List[Dict[str, Any]] = []
@@ -153,15 +155,21 @@ def test_advanced_commerce_limits(keys: Path) -> None:
 # ---- external signers (a key in a KMS or an HSM) ------------------------------------------------------------------
 
 
+def external(keys: Path, sign: Any, **kw: Any) -> ExternalSigner:
+    """`sign` with the test key's public key (PEM text, as KMS GetPublicKey tools print it)."""
+    return ExternalSigner(sign, (keys / "p256_public.pem").read_text(), **kw)
+
+
 class KMS:
     """A stand-in for a KMS / HSM built on `cryptography`: it holds the private key and signs what it is given, as DER
     (what AWS KMS, Google Cloud KMS and most HSMs return) or as 64 bytes r||s (JOSE's form, PKCS#11 CKM_ECDSA), from
-    the message or from its digest; it records what it was asked."""
+    the message or from its digest; it records what it was asked. key_file: another key than the test key (a signer
+    configured with the wrong key in its KMS)."""
 
-    def __init__(self, keys: Path, form: str):
+    def __init__(self, keys: Path, form: str, key_file: str = "p256.p8"):
         from cryptography.hazmat.primitives import serialization
 
-        self.key = serialization.load_pem_private_key((keys / "p256.p8").read_bytes(), None)
+        self.key = serialization.load_pem_private_key((keys / key_file).read_bytes(), None)
         self.form = form
         self.calls: List[tuple] = []
 
@@ -180,7 +188,7 @@ class KMS:
 @pytest.mark.parametrize("form", ["der", "raw"])
 def test_external_signer_signatures_verified_independently(keys: Path, tmp_path: Path, form: str) -> None:
     kms = KMS(keys, form)
-    items = _items(keys, kms)
+    items = _items(keys, external(keys, kms))
     assert len(kms.calls) == len(items), "every signature is asked of the signer"
     r = _check(keys, items, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -195,12 +203,12 @@ def test_external_signer_api_client(keys: Path, mock_url: str) -> None:
     """The mock server verifies the bearer token (joserfc, the public key): a signer-backed client is accepted, sync
     and async; each attempt signs a fresh token."""
     kms = KMS(keys, "der")
-    c = AppStoreServerAPIClient(kms, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
+    c = AppStoreServerAPIClient(external(keys, kms), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
     assert c.get_transaction_info("2000000000000001").signedTransactionInfo == "signed-transaction-info"
     assert len(kms.calls) == 1
 
     async def run() -> str:
-        a = AsyncAppStoreServerAPIClient(KMS(keys, "raw"), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
+        a = AsyncAppStoreServerAPIClient(external(keys, KMS(keys, "raw")), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
                                          base_url=mock_url)
         try:
             return (await a.get_transaction_info("2000000000000001")).signedTransactionInfo
@@ -225,7 +233,7 @@ def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
         return FakeResponse(200, {"signedTransactionInfo": "ok"})
 
     async def run() -> int:
-        c = AsyncAppStoreServerAPIClient(slow, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+        c = AsyncAppStoreServerAPIClient(external(keys, slow), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
         c._execute_request = fake
         ticker = LoopTicker().start()
         try:
@@ -242,13 +250,13 @@ def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
         return b""
 
     with pytest.raises(SigningError, match="returned an awaitable") as ei:
-        PromotionalOfferV2SignatureCreator(coroutine_signer, KEY_ID, ISSUER, BUNDLE).create_signature("p", "o", None)
+        PromotionalOfferV2SignatureCreator(external(keys, coroutine_signer), KEY_ID, ISSUER, BUNDLE).create_signature("p", "o", None)
     assert ei.value.reason == FailureReason.SIGNER_FAILED
 
 
 def test_external_signer_from_threads(keys: Path, tmp_path: Path) -> None:
-    """The library calls the signer on the calling thread, from several at once."""
-    creator = PromotionalOfferV2SignatureCreator(KMS(keys, "der"), KEY_ID, ISSUER, BUNDLE)
+    """Several threads ask the signer at once."""
+    creator = PromotionalOfferV2SignatureCreator(external(keys, KMS(keys, "der")), KEY_ID, ISSUER, BUNDLE)
     with ThreadPoolExecutor(4) as pool:
         values = list(pool.map(lambda i: creator.create_signature("com.example.monthly", f"OFFER_{i}", None),
                                range(24)))
@@ -285,6 +293,7 @@ def test_failing_signer(keys: Path, name: str) -> None:
     """A signer that raises or returns something else fails that signature with SigningError (INVALID_KEY /
     SIGNER_FAILED, naming what went wrong)."""
     sign, words = BAD_SIGNERS[name]
+    sign = external(keys, sign)
     creators = [lambda: PromotionalOfferV2SignatureCreator(sign, KEY_ID, ISSUER, BUNDLE).create_signature(
                     "p", "o", None),
                 lambda: IntroductoryOfferEligibilitySignatureCreator(sign, KEY_ID, ISSUER, BUNDLE).create_signature(
@@ -315,7 +324,7 @@ def test_signer_recovers(keys: Path, tmp_path: Path) -> None:
             raise a
         return kms(message, digest) if a is None else a
 
-    creator = PromotionalOfferV2SignatureCreator(flaky, KEY_ID, ISSUER, BUNDLE)
+    creator = PromotionalOfferV2SignatureCreator(external(keys, flaky), KEY_ID, ISSUER, BUNDLE)
     with pytest.raises(SigningError, match="it raised Unavailable: once"):
         creator.create_signature("p", "o", None)
     value = creator.create_signature("com.example.monthly", "WINBACK_50", None)
@@ -331,7 +340,8 @@ def test_signer_recovers(keys: Path, tmp_path: Path) -> None:
 def test_failing_signer_api_call(keys: Path, mock_url: str) -> None:
     """An API call whose bearer token cannot be signed raises SigningError (a ValueError) naming the endpoint, and
     sends nothing; sync and async."""
-    c = AppStoreServerAPIClient(_raises, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
+    c = AppStoreServerAPIClient(external(keys, _raises), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
+                                base_url=mock_url)
     sent: List[Any] = []
     c._execute_request = lambda *a: sent.append(a)
     with pytest.raises(SigningError) as ei:
@@ -342,7 +352,7 @@ def test_failing_signer_api_call(keys: Path, mock_url: str) -> None:
     assert isinstance(ei.value.__cause__, Unavailable) and sent == []
 
     async def run() -> None:
-        a = AsyncAppStoreServerAPIClient(lambda m, d: b"garbage", KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
+        a = AsyncAppStoreServerAPIClient(external(keys, lambda m, d: b"garbage"), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX,
                                          base_url=mock_url)
         try:
             with pytest.raises(SigningError) as ei:
@@ -359,8 +369,8 @@ def test_signer_lives_as_long_as_its_key(keys: Path) -> None:
     caller's references go, and are released with it."""
     kms = KMS(keys, "raw")
     ref = weakref.ref(kms)
-    client = AppStoreServerAPIClient(kms, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
-    creator = PromotionalOfferV2SignatureCreator(kms, KEY_ID, ISSUER, BUNDLE)
+    client = AppStoreServerAPIClient(external(keys, kms), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+    creator = PromotionalOfferV2SignatureCreator(external(keys, kms), KEY_ID, ISSUER, BUNDLE)
     del kms
     gc.collect()
     assert client._generate_token().count(".") == 2 and creator.create_signature("p", "o", None).count(".") == 2
@@ -375,14 +385,138 @@ def test_signer_lives_as_long_as_its_key(keys: Path) -> None:
 
 def test_signing_key_types(keys: Path) -> None:
     for bad in (42, None, ["pem"], object()):
-        with pytest.raises(TypeError, match="signing_key must be the .p8 PEM .* or a signer callable"):
+        with pytest.raises(TypeError, match="signing_key must be the .p8 PEM .* or an ExternalSigner"):
             PromotionalOfferV2SignatureCreator(bad, KEY_ID, ISSUER, BUNDLE)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="signing_key"):
             AppStoreServerAPIClient(bad, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)  # type: ignore[arg-type]
     # A signer still needs the identifiers: the client needs an issuer id, the v1 creator does not.
     with pytest.raises(TypeError, match="issuer_id"):
-        AppStoreServerAPIClient(_raises, KEY_ID, None, BUNDLE, Environment.SANDBOX)  # type: ignore[arg-type]
+        AppStoreServerAPIClient(external(keys, _raises), KEY_ID, None, BUNDLE, Environment.SANDBOX)  # type: ignore
     with pytest.raises(TypeError, match="key_id"):
-        PromotionalOfferSignatureCreator(_raises, None, BUNDLE)  # type: ignore[arg-type]
-    assert PromotionalOfferSignatureCreator(KMS(keys, "der"), KEY_ID, BUNDLE).create_signature(
+        PromotionalOfferSignatureCreator(external(keys, _raises), None, BUNDLE)  # type: ignore[arg-type]
+    assert PromotionalOfferSignatureCreator(external(keys, KMS(keys, "der")), KEY_ID, BUNDLE).create_signature(
         "p", "o", "u", uuid.uuid4(), 1698148900000)
+    # A bare callable: the library needs the signer's public key to check its signatures.
+    with pytest.raises(TypeError, match=r"ExternalSigner\(sign, public_key\)"):
+        PromotionalOfferV2SignatureCreator(KMS(keys, "der"), KEY_ID, ISSUER, BUNDLE)
+    pub = (keys / "p256_public.pem").read_text()
+    for args, kw, error in (((42, pub), {}, TypeError), ((_raises, None), {}, TypeError), ((_raises, 42), {}, TypeError),
+                            ((_raises, pub), {"timeout": "1"}, TypeError), ((_raises, pub), {"timeout": 0}, ValueError),
+                            ((_raises, pub), {"timeout": 5e6}, ValueError)):
+        with pytest.raises(error):
+            ExternalSigner(*args, **kw)
+
+
+def test_signer_public_key_forms(keys: Path) -> None:
+    """The public key as PEM text (str or bytes) or DER SubjectPublicKeyInfo; anything else is refused when the key
+    is made (INVALID_KEY), without echoing it."""
+    kms = KMS(keys, "der")
+    pem = (keys / "p256_public.pem").read_text()
+    for public_key in (pem, pem.encode(), (keys / "p256_public.der").read_bytes()):
+        creator = PromotionalOfferV2SignatureCreator(ExternalSigner(kms, public_key), KEY_ID, ISSUER, BUNDLE)
+        assert creator.create_signature("p", "o", None).count(".") == 2
+    private = (keys / "p256.p8").read_text()
+    with pytest.raises(ValueError, match="public_key is empty"):
+        ExternalSigner(kms, b"")
+    for public_key in (b"not a key", private, (keys / "p384.p8").read_bytes()):
+        with pytest.raises(SigningError) as ei:
+            PromotionalOfferV2SignatureCreator(ExternalSigner(kms, public_key), KEY_ID, ISSUER, BUNDLE)
+        assert ei.value.status == AppStoreStatus.INVALID_KEY, ei.value.message
+        for line in private.splitlines()[1:-1]:
+            assert line not in str(ei.value) and line not in repr(ei.value)
+
+
+def _signers(keys: Path) -> Dict[str, Any]:
+    """Signers that answer with a well-formed signature the public key does not verify."""
+    right = KMS(keys, "der")
+    previous: List[bytes] = []
+
+    def replay(message: bytes, digest: bytes) -> bytes:  # a signature made earlier, for another message
+        if not previous:
+            previous.append(right(b"an earlier message", hashlib.sha256(b"an earlier message").digest()))
+        return previous[0]
+
+    return {"wrong key": KMS(keys, "der", "other_p256.p8"),
+            "random": lambda m, d: os.urandom(64),
+            "replayed": replay}
+
+
+@pytest.mark.parametrize("name", ["wrong key", "random", "replayed"])
+def test_signature_checked_with_public_key(keys: Path, mock_url: str, name: str) -> None:
+    """A signature the signer's public key does not verify (another key's, random bytes, another message's) is
+    refused by the library (INVALID_KEY / SIGNER_FAILED): nothing signed with it leaves, no request is sent."""
+    sign = external(keys, _signers(keys)[name])
+    c = AppStoreServerAPIClient(sign, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX, base_url=mock_url)
+    sent: List[Any] = []
+    c._execute_request = lambda *a: sent.append(a)
+    for make in (lambda: PromotionalOfferV2SignatureCreator(sign, KEY_ID, ISSUER, BUNDLE).create_signature(
+                     "p", "o", None),
+                 lambda: PromotionalOfferSignatureCreator(sign, KEY_ID, BUNDLE).create_signature(
+                     "p", "o", "u", uuid.uuid4(), 1698148900000),
+                 c._generate_token,
+                 lambda: c.get_transaction_info("2000000000000001")):
+        with pytest.raises(SigningError) as ei:
+            make()
+        e = ei.value
+        assert e.status == AppStoreStatus.INVALID_KEY and e.reason == FailureReason.SIGNER_FAILED, e.message
+    assert sent == []
+
+
+def test_keyboard_interrupt_in_signer(keys: Path) -> None:
+    """A KeyboardInterrupt (any BaseException that is not an Exception) in the signer is raised by the call that
+    asked for the signature, not turned into a SigningError; the key works afterwards."""
+    kms = KMS(keys, "der")
+    interrupt: List[BaseException] = [KeyboardInterrupt(), SystemExit(3)]
+
+    def sign(message: bytes, digest: bytes) -> bytes:
+        if interrupt:
+            raise interrupt.pop(0)
+        return kms(message, digest)
+
+    signer = external(keys, sign)
+    creator = PromotionalOfferV2SignatureCreator(signer, KEY_ID, ISSUER, BUNDLE)
+    with pytest.raises(KeyboardInterrupt):
+        creator.create_signature("p", "o", None)
+    c = AppStoreServerAPIClient(signer, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+    c._execute_request = lambda *a: pytest.fail("nothing may be sent")
+    with pytest.raises(SystemExit):
+        c.get_transaction_info("1")
+    assert creator.create_signature("p", "o", None).count(".") == 2
+
+    async def run() -> None:
+        interrupt.append(KeyboardInterrupt())
+        a = AsyncAppStoreServerAPIClient(signer, KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                await a.get_transaction_info("1")
+        finally:
+            await a.async_close()
+
+    asyncio.run(run())
+
+
+def test_slow_signer_times_out(keys: Path) -> None:
+    """A signer slower than its timeout fails the call soon after it (SIGNER_FAILED, a TimeoutError as the cause),
+    though the signer itself cannot be interrupted."""
+    kms = KMS(keys, "der")
+    release = threading.Event()
+
+    def hung(message: bytes, digest: bytes) -> bytes:
+        release.wait(30)
+        return kms(message, digest)
+
+    creator = PromotionalOfferV2SignatureCreator(external(keys, hung, timeout=0.5), KEY_ID, ISSUER, BUNDLE)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SigningError) as ei:
+            creator.create_signature("p", "o", None)
+        elapsed = time.monotonic() - t0
+    finally:
+        release.set()
+    assert elapsed < 2.0, f"took {elapsed:.1f} s with a 0.5 s timeout"
+    assert ei.value.reason == FailureReason.SIGNER_FAILED and isinstance(ei.value.__cause__, TimeoutError)
+    assert "timeout of 0.5 s" in ei.value.message, ei.value.message
+    # Within its timeout a slow signer is fine.
+    slow = PromotionalOfferV2SignatureCreator(external(keys, lambda m, d: (time.sleep(0.3), kms(m, d))[1], timeout=5),
+                                              KEY_ID, ISSUER, BUNDLE)
+    assert slow.create_signature("p", "o", None).count(".") == 2
