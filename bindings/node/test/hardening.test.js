@@ -8,6 +8,7 @@ const fs = require('fs');
 const path = require('path');
 const util = require('util');
 const { execFile } = require('child_process');
+const { Readable } = require('stream');
 const lib = require('..');
 const { fetchTransport } = require('../lib/transport.js');
 const { LIMITS } = require('../generated/spec.js');
@@ -180,6 +181,28 @@ test('bodies up to the limit are read whole', async () => {
   const c = client('huge-1');
   const e = await failure(c.getTransactionInfo('1'));
   assert.equal(e.libraryStatus, 'INVALID_RESPONSE', e.message); // read whole, then judged by the library
+  c.close();
+});
+
+test('node-fetch style answers (a Node stream as the body) are bounded too', async () => {
+  let produced = 0;
+  const endless = new Readable({
+    read() {
+      produced += 65536;
+      this.push(Buffer.alloc(65536, 0x20));
+    },
+  });
+  class NodeFetchStyle extends lib.AppStoreServerAPIClient {
+    async makeFetchRequest() {
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: endless, redirected: false };
+    }
+  }
+  const c = new NodeFetchStyle(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.LOCAL_TESTING);
+  const e = await failure(c.getTransactionInfo('1'));
+  assert.equal(e.reason, 'transport_failed', e.message);
+  assert.match(e.message, /APPSTORE_LIMIT_API_RESPONSE_BYTES/);
+  assert.ok(endless.destroyed, 'the stream was not destroyed');
+  assert.ok(produced <= LIMITS.API_RESPONSE_BYTES + (1 << 20), `${produced} bytes produced`);
   c.close();
 });
 
