@@ -79,7 +79,10 @@ final class CSigner: ES256Signer, @unchecked Sendable {
         let rc = message.withUnsafeBufferPointer { m in
             digest.withUnsafeBufferPointer { d in
                 out.withUnsafeMutableBufferPointer { o in
-                    function(userData, m.baseAddress, UInt(m.count), d.baseAddress, o.baseAddress, UInt(o.count), &length)
+                    // Outside the fork guard: the host's signer may fork (see guarded).
+                    ForkGuard.outside {
+                        function(userData, m.baseAddress, UInt(m.count), d.baseAddress, o.baseAddress, UInt(o.count), &length)
+                    }
                 }
             }
         }

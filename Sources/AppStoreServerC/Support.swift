@@ -64,6 +64,10 @@ final class ErrorBox {
 /// Runs an export body. Any failure becomes its status and, if asked, an appstore_error: the same mapping for every
 /// error type of the library (they all adopt `AppStoreServerFailure`); anything else is INTERNAL_ERROR.
 func guarded(_ errOut: ErrorOut?, _ body: () throws -> Void) -> Int32 {
+    // The whole call runs inside the fork guard: OpenSSL's own locks (ex_data, the provider store) are not fork-safe,
+    // so fork() waits until no thread is inside the library. Host callbacks run outside it (CTransport, CSigner).
+    ForkGuard.enter()
+    defer { ForkGuard.leave() }
     let failure: any AppStoreServerFailure
     do {
         try body()
@@ -91,6 +95,8 @@ func retained<T: AnyObject>(_ object: T) -> OpaquePointer {
 
 func release<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type) {
     guard let p else { return }
+    ForkGuard.enter()  // freeing OpenSSL objects takes OpenSSL's locks (see guarded)
+    defer { ForkGuard.leave() }
     Unmanaged<T>.fromOpaque(UnsafeRawPointer(p)).release()
 }
 

@@ -47,8 +47,11 @@ final class CTransport: BlockingHTTPTransport, @unchecked Sendable {
             request.url.withCString { url in
                 headerText.withCString { headers in
                     request.body.withUnsafeBufferPointer { body in
-                        function(userData, method, url, headers, UInt(headerText.utf8.count), body.baseAddress,
-                                 UInt(body.count), request.timeoutMilliseconds, OpaquePointer(unmanaged.toOpaque()))
+                        // Outside the fork guard: the host's transport may fork (see guarded).
+                        ForkGuard.outside {
+                            function(userData, method, url, headers, UInt(headerText.utf8.count), body.baseAddress,
+                                     UInt(body.count), request.timeoutMilliseconds, OpaquePointer(unmanaged.toOpaque()))
+                        }
                     }
                 }
             }

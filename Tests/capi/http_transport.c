@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+static int32_t fetch(const char *method, const char *url, const char *headers, size_t headers_len, const uint8_t *body,
+                     size_t body_len, uint32_t timeout_ms, size_t limit, http_result *out);
+
 static long long now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -51,7 +54,7 @@ int32_t http_transport_send(void *user_data, const char *method, const char *url
                             appstore_http_response *response) {
     if (user_data) __atomic_fetch_add(&((http_transport_stats *)user_data)->requests, 1, __ATOMIC_SEQ_CST);
     http_result r;
-    int32_t st = http_fetch(method, url, headers, headers_len, body, body_len, timeout_ms, &r);
+    int32_t st = fetch(method, url, headers, headers_len, body, body_len, timeout_ms, appstore_http_response_body_limit(response), &r);
     if (st != APPSTORE_TRANSPORT_RESULT_OK) return st;
     char *line = r.headers;
     while (line && *line) {
@@ -82,6 +85,12 @@ void http_result_free(http_result *result) {
 
 int32_t http_fetch(const char *method, const char *url, const char *headers, size_t headers_len, const uint8_t *body,
                    size_t body_len, uint32_t timeout_ms, http_result *out) {
+    return fetch(method, url, headers, headers_len, body, body_len, timeout_ms, APPSTORE_LIMIT_API_RESPONSE_BYTES, out);
+}
+
+/* Reads at most `limit` body bytes (+ 64 KiB for the head): a larger answer fails before more is buffered. */
+static int32_t fetch(const char *method, const char *url, const char *headers, size_t headers_len, const uint8_t *body,
+                     size_t body_len, uint32_t timeout_ms, size_t limit, http_result *out) {
     memset(out, 0, sizeof *out);
     long long deadline = now_ms() + (timeout_ms ? timeout_ms : 30000);
     char host[256], port[16] = "80";
@@ -146,6 +155,7 @@ int32_t http_fetch(const char *method, const char *url, const char *headers, siz
         if (n < 0) { free(buf); close(fd); return APPSTORE_TRANSPORT_RESULT_FAILED; }
         if (n == 0) break;
         len += (size_t)n;
+        if (len > limit + 65536) { free(buf); close(fd); return APPSTORE_TRANSPORT_RESULT_FAILED; }
     }
     close(fd);
     buf[len] = 0;

@@ -6,7 +6,9 @@
  * Every token and signature made through it goes to OUT.json for `check_signatures.py check` (Python cryptography +
  * joserfc verify them against the public key). Also checked here: the digest handed to the callback is SHA-256 of
  * the message; callback failures, wrong lengths, garbage, r = 0 and r = n are APPSTORE_INVALID_KEY /
- * APPSTORE_REASON_SIGNER_FAILED with nothing written to the outputs; 4 threads share one key.
+ * APPSTORE_REASON_SIGNER_FAILED with nothing written to the outputs, and so are well-formed signatures the library
+ * verifies and refuses: by another key, random bytes, a replayed signature, one that came after the key's deadline;
+ * the signer's public key is required (PEM or DER SPKI) and checked; 4 threads share one key.
  * Closing line: "signer: N passed, M failed".
  */
 #include "capi_util.h"
@@ -20,18 +22,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static capi_tally T = {"signer", 0, 0};
 static const char *KID = "ABC123DEFG", *ISS = "57246542-96fe-1a63-e053-0824d011072a", *BID = "com.example.app";
 
 /* What the callback does, per key handle (user_data). */
-typedef enum { SIGN_OK, SIGN_FAIL, SIGN_SHORT, SIGN_ZERO_LENGTH, SIGN_TOO_LONG, SIGN_R_ZERO, SIGN_R_ORDER, SIGN_DER_TRAILING } mode;
+typedef enum {
+    SIGN_OK, SIGN_FAIL, SIGN_SHORT, SIGN_ZERO_LENGTH, SIGN_TOO_LONG, SIGN_R_ZERO, SIGN_R_ORDER, SIGN_DER_TRAILING,
+    SIGN_RANDOM, SIGN_REPLAY, SIGN_SLOW
+} mode;
 typedef struct {
-    EVP_PKEY *pkey;
+    EVP_PKEY *pkey; /* the key it signs with: the test key, or another one (a signer misconfigured in its KMS) */
     mode mode;
     atomic_int calls;
     atomic_int bad_digests;
+    unsigned char first[72]; /* SIGN_REPLAY: the first signature it made, answered again for every later message */
+    size_t first_len;
 } signer;
+
+/* The test key's public key, PEM and DER (KEYDIR/p256_public.pem, .der). */
+static unsigned char *PUB_PEM, *PUB_DER;
+static size_t PUB_PEM_LEN, PUB_DER_LEN;
 
 static const unsigned char P256_ORDER[32] = {0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF,
                                              0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17,
@@ -45,6 +57,17 @@ static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_l
     SHA256(message, message_len, want);
     if (memcmp(want, digest, sizeof want) != 0) atomic_fetch_add(&s->bad_digests, 1);
     if (s->mode == SIGN_FAIL) return 7;
+    if (s->mode == SIGN_RANDOM) {
+        for (int i = 0; i < 64; i++) signature[i] = (uint8_t)(rand() % 255 + 1);
+        *signature_len = 64;
+        return 0;
+    }
+    if (s->mode == SIGN_REPLAY && s->first_len) {
+        memcpy(signature, s->first, s->first_len);
+        *signature_len = s->first_len;
+        return 0;
+    }
+    if (s->mode == SIGN_SLOW) nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
     if (s->mode == SIGN_SHORT) {
         memset(signature, 1, 40);
         *signature_len = 40;
@@ -85,9 +108,13 @@ static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_l
         *signature_len = der_len + 1;
         return 0;
     }
-    if (n % 2 == 0) { /* DER, as KMS answers */
+    if (n % 2 == 0 || s->mode == SIGN_REPLAY) { /* DER, as KMS answers */
         memcpy(signature, der, der_len);
         *signature_len = der_len;
+        if (s->mode == SIGN_REPLAY) {
+            memcpy(s->first, der, der_len);
+            s->first_len = der_len;
+        }
         return 0;
     }
     /* raw r||s */
@@ -108,15 +135,18 @@ static void add(json_t *items, const char *kind, const char *name, const char *v
 
 static json_t *base(void) { return json_pack("{s:s, s:s, s:s}", "kid", KID, "iss", ISS, "bid", BID); }
 
-static appstore_signing_key *make(signer *s) {
+static appstore_signing_key *make_with(signer *s, uint32_t timeout_ms) {
     appstore_signing_key *key = NULL;
     appstore_error *err = NULL;
-    appstore_status st = appstore_signing_key_new_with_signer(sign_cb, s, KID, ISS, BID, &key, &err);
+    appstore_status st = appstore_signing_key_new_with_signer(sign_cb, s, PUB_PEM, PUB_PEM_LEN, timeout_ms, KID, ISS,
+                                                              BID, &key, &err);
     capi_check(&T, st == APPSTORE_OK && key, "appstore_signing_key_new_with_signer", "%s: %s",
                appstore_status_name(st), appstore_error_message(err));
     appstore_error_free(err);
     return key;
 }
+
+static appstore_signing_key *make(signer *s) { return make_with(s, 0); }
 
 typedef struct {
     appstore_signing_key *key;
@@ -137,21 +167,32 @@ static void *sign_many(void *p) {
 }
 
 /* Every kind of signature through a failing signer: INVALID_KEY / SIGNER_FAILED, outputs untouched. */
-static void failures(EVP_PKEY *pkey) {
+static void failures(EVP_PKEY *pkey, EVP_PKEY *other) {
     static const struct {
         mode mode;
         const char *what;
-    } cases[] = {{SIGN_FAIL, "the callback returns 7"},
-                 {SIGN_SHORT, "40 bytes that are neither r||s nor DER"},
-                 {SIGN_ZERO_LENGTH, "signature_len 0"},
-                 {SIGN_TOO_LONG, "signature_len beyond the capacity"},
-                 {SIGN_R_ZERO, "r = 0"},
-                 {SIGN_R_ORDER, "r = n"},
-                 {SIGN_DER_TRAILING, "DER followed by a byte"}};
+        int other_key;
+    } cases[] = {{SIGN_FAIL, "the callback returns 7", 0},
+                 {SIGN_SHORT, "40 bytes that are neither r||s nor DER", 0},
+                 {SIGN_ZERO_LENGTH, "signature_len 0", 0},
+                 {SIGN_TOO_LONG, "signature_len beyond the capacity", 0},
+                 {SIGN_R_ZERO, "r = 0", 0},
+                 {SIGN_R_ORDER, "r = n", 0},
+                 {SIGN_DER_TRAILING, "DER followed by a byte", 0},
+                 {SIGN_OK, "a signature by another key", 1},
+                 {SIGN_RANDOM, "64 random bytes", 0},
+                 {SIGN_REPLAY, "a signature of another message (replayed)", 0},
+                 {SIGN_SLOW, "a signature after the key's 100 ms deadline", 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        signer s = {pkey, cases[i].mode, 0, 0};
-        appstore_signing_key *key = make(&s);
+        signer s = {cases[i].other_key ? other : pkey, cases[i].mode, 0, 0, {0}, 0};
+        appstore_signing_key *key = make_with(&s, cases[i].mode == SIGN_SLOW ? 100 : 0);
         if (!key) continue;
+        if (cases[i].mode == SIGN_REPLAY) { /* the first signature is a good one; every later one is that again */
+            char *first = NULL;
+            capi_check(&T, appstore_signing_key_create_api_token(key, 1750000000, 0, &first, NULL) == APPSTORE_OK,
+                       "replay: the first signature is good", NULL);
+            appstore_string_free(first);
+        }
         char *out = (char *)0x1;
         appstore_error *err = NULL;
         appstore_status st = appstore_signing_key_create_api_token(key, 0, 0, &out, &err);
@@ -184,12 +225,52 @@ static void failures(EVP_PKEY *pkey) {
         appstore_signing_key_free(key);
     }
     appstore_signing_key *key = (appstore_signing_key *)0x1;
-    capi_check(&T, appstore_signing_key_new_with_signer(NULL, NULL, KID, ISS, BID, &key, NULL) == APPSTORE_INVALID_ARGUMENT &&
-                       key == (appstore_signing_key *)0x1,
+    capi_check(&T, appstore_signing_key_new_with_signer(NULL, NULL, PUB_PEM, PUB_PEM_LEN, 0, KID, ISS, BID, &key, NULL) ==
+                           APPSTORE_INVALID_ARGUMENT && key == (appstore_signing_key *)0x1,
                "NULL fn is INVALID_ARGUMENT", NULL);
-    signer s = {pkey, SIGN_OK, 0, 0};
-    capi_check(&T, appstore_signing_key_new_with_signer(sign_cb, &s, "", ISS, BID, &key, NULL) == APPSTORE_INVALID_ARGUMENT,
+    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0};
+    capi_check(&T, appstore_signing_key_new_with_signer(sign_cb, &s, PUB_PEM, PUB_PEM_LEN, 0, "", ISS, BID, &key, NULL) ==
+                       APPSTORE_INVALID_ARGUMENT,
                "empty key id is INVALID_ARGUMENT", NULL);
+    capi_check(&T, appstore_signing_key_new_with_signer(sign_cb, &s, NULL, 0, 0, KID, ISS, BID, &key, NULL) ==
+                           APPSTORE_INVALID_ARGUMENT && key == (appstore_signing_key *)0x1,
+               "no public key is INVALID_ARGUMENT", NULL);
+    static const char garbage[] = "-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n";
+    appstore_error *err = NULL;
+    appstore_status st = appstore_signing_key_new_with_signer(sign_cb, &s, (const uint8_t *)garbage, sizeof garbage - 1,
+                                                              0, KID, ISS, BID, &key, &err);
+    capi_check(&T, st == APPSTORE_INVALID_KEY && appstore_error_reason(err) == APPSTORE_REASON_KEY_MALFORMED &&
+                       key == (appstore_signing_key *)0x1,
+               "a public key that does not parse is INVALID_KEY / KEY_MALFORMED", "%s", appstore_status_name(st));
+    appstore_error_free(err);
+    /* DER SubjectPublicKeyInfo works as well as PEM. */
+    key = NULL;
+    st = appstore_signing_key_new_with_signer(sign_cb, &s, PUB_DER, PUB_DER_LEN, 0, KID, ISS, BID, &key, NULL);
+    char *token = NULL;
+    capi_check(&T, st == APPSTORE_OK && appstore_signing_key_create_api_token(key, 0, 0, &token, NULL) == APPSTORE_OK,
+               "a DER public key verifies the signer's signatures", NULL);
+    appstore_string_free(token);
+    appstore_signing_key_free(key);
+}
+
+static unsigned char *slurp(const char *dir, const char *name, size_t *len) {
+    char *path = capi_join(dir, name);
+    FILE *f = fopen(path, "rb");
+    free(path);
+    if (!f) return NULL;
+    unsigned char *buf = malloc(1 << 16);
+    *len = fread(buf, 1, 1 << 16, f);
+    fclose(f);
+    return buf;
+}
+
+static EVP_PKEY *read_key(const char *dir, const char *name) {
+    char *path = capi_join(dir, name);
+    FILE *f = fopen(path, "r");
+    free(path);
+    EVP_PKEY *pkey = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f) fclose(f);
+    return pkey;
 }
 
 int main(int argc, char **argv) {
@@ -197,14 +278,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s KEYDIR OUT.json\n", argv[0]);
         return 2;
     }
-    char *path = capi_join(argv[1], "p256.p8");
-    FILE *f = fopen(path, "r");
-    free(path);
-    EVP_PKEY *pkey = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
-    if (f) fclose(f);
-    if (!capi_check(&T, pkey != NULL, "test key", "cannot read %s/p256.p8", argv[1])) return capi_finish(&T);
+    EVP_PKEY *pkey = read_key(argv[1], "p256.p8"), *other = read_key(argv[1], "other_p256.p8");
+    PUB_PEM = slurp(argv[1], "p256_public.pem", &PUB_PEM_LEN);
+    PUB_DER = slurp(argv[1], "p256_public.der", &PUB_DER_LEN);
+    if (!capi_check(&T, pkey && other && PUB_PEM && PUB_DER, "test keys", "cannot read the keys in %s", argv[1]))
+        return capi_finish(&T);
 
-    signer s = {pkey, SIGN_OK, 0, 0};
+    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0};
     appstore_signing_key *key = make(&s);
     json_t *items = json_array();
     char *out = NULL, *nonce = NULL;
@@ -285,7 +365,7 @@ int main(int argc, char **argv) {
     capi_check(&T, atomic_load(&s.calls) == 46, "one callback call per signature", "%d calls", atomic_load(&s.calls));
     capi_check(&T, atomic_load(&s.bad_digests) == 0, "digest is SHA-256 of the message", "%d wrong digests",
                atomic_load(&s.bad_digests));
-    failures(pkey);
+    failures(pkey, other);
 
     char *pub = capi_join(argv[1], "p256_public.pem");
     json_t *doc = json_pack("{s:s, s:o}", "public_key", pub, "items", items);
@@ -293,5 +373,8 @@ int main(int argc, char **argv) {
     json_decref(doc);
     free(pub);
     EVP_PKEY_free(pkey);
+    EVP_PKEY_free(other);
+    free(PUB_PEM);
+    free(PUB_DER);
     return capi_finish(&T);
 }

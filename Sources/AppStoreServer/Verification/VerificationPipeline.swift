@@ -53,7 +53,12 @@ extension SignedDataVerifier {
             switch authenticate(parsed, signingInput: signingInput) {
             case .success(let s): signer = s
             case .failure(let f):
-                // Nothing of a payload whose signature failed is read: forged bytes cost one ES256 verify, no more.
+                // A payload whose signature failed is not parsed (forged bytes cost one ES256 verify, no more); only
+                // its first byte says whether it could be a JWS payload at all (a JSON object), as Apple's readers
+                // report such input as malformed whatever its signature.
+                if f.reason == .badSignature, parsed.payload.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) != UInt8(ascii: "{") {
+                    return .failure(VerificationFailure(.malformed, "JWS payload is not a JSON object"))
+                }
                 return .failure(f)
             }
         }
