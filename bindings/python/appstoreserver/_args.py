@@ -4,6 +4,7 @@ NUL byte ends early in C), or wrap an out-of-range integer silently."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Any, List, Optional, Sequence
 
@@ -14,6 +15,25 @@ UINT32 = (0, 2**32 - 1)
 
 def _type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
+
+
+_NOT_SHOWN = "<PEM key material, not shown>"
+# From a PEM header to its footer, or, when there is none (a quoted or shortened copy), to the next quote or the end.
+_PEM = re.compile(r"-----begin.*?(?:-----end[^\n\"']*?-----|(?=[\"'])|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def shown(value: Any) -> str:
+    """repr(value) for a message, except key material: a PEM key passed where text goes (a base URL, an id) is
+    described, never quoted."""
+    text = value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else value
+    if isinstance(text, str) and _PEM.search(text):
+        return _NOT_SHOWN
+    return repr(value)
+
+
+def redact(message: str) -> str:
+    """A message with any PEM block in it (the library quoting caller text) replaced by a description."""
+    return _PEM.sub(_NOT_SHOWN, message) if "-----" in message else message
 
 
 def text(value: Any, name: str, *, optional: bool = False) -> Optional[bytes]:
@@ -90,10 +110,10 @@ def enum_member(value: Any, enum: Any, name: str) -> Any:
     try:
         return enum(value)
     except (ValueError, TypeError):
-        raise ValueError(f"{name}: {value!r} is not a {enum.__name__}") from None
+        raise ValueError(f"{name}: {shown(value)} is not a {enum.__name__}") from None
 
 
 def choose(value: Any, allowed: Sequence[Any], name: str) -> Any:
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}")
     return value

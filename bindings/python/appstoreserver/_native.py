@@ -13,6 +13,7 @@ import os
 from ctypes import byref, c_void_p, string_at
 from typing import NamedTuple, Optional
 
+from ._args import redact
 from ._generated import abi
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,7 +88,8 @@ def read_error(err: c_void_p, status: int, free: bool = True) -> ErrorInfo:
     try:
         return ErrorInfo(
             lib.appstore_error_status(h), lib.appstore_error_reason(h),
-            (lib.appstore_error_message(h) or b"").decode("utf-8", "replace"),
+            # The library describes key material instead of quoting it; redact() holds that line here too.
+            redact((lib.appstore_error_message(h) or b"").decode("utf-8", "replace")),
             lib.appstore_error_http_status(h), lib.appstore_error_api_error_code(h),
             (lib.appstore_error_api_error_name(h) or b"").decode("utf-8", "replace"),
             (lib.appstore_error_api_error_message(h) or b"").decode("utf-8", "replace"),

@@ -35,7 +35,7 @@ def path_uuid(value: Any, name: str) -> str:
     try:
         UUID(value)
     except ValueError:
-        raise ValueError(f"{name} must be a UUID, got {value!r}") from None
+        raise ValueError(f"{name} must be a UUID, got {_args.shown(value)}") from None
     return value
 
 
@@ -100,6 +100,6 @@ def body_bytes(value: Any, name: str) -> str:
 def version_value(value: Any, enum: Any) -> str:
     v = value.value if isinstance(value, Enum) else value
     if v not in ("v1", "v2"):
-        raise ValueError(f"version must be {enum.__name__}.V1 or .V2, got {value!r}")
+        raise ValueError(f"version must be {enum.__name__}.V1 or .V2, got {_args.shown(value)}")
     return v
 

@@ -316,10 +316,11 @@ class BaseAppStoreServerAPIClient:
         st = build(self._h, endpoint.encode(), pj, byref(req), byref(err))
         if st != 0:
             info = read_error(err, st)
+            prefix = "" if info.message.startswith(f"{endpoint}: ") else f"{endpoint}: "  # the library may name it
             if info.reason == FailureReason.SIGNER_FAILED:
                 # A bearer token the external signer could not make: raised as the signature creators raise it.
-                raise error_from(info, self._key, f"{endpoint}: ")
-            raise ValueError(f"{endpoint}: {info.message}")
+                raise error_from(info, self._key, prefix)
+            raise ValueError(prefix + info.message)
         r = req.value
         try:
             wait = 0.0

@@ -255,7 +255,7 @@ class SignedDataVerifier:
         transaction, renewal_info, app_transaction, realtime_request, notification_deep."""
         fn = _BY_KIND.get(kind) if isinstance(kind, str) else None
         if fn is None:
-            raise ValueError(f"kind must be one of {', '.join(_BY_KIND)}, got {kind!r}")
+            raise ValueError(f"kind must be one of {', '.join(_BY_KIND)}, got {_args.shown(kind)}")
         return self._verify(fn, signed, "signed")
 
     def cache_stats(self) -> Tuple[int, int, int]:

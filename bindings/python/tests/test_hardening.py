@@ -2,7 +2,8 @@
 client (urllib), the async client over httpx and without it (urllib in a worker thread), and the OCSP transport
 callback. A redirect is never followed (the 3xx goes to the library as it is), a body is read up to the library's
 limit and no further (counted after decoding: a gzip bomb does not inflate in memory), and the timeout is a deadline
-for the whole exchange (a server dripping bytes cannot hold a call past it)."""
+for the whole exchange (a server dripping bytes cannot hold a call past it). And key material given where text goes
+never shows in an exception."""
 
 from __future__ import annotations
 
@@ -13,18 +14,25 @@ import sys
 import time
 from ctypes import byref, c_void_p
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Dict
 
 import pytest
 from conftest import BUNDLE, ISSUER, KEY_ID, Hostile
 
-from appstoreserver import AppStoreStatus, FailureReason
+from appstoreserver import AppStoreStatus, ExternalSigner, FailureReason
 from appstoreserver import _http
 from appstoreserver._generated import abi
 from appstoreserver._native import lib, new_handle, read_error, take_string
 from appstoreserver._signing import signing_key
 from appstoreserver.api_client import APIException, AppStoreServerAPIClient, AsyncAppStoreServerAPIClient
+from appstoreserver.jws_signature_creator import (
+    IntroductoryOfferEligibilitySignatureCreator,
+    PromotionalOfferV2SignatureCreator,
+)
 from appstoreserver.models.Environment import Environment
+from appstoreserver.promotional_offer import PromotionalOfferSignatureCreator
+from appstoreserver.receipt_utility import ReceiptUtility
+from appstoreserver.signed_data_verifier import SignedDataVerifier
 
 TRANSPORTS = ["urllib", "httpx", "urllib-thread"]
 REDIRECTS = [301, 302, 303, 307, 308]
@@ -279,3 +287,71 @@ def test_transport_callback_timeout(keys: Path, hostile: Hostile) -> None:
     info = core_call(keys, hostile.url("dripall-200"), timeout_ms=int(TIMEOUT * 1000))
     assert info.status == AppStoreStatus.TRANSPORT_ERROR and info.reason == FailureReason.TRANSPORT_TIMEOUT, info
     assert time.monotonic() - t0 < TIMEOUT + 1.5
+
+
+# ---- key material is never echoed ----------------------------------------------------------------------------------
+
+
+def _misplaced_key_calls(keys: Path, testpki: Path) -> Dict[str, Callable[[], Any]]:
+    """Every string argument of the public API given the .p8 PEM text (a key pasted in the wrong place)."""
+    pem = (keys / "p256.p8").read_text()
+    key = pem.encode()
+    dead = "http://127.0.0.1:9"  # nothing listens: calls that get as far as sending fail there
+    root = (testpki / "root.der").read_bytes()
+    tx = (testpki / "jws" / "tx-valid.jws").read_text().strip()
+
+    def api(**kw: Any) -> Any:
+        args = dict(signing_key=key, key_id=KEY_ID, issuer_id=ISSUER, bundle_id=BUNDLE,
+                    environment=Environment.SANDBOX)
+        args.update({k: v for k, v in kw.items() if k in args})
+        return AppStoreServerAPIClient(**args, **{k: v for k, v in kw.items() if k not in args})
+
+    return {
+        "base_url": lambda: api(base_url=pem),
+        "sandbox_base_url": lambda: api(environment=Environment.PRODUCTION, sandbox_fallback=True,
+                                        sandbox_base_url=pem),
+        "environment": lambda: api(environment=pem),
+        "key_id": lambda: api(key_id=pem, base_url=dead).get_transaction_info("1"),
+        "issuer_id": lambda: api(issuer_id=pem, base_url=dead).get_transaction_info("1"),
+        "bundle_id": lambda: api(bundle_id=pem, base_url=dead).get_transaction_info("1"),
+        "transaction_id": lambda: api(base_url=dead).get_transaction_info(pem),
+        "app_account_token": lambda: api(base_url=dead).set_app_account_token("1", {"appAccountToken": pem}),
+        "test_notification_token": lambda: api(base_url=dead).get_test_notification_status(pem),
+        "status": lambda: api(base_url=dead).get_all_subscription_statuses("1", [pem]),
+        "revision": lambda: api(base_url=dead).get_transaction_history("1", pem, None),
+        "version": lambda: api(base_url=dead).get_transaction_history("1", None, None, pem),
+        "verifier environment": lambda: SignedDataVerifier([root], False, pem, BUNDLE),
+        "verifier bundle_id": lambda: SignedDataVerifier([root], False, Environment.SANDBOX, pem)
+        .verify_and_decode_signed_transaction(tx),
+        "signed data": lambda: SignedDataVerifier([root], False, Environment.SANDBOX, BUNDLE)
+        .verify_and_decode_signed_transaction(pem),
+        "verify kind": lambda: SignedDataVerifier([root], False, Environment.SANDBOX, BUNDLE)
+        .verify_and_decode_json(pem, tx),
+        "root certificate": lambda: SignedDataVerifier([key], False, Environment.SANDBOX, BUNDLE),
+        "promo v1 nonce": lambda: PromotionalOfferSignatureCreator(key, KEY_ID, BUNDLE).create_signature(
+            "p", "o", "u", pem, 1698148900000),
+        "promo v1 product": lambda: PromotionalOfferSignatureCreator(key, KEY_ID, BUNDLE).create_signature(
+            pem + "\u2063", "o", "u", "5E8B3B4C-3F4E-4C5B-9F0E-1A2B3C4D5E6F", 1698148900000),
+        "intro transaction_id": lambda: IntroductoryOfferEligibilitySignatureCreator(
+            key, KEY_ID, ISSUER, BUNDLE).create_signature("p", True, pem + "\x00"),
+        "signer public_key": lambda: PromotionalOfferV2SignatureCreator(
+            ExternalSigner(lambda m, d: b"", pem), KEY_ID, ISSUER, BUNDLE),
+        "receipt": lambda: ReceiptUtility().extract_transaction_id_from_app_receipt(pem),
+    }
+
+
+def test_key_material_never_echoed(keys: Path, testpki: Path) -> None:
+    """A PEM private key given as a base URL, an id, an environment, a parameter: whatever is raised names the
+    argument but never shows the key (no line of its base64 body, in any case)."""
+    lines = [line.lower() for line in key_lines(keys)]
+    raised = 0
+    for name, call in _misplaced_key_calls(keys, testpki).items():
+        try:
+            call()
+            continue
+        except Exception as e:  # noqa: BLE001 - any failure: its text is what is checked
+            raised += 1
+            text = " ".join([str(e), repr(e), str(getattr(e, "message", "")), str(e.__cause__ or "")]).lower()
+        leaked = [line for line in lines if line in text]
+        assert not leaked, f"{name}: the key shows in {text[:300]!r}"
+    assert raised >= 15, f"only {raised} calls failed"
