@@ -41,10 +41,8 @@ class ExternalSigner:
     def __init__(self, sign: Signer, public_key: Union[str, bytes], *, timeout: Optional[float] = None):
         if not callable(sign) or isinstance(sign, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"sign must be a callable sign(message, digest) -> bytes, not {_args._type_name(sign)}")
-        if isinstance(public_key, str):
-            public_key = public_key.encode("utf-8")  # PEM text is ASCII
         self.sign = sign
-        self.public_key = _args.blob(public_key, "public_key")
+        self.public_key = _args.text_or_bytes(public_key, "public_key")
         if not self.public_key:
             raise ValueError("public_key is empty: the signer's public key is required")
         if timeout is None:
@@ -146,7 +144,7 @@ class _SignerBridge:
 
 def error_from(info: Any, key: Optional[Handle] = None, prefix: str = "") -> SigningError:
     """The SigningError of a failed library call; with the key, an external signer's exception becomes its cause and
-    is named in the message."""
+    is named in the message (a KeyboardInterrupt or SystemExit it raised is raised here instead)."""
     from ._generated.errors import AppStoreStatus, FailureReason
 
     def enum(e: Any, v: int) -> Any:
