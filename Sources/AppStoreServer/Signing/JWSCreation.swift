@@ -217,7 +217,7 @@ public struct PromotionalOfferSignatureCreator: Sendable {
                             + "offers would sign the same text)")
         }
         let n = (nonce ?? JWSCreation.lowercaseUUID()).lowercased()
-        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \(QuotedText.quote(n))") }
+        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \(QuotedText.quote(nonce ?? n))") }
         let ts = timestamp ?? Timestamp.milliseconds(Date())
         var text = payload(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
                            appAccountToken: appAccountToken, nonce: n, timestamp: ts)

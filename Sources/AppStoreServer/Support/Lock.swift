@@ -23,7 +23,7 @@ public enum ForkGuard {
     }()
 
     /// This thread's nesting depth (a pthread key: no Swift thread-local storage without Foundation's Thread).
-    nonisolated(unsafe) static let depthKey: pthread_key_t = {
+    static let depthKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
         return key

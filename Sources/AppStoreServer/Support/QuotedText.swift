@@ -14,6 +14,8 @@ public enum QuotedText {
 
     /// PEM armour, or the base64 body of a PKCS#8 EC key without it (its DER always starts "MIG"/"MIH" + "AgEA").
     public static func looksLikeKey(_ text: String) -> Bool {
-        text.contains("-----BEGIN") || text.contains("PRIVATE KEY") || text.contains("AgEAMBMGByqGSM49")
+        // Case-insensitive: callers may have lowercased the text (UUIDs and nonces are compared lowercase).
+        let upper = text.uppercased()
+        return upper.contains("-----BEGIN") || upper.contains("PRIVATE KEY") || upper.contains("AGEAMBMGBYQGSM49")
     }
 }
