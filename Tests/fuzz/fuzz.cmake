@@ -11,7 +11,7 @@ set_target_properties(AppStoreServerFuzzC PROPERTIES Swift_MODULE_NAME AppStoreS
 target_compile_options(AppStoreServerFuzzC PRIVATE "$<$<COMPILE_LANGUAGE:Swift>:${FUZZ_SWIFT_FLAGS}>")
 target_link_libraries(AppStoreServerFuzzC PUBLIC AppStoreServerFuzzCore)
 
-set(FUZZ_TARGETS verify receipt signing api ocsp)
+set(FUZZ_TARGETS verify receipt signing api ocsp signer transport)
 foreach(t IN LISTS FUZZ_TARGETS)
   add_executable(fuzz_${t} "${CMAKE_CURRENT_SOURCE_DIR}/Tests/fuzz/fuzz_${t}.c" "${CMAKE_CURRENT_SOURCE_DIR}/Tests/fuzz/Link.swift")
   target_include_directories(fuzz_${t} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/include")
