@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -658,3 +659,113 @@ def test_real_receipt_ids() -> None:
             assert r.json()["transactionIds"] == [], f"{c['id']}: {r}"
     garbage = tool("receipt", "ids", stdin=b"not a receipt")
     assert garbage.code == 1 and "error: " in garbage.err, garbage
+
+
+# ---- hostile servers and misuse (Tests/support/hostile_http.py) ------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def hostile():
+    """(main port, catcher port) of the hostile HTTP server."""
+    p = subprocess.Popen([sys.executable, str(SUPPORT / "hostile_http.py"), "--lifetime", "600"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("PORT "), f"hostile server said {line!r}"
+        yield int(line.split()[1]), int(line.split()[2])
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def hostile_api(keys: Path, port: int, behaviour: str, *extra: str, endpoint: str = "getTransactionInfo",
+                params: tuple = ("--param", "transactionId=1")) -> Run:
+    return tool("api", endpoint, *params, "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
+                "--bundle-id", BUNDLE, "--base-url", f"http://127.0.0.1:{port}/{behaviour}", "--retries", "0", *extra)
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_redirects_are_refused_not_followed(keys: Path, hostile, code: int) -> None:
+    port, catcher = hostile
+    for endpoint, params in [("getTransactionInfo", ("--param", "transactionId=1")),
+                             ("requestTestNotification", ())]:
+        r = hostile_api(keys, port, f"redirect-{code}", endpoint=endpoint, params=params)
+        assert r.code == 2, r
+        line = r.error_line()
+        assert f"HTTP {code} redirect" in line and f"127.0.0.1:{catcher}/caught" in line, r
+    caught = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/caught", timeout=10).read())
+    assert caught["count"] == 0, caught
+
+
+def test_timeout_is_a_deadline_for_the_whole_exchange(keys: Path, hostile) -> None:
+    port, _ = hostile
+    for behaviour in ("drip-200", "dripall-200"):
+        start = time.monotonic()
+        r = hostile_api(keys, port, behaviour, "--timeout", "1.5")
+        took = time.monotonic() - start
+        assert r.code == 3 and took < 4, (behaviour, took, r)
+
+
+@pytest.mark.parametrize("behaviour", ["huge-64", "hugecl-64", "gzip-1024"])
+def test_bodies_are_bounded(keys: Path, hostile, behaviour: str) -> None:
+    port, _ = hostile
+    # The tool's peak memory, as the kernel counts it (GNU time is not everywhere: /proc of a child polled).
+    r = hostile_api(keys, port, behaviour, "--timeout", "30")
+    assert r.code in (2, 3), r
+    if behaviour == "gzip-1024":
+        assert "(undecodable_response)" in r.error_line() or r.code == 3, r  # never inflated: not JSON
+    peak = max_rss_kib(["api", "getTransactionInfo", "--param", "transactionId=1", "--key", str(keys / "p256.p8"),
+                        "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", BUNDLE, "--base-url",
+                        f"http://127.0.0.1:{port}/{behaviour}", "--retries", "0", "--timeout", "30"])
+    assert peak < 200 * 1024, f"{behaviour}: peak RSS {peak} KiB"
+
+
+def max_rss_kib(args: List[str]) -> int:
+    """The peak resident memory of one run of the tool, from wait4's rusage for exactly that process."""
+    p = subprocess.Popen([TOOL, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(p.pid, 0)
+    p.returncode = 0  # reaped here
+    return usage.ru_maxrss
+
+
+def test_apples_error_message_is_cleaned(keys: Path, hostile) -> None:
+    port, _ = hostile
+    r = hostile_api(keys, port, "errmsg-64")
+    assert r.code == 2, r
+    line = r.error_line()
+    assert "\x1b" not in r.err and "\x07" not in r.err and "\x00" not in r.err, repr(r.err[:300])
+    assert len(r.err) < 4096 and "more characters not shown" in line, len(r.err)
+
+
+def test_key_material_is_never_echoed(keys: Path) -> None:
+    pem = (keys / "p256.p8").read_text()
+    body = [l for l in pem.splitlines() if not l.startswith("-----")]
+    env = sign_env(keys)
+    runs = [
+        tool("sign", "token", f"--key={pem}", env=env),
+        tool("sign", "token", "--key", pem, env=env),  # parsed as an unknown option: ArgumentParser's message
+        tool("sign", "token", "--key", str(keys / "p256.p8"), "--lifetime", pem, env=env),
+        tool("sign", "token", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", pem,
+             "--lifetime", "x"),
+        tool("api", "getTransactionInfo", "--param", "transactionId=1", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID,
+             "--issuer-id", ISSUER, "--bundle-id", BUNDLE, "--base-url", pem),
+        tool("api", "getTransactionInfo", "--param", f"transactionId:={pem}", "--key", str(keys / "p256.p8"),
+             "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", BUNDLE),
+        tool("verify", pem),
+        tool("sign", "promotional-offer", "--key", str(keys / "p256.p8"), "--product-id", pem, "--offer-id", "o",
+             "--nonce", pem, env=env),
+    ]
+    for r in runs:
+        assert r.code != 0, r
+        for text in (r.out, r.err):
+            assert "PRIVATE KEY" not in text, r
+            for line in body:
+                assert line[:16] not in text, f"key material in {r!r}"
+    assert "path of the .p8 file" in runs[0].error_line(), runs[0]
+
+
+def test_a_corrupted_key_is_refused(keys: Path) -> None:
+    r = tool("sign", "token", "--key", str(keys / "corrupt.p8"), env=sign_env(keys))
+    assert r.code == CONFIG and "does not match the public key" in r.error_line(), r

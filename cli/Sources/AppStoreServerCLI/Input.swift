@@ -15,8 +15,8 @@ enum Input {
         let name: String
         if let path, path != "-" {
             fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw .noInput("cannot open \(path): \(String(cString: strerror(errno)))") }
-            name = path
+            name = QuotedText.looksLikeKey(path) ? QuotedText.pemDescription : path
+            guard fd >= 0 else { throw .noInput("cannot open \(name): \(String(cString: strerror(errno)))") }
         } else {
             guard isatty(STDIN_FILENO) != 1 else {
                 throw .noInput("no \(what) given: name a FILE or pipe it into stdin (-)")
@@ -99,6 +99,10 @@ enum KeySource {
 
     static func load(_ path: String?) throws(ToolFailure) -> SigningKey {
         let pem: [UInt8]
+        if let path, QuotedText.looksLikeKey(path) {
+            throw .usage("--key takes the path of the .p8 file, but key material was given (not shown): pass the file, "
+                         + "or set \(environmentVariable) to its contents")
+        }
         if let path {
             guard path != "-" || isatty(STDIN_FILENO) != 1 else { throw .usage("--key -: nothing piped into stdin") }
             pem = try Input.read(path, what: "a PEM private key")

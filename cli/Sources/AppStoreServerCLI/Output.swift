@@ -1,3 +1,4 @@
+import AppStoreServer
 import ArgumentParser
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,25 @@ enum Output {
     }
 
     static func error(_ text: String) {
-        write(STDERR_FILENO, text + "\n")
+        write(STDERR_FILENO, redacted(text) + "\n")
+    }
+
+    /// `text` with every PEM block (and any PEM armour left alone) replaced by a description: key material given
+    /// where a path or a value goes must not land in a terminal's scrollback or a CI log.
+    static func redacted(_ text: String) -> String {
+        guard text.contains("-----BEGIN") || text.contains("PRIVATE KEY") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let begin = rest.firstRange(of: "-----BEGIN") {
+            out += rest[..<begin.lowerBound] + QuotedText.pemDescription
+            rest = rest[begin.upperBound...]
+            // The block ends after "-----END <label>-----"; without an END line, everything after BEGIN goes.
+            guard let end = rest.firstRange(of: "-----END") else { return out }
+            rest = rest[end.upperBound...]
+            if let close = rest.firstRange(of: "-----") { rest = rest[close.upperBound...] }
+        }
+        out += rest
+        return out.replacing("PRIVATE KEY", with: "(key)")
     }
 
     /// JSON text on stdout: as given (compact) or re-indented, byte for byte otherwise (member order and number

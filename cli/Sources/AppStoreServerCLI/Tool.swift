@@ -1,5 +1,8 @@
 import AppStoreServer
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct AppStoreServerTool: ParsableCommand {
@@ -24,6 +27,22 @@ struct AppStoreServerTool: ParsableCommand {
         version: AppStoreServerVersion.string,
         subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self]
     )
+
+    /// ArgumentParser's main, with its messages (which quote argument values: `--timeout "$(cat key.p8)"`) passed
+    /// through the same redaction as the tool's own.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if !message.isEmpty {
+                if code == .success { print(message) } else { Output.error(message) }
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
 }
 
 /// The exit statuses, one per outcome, so scripts can tell a forgery from a typo from a network failure.
