@@ -370,3 +370,53 @@ def test_verifier_in_forked_child(testpki: Path) -> None:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+def test_fork_while_threads_verify(testpki: Path) -> None:
+    """gunicorn and multiprocessing fork while other threads are inside the library: every child must verify (no
+    crash on a lock held by a thread that does not exist in the child, no deadlock in OpenSSL's locks)."""
+    import warnings
+    verifier = make(testpki)
+    uncached = make(testpki, chain_cache_size=0)
+    valid, forged = jws(testpki, "tx-valid"), jws(testpki, "tx-untrusted-forged-chain")
+    stop = threading.Event()
+    calls = [0]
+
+    def busy(v: SignedDataVerifier) -> None:
+        while not stop.is_set():
+            v.verify_and_decode_signed_transaction(valid)
+            with pytest.raises(VerificationException):
+                v.verify_and_decode_signed_transaction(forged)
+            calls[0] += 1
+
+    threads = [threading.Thread(target=busy, args=(v,), daemon=True) for v in (verifier, uncached, verifier)]
+    for t in threads:
+        t.start()
+    failures = []
+    try:
+        while calls[0] < 20:
+            threading.Event().wait(0.005)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # "use of fork() may lead to deadlocks": the point
+            for i in range(30):
+                pid = os.fork()
+                if pid == 0:  # the child: one signal-safe exit code, whatever happens
+                    code = 1
+                    try:
+                        import signal
+                        signal.alarm(20)
+                        verifier.verify_and_decode_signed_transaction(valid)
+                        make(testpki).verify_and_decode_signed_transaction(valid)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                _, status = os.waitpid(pid, 0)
+                if status != 0:
+                    failures.append((i, os.WIFSIGNALED(status) and os.WTERMSIG(status), os.WIFEXITED(status) and os.WEXITSTATUS(status)))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    assert not failures, f"children that failed (index, signal, exit code): {failures}"
+    assert calls[0] > 30, "the threads were not busy while forking"
