@@ -51,11 +51,11 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------------------------------- */
 
 #define APPSTORE_VERSION_MAJOR 0
-#define APPSTORE_VERSION_MINOR 1
+#define APPSTORE_VERSION_MINOR 2
 #define APPSTORE_VERSION_PATCH 0
-#define APPSTORE_VERSION_STRING "0.1.0"
+#define APPSTORE_VERSION_STRING "0.2.0"
 
-/* The runtime library version, e.g. "0.1.0". Static storage: do not free. */
+/* The runtime library version, e.g. "0.2.0". Static storage: do not free. */
 const char *appstore_version(void);
 
 /* ---- Status codes (frozen values) ----------------------------------------------------------------------- */

@@ -3,5 +3,5 @@ public enum AppStoreServerVersion {
     public static let major = 0
     public static let minor = 1
     public static let patch = 0
-    public static let string = "0.1.0"
+    public static let string = "0.2.0"
 }
