@@ -35,6 +35,8 @@ from joserfc.jwk import ECKey
 
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT = REPO / "Tests" / "support"
+sys.path.insert(0, str(SUPPORT))
+from served import served  # noqa: E402
 TOOL = os.environ.get("APPSTORESERVER_TOOL") or str(REPO / "cli" / ".build" / "dist" / "appstoreserver")
 CONFORMANCE = Path(os.environ.get("APPSTORESERVER_CONFORMANCE") or (REPO / ".." / "shared" / "conformance")).resolve()
 KEY_ID, ISSUER, BUNDLE = "ABC123DEFG", "57246542-96fe-1a63-e053-0824d011072a", "com.example.app"
@@ -464,19 +466,9 @@ def test_sign_offers(keys: Path, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def mock_url(keys: Path):
-    p = subprocess.Popen([sys.executable, str(SUPPORT / "mock_app_store.py"), "--cases", str(SUPPORT / "api_cases.json"),
-                          "--public-key", str(keys / "p256_public.pem"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
-                          "--bundle-id", BUNDLE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("PORT "), f"mock server said {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with served("mock_app_store.py", "--cases", str(SUPPORT / "api_cases.json"), "--public-key",
+                str(keys / "p256_public.pem"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", BUNDLE) as ports:
+        yield f"http://127.0.0.1:{int(ports[0])}"
 
 
 def api_args(keys: Path, url: str, case: dict, tmp_path: Path) -> List[str]:
@@ -666,18 +658,8 @@ def test_real_receipt_ids() -> None:
 @pytest.fixture(scope="session")
 def hostile():
     """(main port, catcher port) of the hostile HTTP server."""
-    p = subprocess.Popen([sys.executable, str(SUPPORT / "hostile_http.py"), "--lifetime", "600"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("PORT "), f"hostile server said {line!r}"
-        yield int(line.split()[1]), int(line.split()[2])
-    finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with served("hostile_http.py", "--lifetime", "600") as (main, catcher):
+        yield int(main), int(catcher)
 
 
 def hostile_api(keys: Path, port: int, behaviour: str, *extra: str, endpoint: str = "getTransactionInfo",

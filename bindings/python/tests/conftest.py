@@ -25,6 +25,8 @@ import pytest
 
 REPO = Path(os.environ.get("APPSTORESERVER_REPO") or Path(__file__).resolve().parents[3])
 SUPPORT = REPO / "Tests" / "support"
+sys.path.insert(0, str(SUPPORT))
+from served import served  # noqa: E402
 CONFORMANCE = Path(os.environ.get("APPSTORESERVER_CONFORMANCE") or (REPO / ".." / "shared" / "conformance")).resolve()
 KEY_ID = "ABC123DEFG"
 ISSUER = "57246542-96fe-1a63-e053-0824d011072a"
@@ -86,19 +88,10 @@ def api_cases() -> List[Dict]:
 
 
 def _mock(keys: Path, *extra: str) -> Iterator[str]:
-    p = subprocess.Popen([sys.executable, str(SUPPORT / "mock_app_store.py"), "--cases", str(SUPPORT / "api_cases.json"),
-                          "--public-key", str(keys / "p256_public.pem"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
-                          "--bundle-id", BUNDLE, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("PORT "), f"mock server said {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        p.stdin.close()  # type: ignore[union-attr]
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with served("mock_app_store.py", "--cases", str(SUPPORT / "api_cases.json"), "--public-key",
+                str(keys / "p256_public.pem"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", BUNDLE,
+                *extra) as ports:
+        yield f"http://127.0.0.1:{int(ports[0])}"
 
 
 @pytest.fixture(scope="session")
@@ -136,20 +129,8 @@ class Hostile:
 def hostile() -> Iterator[Hostile]:
     """A hostile HTTP server on 127.0.0.1 for the hardening tests, started once per session and stopped at its end
     (it stops when its standard input closes)."""
-    p = subprocess.Popen([sys.executable, str(SUPPORT / "hostile_http.py"), "--lifetime", "3600"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("PORT "), f"hostile_http.py said {line!r}"
-        _, main, catcher = line.split()
+    with served("hostile_http.py", "--lifetime", "3600") as (main, catcher):
         yield Hostile(int(main), int(catcher))
-    finally:
-        p.stdin.close()  # type: ignore[union-attr]
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def arrivals(url: str) -> Dict[str, List[float]]:
