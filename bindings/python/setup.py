@@ -1,5 +1,6 @@
 """Build hook of the appstoreserver package: puts the self-contained libappstoreserver.so.0 into the package and
-tags the wheel for the platform (py3-none-linux_x86_64: pure Python that loads a native library with ctypes).
+tags the wheel for the platform (py3-none-manylinux_2_28_x86_64: pure Python that loads a native library with ctypes,
+and that library needs at most glibc 2.28, which scripts/check-glibc and `auditwheel show` check).
 
 The library is taken from, in this order:
   1. the file named by the environment variable APPSTORESERVER_LIB;
@@ -85,10 +86,13 @@ class BinaryDistribution(Distribution):
 
 class BdistWheel(bdist_wheel):
     """Platform wheel (it carries a native library), for any Python 3 (the library is loaded with ctypes, so no
-    CPython ABI is involved): py3-none-<platform>."""
+    CPython ABI is involved): py3-none-manylinux_2_28_<arch> on Linux, since the self-contained library is linked
+    against glibc 2.28's symbols (docs/platforms.md); package indexes refuse plain linux_<arch> wheels."""
 
     def get_tag(self):  # type: ignore[no-untyped-def]
         _, _, plat = super().get_tag()
+        if plat.startswith("linux_"):
+            plat = "manylinux_2_28_" + plat[len("linux_"):]
         return "py3", "none", plat
 
 
