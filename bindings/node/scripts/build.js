@@ -11,6 +11,10 @@
 // built addon in build/: when that addon loads, nothing is built (no compiler or Swift toolchain needed); otherwise
 // it is rebuilt from src/ against the carried library and header.
 //
+// In the repository the addon is linked against glibc 2.28's symbol set (<repo>/build/glibc228-stubs, which the CMake
+// build makes, or scripts/glibc228/stubs), so the addon, like the library, loads on glibc >= 2.28
+// (docs/platforms.md); elsewhere it is linked against the machine's own glibc.
+//
 // Options: --force (rebuild even when a packed addon loads), --quiet.
 'use strict';
 
@@ -95,12 +99,31 @@ function nodeInclude() {
   return found;
 }
 
+// glibc 2.28 link stubs (Linux, in the repository), or null: the machine's glibc.
+function glibcStubs() {
+  if (process.platform !== 'linux' || !inRepo) return null;
+  const made = path.join(REPO, 'build', 'glibc228-stubs');
+  if (fs.existsSync(path.join(made, 'libc.so'))) return made;
+  const own = path.join(PKG, 'build', 'glibc228-stubs');
+  if (fs.existsSync(path.join(own, 'libc.so'))) return own;
+  try {
+    execFileSync(path.join(REPO, 'scripts', 'glibc228', 'stubs'), [own], { stdio: ['ignore', 'ignore', 'inherit'] });
+    return own;
+  } catch (e) {
+    log(`no glibc 2.28 link stubs (${e.message.split('\n')[0]}): the addon needs this machine's glibc`);
+    return null;
+  }
+}
+
 function compile() {
   const cc = process.env.CC || 'cc';
+  const stubs = glibcStubs();
   const argv = ['-std=c11', '-O2', '-g0', '-Wall', '-Wextra', '-Werror', '-fPIC', '-shared', '-fvisibility=hidden',
     `-I${nodeInclude()}`, `-I${INCLUDE}`, `-I${path.join(PKG, 'generated')}`,
     path.join(PKG, 'src', 'addon.c'), '-o', ADDON + '.tmp', LIB,
     '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', '-Wl,-soname,appstoreserver.node', '-lpthread'];
+  // Before the system's folders: -lpthread and the implicit -lc bind to 2.28's versions.
+  if (stubs) argv.splice(argv.indexOf('-o'), 0, `-L${stubs}`);
   run(cc, argv);
   fs.renameSync(ADDON + '.tmp', ADDON);
 }
