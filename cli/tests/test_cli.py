@@ -687,7 +687,7 @@ def test_timeout_is_a_deadline_for_the_whole_exchange(keys: Path, hostile) -> No
         start = time.monotonic()
         r = hostile_api(keys, port, behaviour, "--timeout", "1.5")
         took = time.monotonic() - start
-        assert r.code == 3 and took < 4, (behaviour, took, r)
+        assert r.code == 3 and took < 10, (behaviour, took, r)  # the drip lasts 60 s: a per-read timeout would wait
 
 
 @pytest.mark.parametrize("behaviour", ["huge-64", "hugecl-64", "gzip-1024"])

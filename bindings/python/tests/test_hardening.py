@@ -253,6 +253,8 @@ def test_transport_callback_body_limit(keys: Path, hostile: Hostile) -> None:
 # ---- timeouts are deadlines ----------------------------------------------------------------------------------------
 
 TIMEOUT = 1.5
+# The drips last 60 s (a per-read timeout never fires); the grace leaves room for a busy machine.
+GRACE = 5.0
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -264,7 +266,7 @@ def test_api_timeout_is_a_deadline(keys: Path, hostile: Hostile, transport: str,
     with pytest.raises(TimeoutError) as ei:
         api_call(keys, hostile.url(behaviour), transport, timeout=TIMEOUT)
     elapsed = time.monotonic() - t0
-    assert elapsed < TIMEOUT + 1.5, f"took {elapsed:.1f} s with a timeout of {TIMEOUT} s"
+    assert elapsed < TIMEOUT + GRACE, f"took {elapsed:.1f} s with a timeout of {TIMEOUT} s"
     assert f"timeout of {TIMEOUT:g} s" in str(ei.value), str(ei.value)
     if transport == "httpx":
         import httpx
@@ -278,7 +280,7 @@ def test_ocsp_timeout_is_a_deadline(hostile: Hostile, behaviour: str) -> None:
     result, _ = ocsp_callback(hostile.url(behaviour) + "/ocsp", int(TIMEOUT * 1000))
     assert result == abi.APPSTORE_TRANSPORT_RESULT_TIMEOUT
     elapsed = time.monotonic() - t0
-    assert elapsed < TIMEOUT + 1.5, f"took {elapsed:.1f} s with a timeout of {TIMEOUT} s"
+    assert elapsed < TIMEOUT + GRACE, f"took {elapsed:.1f} s with a timeout of {TIMEOUT} s"
 
 
 def test_transport_callback_timeout(keys: Path, hostile: Hostile) -> None:
@@ -286,7 +288,7 @@ def test_transport_callback_timeout(keys: Path, hostile: Hostile) -> None:
     t0 = time.monotonic()
     info = core_call(keys, hostile.url("dripall-200"), timeout_ms=int(TIMEOUT * 1000))
     assert info.status == AppStoreStatus.TRANSPORT_ERROR and info.reason == FailureReason.TRANSPORT_TIMEOUT, info
-    assert time.monotonic() - t0 < TIMEOUT + 1.5
+    assert time.monotonic() - t0 < TIMEOUT + GRACE
 
 
 # ---- key material is never echoed ----------------------------------------------------------------------------------
