@@ -14,7 +14,8 @@
  *   - the transport contract: POST, content type, the timeout (0 = 30000), reference counting of the transport handle,
  *     a transport removed again (configuration error);
  *   - answers a wrapper callback spoils (HTTP 503, garbage, callback TIMEOUT / UNREACHABLE codes);
- *   - the 64 MiB cap of appstore_http_response_append_body (and OCSP's own 1 MiB limit below it);
+ *   - the OCSP exchange's body limit (APPSTORE_LIMIT_OCSP_RESPONSE_BYTES, told by appstore_http_response_body_limit)
+ *     enforced by appstore_http_response_append_body;
  *   - a leader whose callback ignores its timeout holds a follower of the same chain no longer than the bound;
  *   - 4 threads sharing one online verifier: one exchange per certificate in all.
  * --quick skips the slow-responder case, the nextUpdate wait, the stuck leader and the threads (for the valgrind
@@ -494,12 +495,13 @@ static void transport_contract(void) {
     appstore_transport_free(t);
 }
 
-/* ---- 4. the 64 MiB cap of appstore_http_response_append_body --------------------------------------------------- */
+/* ---- 4. the OCSP exchange's body limit in appstore_http_response_append_body ------------------------------------ */
 
-#define BODY_CAP ((size_t)64 << 20)
+#define BODY_CAP ((size_t)APPSTORE_LIMIT_OCSP_RESPONSE_BYTES)
 
 typedef struct {
-    int mode; /* 1: 64 MiB in one append, then 1 byte more; 2: 64 MiB + 1 in one append; 3: exactly 64 MiB */
+    int mode; /* 1: the limit in one append, then 1 byte more; 2: the limit + 1 in one append; 3: exactly the limit */
+    size_t told; /* what appstore_http_response_body_limit said */
     const uint8_t *big; /* BODY_CAP + 1 readable bytes */
     appstore_status first, second;
     appstore_reason second_reason;
@@ -514,6 +516,7 @@ static int32_t capping_send(void *user_data, const char *method, const char *url
     if (strcmp(url, c->leaf_url) != 0)
         return http_transport_send(NULL, method, url, headers, headers_len, body, body_len, timeout_ms, response);
     appstore_http_response_set_status(response, 200, NULL);
+    c->told = appstore_http_response_body_limit(response);
     appstore_error *err = NULL;
     switch (c->mode) {
     case 1:
@@ -539,7 +542,7 @@ static void body_cap(void) {
     capper c = {0};
     snprintf(c.leaf_url, sizeof c.leaf_url, "%s", url_of("inter"));
     uint8_t *big = calloc(BODY_CAP + 1, 1);
-    if (!capi_check(&T, big != NULL, "allocate 64 MiB + 1", NULL)) return;
+    if (!capi_check(&T, big != NULL, "allocate the limit + 1", NULL)) return;
     c.big = big;
     appstore_transport *t = NULL;
     appstore_transport_new(capping_send, &c, &t, NULL);
@@ -551,26 +554,27 @@ static void body_cap(void) {
         appstore_reason reason = 0;
         appstore_status st = verify(v, "good", 0, &reason);
         char what[96];
+        capi_check(&T, c.told == BODY_CAP, "appstore_http_response_body_limit is OCSP's limit", "%zu", c.told);
         if (mode < 3) {
-            snprintf(what, sizeof what, "append_body beyond 64 MiB (%s)",
-                     mode == 1 ? "64 MiB, then 1 byte" : "one call");
+            snprintf(what, sizeof what, "append_body beyond the OCSP limit (%s)",
+                     mode == 1 ? "the limit, then 1 byte" : "one call");
             capi_check(&T, c.first == APPSTORE_OK && c.second == APPSTORE_INVALID_ARGUMENT &&
                                c.second_reason == APPSTORE_REASON_INVALID_ARGUMENT &&
-                               strstr(c.second_message, "64 MiB") != NULL,
+                               strstr(c.second_message, "1048576 bytes, this exchange's limit") != NULL,
                        what, "appends %s then %s (%s): %s", appstore_status_name(c.first),
                        appstore_status_name(c.second), appstore_reason_name(c.second_reason), c.second_message);
             snprintf(what, sizeof what, "a refused append fails the exchange (mode %d)", mode);
             capi_check(&T, st == APPSTORE_RETRYABLE_VERIFICATION_FAILURE &&
-                               reason == APPSTORE_REASON_OCSP_UNREACHABLE && strstr(last_message, "64 MiB") != NULL,
+                               reason == APPSTORE_REASON_OCSP_UNREACHABLE &&
+                               strstr(last_message, "larger than 1048576 bytes") != NULL,
                        what, "%s %s: %s", appstore_status_name(st), appstore_reason_name(reason), last_message);
         } else {
-            /* Exactly at the cap: accepted by the transport, refused by OCSP's own 1 MiB limit. */
-            capi_check(&T, c.first == APPSTORE_OK && c.second == APPSTORE_OK, "append_body up to 64 MiB is accepted",
+            /* Exactly at the limit: accepted by the transport; not an OCSP answer (zeros), refused as malformed. */
+            capi_check(&T, c.first == APPSTORE_OK && c.second == APPSTORE_OK, "append_body up to the limit is accepted",
                        "%s then %s: %s", appstore_status_name(c.first), appstore_status_name(c.second),
                        c.second_message);
-            capi_check(&T, st == APPSTORE_VERIFICATION_FAILURE && reason == APPSTORE_REASON_OCSP_MALFORMED &&
-                               strstr(last_message, "larger than 1048576 bytes") != NULL,
-                       "a 64 MiB OCSP answer hits OCSP's 1 MiB limit", "%s %s: %s", appstore_status_name(st),
+            capi_check(&T, st == APPSTORE_VERIFICATION_FAILURE && reason == APPSTORE_REASON_OCSP_MALFORMED,
+                       "a 1 MiB OCSP answer of zeros is malformed", "%s %s: %s", appstore_status_name(st),
                        appstore_reason_name(reason), last_message);
         }
         appstore_verifier_free(v);
