@@ -222,6 +222,11 @@ const char *appstore_error_api_error_name(const appstore_error *err);
 const char *appstore_error_api_error_message(const appstore_error *err);
 int64_t appstore_error_retry_after(const appstore_error *err);
 int64_t appstore_error_retry_at_ms(const appstore_error *err);
+/* The headers of Apple's answer (API failures with an answer; 0 / NULL otherwise and for NULL err), in the order
+ * received, names as sent (compare them case-insensitively); NULL unless index < count. Owned by err. */
+size_t appstore_error_header_count(const appstore_error *err);
+const char *appstore_error_header_name(const appstore_error *err, size_t index);
+const char *appstore_error_header_value(const appstore_error *err, size_t index);
 
 /* ---- Memory --------------------------------------------------------------------------------------------- */
 

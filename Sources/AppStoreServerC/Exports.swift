@@ -61,5 +61,20 @@ public func appstoreErrorRetryAfter(_ err: OpaquePointer?) -> Int64 { errorBox(e
 @c(appstore_error_retry_at_ms)
 public func appstoreErrorRetryAtMs(_ err: OpaquePointer?) -> Int64 { errorBox(err)?.retryAtMilliseconds ?? -1 }
 
+@c(appstore_error_header_count)
+public func appstoreErrorHeaderCount(_ err: OpaquePointer?) -> UInt { UInt(errorBox(err)?.headerNames.count ?? 0) }
+
+@c(appstore_error_header_name)
+public func appstoreErrorHeaderName(_ err: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar>? {
+    guard let box = errorBox(err), index < UInt(box.headerNames.count) else { return nil }
+    return box.headerNames[Int(index)].map { UnsafePointer($0) }
+}
+
+@c(appstore_error_header_value)
+public func appstoreErrorHeaderValue(_ err: OpaquePointer?, _ index: UInt) -> UnsafePointer<CChar>? {
+    guard let box = errorBox(err), index < UInt(box.headerValues.count) else { return nil }
+    return box.headerValues[Int(index)].map { UnsafePointer($0) }
+}
+
 @c(appstore_error_free)
 public func appstoreErrorFree(_ err: OpaquePointer?) { release(err, ErrorBox.self) }

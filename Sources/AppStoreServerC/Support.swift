@@ -39,6 +39,9 @@ final class ErrorBox {
     let retryAtMilliseconds: Int64
     /// The API failure itself, for the retry decision (appstore_api_client_retry_delay_ms).
     let apiFailure: AppStoreServerAPIError?
+    /// The answer's headers (API failures), as C strings owned by the box.
+    let headerNames: [UnsafeMutablePointer<CChar>?]
+    let headerValues: [UnsafeMutablePointer<CChar>?]
 
     init(_ f: any AppStoreServerFailure) {
         status = f.statusCode.rawValue
@@ -52,12 +55,16 @@ final class ErrorBox {
         retryAfter = api?.retryAfterSeconds ?? -1
         retryAtMilliseconds = api?.retryAfter?.atMilliseconds ?? -1
         apiFailure = api
+        headerNames = (api?.headers ?? []).map { strdup($0.name) }
+        headerValues = (api?.headers ?? []).map { strdup($0.value) }
     }
 
     deinit {
         free(message)
         free(apiErrorName)
         free(apiErrorMessage)
+        for p in headerNames { free(p) }
+        for p in headerValues { free(p) }
     }
 }
 

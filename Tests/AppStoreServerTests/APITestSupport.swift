@@ -41,6 +41,10 @@ enum APIFixtures {
     /// answered transactionIdNotFound).
     static let notFoundMockBaseURL: String? = launchMock(["--not-found-lookups", Paths.repo.appendingPathComponent("spec/endpoints.json").path])
 
+    /// A third one that plays Production for an app never released there: every Sandbox-fallback lookup is answered
+    /// HTTP 401 with a plain-text body.
+    static let unauthorizedMockBaseURL: String? = launchMock(["--unauthorized-lookups", Paths.repo.appendingPathComponent("spec/endpoints.json").path])
+
     static func launchMock(_ extra: [String] = []) -> String? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -70,6 +70,43 @@ import Testing
         #expect(!caller.fallsBack(.getTransactionInfo, after: other))
     }
 
+    /// Production answers HTTP 401 (no JSON) for an app never released there: what App Review meets. With the
+    /// fallback on, lookups are asked in Sandbox; without it, the 401 is the answer, with its headers.
+    @Test func unreleasedAppsFallBackFromA401() async throws {
+        let unauthorized = try #require(APIFixtures.unauthorizedMockBaseURL, "mock (unauthorized) did not start")
+        let (_, normal) = try urls()
+        let withFallback = try client(production: unauthorized, sandbox: normal)
+        let without = try client(production: unauthorized, sandbox: nil, fallback: false)
+        for e in AppStoreServerAPIEndpoint.allCases.filter(\.hasSandboxFallback) {
+            let c = try #require(APIFixtures.case(e))
+            let request = try AppStoreServerAPIRequest(endpoint: e, parametersJSON: c.paramsJSON)
+            #expect(try await withFallback.answer(request).environment == .sandbox, "\(e.name)")
+            do {
+                _ = try await without.answer(request)
+                Issue.record("\(e.name): answered without the fallback")
+            } catch {
+                #expect(error.kind == .httpError && error.httpStatusCode == 401, "\(e.name): \(error)")
+                #expect(error.header("x-apple-request-id") == "mock-401", "\(e.name): \(error.headers)")
+            }
+        }
+        // When Sandbox refuses too, the error says what Production answered.
+        let both = try client(production: unauthorized, sandbox: unauthorized)
+        do {
+            _ = try await both.answer(.getTransactionInfo(transactionId: "1"))
+            Issue.record("answered")
+        } catch {
+            #expect(error.httpStatusCode == 401)
+            #expect(error.message.hasPrefix("Production answered HTTP 401 (an app never released there); then Sandbox: "), "\(error.message)")
+            #expect(error.header("X-APPLE-REQUEST-ID") == "mock-401")
+        }
+        // A 401 of an endpoint that is not a lookup stays final.
+        let caller = try client(production: unauthorized, sandbox: normal).caller
+        let other = AppStoreServerAPIError(kind: .httpError, endpoint: .extendSubscriptionRenewalDate, message: "x", httpStatusCode: 401)
+        #expect(!caller.fallsBack(.extendSubscriptionRenewalDate, after: other))
+        #expect(caller.fallsBack(.getTransactionInfo, after: AppStoreServerAPIError(kind: .httpError, endpoint: .getTransactionInfo,
+                                                                                    message: "x", httpStatusCode: 401)))
+    }
+
     @Test func neitherEnvironmentKnowsTheId() async throws {
         let (_, normal) = try urls()
         // The mock's error scenario answers 4040010 in both roles.

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,8 @@ typedef struct {
     int http;
     char message[4096];
     char api_message[4096];
+    char content_type[128]; /* the answer's Content-Type, through appstore_error_header_* */
+    size_t header_count;
     long long ms;
 } outcome;
 
@@ -89,6 +92,11 @@ static outcome call(const char *b, appstore_transport_fn fn, uint32_t timeout_ms
     snprintf(o.message, sizeof o.message, "%s", err ? appstore_error_message(err) : "");
     const char *api = err ? appstore_error_api_error_message(err) : NULL;
     snprintf(o.api_message, sizeof o.api_message, "%s", api ? api : "");
+    o.header_count = appstore_error_header_count(err);
+    for (size_t i = 0; i < o.header_count; i++)
+        if (strcasecmp(appstore_error_header_name(err, i), "content-type") == 0)
+            snprintf(o.content_type, sizeof o.content_type, "%s", appstore_error_header_value(err, i));
+    if (appstore_error_header_name(err, o.header_count) || appstore_error_header_value(err, o.header_count)) o.header_count = 0;
     appstore_string_free(json);
     appstore_error_free(err);
     appstore_api_client_free(client);
@@ -175,6 +183,9 @@ int main(int argc, char **argv) {
     capi_check(&T, o.status == APPSTORE_API_ERROR && o.http == 400 && no_control(o.message) && no_control(o.api_message) &&
                        strlen(o.api_message) < 2048 && strstr(o.api_message, "more characters not shown"),
                "Apple's error message is cleaned and capped", "%zu bytes: %.120s", strlen(o.api_message), o.api_message);
+    capi_check(&T, o.header_count >= 2 && strcmp(o.content_type, "application/json") == 0,
+               "the error carries the answer's headers", "%zu headers, Content-Type '%s'", o.header_count, o.content_type);
+    capi_check(&T, appstore_error_header_count(NULL) == 0 && !appstore_error_header_name(NULL, 0), "headers of NULL", NULL);
     o = call("nostatus", http_transport_send, 5000);
     capi_check(&T, o.status == APPSTORE_TRANSPORT_ERROR, "no answer at all fails", "%s", appstore_status_name(o.status));
     o = call("x", no_status, 5000);

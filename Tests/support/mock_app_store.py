@@ -35,6 +35,9 @@ Scenarios, on GET /inApps/v1/transactions/<id> (Get Transaction Info):
 A check that fails is answered with HTTP 400 and errorCode 9999999, errorMessage "mock: <what was wrong>", so the
 test that sent the request fails with the reason.
 
+--unauthorized-lookups SPEC: the same lookups are answered HTTP 401 with a plain-text body (Apple's answer to an app
+never released in Production, which App Review meets), with an X-Apple-Request-Id header.
+
 --not-found-lookups SPEC (spec/endpoints.json): this server plays a Production that knows none of the ids: every
 request to an endpoint the spec marks sandboxFallback is answered 404 {"errorCode": 4040010} (after the checks
 above); the Sandbox fallback tests point the fallback at a second, normal server.
@@ -103,9 +106,11 @@ class State:
         self.hits = {}
         self.first = {}
         self.arrivals = {}
-        self.not_found = []  # path regexes of the lookups answered 4040010
-        if args.not_found_lookups:
-            with open(args.not_found_lookups, encoding="utf-8") as f:
+        self.not_found = []  # path regexes of the lookups answered 4040010 (or 401, with --unauthorized-lookups)
+        self.unauthorized = bool(args.unauthorized_lookups)
+        spec = args.not_found_lookups or args.unauthorized_lookups
+        if spec:
+            with open(spec, encoding="utf-8") as f:
                 for ep in json.load(f)["endpoints"]:
                     if ep.get("sandboxFallback"):
                         self.not_found.append((ep["method"], re.compile(
@@ -199,7 +204,11 @@ class Handler(BaseHTTPRequestHandler):
             self.check_token(st)
             self.check_headers(body)
             if any(m == self.command and r.match(path) for m, r in st.not_found):
-                self.error_payload(404, 4040010, "Transaction id not found.")
+                if st.unauthorized:  # as Production answers for an app never released there: no JSON body
+                    self.reply(401, b"Unauthenticated\n\nRequest ID: MOCK.0.0\n", content_type="text/plain",
+                               headers=[("X-Apple-Request-Id", "mock-401")])
+                else:
+                    self.error_payload(404, 4040010, "Transaction id not found.")
                 return
             if self.command == "GET" and path.startswith("/inApps/v1/transactions/") and path.count("/") == 4:
                 if self.scenario(st, path.rsplit("/", 1)[1]):
@@ -322,6 +331,7 @@ def main():
     ap.add_argument("--issuer-id", required=True)
     ap.add_argument("--bundle-id", required=True)
     ap.add_argument("--not-found-lookups", metavar="SPEC")
+    ap.add_argument("--unauthorized-lookups", metavar="SPEC")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

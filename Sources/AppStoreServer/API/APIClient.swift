@@ -84,10 +84,12 @@ public struct AppStoreServerAPICaller: Sendable {
     }
 
     /// Whether a failed Production call is asked again in Sandbox: the fallback is on, the endpoint is a lookup, and
-    /// Production answered transactionIdNotFound.
+    /// Production answered transactionIdNotFound (4040010), or HTTP 401: Production refuses every call about an app
+    /// that has never been released there, which is what App Review and TestFlight purchases of a new app meet.
     public func fallsBack(_ endpoint: AppStoreServerAPIEndpoint, after error: AppStoreServerAPIError) -> Bool {
-        fallbackBuilder != nil && endpoint.hasSandboxFallback && error.kind == .apiError
-            && error.rawApiError == APIError.transactionIdNotFound.rawValue
+        guard fallbackBuilder != nil, endpoint.hasSandboxFallback else { return false }
+        return (error.kind == .apiError && error.rawApiError == APIError.transactionIdNotFound.rawValue)
+            || ((error.kind == .apiError || error.kind == .httpError) && error.httpStatusCode == 401)
     }
 
     /// The outcome of one attempt: a success answer, or the error to report or retry.
@@ -121,7 +123,7 @@ public struct AppStoreServerAPICaller: Sendable {
             do {
                 return APIAnswer(response: try attempts(request, fallbackBuilder, transport), environment: .sandbox)
             } catch let sandbox {
-                throw Self.neither(sandbox)
+                throw Self.neither(production: error, sandbox: sandbox)
             }
         }
     }
@@ -166,7 +168,7 @@ public struct AppStoreServerAPICaller: Sendable {
             do {
                 return APIAnswer(response: try await attempts(request, fallbackBuilder, transport), environment: .sandbox)
             } catch let sandbox {
-                throw Self.neither(sandbox)
+                throw Self.neither(production: error, sandbox: sandbox)
             }
         }
     }
@@ -199,13 +201,16 @@ public struct AppStoreServerAPICaller: Sendable {
         }
     }
 
-    /// The Sandbox error of a lookup that neither environment knew, saying so.
-    static func neither(_ sandbox: AppStoreServerAPIError) -> AppStoreServerAPIError {
-        AppStoreServerAPIError(kind: sandbox.kind, endpoint: sandbox.endpoint,
-                               message: "Production answered transactionIdNotFound (4040010); then Sandbox: " + sandbox.message,
-                               httpStatusCode: sandbox.httpStatusCode, rawApiError: sandbox.rawApiError,
-                               errorMessage: sandbox.errorMessage, retryAfter: sandbox.retryAfter,
-                               receivedAtMilliseconds: sandbox.retryAfterSeconds.map { _ in Timestamp.nowMilliseconds() })
+    /// The Sandbox error of a lookup that neither environment answered, saying what Production said.
+    static func neither(production: AppStoreServerAPIError, sandbox: AppStoreServerAPIError) -> AppStoreServerAPIError {
+        let first = production.httpStatusCode == 401 && production.rawApiError != APIError.transactionIdNotFound.rawValue
+            ? "Production answered HTTP 401 (an app never released there); then Sandbox: "
+            : "Production answered transactionIdNotFound (4040010); then Sandbox: "
+        return AppStoreServerAPIError(kind: sandbox.kind, endpoint: sandbox.endpoint, message: first + sandbox.message,
+                                      httpStatusCode: sandbox.httpStatusCode, rawApiError: sandbox.rawApiError,
+                                      errorMessage: sandbox.errorMessage, retryAfter: sandbox.retryAfter,
+                                      receivedAtMilliseconds: sandbox.retryAfterSeconds.map { _ in Timestamp.nowMilliseconds() },
+                                      headers: sandbox.headers)
     }
 
     static func sleepBlocking(milliseconds: UInt64) {

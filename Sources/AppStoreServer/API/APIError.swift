@@ -45,10 +45,12 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     public let retryAfter: RetryAfter?
     /// Seconds from the answer until `retryAfter`, rounded up (0 when it has passed); nil without the header.
     public let retryAfterSeconds: Int64?
+    /// The headers of Apple's answer, in order (empty when there was no answer); `header(_:)` looks one up.
+    public let headers: [HTTPHeader]
 
     public init(kind: Kind, endpoint: AppStoreServerAPIEndpoint? = nil, message: String, httpStatusCode: Int? = nil,
                 rawApiError: Int64? = nil, errorMessage: String? = nil, retryAfter: RetryAfter? = nil,
-                receivedAtMilliseconds: Int64? = nil) {
+                receivedAtMilliseconds: Int64? = nil, headers: [HTTPHeader] = []) {
         self.kind = kind
         self.endpoint = endpoint
         self.message = message
@@ -57,6 +59,13 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         self.errorMessage = errorMessage
         self.retryAfter = retryAfter
         self.retryAfterSeconds = retryAfter.map { $0.seconds(from: receivedAtMilliseconds ?? Timestamp.nowMilliseconds()) }
+        self.headers = headers
+    }
+
+    /// The first header of Apple's answer with this name (case-insensitive), or nil.
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name.lowercased() == lower }?.value
     }
 
     /// The App Store Server API error code, when `rawApiError` is one this library knows.

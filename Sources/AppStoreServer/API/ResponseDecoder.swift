@@ -19,7 +19,7 @@ public enum AppStoreServerAPIResponseDecoder {
         func fail(_ why: String) -> AppStoreServerAPIError {
             AppStoreServerAPIError(kind: .undecodableResponse, endpoint: endpoint,
                                    message: "\(endpoint.name): HTTP \(response.status) response does not decode as \(T.self): \(why)",
-                                   httpStatusCode: response.status)
+                                   httpStatusCode: response.status, headers: response.headers)
         }
         guard response.body.count <= maxBodyBytes else { throw fail("body larger than \(maxBodyBytes) bytes") }
         do throws(JSONDecodeError) {
@@ -47,7 +47,8 @@ public enum AppStoreServerAPIResponseDecoder {
             return AppStoreServerAPIError(kind: .httpError, endpoint: endpoint,
                                           message: "\(endpoint.name): HTTP \(response.status) redirect \(location) refused: the App Store "
                                               + "Server API does not redirect (is the base URL right, or is a proxy answering?)",
-                                          httpStatusCode: response.status, receivedAtMilliseconds: nowMilliseconds)
+                                          httpStatusCode: response.status, receivedAtMilliseconds: nowMilliseconds,
+                                          headers: response.headers)
         }
         var payload = response.body.count <= maxBodyBytes ? try? ErrorPayload(jsonText: response.body, strict: false) : nil
         // Apple's message is text from the network: no terminal escapes or line breaks, and a bounded length.
@@ -59,7 +60,7 @@ public enum AppStoreServerAPIResponseDecoder {
             if let retryAfter { message += "; Retry-After \(retryAfter) s" }
             return AppStoreServerAPIError(kind: .httpError, endpoint: endpoint, message: message,
                                           httpStatusCode: response.status, errorMessage: payload?.errorMessage,
-                                          retryAfter: after, receivedAtMilliseconds: nowMilliseconds)
+                                          retryAfter: after, receivedAtMilliseconds: nowMilliseconds, headers: response.headers)
         }
         let name = AppStoreServerAPIError.errorName(code, advancedCommerce: endpoint.isAdvancedCommerce)
         var message = "\(endpoint.name): \(statusText), error \(code) (\(name ?? "unknown error code"))"
@@ -67,7 +68,7 @@ public enum AppStoreServerAPIResponseDecoder {
         if let retryAfter { message += "; Retry-After \(retryAfter) s" }
         return AppStoreServerAPIError(kind: .apiError, endpoint: endpoint, message: message, httpStatusCode: response.status,
                                       rawApiError: code, errorMessage: payload.errorMessage, retryAfter: after,
-                                      receivedAtMilliseconds: nowMilliseconds)
+                                      receivedAtMilliseconds: nowMilliseconds, headers: response.headers)
     }
 }
 

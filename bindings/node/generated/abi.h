@@ -114,6 +114,29 @@ static void asb_call_error_retry_at_ms(asb_frame *f) {
 static const asb_param asb_params_error_retry_at_ms[] = {
     {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
 };
+/* appstore_error_header_count */
+static void asb_call_error_header_count(asb_frame *f) {
+    f->r.z = appstore_error_header_count((const appstore_error *)f->s[0].p);
+}
+static const asb_param asb_params_error_header_count[] = {
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_error_header_name */
+static void asb_call_error_header_name(asb_frame *f) {
+    f->r.p = (void *)appstore_error_header_name((const appstore_error *)f->s[0].p, (size_t)f->s[1].z);
+}
+static const asb_param asb_params_error_header_name[] = {
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+};
+/* appstore_error_header_value */
+static void asb_call_error_header_value(asb_frame *f) {
+    f->r.p = (void *)appstore_error_header_value((const appstore_error *)f->s[0].p, (size_t)f->s[1].z);
+}
+static const asb_param asb_params_error_header_value[] = {
+    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+};
 /* appstore_verifier_options_new */
 static void asb_call_verifier_options_new(asb_frame *f) {
     appstore_verifier_options *o0 = NULL;
@@ -824,7 +847,7 @@ static const asb_param asb_params_verifier_options_set_transport[] = {
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 
-#define ASB_FUNCTIONS 67
+#define ASB_FUNCTIONS 70
 static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"version", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 0, asb_params_version, asb_call_version},
     {"status_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_status_name, asb_call_status_name},
@@ -838,6 +861,9 @@ static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"error_api_error_message", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_error_api_error_message, asb_call_error_api_error_message},
     {"error_retry_after", ASB_RET_VALUE, ASB_VT_I64, 1, asb_params_error_retry_after, asb_call_error_retry_after},
     {"error_retry_at_ms", ASB_RET_VALUE, ASB_VT_I64, 1, asb_params_error_retry_at_ms, asb_call_error_retry_at_ms},
+    {"error_header_count", ASB_RET_VALUE, ASB_VT_SIZE, 1, asb_params_error_header_count, asb_call_error_header_count},
+    {"error_header_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_error_header_name, asb_call_error_header_name},
+    {"error_header_value", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_error_header_value, asb_call_error_header_value},
     {"verifier_options_new", ASB_RET_STATUS, ASB_VT_NONE, 2, asb_params_verifier_options_new, asb_call_verifier_options_new},
     {"verifier_options_add_root", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_verifier_options_add_root, asb_call_verifier_options_add_root},
     {"verifier_options_set_bundle_id", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_options_set_bundle_id, asb_call_verifier_options_set_bundle_id},
