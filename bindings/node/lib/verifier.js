@@ -2,12 +2,32 @@
 // SignedDataVerifier: Apple's constructor and verify methods (generated/verifier.js) on the library's verifier.
 const native = require('./native.js');
 const args = require('./args.js');
-const { convert, guard, AppStoreServerError } = require('./errors.js');
+const { convert, guard, isNative, AppStoreServerError, VerificationException, appleVerificationStatus } = require('./errors.js');
 const { SignedDataVerifierOperations } = require('../generated/verifier.js');
-const { ENVIRONMENT_CODES, Environment } = require('../generated/spec.js');
+const { ENVIRONMENT_CODES, Environment, LibraryStatus, FailureReason } = require('../generated/spec.js');
 const { createTransport, fetchTransport } = require('./transport.js');
 
 const WHERE = 'SignedDataVerifier';
+
+/**
+ * The failure of every verification by a verifier without roots. Apple's Node library takes an empty list of roots
+ * and fails each verification of signed data in its chain check (no root to chain to: VERIFICATION_FAILURE); the
+ * library refuses a Sandbox or Production verifier without roots (CONFIGURATION_ERROR / no_trust_anchor), so such a
+ * verifier has no library handle and fails here, with the library's status and reason for it.
+ */
+function noRootsFailure(environment) {
+  const detail = {
+    message: `${WHERE}: no root certificates (appleRootCertificates is empty): signed data of the ${environment} ` +
+      'environment cannot be verified',
+    statusName: 'VERIFICATION_FAILURE', status: LibraryStatus.VERIFICATION_FAILURE,
+    reasonName: 'no_trust_anchor', reason: FailureReason.NO_TRUST_ANCHOR,
+  };
+  return new VerificationException(appleVerificationStatus(detail), undefined, detail);
+}
+
+function isNoTrustAnchor(e) {
+  return isNative(e) && e.statusName === 'CONFIGURATION_ERROR' && e.reasonName === 'no_trust_anchor';
+}
 
 /** DER of a root given as DER bytes or PEM text (Apple's library takes both, as Node's X509Certificate does). */
 function rootDer(v, i) {
@@ -82,16 +102,35 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
           native.verifier_options_set_transport(o, transport, opts.ocspTimeoutMs || 0);
         }
       });
-      Object.defineProperty(this, '_handle', { value: guard('config', () => native.verifier_new(o)) });
-      if (transport) native.retain(this._handle, transport);
+      let handle = null;
+      try {
+        handle = native.verifier_new(o);
+      } catch (e) {
+        // Apple's library accepts no roots (every verification then fails); the library checks the roots last, so
+        // every other configuration error is still thrown.
+        if (!(roots.length === 0 && isNoTrustAnchor(e))) throw convert(e, 'config');
+        if (transport) native.close(transport);
+      }
+      Object.defineProperty(this, '_handle', { value: handle });
+      Object.defineProperty(this, '_closed', { value: false, writable: true });
+      if (transport && handle) native.retain(this._handle, transport);
     } finally {
       native.close(o);
     }
   }
 
+  /** The failure of a verifier without a library handle (no roots), or null. */
+  _withoutHandle(fn) {
+    if (this._handle) return null;
+    if (this._closed) return new Error(`${fn}: the appstore_verifier handle is closed`);
+    return noRootsFailure(this.environment);
+  }
+
   _verify(fn, jws, param) {
     if (typeof jws !== 'string' && !(jws instanceof Uint8Array))
       return Promise.reject(args.fail(WHERE, param, 'a string', jws));
+    const failure = this._withoutHandle(fn);
+    if (failure) return Promise.reject(failure);
     if (this.enableOnlineChecks) {
       return acquire().then(() => native.async[fn](this._handle, jws))
         .then((value) => { release(); return value; }, (e) => { release(); throw convert(e, 'verify'); });
@@ -106,6 +145,8 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
 
   _verifySync(fn, jws, param) {
     args.textOrBytes(WHERE, param, jws);
+    const failure = this._withoutHandle(fn);
+    if (failure) throw failure;
     if (this.enableOnlineChecks) {
       throw new AppStoreServerError(`${WHERE}: a ...Sync call cannot make online (OCSP) checks: they need this thread ` +
         'for fetch; use the Promise method', { statusName: 'CONFIGURATION_ERROR', status: 2,
@@ -122,12 +163,16 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
 
   /** Chain cache counters: {hits, misses, entries}. */
   cacheStats() {
+    const failure = this._withoutHandle('verifier_cache_stats');
+    if (failure instanceof VerificationException) return { hits: 0, misses: 0, entries: 0 };
+    if (failure) throw failure;
     return guard('config', () => native.verifier_cache_stats(this._handle));
   }
 
   /** Frees the library's verifier now (after calls in flight complete); later calls throw. */
   close() {
-    native.close(this._handle);
+    this._closed = true;
+    if (this._handle) native.close(this._handle);
   }
 }
 
