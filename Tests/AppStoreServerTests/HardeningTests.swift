@@ -115,3 +115,29 @@ import Testing
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Array("{\"a\":1,\"b\":2,\"a\":3}".utf8)) }
     }
 }
+
+/// Notifications v2.17 (Apple's changelog of 2025-06-26): subtypes CREATED and ACTIVE_TOKEN_REMINDER; an external
+/// purchase token's tokenType and tokenExpirationDate. Signed by the own PKI (Tests/support/testpki.py).
+@Suite struct NotificationsV217Tests {
+    func decode(_ id: String) throws -> ResponseBodyV2DecodedPayload {
+        let root = [UInt8](try Paths.read(Paths.testPKI.appendingPathComponent("root.der")))
+        let verifier = try SignedDataVerifier(rootCertificates: [root], bundleId: "com.example.testpki", appAppleId: nil,
+                                              environment: .sandbox, enableOnlineChecks: false, transport: nil)
+        let jws = try Paths.text(Paths.testPKI.appendingPathComponent("jws/\(id).jws")).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try verifier.verifyAndDecodeNotification(signedPayload: jws).get()
+    }
+
+    @Test func customLinkTokens() throws {
+        let created = try decode("notif-valid-external-purchase-token-created")
+        #expect(created.notificationType == .externalPurchaseToken)
+        #expect(created.subtype == .created && created.subtype?.isKnown == true)
+        #expect(created.externalPurchaseToken?.tokenType == .acquisition)
+        #expect(created.externalPurchaseToken?.tokenExpirationDate == 1_764_493_200_000)  // 2025-11-30T09:00:00Z
+        let reminder = try decode("notif-valid-external-purchase-token-active-token-reminder")
+        #expect(reminder.subtype == .activeTokenReminder && reminder.subtype?.rawValue == "ACTIVE_TOKEN_REMINDER")
+        #expect(reminder.externalPurchaseToken?.tokenType == .services)
+        let unknown = try decode("notif-valid-external-purchase-token-unknown-token-type")
+        #expect(unknown.externalPurchaseToken?.tokenType?.rawValue == "LINK_OUT")
+        #expect(unknown.externalPurchaseToken?.tokenType?.isKnown == false)
+    }
+}

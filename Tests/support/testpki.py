@@ -560,13 +560,13 @@ def build(pki: PKI) -> Suite:
                                 "storefrontCountryCodes": ["USA", "CAN", "MEX"],
                                 "succeededCount": 5, "failedCount": 2})
 
-    def ext_token(sandbox=True, app_id=APP_ID, bundle=BUNDLE):
-        return notification("EXTERNAL_PURCHASE_TOKEN", "UNREPORTED",
+    def ext_token(sandbox=True, app_id=APP_ID, bundle=BUNDLE, subtype="UNREPORTED", **token):
+        return notification("EXTERNAL_PURCHASE_TOKEN", subtype,
                             uuid="9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", externalPurchaseToken={
                                 "externalPurchaseId": ("SANDBOX_" if sandbox else "")
                                 + "b2f0c6d4-1e3a-4c5b-9d7e-8f6a5b4c3d2e",
                                 "tokenCreationDate": ms(utc(2025, 5, 30, 9)),
-                                "appAppleId": app_id, "bundleId": bundle})
+                                "appAppleId": app_id, "bundleId": bundle, **token})
 
     def test_notif():
         return notification("TEST", uuid="6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d", data={
@@ -660,6 +660,17 @@ def build(pki: PKI) -> Suite:
     S.add("notif-valid-external-purchase-token-production", N, sign(p, key, chain), "valid",
           verifier=PROD, payload=p,
           note="externalPurchaseId without SANDBOX prefix -> environment Production")
+    # Notifications v2.17: custom link tokens (subtypes CREATED and ACTIVE_TOKEN_REMINDER, tokenType and
+    # tokenExpirationDate in the token).
+    p = ext_token(subtype="CREATED", tokenType="ACQUISITION", tokenExpirationDate=ms(utc(2025, 11, 30, 9)))
+    S.add("notif-valid-external-purchase-token-created", N, sign(p, key, chain), "valid", payload=p,
+          note="Notifications v2.17: subtype CREATED, externalPurchaseToken.tokenType ACQUISITION, tokenExpirationDate")
+    p = ext_token(subtype="ACTIVE_TOKEN_REMINDER", tokenType="SERVICES", tokenExpirationDate=ms(utc(2025, 12, 30, 9)))
+    S.add("notif-valid-external-purchase-token-active-token-reminder", N, sign(p, key, chain), "valid", payload=p,
+          note="Notifications v2.17: subtype ACTIVE_TOKEN_REMINDER, tokenType SERVICES")
+    p = ext_token(subtype="CREATED", tokenType="LINK_OUT", tokenExpirationDate=ms(utc(2025, 12, 30, 9)))
+    S.add("notif-valid-external-purchase-token-unknown-token-type", N, sign(p, key, chain), "valid", payload=p,
+          note="a tokenType this library does not know (StoreKit documents LINK_OUT / IN_APP for Japan) is kept raw")
     p = test_notif()
     S.add("notif-valid-test", N, sign(p, key, chain), "valid", payload=p,
           note="TEST notification: data without signedTransactionInfo")

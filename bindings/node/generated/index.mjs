@@ -15,6 +15,6 @@ export const {
   LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus,
   PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource,
   RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult,
-  Status, Subtype, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion,
+  Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion,
   VerificationStatus, LibraryStatus, FailureReason,
 } = lib;

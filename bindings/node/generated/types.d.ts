@@ -572,6 +572,13 @@ export declare enum Subtype {
     SUMMARY = "SUMMARY",
     FAILURE = "FAILURE",
     UNREPORTED = "UNREPORTED",
+    ACTIVE_TOKEN_REMINDER = "ACTIVE_TOKEN_REMINDER",
+    CREATED = "CREATED",
+}
+/** The type of an external purchase custom link token (Notifications v2.17); values Apple adds later are kept raw. */
+export declare enum TokenType {
+    SERVICES = "SERVICES",
+    ACQUISITION = "ACQUISITION",
 }
 /** The sort order of Get Transaction History results (query parameter sort). */
 export declare enum Order {
@@ -1367,6 +1374,10 @@ export interface ExternalPurchaseToken {
     appAppleId?: number;
     /** The bundle identifier of the app the token was generated for. */
     bundleId?: string;
+    /** The type of a custom link token, present only for custom link tokens (Notifications v2.17). */
+    tokenType?: TokenType | string;
+    /** The time the token expires, in milliseconds since 1970 (kept as a plain integer, as tokenCreationDate), present only for custom link tokens (Notifications v2.17). */
+    tokenExpirationDate?: number;
 }
 /** The response of Get Image List. */
 export interface GetImageListResponse {

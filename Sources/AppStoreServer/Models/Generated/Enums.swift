@@ -1882,6 +1882,8 @@ public struct Subtype: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public static let summary = Subtype(rawValue: "SUMMARY")
     public static let failure = Subtype(rawValue: "FAILURE")
     public static let unreported = Subtype(rawValue: "UNREPORTED")
+    public static let activeTokenReminder = Subtype(rawValue: "ACTIVE_TOKEN_REMINDER")
+    public static let created = Subtype(rawValue: "CREATED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [Subtype] = [
@@ -1902,6 +1904,8 @@ public struct Subtype: RawRepresentable, Hashable, Sendable, CustomStringConvert
         .summary,
         .failure,
         .unreported,
+        .activeTokenReminder,
+        .created,
     ]
     public var isKnown: Bool { Self.knownValues.contains(self) }
     public var description: String { String(describing: rawValue) }
@@ -1909,6 +1913,27 @@ public struct Subtype: RawRepresentable, Hashable, Sendable, CustomStringConvert
 
 #if !APPSTORE_NO_CODABLE
 extension Subtype: Codable {
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+}
+#endif
+
+/// The type of an external purchase custom link token (Notifications v2.17); values Apple adds later are kept raw.
+public struct TokenType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let services = TokenType(rawValue: "SERVICES")
+    public static let acquisition = TokenType(rawValue: "ACQUISITION")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [TokenType] = [.services, .acquisition]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+    public var description: String { String(describing: rawValue) }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension TokenType: Codable {
     public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
     public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
 }

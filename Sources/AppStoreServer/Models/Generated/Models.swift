@@ -2756,17 +2756,25 @@ public struct ExternalPurchaseToken: Hashable, Sendable {
     public var appAppleId: Int64?
     /// The bundle identifier of the app the token was generated for.
     public var bundleId: String?
+    /// The type of a custom link token, present only for custom link tokens (Notifications v2.17).
+    public var tokenType: TokenType?
+    /// The time the token expires, in milliseconds since 1970 (kept as a plain integer, as tokenCreationDate), present only for custom link tokens (Notifications v2.17).
+    public var tokenExpirationDate: Int64?
 
     public init(
         externalPurchaseId: String? = nil,
         tokenCreationDate: Int64? = nil,
         appAppleId: Int64? = nil,
-        bundleId: String? = nil
+        bundleId: String? = nil,
+        tokenType: TokenType? = nil,
+        tokenExpirationDate: Int64? = nil
     ) {
         self.externalPurchaseId = externalPurchaseId
         self.tokenCreationDate = tokenCreationDate
         self.appAppleId = appAppleId
         self.bundleId = bundleId
+        self.tokenType = tokenType
+        self.tokenExpirationDate = tokenExpirationDate
     }
 }
 
@@ -2777,6 +2785,8 @@ extension ExternalPurchaseToken: Codable {
         case tokenCreationDate
         case appAppleId
         case bundleId
+        case tokenType
+        case tokenExpirationDate
     }
 }
 #endif

@@ -48,6 +48,7 @@ extension RevocationType: JSONRawValueEnum {}
 extension SendAttemptResult: JSONRawValueEnum {}
 extension Status: JSONRawValueEnum {}
 extension Subtype: JSONRawValueEnum {}
+extension TokenType: JSONRawValueEnum {}
 extension TransactionHistoryOrder: JSONRawValueEnum {}
 extension TransactionHistoryProductType: JSONRawValueEnum {}
 extension TransactionReason: JSONRawValueEnum {}
@@ -2892,13 +2893,15 @@ extension ExtendRenewalDateResponse: JSONDecodable, JSONEncodable {
 
 extension ExternalPurchaseToken: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
-    static let jsonKeys: [String] = ["appAppleId", "bundleId", "externalPurchaseId", "tokenCreationDate"]
+    static let jsonKeys: [String] = ["appAppleId", "bundleId", "externalPurchaseId", "tokenCreationDate", "tokenExpirationDate", "tokenType"]
 
     init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
         var f_externalPurchaseId: String? = nil
         var f_tokenCreationDate: Int64? = nil
         var f_appAppleId: Int64? = nil
         var f_bundleId: String? = nil
+        var f_tokenType: TokenType? = nil
+        var f_tokenExpirationDate: Int64? = nil
         for member in try JSONFields.members(json) {
             do throws(JSONDecodeError) {
                 switch member.key {
@@ -2906,6 +2909,8 @@ extension ExternalPurchaseToken: JSONDecodable, JSONEncodable {
                 case "tokenCreationDate": f_tokenCreationDate = try JSONFields.optional(member.value, strict: strict)
                 case "appAppleId": f_appAppleId = try JSONFields.optional(member.value, strict: strict)
                 case "bundleId": f_bundleId = try JSONFields.optional(member.value, strict: strict)
+                case "tokenType": f_tokenType = try JSONFields.optional(member.value, strict: strict)
+                case "tokenExpirationDate": f_tokenExpirationDate = try JSONFields.optional(member.value, strict: strict)
                 default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
                 }
             } catch {
@@ -2916,7 +2921,9 @@ extension ExternalPurchaseToken: JSONDecodable, JSONEncodable {
             externalPurchaseId: f_externalPurchaseId,
             tokenCreationDate: f_tokenCreationDate,
             appAppleId: f_appAppleId,
-            bundleId: f_bundleId
+            bundleId: f_bundleId,
+            tokenType: f_tokenType,
+            tokenExpirationDate: f_tokenExpirationDate
         )
     }
 
@@ -2936,6 +2943,14 @@ extension ExternalPurchaseToken: JSONDecodable, JSONEncodable {
         }
         if let v = self.tokenCreationDate {
             w.key("tokenCreationDate")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.tokenExpirationDate {
+            w.key("tokenExpirationDate")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.tokenType {
+            w.key("tokenType")
             try v.writeJSON(to: &w)
         }
         w.endObject()

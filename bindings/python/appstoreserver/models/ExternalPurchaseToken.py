@@ -24,31 +24,42 @@ from .._model import (  # noqa: F401
     uuid_list_str,
     uuid_str,
 )
+from .TokenType import TokenType
 
 
 class ExternalPurchaseToken(Model):
     """An external purchase token, present in EXTERNAL_PURCHASE_TOKEN notifications."""
 
-    _FIELDS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", )
-    _KEYS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", )
+    _FIELDS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", "tokenType", "rawTokenType", "tokenExpirationDate", )
+    _KEYS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", "tokenType", "tokenExpirationDate", )
+    _TWINS = {
+        "tokenType": ("rawTokenType", TokenType, "enum", False),
+        "rawTokenType": ("tokenType", TokenType, "enum", True),
+    }
 
-    def __init__(self, externalPurchaseId: Optional[str] = None, tokenCreationDate: Optional[int] = None, appAppleId: Optional[int] = None, bundleId: Optional[str] = None) -> None:
+    def __init__(self, externalPurchaseId: Optional[str] = None, tokenCreationDate: Optional[int] = None, appAppleId: Optional[int] = None, bundleId: Optional[str] = None, tokenType: Optional[TokenType] = None, tokenExpirationDate: Optional[int] = None, *, rawTokenType: Optional[str] = None) -> None:
         d = self.__dict__
         d["externalPurchaseId"] = externalPurchaseId
         d["tokenCreationDate"] = tokenCreationDate
         d["appAppleId"] = appAppleId
         d["bundleId"] = bundleId
+        set_pair(d, "tokenType", "rawTokenType", TokenType, tokenType, rawTokenType, "enum")
+        d["tokenExpirationDate"] = tokenExpirationDate
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ExternalPurchaseToken":
         """A ExternalPurchaseToken from its JSON object (as Apple sends it); unknown keys are ignored, unknown enum values kept in the raw twin."""
         g = data.get
+        v4 = g("tokenType")
         self = object.__new__(cls)
         object.__setattr__(self, "__dict__", {
             "externalPurchaseId": g("externalPurchaseId"),
             "tokenCreationDate": g("tokenCreationDate"),
             "appAppleId": g("appAppleId"),
             "bundleId": g("bundleId"),
+            "tokenType": enum_or_none(TokenType, v4),
+            "rawTokenType": v4,
+            "tokenExpirationDate": g("tokenExpirationDate"),
         })
         return self
 
@@ -68,4 +79,10 @@ class ExternalPurchaseToken(Model):
         v = d.get("bundleId")
         if v is not None:
             out["bundleId"] = v
+        v = d.get("rawTokenType")
+        if v is not None:
+            out["tokenType"] = v
+        v = d.get("tokenExpirationDate")
+        if v is not None:
+            out["tokenExpirationDate"] = v
         return out
