@@ -847,7 +847,7 @@ export interface AdvancedCommerceRequestRefundResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
     signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** The body of an Advanced Commerce Cancel Subscription request. */
 export interface AdvancedCommerceSubscriptionCancelRequest {
@@ -859,9 +859,9 @@ export interface AdvancedCommerceSubscriptionCancelRequest {
 /** The response to an Advanced Commerce Cancel Subscription request. */
 export interface AdvancedCommerceSubscriptionCancelResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
-    signedRenewalInfo: string;
+    signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** New display name and description of an Advanced Commerce subscription. */
 export interface AdvancedCommerceSubscriptionChangeMetadataDescriptors {
@@ -901,9 +901,9 @@ export interface AdvancedCommerceSubscriptionChangeMetadataRequest {
 /** The response to an Advanced Commerce Change Subscription Metadata request. */
 export interface AdvancedCommerceSubscriptionChangeMetadataResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
-    signedRenewalInfo: string;
+    signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** An item of an Advanced Commerce subscription to create. */
 export interface AdvancedCommerceSubscriptionCreateItem {
@@ -984,9 +984,9 @@ export interface AdvancedCommerceSubscriptionMigrateRequest {
 /** The response to an Advanced Commerce Migrate Subscription request. */
 export interface AdvancedCommerceSubscriptionMigrateResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
-    signedRenewalInfo: string;
+    signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** An item to add to an Advanced Commerce subscription. */
 export interface AdvancedCommerceSubscriptionModifyAddItem {
@@ -1095,9 +1095,9 @@ export interface AdvancedCommerceSubscriptionPriceChangeRequest {
 /** The response to an Advanced Commerce Change Subscription Price request. */
 export interface AdvancedCommerceSubscriptionPriceChangeResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
-    signedRenewalInfo: string;
+    signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** The in-app request to turn automatic renewal of an Advanced Commerce subscription back on. */
 export interface AdvancedCommerceSubscriptionReactivateInAppRequest {
@@ -1133,9 +1133,9 @@ export interface AdvancedCommerceSubscriptionRevokeRequest {
 /** The response to an Advanced Commerce Revoke Subscription request. */
 export interface AdvancedCommerceSubscriptionRevokeResponse {
     /** The subscription renewal information signed by the App Store (JWS). */
-    signedRenewalInfo: string;
+    signedRenewalInfo?: string;
     /** The transaction information signed by the App Store (JWS). */
-    signedTransactionInfo: string;
+    signedTransactionInfo?: string;
 }
 /** Transaction information present only for Advanced Commerce SKUs. */
 export interface AdvancedCommerceTransactionInfo {
@@ -1712,7 +1712,7 @@ export interface PerformanceTestResultResponse {
     /** The URL that was tested. */
     target: string;
     /** The test result. */
-    result?: PerformanceTestStatus | string;
+    result: PerformanceTestStatus | string;
     /** The success rate. */
     successRate: number;
     /** The number of requests still pending. */
@@ -1720,7 +1720,7 @@ export interface PerformanceTestResultResponse {
     /** The response times. */
     responseTimes: PerformanceTestResponseTimes;
     /** Failure counts keyed by SendAttemptResult raw value (unknown keys kept). */
-    failures?: { [key: string]: number };
+    failures: { [key: string]: number };
 }
 /** A promotional offer to show in a Retention Messaging realtime response. */
 export interface PromotionalOffer {

@@ -120,6 +120,69 @@ async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: Rece
 console.log(extras);
 `;
 
+// Apple-style code reading the fields Apple's TypeScript declares required, without optional checks (under --strict
+// each read below is an error if the declaration makes the field optional), and building the models Apple declares
+// all-optional partially.
+const APPLE_REQUIRED = `
+import { AppStoreServerAPIClient, SignedDataVerifier, PerformanceTestResultResponse, PerformanceTestResponse,
+  PerformanceTestStatus, SendAttemptResult, RealtimeUrlResponse, DefaultConfigurationResponse,
+  DecodedRealtimeRequestBody, AdvancedCommerceSubscriptionCancelResponse, Environment } from 'appstoreserver';
+
+async function performance(client: AppStoreServerAPIClient, verifier: SignedDataVerifier) {
+  const started: PerformanceTestResponse = await client.initiatePerformanceTest({ originalTransactionId: '1' });
+  const requestId: string = started.requestId;
+  const total: number = started.config.totalRequests + started.config.maxConcurrentRequests +
+    started.config.totalDuration + started.config.responseTimeThreshold + started.config.successRateThreshold;
+  const result: PerformanceTestResultResponse = await client.getPerformanceTestResults(requestId);
+  const passed: boolean = result.result === PerformanceTestStatus.PASS;
+  const status: string = result.result;
+  const timeouts: number = result.failures[SendAttemptResult.TIMED_OUT];
+  const failed: number = Object.values(result.failures).reduce((a, b) => a + b, 0);
+  const times: number = result.responseTimes.p50 + result.responseTimes.p90 + result.responseTimes.p95 +
+    result.responseTimes.p99 + result.responseTimes.average;
+  const rest: string = result.target + result.successRate.toFixed(2) + result.numPending + result.config.totalRequests;
+  const url: RealtimeUrlResponse = await client.getRealtimeURL();
+  const realtimeURL: string = url.realtimeURL;
+  const message: DefaultConfigurationResponse = await client.getDefaultMessage('product', 'en-US');
+  const messageIdentifier: string = message.messageIdentifier;
+  const request: DecodedRealtimeRequestBody = await verifier.verifyAndDecodeRealtimeRequest('...');
+  const fields: [string, number, string, string, string, number, Environment | string] = [request.originalTransactionId,
+    request.appAppleId, request.productId, request.userLocale, request.requestIdentifier, request.signedDate,
+    request.environment];
+  const partial: AdvancedCommerceSubscriptionCancelResponse = {};
+  const fromTest: PerformanceTestResultResponse = { config: started.config, target: 't', result: 'PASS', successRate: 1,
+    numPending: 0, responseTimes: { average: 1, p50: 1, p90: 1, p95: 1, p99: 1 }, failures: {} };
+  console.log(total, passed, status, timeouts, failed, times, rest, realtimeURL, messageIdentifier, fields, partial, fromTest);
+}
+console.log(performance);
+`;
+
+test('tsc --strict: the fields Apple\'s TypeScript declares required are required here', { skip: !HAVE_TSC && 'no tsc' }, () => {
+  const r = check(project({ 'apple_required.ts': APPLE_REQUIRED }));
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  // And the check can fail: reading an optional field (of a model Apple declares all-optional) as a value.
+  const optional = `import { AdvancedCommerceSubscriptionCancelResponse } from 'appstoreserver';
+function f(r: AdvancedCommerceSubscriptionCancelResponse) { const s: string = r.signedTransactionInfo; console.log(s); }
+console.log(f);
+`;
+  const bad = check(project({ 'optional.ts': optional }));
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stdout, /optional\.ts\(2,\d+\): error TS2322/);
+});
+
+test('the declarations: Apple\'s required response fields (parsed)', () => {
+  const text = fs.readFileSync(path.join(PKG, 'generated', 'types.d.ts'), 'utf8');
+  const body = (name) => {
+    const m = new RegExp(`export interface ${name} \\{([\\s\\S]*?)\\n\\}`).exec(text);
+    assert.ok(m, name);
+    return m[1];
+  };
+  for (const field of ['config', 'target', 'result', 'successRate', 'numPending', 'responseTimes', 'failures'])
+    assert.match(body('PerformanceTestResultResponse'), new RegExp(`\\n    ${field}: `), field);
+  for (const field of ['signedRenewalInfo', 'signedTransactionInfo'])
+    assert.match(body('AdvancedCommerceSubscriptionCancelResponse'), new RegExp(`\\n    ${field}\\?: `), field);
+});
+
 test('tsc --strict: the declarations, Apple-style code, every export of Apple\'s index by name', { skip: !HAVE_TSC && 'no tsc' }, () => {
   const every = `import { ${[...APPLE.runtimeExports, ...APPLE.typeExports].join(', ')} } from 'appstoreserver';\n` +
     `export type All = [${APPLE.typeExports.join(', ')}];\n` +
