@@ -116,25 +116,37 @@ class APIException(Exception):
         return e
 
 
-class _Prepared:
-    """A request the core built, in both forms: as the core sent it (full URL, body bytes) and as Apple's
-    _execute_request hook receives it (URL without query, params dict, json object or data bytes)."""
+# The headers Apple's library hands _execute_request, in its order (BaseAppStoreServerAPIClient._get_headers); the
+# request's Content-Type is added only for a raw body (`data`, the image upload): for a JSON body, requests adds it.
+_APPLE_HEADERS = ("User-Agent", "Authorization", "Accept")
+_APPLE_LOWER = frozenset(n.lower() for n in _APPLE_HEADERS)
+# Query parameters Apple's library passes as ints ([s.value for s in status]); every other value is a str.
+_INT_QUERY = frozenset({"status"})
 
-    __slots__ = ("method", "full_url", "headers", "body", "timeout", "url", "params", "json", "data", "_snapshot")
+
+class _Prepared:
+    """A request the core built, in both forms: as the core sent it (full URL, every header, body bytes) and as
+    Apple's _execute_request hook receives it (URL without query; params as lists, Status values as ints; Apple's
+    headers in Apple's order, Content-Type only with `data`; the JSON body as a dict or the raw body as bytes)."""
+
+    __slots__ = ("method", "full_url", "core_headers", "headers", "body", "timeout", "url", "params", "json", "data",
+                 "_snapshot")
 
     def __init__(self, method: str, full_url: str, headers: List[Tuple[str, str]], body: bytes, timeout: float):
         self.method = method
         self.full_url = full_url
-        self.headers: Dict[str, str] = dict(headers)
+        self.core_headers: Dict[str, str] = dict(headers)
         self.body = body
         self.timeout = timeout
         parts = urlsplit(full_url)
         self.url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         params: Dict[str, Union[str, List[str]]] = {}
         for k, v in parse_qsl(parts.query, keep_blank_values=True):
-            params.setdefault(k, []).append(v)  # type: ignore[union-attr]
+            value: Any = int(v) if k in _INT_QUERY and v.isdigit() else v
+            params.setdefault(k, []).append(value)  # type: ignore[union-attr]
         self.params = params
-        ctype = self.headers.get("Content-Type", "")
+        by_name = {k.lower(): k for k in self.core_headers}
+        ctype = self.core_headers.get(by_name.get("content-type", ""), "")
         self.json: Optional[Any] = None
         self.data: Optional[bytes] = None
         if body:
@@ -142,6 +154,12 @@ class _Prepared:
                 self.json = _json.loads(body)
             else:
                 self.data = body
+        hook = {n: self.core_headers[by_name[n.lower()]] for n in _APPLE_HEADERS if n.lower() in by_name}
+        for k, v in self.core_headers.items():  # whatever else the core sends, after Apple's
+            lk = k.lower()
+            if lk not in _APPLE_LOWER and (lk != "content-type" or self.data is not None):
+                hook[k] = v
+        self.headers: Dict[str, str] = hook
         self._snapshot = (copy.deepcopy(self.params), copy.deepcopy(self.json), dict(self.headers))
 
     def unchanged(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any) -> bool:
@@ -150,18 +168,23 @@ class _Prepared:
         return (method == self.method and url == self.url and params == p and json == j and data == self.data
                 and dict(headers) == h)
 
-    def rebuilt(self, method: str, url: str, params: Any, json: Any, data: Any) -> Tuple[str, Optional[bytes]]:
-        """URL and body from (possibly changed) hook arguments."""
+    def rebuilt(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any
+                ) -> Tuple[str, Dict[str, str], Optional[bytes]]:
+        """URL, headers and body from (possibly changed) hook arguments, as requests sends them: a `json` body
+        gets Content-Type application/json unless the headers name one."""
         full = url
         if params:
             full += "?" + urlencode(params, doseq=True, quote_via=quote)
+        hdrs = dict(headers)
         if data is not None:
             body: Optional[bytes] = bytes(data)
         elif json is not None:
             body = _json.dumps(json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if not any(k.lower() == "content-type" for k in hdrs):
+                hdrs["Content-Type"] = "application/json"
         else:
             body = None
-        return full, body
+        return full, hdrs, body
 
 
 _current: "contextvars.ContextVar[Optional[_Prepared]]" = contextvars.ContextVar("appstoreserver_request", default=None)
@@ -385,11 +408,11 @@ class BaseAppStoreServerAPIClient:
         prepared = _current.get()
         timeout = prepared.timeout if prepared is not None else 30.0
         if prepared is not None and prepared.unchanged(method, url, params, headers, json, data):
-            return method, prepared.full_url, dict(headers), prepared.body or None, timeout
+            return method, prepared.full_url, dict(prepared.core_headers), prepared.body or None, timeout
         if prepared is None:
             prepared = _Prepared(method, url, [], b"", timeout)
-        full, body = prepared.rebuilt(method, url, params, json, data)
-        return method, full, dict(headers), body, timeout
+        full, hdrs, body = prepared.rebuilt(method, url, params, headers, json, data)
+        return method, full, hdrs, body, timeout
 
 
 def _ms(seconds: Any, name: str, minimum: int) -> int:

@@ -353,7 +353,7 @@ def test_execute_request_override_as_apple_users_do(keys: Path) -> None:
     c._execute_request = lambda *a: (seen.append(a), FakeResponse(200, {}))[1]
     c.extend_subscription_renewal_date("77", ExtendRenewalDateRequest(3, ExtendReasonCode.OTHER, "req-1"))
     assert seen[0][0] == "PUT" and seen[0][4] == {"extendByDays": 3, "extendReasonCode": 2, "requestIdentifier": "req-1"}
-    assert seen[0][3]["Content-Type"] == "application/json" and seen[0][5] is None
+    assert "Content-Type" not in seen[0][3] and seen[0][5] is None  # requests adds it for json=, as in Apple's
     c.upload_image("a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", b"\x89PNG...")
     assert seen[1][4] is None and seen[1][5] == b"\x89PNG..." and seen[1][3]["Content-Type"] == "image/png"
     # Apple's error handling through the hook: Apple's error payload with content-type application/json.
@@ -380,6 +380,219 @@ def test_execute_request_override_async(keys: Path) -> None:
         assert seen == [("GET", "https://api.example.test/inApps/v1/transactions/5")]
 
     asyncio.run(run())
+
+
+# What Apple's library (appstoreserverlibrary 3.1, api_client.py) hands _execute_request for each api_cases.json call,
+# written from its source: the path as its f-strings format it (str arguments as given, a UUID lowercased), query
+# parameters as lists (str(startDate), the caller's productIds, enum .value strings, str(revoked), Status values as
+# ints; {} without parameters), the body through _get_request_json (a dict; UUIDs lowercased, None fields left out)
+# or the image bytes as data.
+_UUID_REF = "3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"
+_HISTORY_QUERY = {"startDate": ["1698148800000"], "endDate": ["1698148900000"],
+                  "productId": ["com.example.a", "com.example.b"], "productType": ["AUTO_RENEWABLE", "CONSUMABLE"],
+                  "sort": ["DESCENDING"], "subscriptionGroupIdentifier": ["sub_group_1", "sub_group_2"],
+                  "inAppOwnershipType": ["FAMILY_SHARED"], "revoked": ["False"]}
+_PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg==")
+APPLE_HOOK_ARGS: Dict[str, Tuple[str, str, Dict[str, Any], Any, Any]] = {  # endpoint: (method, path, params, json, data)
+    "getTransactionInfo": ("GET", "/inApps/v1/transactions/2000000000000001", {}, None, None),
+    "getTransactionHistory": ("GET", "/inApps/v2/history/2000000000000001", _HISTORY_QUERY, None, None),
+    "getTransactionHistoryV1": ("GET", "/inApps/v1/history/2000000000000001", _HISTORY_QUERY, None, None),
+    "getAllSubscriptionStatuses": ("GET", "/inApps/v1/subscriptions/2000000000000001", {"status": [2, 1]}, None, None),
+    "getRefundHistory": ("GET", "/inApps/v2/refund/lookup/2000000000000001", {}, None, None),
+    "lookUpOrderId": ("GET", "/inApps/v1/lookup/MQ12/ab cd?#%", {}, None, None),
+    "getAppTransactionInfo": ("GET", "/inApps/v1/transactions/appTransactions/2000000000000001", {}, None, None),
+    "finishTransaction": ("POST", "/inApps/v1/transactions/2000000000000001/finish", {}, None, None),
+    "sendConsumptionData": ("PUT", "/inApps/v1/transactions/consumption/2000000000000001", {}, {
+        "customerConsented": True, "consumptionStatus": 1, "platform": 2, "sampleContentProvided": False,
+        "deliveryStatus": 3, "accountTenure": 4, "playTime": 5, "lifetimeDollarsRefunded": 6,
+        "lifetimeDollarsPurchased": 7, "userStatus": 4, "refundPreference": 3}, None),
+    "sendConsumptionInformation": ("PUT", "/inApps/v2/transactions/consumption/2000000000000001", {}, {
+        "customerConsented": True, "consumptionPercentage": 50000, "deliveryStatus": "DELIVERED",
+        "refundPreference": "GRANT_PRORATED", "sampleContentProvided": True}, None),
+    "setAppAccountToken": ("PUT", "/inApps/v1/transactions/1000000000000001/appAccountToken", {},
+                           {"appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138"}, None),
+    "extendSubscriptionRenewalDate": ("PUT", "/inApps/v1/subscriptions/extend/1000000000000001", {}, {
+        "extendByDays": 45, "extendReasonCode": 1, "requestIdentifier": "fdf964a4-233b-486c-aac1-97d8d52688ac"}, None),
+    "extendRenewalDateForAllActiveSubscribers": ("POST", "/inApps/v1/subscriptions/extend/mass", {}, {
+        "extendByDays": 45, "extendReasonCode": 1, "requestIdentifier": "fdf964a4-233b-486c-aac1-97d8d52688ac",
+        "storefrontCountryCodes": ["USA", "MEX"], "productId": "com.example.productId"}, None),
+    "getStatusOfSubscriptionRenewalDateExtensions": (
+        "GET", "/inApps/v1/subscriptions/extend/mass/com.example.product/20fba8a0-2b80-4a7d-a17f-85c1854727f8", {},
+        None, None),
+    "requestTestNotification": ("POST", "/inApps/v1/notifications/test", {}, None, None),
+    "getTestNotificationStatus": (
+        "GET", "/inApps/v1/notifications/test/8cd2974c-f905-492a-bf9a-b2f47c791d19_1700000000000", {}, None, None),
+    "getNotificationHistory": ("POST", "/inApps/v1/notifications/history", {}, {
+        "startDate": 1698148900000, "endDate": 1698148950000, "notificationType": "SUBSCRIBED",
+        "notificationSubtype": "INITIAL_BUY", "transactionId": "999733843", "onlyFailures": True}, None),
+    "uploadImage": ("PUT", "/inApps/v1/messaging/image/A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D",
+                    {"imageSize": ["FULL_SIZE"]}, None, _PNG),
+    "deleteImage": ("DELETE", "/inApps/v1/messaging/image/a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", {}, None, None),
+    "getImageList": ("GET", "/inApps/v1/messaging/image/list", {}, None, None),
+    "uploadMessage": ("PUT", "/inApps/v1/messaging/message/b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e", {}, {
+        "header": "Header text", "body": "Body text",
+        "image": {"imageIdentifier": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", "altText": "Alt text"},
+        "headerPosition": "ABOVE_IMAGE",
+        "bulletPoints": [{"text": "Point one", "imageIdentifier": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+                          "altText": "Bullet image"}]}, None),
+    "deleteMessage": ("DELETE", "/inApps/v1/messaging/message/b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e", {}, None, None),
+    "getMessageList": ("GET", "/inApps/v1/messaging/message/list", {}, None, None),
+    "configureDefaultMessage": ("PUT", "/inApps/v1/messaging/default/com.example.product/en-US", {},
+                                {"messageIdentifier": "b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e"}, None),
+    "deleteDefaultMessage": ("DELETE", "/inApps/v1/messaging/default/com.example.product/en-US", {}, None, None),
+    "getDefaultMessage": ("GET", "/inApps/v1/messaging/default/com.example.product/en-US", {}, None, None),
+    "configureRealtimeURL": ("PUT", "/inApps/v1/messaging/realtime/url", {},
+                             {"realtimeURL": "https://example.com/realtime?x=1"}, None),
+    "deleteRealtimeURL": ("DELETE", "/inApps/v1/messaging/realtime/url", {}, None, None),
+    "getRealtimeURL": ("GET", "/inApps/v1/messaging/realtime/url", {}, None, None),
+    "initiatePerformanceTest": ("POST", "/inApps/v1/messaging/performanceTest", {},
+                                {"originalTransactionId": "1000000000000001"}, None),
+    "getPerformanceTestResults": ("GET", "/inApps/v1/messaging/performanceTest/result/perf-test-1", {}, None, None),
+    "cancelSubscription": ("POST", "/advancedCommerce/v1/subscription/cancel/2000000000000001", {},
+                           {"requestInfo": {"requestReferenceId": _UUID_REF}, "storefront": "USA"}, None),
+    "changeSubscriptionMetadata": ("POST", "/advancedCommerce/v1/subscription/changeMetadata/2000000000000001", {}, {
+        "descriptors": {"description": "New description", "displayName": "New name", "effective": "NEXT_BILL_CYCLE"},
+        "items": [{"currentSKU": "com.example.sku.1", "description": "Item", "displayName": "Item name",
+                   "effective": "IMMEDIATELY", "SKU": "com.example.sku.2"}],
+        "requestInfo": {"requestReferenceId": _UUID_REF}, "taxCode": "C003-00-1"}, None),
+    "changeSubscriptionPrice": ("POST", "/advancedCommerce/v1/subscription/changePrice/2000000000000001", {}, {
+        "currency": "USD", "items": [{"SKU": "com.example.sku.1", "price": 4990, "dependentSKUs": ["com.example.sku.2"]}],
+        "requestInfo": {"requestReferenceId": _UUID_REF}}, None),
+    "migrateSubscription": ("POST", "/advancedCommerce/v1/subscription/migrate/2000000000000001", {}, {
+        "descriptors": {"description": "Pro", "displayName": "Pro"},
+        "items": [{"description": "Item", "displayName": "Item", "SKU": "com.example.sku.1"}],
+        "requestInfo": {"requestReferenceId": _UUID_REF}, "targetProductId": "com.example.ac.product",
+        "taxCode": "C003-00-1"}, None),
+    "revokeSubscription": ("POST", "/advancedCommerce/v1/subscription/revoke/2000000000000001", {}, {
+        "refundReason": "LEGAL", "refundRiskingPreference": True, "refundType": "PRORATED",
+        "requestInfo": {"requestReferenceId": _UUID_REF}}, None),
+    "requestTransactionRefund": ("POST", "/advancedCommerce/v1/transaction/requestRefund/2000000000000001", {}, {
+        "items": [{"SKU": "com.example.sku.1", "refundAmount": 990, "refundReason": "OTHER", "refundType": "CUSTOM",
+                   "revoke": False}],
+        "refundRiskingPreference": False, "requestInfo": {"requestReferenceId": _UUID_REF}, "currency": "USD"}, None),
+}
+
+
+def ours_where_we_differ(endpoint: str, path: str, params: Dict[str, Any], body: Any) -> Tuple[str, Dict[str, Any], Any]:
+    """Apple's hook arguments with the deliberate differences (bindings/python/README.md, "Migrating from Apple's
+    library"), each where we send what Apple's API documents and Apple's library does not."""
+    params = dict(params)
+    if "revoked" in params:  # Apple's str(False) is "False"; the API documents true / false
+        params["revoked"] = [params["revoked"][0].lower()]
+    if endpoint == "sendConsumptionData":  # the API requires appAccountToken (empty when none); Apple's leaves it out
+        body = dict(body, appAccountToken="")
+    if endpoint == "lookUpOrderId":  # path parameters percent-encoded; Apple's inserts them as they are
+        path = "/inApps/v1/lookup/MQ12%2Fab%20cd%3F%23%25"
+    if endpoint == "uploadImage":  # a UUID path parameter given as str is lowercased, as Apple's formats a UUID
+        head, _, uuid = path.rpartition("/")
+        path = f"{head}/{uuid.lower()}"
+    return path, params, body
+
+
+def _check_hook_args(case: Dict[str, Any], got: Tuple[Any, ...]) -> None:
+    name = case["endpoint"]
+    method, url, params, headers, body, data = got
+    want_method, path, want_params, want_json, want_data = APPLE_HOOK_ARGS[name]
+    path, want_params, want_json = ours_where_we_differ(name, path, want_params, want_json)
+    assert (method, url) == (want_method, "https://api.example.test" + path), name
+    assert type(params) is dict and params == want_params, (name, params)
+    for k, values in params.items():  # lists, of str (Status values: int, as [s.value for s in status])
+        assert type(values) is list and all(type(v) is (int if k == "status" else str) for v in values), (name, k)
+    names = ["User-Agent", "Authorization", "Accept"] + (["Content-Type"] if want_data is not None else [])
+    assert type(headers) is dict and list(headers) == names, (name, list(headers))
+    assert headers["User-Agent"].startswith("appstoreserver/") and headers["Authorization"].startswith("Bearer ")
+    assert headers["Accept"] == "application/json"
+    if want_data is not None:
+        assert headers["Content-Type"] == "image/png"
+    assert (type(body) is dict and body == want_json) if want_json is not None else body is None, (name, body)
+    assert (type(data) is bytes and data == want_data) if want_data is not None else data is None, name
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_execute_request_gets_what_apples_library_passes(keys: Path, api_cases: List[Dict[str, Any]],
+                                                         flavour: str) -> None:
+    """An override of _execute_request receives, for every endpoint, the arguments Apple's library passes (written
+    out above from Apple's source), apart from the listed deliberate differences."""
+    assert set(APPLE_HOOK_ARGS) == {c["endpoint"] for c in api_cases}
+    seen: List[Tuple[Any, ...]] = []
+
+    def answer(case: Dict[str, Any]) -> FakeResponse:
+        want = expected_pages(case)[0]
+        return FakeResponse(200, {} if want is None else want)
+
+    def call(c: Any, case: Dict[str, Any]) -> Any:
+        method, args, kwargs = python_call(case)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return getattr(c, method)(*args, **kwargs)
+
+    if flavour == "sync":
+        c = client(keys, "https://api.example.test")
+        for case in api_cases:
+            seen.clear()
+            c._execute_request = lambda *a, case=case: (seen.append(a), answer(case))[1]
+            call(c, case)
+            assert len(seen) == 1
+            _check_hook_args(case, seen[0])
+        return
+
+    async def run() -> None:
+        c = client(keys, "https://api.example.test", AsyncAppStoreServerAPIClient)
+        try:
+            for case in api_cases:
+                seen.clear()
+
+                async def hook(*a: Any, case: Dict[str, Any] = case) -> FakeResponse:
+                    seen.append(a)
+                    return answer(case)
+
+                c._execute_request = hook
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    await call(c, case)
+                assert len(seen) == 1
+                _check_hook_args(case, seen[0])
+        finally:
+            await c.async_close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_changed_requests_go_out_as_requests_sends_them(keys: Path, mock_url: str, api_cases: List[Dict[str, Any]],
+                                                        flavour: str) -> None:
+    """A subclass that adds a header and passes everything else to the default transport: the request is rebuilt from
+    the hook's arguments (Status ints, the json dict, the image bytes) and the mock finds every one as it expects
+    (a JSON body with Content-Type application/json, as requests adds it)."""
+
+    class Traced(AppStoreServerAPIClient):
+        def _execute_request(self, method, url, params, headers, json, data):  # type: ignore[no-untyped-def]
+            return super()._execute_request(method, url, params, dict(headers, **{"X-Trace": "1"}), json, data)
+
+    class AsyncTraced(AsyncAppStoreServerAPIClient):
+        async def _execute_request(self, method, url, params, headers, json, data):  # type: ignore[no-untyped-def]
+            return await super()._execute_request(method, url, params, dict(headers, **{"X-Trace": "1"}), json, data)
+
+    async def run() -> None:
+        c = client(keys, mock_url, AsyncTraced)
+        try:
+            for case in api_cases:
+                method, args, kwargs = python_call(case)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    _check_answer(case, await getattr(c, method)(*args, **kwargs))
+        finally:
+            await c.async_close()
+
+    if flavour == "async":
+        asyncio.run(run())
+        return
+    c = client(keys, mock_url, Traced)
+    for case in api_cases:
+        method, args, kwargs = python_call(case)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            _check_answer(case, getattr(c, method)(*args, **kwargs))
 
 
 def test_subclass_changes_the_request(keys: Path, mock_url: str) -> None:
