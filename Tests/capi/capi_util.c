@@ -255,3 +255,18 @@ int capi_load_default_case(json_t *manifest, const char *dir, const char *id, in
     *out = x;
     return 0;
 }
+
+appstore_verifier *capi_sandbox_verifier(const unsigned char *root, size_t root_len, const char *bundle_id,
+                                         int64_t chain_cache_entries) {
+    appstore_verifier_options *o = NULL;
+    appstore_verifier *v = NULL;
+    if (appstore_verifier_options_new(&o, NULL) != APPSTORE_OK) return NULL;
+    int ok = appstore_verifier_options_add_root(o, root, root_len, NULL) == APPSTORE_OK &&
+             appstore_verifier_options_set_bundle_id(o, bundle_id, NULL) == APPSTORE_OK &&
+             appstore_verifier_options_set_environment(o, APPSTORE_ENVIRONMENT_SANDBOX, NULL) == APPSTORE_OK &&
+             (chain_cache_entries < 0 ||
+              appstore_verifier_options_set_chain_cache(o, (uint32_t)chain_cache_entries, 900, NULL) == APPSTORE_OK);
+    if (ok) appstore_verifier_new(o, &v, NULL);
+    appstore_verifier_options_free(o);
+    return v;
+}

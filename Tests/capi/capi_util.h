@@ -45,6 +45,11 @@ typedef struct {
  * or -1 after printing "FAIL ..." when the case is missing, unreadable or expects another verifier. */
 int capi_load_default_case(json_t *manifest, const char *dir, const char *id, int deep, capi_case *out);
 
+/* A Sandbox verifier with one root and a bundle id, offline. chain_cache_entries: -1 the default cache, 0 none, n > 0
+ * n entries for 900 s. NULL when any call fails. */
+appstore_verifier *capi_sandbox_verifier(const unsigned char *root, size_t root_len, const char *bundle_id,
+                                         int64_t chain_cache_entries);
+
 /* Standard base64 (padded) of len bytes, malloc'd and NUL-terminated. */
 char *capi_base64_encode(const unsigned char *data, size_t len);
 

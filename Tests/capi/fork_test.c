@@ -34,16 +34,7 @@ static atomic_int stop;
 static atomic_long busy_calls;
 
 static appstore_verifier *make_verifier(int cache) {
-    appstore_verifier_options *o = NULL;
-    appstore_verifier *v = NULL;
-    if (appstore_verifier_options_new(&o, NULL) != APPSTORE_OK) return NULL;
-    appstore_verifier_options_add_root(o, root, root_len, NULL);
-    appstore_verifier_options_set_bundle_id(o, bundle, NULL);
-    appstore_verifier_options_set_environment(o, APPSTORE_ENVIRONMENT_SANDBOX, NULL);
-    if (!cache) appstore_verifier_options_set_chain_cache(o, 0, 0, NULL);
-    appstore_verifier_new(o, &v, NULL);
-    appstore_verifier_options_free(o);
-    return v;
+    return capi_sandbox_verifier(root, root_len, bundle, cache ? -1 : 0);
 }
 
 /* 1 when `c` verifies with its expected status through v. */

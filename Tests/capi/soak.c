@@ -73,17 +73,9 @@ static size_t rss_kib(void) {
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE) / 1024;
 }
 
+/* 0: the default chain cache; n: n entries. */
 static appstore_verifier *make_verifier(uint32_t cache_entries) {
-    appstore_verifier_options *o = NULL;
-    appstore_verifier *v = NULL;
-    if (appstore_verifier_options_new(&o, NULL) != APPSTORE_OK) return NULL;
-    appstore_verifier_options_add_root(o, root, root_len, NULL);
-    appstore_verifier_options_set_bundle_id(o, bundle_id, NULL);
-    appstore_verifier_options_set_environment(o, APPSTORE_ENVIRONMENT_SANDBOX, NULL);
-    if (cache_entries) appstore_verifier_options_set_chain_cache(o, cache_entries, 900, NULL);
-    appstore_verifier_new(o, &v, NULL);
-    appstore_verifier_options_free(o);
-    return v;
+    return capi_sandbox_verifier(root, root_len, bundle_id, cache_entries ? (int64_t)cache_entries : -1);
 }
 
 static void fail(const char *id, const char *what, appstore_status st, const appstore_error *err) {
