@@ -67,11 +67,23 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** The built request as plain values; environment: where it goes (Sandbox for a fallback request). */
+// The order of Apple's makeRequest headers: User-Agent, Authorization, Accept, then Content-Type (with a body).
+const HEADER_ORDER = ['User-Agent', 'Authorization', 'Accept', 'Content-Type'];
+const headerRank = (name) => {
+  const i = HEADER_ORDER.indexOf(name);
+  return i < 0 ? HEADER_ORDER.length : i;
+};
+
+/**
+ * The built request as plain values; environment: where it goes (Sandbox for a fallback request). The headers are
+ * an object in the order of Apple's makeRequest (any other header the library adds after them).
+ */
 function readRequest(h, environment) {
-  const headers = {};
+  const pairs = [];
   const n = native.api_request_header_count(h);
-  for (let i = 0; i < n; i++) headers[native.api_request_header_name(h, i)] = native.api_request_header_value(h, i);
+  for (let i = 0; i < n; i++) pairs.push([native.api_request_header_name(h, i), native.api_request_header_value(h, i)]);
+  pairs.sort((a, b) => headerRank(a[0]) - headerRank(b[0])); // stable: the library's order among the others
+  const headers = Object.fromEntries(pairs);
   return {
     method: native.api_request_method(h),
     url: native.api_request_url(h),
