@@ -4,7 +4,9 @@ A model keeps its fields as plain instance attributes named like Apple's (the JS
 enum-typed field has a raw twin (`type` / `rawType`): the raw value as Apple sent it, kept even when this version
 does not know it (the main field is then None). Assigning either twin updates the other, as in Apple's library.
 `from_dict` fills the attributes directly (no per-field setters), which keeps decoding cheap: it is on the path of
-every verified payload.
+every verified payload. The fields Apple's attrs validators check (the Advanced Commerce request models: SKU,
+description, displayName, periodCount, item lists) are checked as Apple's are, with Apple's messages, when the model is
+built and when such a field is assigned (`_CHECKS`, generated with the limits of spec/models.json).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from enum import Enum, EnumMeta
 from typing import Any, Dict, Iterable, List, Mapping, Tuple, Type, TypeVar
 from uuid import UUID
+
+from ._generated import limits
 
 T = TypeVar("T", bound="Model")
 
@@ -157,6 +161,36 @@ def require_pair(d: Dict[str, Any], main_name: str, raw_name: str) -> None:
         raise ValueError(f"Either {main_name} or {raw_name} must be provided")
 
 
+# The checks of _CHECKS (Apple's HelperValidationUtils, with its messages). None is left to the library, which
+# refuses a request without a required field when it is sent or signed; an item list Apple's constructor requires
+# (`required`) is refused as Apple's validator refuses it.
+
+
+def max_length(value: Any, limit: int, label: str) -> None:
+    if value is not None and len(value) > limit:
+        raise ValueError(f"{label} length cannot exceed {limit} characters")
+
+
+def each_max_length(values: Any, limit: int, label: str) -> None:
+    for v in values or ():
+        max_length(v, limit, label)
+
+
+def in_range(value: Any, low: int, high: int, label: str) -> None:
+    if value is not None and (value < low or value > high):
+        raise ValueError(f"{label} must be between {low} and {high}")
+
+
+def item_list(values: Any, required: bool) -> None:
+    if values is None and not required:
+        return
+    if not values:
+        raise ValueError("Items list cannot be empty")
+    for i, item in enumerate(values):
+        if item is None:
+            raise ValueError(f"Item at index {i} in the list cannot be None")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -168,10 +202,21 @@ class Model:
     _KEYS: Tuple[str, ...] = ()
     # attribute: (twin attribute, enum, "enum" | "map", is the raw twin)
     _TWINS: Dict[str, Tuple[str, Any, str, bool]] = {}
+    # attribute: (check, its arguments...): what Apple's attrs validator of the field checks (generated)
+    _CHECKS: Dict[str, Tuple[Any, ...]] = {}
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like Apple's attrs models
 
+    def _validate(self) -> None:
+        """Apple's validators, in field order, at the end of the constructor (after the required raw twins)."""
+        d = self.__dict__
+        for name, (check, *args) in self._CHECKS.items():
+            check(d.get(name), *args)
+
     def __setattr__(self, name: str, value: Any) -> None:
+        check = self._CHECKS.get(name)
+        if check is not None:  # attrs' define validates an assignment too
+            check[0](value, *check[1:])
         twin = self._TWINS.get(name)
         if twin is None:
             object.__setattr__(self, name, value)
@@ -245,45 +290,35 @@ class AbstractAdvancedCommerceResponse(Model):
 
 class HelperValidationUtils:
     """Apple's client-side validators (appstoreserverlibrary.models.HelperValidationUtils), with Apple's limits and
-    messages, for code that calls them. The models here do not run them: the library checks every request against
-    Apple's limits when it is sent or signed."""
+    messages, for code that calls them; the models run the same checks (_CHECKS). The limits are spec/models.json's
+    (_generated/limits.py)."""
 
-    MAXIMUM_DESCRIPTION_LENGTH = 45
-    MAXIMUM_DISPLAY_NAME_LENGTH = 30
-    MAXIMUM_SKU_LENGTH = 128
-    MIN_PERIOD = 1
-    MAX_PERIOD = 12
+    MAXIMUM_DESCRIPTION_LENGTH = limits.MAXIMUM_DESCRIPTION_LENGTH
+    MAXIMUM_DISPLAY_NAME_LENGTH = limits.MAXIMUM_DISPLAY_NAME_LENGTH
+    MAXIMUM_SKU_LENGTH = limits.MAXIMUM_SKU_LENGTH
+    MIN_PERIOD = limits.MIN_PERIOD
+    MAX_PERIOD = limits.MAX_PERIOD
 
     @staticmethod
     def description_validator(instance: Any, attribute: Any, value: Any) -> None:
-        if len(value) > HelperValidationUtils.MAXIMUM_DESCRIPTION_LENGTH:
-            raise ValueError("Description length cannot exceed 45 characters")
+        max_length(value, HelperValidationUtils.MAXIMUM_DESCRIPTION_LENGTH, "Description")
 
     @staticmethod
     def display_name_validator(instance: Any, attribute: Any, value: Any) -> None:
-        if len(value) > HelperValidationUtils.MAXIMUM_DISPLAY_NAME_LENGTH:
-            raise ValueError("Display name length cannot exceed 30 characters")
+        max_length(value, HelperValidationUtils.MAXIMUM_DISPLAY_NAME_LENGTH, "Display name")
 
     @staticmethod
     def sku_validator(instance: Any, attribute: Any, value: Any) -> None:
-        if len(value) > HelperValidationUtils.MAXIMUM_SKU_LENGTH:
-            raise ValueError("SKU length cannot exceed 128 characters")
+        max_length(value, HelperValidationUtils.MAXIMUM_SKU_LENGTH, "SKU")
 
     @staticmethod
     def period_count_validator(instance: Any, attribute: Any, value: Any) -> None:
-        if value < HelperValidationUtils.MIN_PERIOD or value > HelperValidationUtils.MAX_PERIOD:
-            raise ValueError("Period count must be between 1 and 12")
+        in_range(value, HelperValidationUtils.MIN_PERIOD, HelperValidationUtils.MAX_PERIOD, "Period count")
 
     @staticmethod
     def items_validator(instance: Any, attribute: Any, value: Any) -> None:
-        if not value:
-            raise ValueError("Items list cannot be empty")
-        for i, item in enumerate(value):
-            if item is None:
-                raise ValueError(f"Item at index {i} in the list cannot be None")
+        item_list(value, True)
 
     @staticmethod
     def dependent_skus_validator(instance: Any, attribute: Any, value: Any) -> None:
-        for sku in value or ():
-            if len(sku) > HelperValidationUtils.MAXIMUM_SKU_LENGTH:
-                raise ValueError("SKU length cannot exceed 128 characters")
+        each_max_length(value, HelperValidationUtils.MAXIMUM_SKU_LENGTH, "SKU")

@@ -133,8 +133,12 @@ def test_unusable_keys(keys: Path, name: str, reason: str) -> None:
 
 def test_advanced_commerce_limits(keys: Path) -> None:
     ac = AdvancedCommerceAPIInAppSignatureCreator((keys / "p256.p8").read_bytes(), KEY_ID, ISSUER, BUNDLE)
-    too_long = AdvancedCommerceOneTimeChargeCreateRequest(AdvancedCommerceRequestInfo(REF), "USD",
-                                                          AdvancedCommerceOneTimeChargeItem("s", "d" * 46, "n", 1), "C")
+    with pytest.raises(ValueError, match="^Description length cannot exceed 45 characters$"):  # as Apple's
+        AdvancedCommerceOneTimeChargeItem("s", "d" * 46, "n", 1)
+    # A model decoded with from_dict is not checked: the library refuses it when it signs.
+    item = AdvancedCommerceOneTimeChargeItem.from_dict({"SKU": "s", "description": "d" * 46, "displayName": "n",
+                                                        "price": 1})
+    too_long = AdvancedCommerceOneTimeChargeCreateRequest(AdvancedCommerceRequestInfo(REF), "USD", item, "C")
     with pytest.raises(SigningError) as ei:
         ac.create_signature(too_long)
     assert ei.value.reason == FailureReason.INVALID_REQUEST and "description" in ei.value.message

@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -31,11 +32,16 @@ class AdvancedCommerceDescriptors(Model):
 
     _FIELDS = ("description", "displayName", )
     _KEYS = ("description", "displayName", )
+    _CHECKS = {
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+    }
 
     def __init__(self, description: str, displayName: str) -> None:
         d = self.__dict__
         d["description"] = description
         d["displayName"] = displayName
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceDescriptors":

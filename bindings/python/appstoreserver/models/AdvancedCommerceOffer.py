@@ -9,6 +9,7 @@ from .._model import (  # noqa: F401
     enum_keys,
     enum_list,
     enum_or_none,
+    in_range,
     list_to_json,
     ms,
     ms_list,
@@ -39,6 +40,9 @@ class AdvancedCommerceOffer(Model):
         "reason": ("rawReason", AdvancedCommerceOfferReason, "enum", False),
         "rawReason": ("reason", AdvancedCommerceOfferReason, "enum", True),
     }
+    _CHECKS = {
+        "periodCount": (in_range, 1, 12, "Period count"),
+    }
 
     def __init__(self, periodCount: int, price: int, period: Optional[AdvancedCommerceOfferPeriod] = None, reason: Optional[AdvancedCommerceOfferReason] = None, *, rawPeriod: Optional[str] = None, rawReason: Optional[str] = None) -> None:
         d = self.__dict__
@@ -48,6 +52,7 @@ class AdvancedCommerceOffer(Model):
         require_pair(d, "period", "rawPeriod")
         set_pair(d, "reason", "rawReason", AdvancedCommerceOfferReason, reason, rawReason, "enum")
         require_pair(d, "reason", "rawReason")
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceOffer":

@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -39,6 +40,9 @@ class AdvancedCommerceRequestRefundItem(Model):
         "refundType": ("rawRefundType", AdvancedCommerceRefundType, "enum", False),
         "rawRefundType": ("refundType", AdvancedCommerceRefundType, "enum", True),
     }
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+    }
 
     def __init__(self, SKU: str, revoke: bool, refundReason: Optional[AdvancedCommerceRefundReason] = None, refundType: Optional[AdvancedCommerceRefundType] = None, refundAmount: Optional[int] = None, *, rawRefundReason: Optional[str] = None, rawRefundType: Optional[str] = None) -> None:
         d = self.__dict__
@@ -49,6 +53,7 @@ class AdvancedCommerceRequestRefundItem(Model):
         set_pair(d, "refundType", "rawRefundType", AdvancedCommerceRefundType, refundType, rawRefundType, "enum")
         require_pair(d, "refundType", "rawRefundType")
         d["refundAmount"] = refundAmount
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceRequestRefundItem":

@@ -9,6 +9,7 @@ from .._model import (  # noqa: F401
     enum_keys,
     enum_list,
     enum_or_none,
+    item_list,
     list_to_json,
     ms,
     ms_list,
@@ -33,6 +34,9 @@ class AdvancedCommerceRequestRefundRequest(Model):
 
     _FIELDS = ("requestInfo", "items", "refundRiskingPreference", "currency", "storefront", )
     _KEYS = ("requestInfo", "items", "refundRiskingPreference", "currency", "storefront", )
+    _CHECKS = {
+        "items": (item_list, True),
+    }
 
     def __init__(self, requestInfo: AdvancedCommerceRequestInfo, items: List[AdvancedCommerceRequestRefundItem], refundRiskingPreference: bool, currency: Optional[str] = None, storefront: Optional[str] = None) -> None:
         d = self.__dict__
@@ -41,6 +45,7 @@ class AdvancedCommerceRequestRefundRequest(Model):
         d["refundRiskingPreference"] = refundRiskingPreference
         d["currency"] = currency
         d["storefront"] = storefront
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceRequestRefundRequest":

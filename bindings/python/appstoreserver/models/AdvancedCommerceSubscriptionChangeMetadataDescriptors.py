@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -36,6 +37,10 @@ class AdvancedCommerceSubscriptionChangeMetadataDescriptors(Model):
         "effective": ("rawEffective", AdvancedCommerceEffective, "enum", False),
         "rawEffective": ("effective", AdvancedCommerceEffective, "enum", True),
     }
+    _CHECKS = {
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+    }
 
     def __init__(self, effective: Optional[AdvancedCommerceEffective] = None, description: Optional[str] = None, displayName: Optional[str] = None, *, rawEffective: Optional[str] = None) -> None:
         d = self.__dict__
@@ -43,6 +48,7 @@ class AdvancedCommerceSubscriptionChangeMetadataDescriptors(Model):
         require_pair(d, "effective", "rawEffective")
         d["description"] = description
         d["displayName"] = displayName
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionChangeMetadataDescriptors":

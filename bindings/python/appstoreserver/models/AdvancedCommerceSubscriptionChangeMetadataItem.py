@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -36,6 +37,12 @@ class AdvancedCommerceSubscriptionChangeMetadataItem(Model):
         "effective": ("rawEffective", AdvancedCommerceEffective, "enum", False),
         "rawEffective": ("effective", AdvancedCommerceEffective, "enum", True),
     }
+    _CHECKS = {
+        "currentSKU": (max_length, 128, "SKU"),
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+        "SKU": (max_length, 128, "SKU"),
+    }
 
     def __init__(self, currentSKU: str, effective: Optional[AdvancedCommerceEffective] = None, description: Optional[str] = None, displayName: Optional[str] = None, SKU: Optional[str] = None, *, rawEffective: Optional[str] = None) -> None:
         d = self.__dict__
@@ -45,6 +52,7 @@ class AdvancedCommerceSubscriptionChangeMetadataItem(Model):
         d["description"] = description
         d["displayName"] = displayName
         d["SKU"] = SKU
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionChangeMetadataItem":

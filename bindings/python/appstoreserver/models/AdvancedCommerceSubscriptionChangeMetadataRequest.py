@@ -9,6 +9,7 @@ from .._model import (  # noqa: F401
     enum_keys,
     enum_list,
     enum_or_none,
+    item_list,
     list_to_json,
     ms,
     ms_list,
@@ -34,6 +35,9 @@ class AdvancedCommerceSubscriptionChangeMetadataRequest(Model):
 
     _FIELDS = ("requestInfo", "descriptors", "items", "storefront", "taxCode", )
     _KEYS = ("requestInfo", "descriptors", "items", "storefront", "taxCode", )
+    _CHECKS = {
+        "items": (item_list, False),
+    }
 
     def __init__(self, requestInfo: AdvancedCommerceRequestInfo, descriptors: Optional[AdvancedCommerceSubscriptionChangeMetadataDescriptors] = None, items: Optional[List[AdvancedCommerceSubscriptionChangeMetadataItem]] = None, storefront: Optional[str] = None, taxCode: Optional[str] = None) -> None:
         d = self.__dict__
@@ -42,6 +46,7 @@ class AdvancedCommerceSubscriptionChangeMetadataRequest(Model):
         d["items"] = items
         d["storefront"] = storefront
         d["taxCode"] = taxCode
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionChangeMetadataRequest":

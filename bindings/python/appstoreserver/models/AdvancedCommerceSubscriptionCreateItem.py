@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -32,6 +33,11 @@ class AdvancedCommerceSubscriptionCreateItem(Model):
 
     _FIELDS = ("SKU", "description", "displayName", "price", "offer", )
     _KEYS = ("SKU", "description", "displayName", "price", "offer", )
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+    }
 
     def __init__(self, SKU: str, description: str, displayName: str, price: int, offer: Optional[AdvancedCommerceOffer] = None) -> None:
         d = self.__dict__
@@ -40,6 +46,7 @@ class AdvancedCommerceSubscriptionCreateItem(Model):
         d["displayName"] = displayName
         d["price"] = price
         d["offer"] = offer
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionCreateItem":

@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -31,12 +32,18 @@ class AdvancedCommerceSubscriptionMigrateItem(Model):
 
     _FIELDS = ("SKU", "description", "displayName", )
     _KEYS = ("SKU", "description", "displayName", )
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+    }
 
     def __init__(self, SKU: str, description: str, displayName: str) -> None:
         d = self.__dict__
         d["SKU"] = SKU
         d["description"] = description
         d["displayName"] = displayName
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionMigrateItem":

@@ -9,6 +9,7 @@ from .._model import (  # noqa: F401
     enum_keys,
     enum_list,
     enum_or_none,
+    item_list,
     list_to_json,
     ms,
     ms_list,
@@ -35,6 +36,10 @@ class AdvancedCommerceSubscriptionMigrateRequest(Model):
 
     _FIELDS = ("requestInfo", "descriptors", "items", "targetProductId", "taxCode", "renewalItems", "storefront", )
     _KEYS = ("requestInfo", "descriptors", "items", "targetProductId", "taxCode", "renewalItems", "storefront", )
+    _CHECKS = {
+        "items": (item_list, True),
+        "renewalItems": (item_list, False),
+    }
 
     def __init__(self, requestInfo: AdvancedCommerceRequestInfo, descriptors: AdvancedCommerceSubscriptionMigrateDescriptors, items: List[AdvancedCommerceSubscriptionMigrateItem], targetProductId: str, taxCode: str, renewalItems: Optional[List[AdvancedCommerceSubscriptionMigrateRenewalItem]] = None, storefront: Optional[str] = None) -> None:
         d = self.__dict__
@@ -45,6 +50,7 @@ class AdvancedCommerceSubscriptionMigrateRequest(Model):
         d["taxCode"] = taxCode
         d["renewalItems"] = renewalItems
         d["storefront"] = storefront
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionMigrateRequest":

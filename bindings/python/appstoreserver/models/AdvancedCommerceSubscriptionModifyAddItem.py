@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -32,6 +33,11 @@ class AdvancedCommerceSubscriptionModifyAddItem(Model):
 
     _FIELDS = ("SKU", "description", "displayName", "price", "offer", "proratedPrice", )
     _KEYS = ("SKU", "description", "displayName", "price", "offer", "proratedPrice", )
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+    }
 
     def __init__(self, SKU: str, description: str, displayName: str, price: int, offer: Optional[AdvancedCommerceOffer] = None, proratedPrice: Optional[int] = None) -> None:
         d = self.__dict__
@@ -41,6 +47,7 @@ class AdvancedCommerceSubscriptionModifyAddItem(Model):
         d["price"] = price
         d["offer"] = offer
         d["proratedPrice"] = proratedPrice
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionModifyAddItem":

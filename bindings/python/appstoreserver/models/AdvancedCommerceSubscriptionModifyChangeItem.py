@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -40,6 +41,12 @@ class AdvancedCommerceSubscriptionModifyChangeItem(Model):
         "effective": ("rawEffective", AdvancedCommerceEffective, "enum", False),
         "rawEffective": ("effective", AdvancedCommerceEffective, "enum", True),
     }
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+        "description": (max_length, 45, "Description"),
+        "displayName": (max_length, 30, "Display name"),
+        "currentSKU": (max_length, 128, "SKU"),
+    }
 
     def __init__(self, SKU: str, description: str, displayName: str, currentSKU: str, price: int, reason: Optional[AdvancedCommerceReason] = None, effective: Optional[AdvancedCommerceEffective] = None, offer: Optional[AdvancedCommerceOffer] = None, proratedPrice: Optional[int] = None, *, rawReason: Optional[str] = None, rawEffective: Optional[str] = None) -> None:
         d = self.__dict__
@@ -54,6 +61,7 @@ class AdvancedCommerceSubscriptionModifyChangeItem(Model):
         require_pair(d, "effective", "rawEffective")
         d["offer"] = offer
         d["proratedPrice"] = proratedPrice
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionModifyChangeItem":

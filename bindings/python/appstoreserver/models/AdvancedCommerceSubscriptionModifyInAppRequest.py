@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_keys,
     enum_list,
     enum_or_none,
+    item_list,
     list_to_json,
     ms,
     ms_list,
@@ -38,6 +39,10 @@ class AdvancedCommerceSubscriptionModifyInAppRequest(AbstractAdvancedCommerceInA
 
     _FIELDS = ("requestInfo", "transactionId", "retainBillingCycle", "addItems", "changeItems", "currency", "descriptors", "periodChange", "removeItems", "storefront", "taxCode", )
     _KEYS = ("requestInfo", "transactionId", "retainBillingCycle", "addItems", "changeItems", "currency", "descriptors", "periodChange", "removeItems", "storefront", "taxCode", )
+    _CHECKS = {
+        "addItems": (item_list, False),
+        "changeItems": (item_list, False),
+    }
     operation = "MODIFY_SUBSCRIPTION"
     version = "1"
 
@@ -54,6 +59,7 @@ class AdvancedCommerceSubscriptionModifyInAppRequest(AbstractAdvancedCommerceInA
         d["removeItems"] = removeItems
         d["storefront"] = storefront
         d["taxCode"] = taxCode
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionModifyInAppRequest":

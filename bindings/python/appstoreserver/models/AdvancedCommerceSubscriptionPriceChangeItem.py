@@ -6,10 +6,12 @@ from uuid import UUID  # noqa: F401
 
 from .._model import (  # noqa: F401
     Model,
+    each_max_length,
     enum_keys,
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -31,12 +33,17 @@ class AdvancedCommerceSubscriptionPriceChangeItem(Model):
 
     _FIELDS = ("SKU", "price", "dependentSKUs", )
     _KEYS = ("SKU", "price", "dependentSKUs", )
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+        "dependentSKUs": (each_max_length, 128, "SKU"),
+    }
 
     def __init__(self, SKU: str, price: int, dependentSKUs: Optional[List[str]] = None) -> None:
         d = self.__dict__
         d["SKU"] = SKU
         d["price"] = price
         d["dependentSKUs"] = dependentSKUs
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionPriceChangeItem":

@@ -10,6 +10,7 @@ from .._model import (  # noqa: F401
     enum_list,
     enum_or_none,
     list_to_json,
+    max_length,
     ms,
     ms_list,
     raw_list,
@@ -31,10 +32,14 @@ class AdvancedCommerceSubscriptionReactivateItem(Model):
 
     _FIELDS = ("SKU", )
     _KEYS = ("SKU", )
+    _CHECKS = {
+        "SKU": (max_length, 128, "SKU"),
+    }
 
     def __init__(self, SKU: str) -> None:
         d = self.__dict__
         d["SKU"] = SKU
+        self._validate()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdvancedCommerceSubscriptionReactivateItem":
