@@ -61,9 +61,15 @@ export declare class APIException extends Error implements LibraryErrorDetail {
     errorMessage: string | null;
     /** The known code's name, e.g. "transactionIdNotFound". */
     apiErrorName?: string | null;
-    /** Retry-After, in seconds from the answer (rounded up), or null. */
+    /** The headers of the answer, like fetch's Headers flattened: lowercased names -> value (a repeated header's
+     *  values joined with ", "), e.g. headers['x-apple-request-id']; {} without an answer. */
+    headers: { [name: string]: string };
+    /** Retry-After as a UNIX time in milliseconds (Apple's documented form of the header; the delta-seconds and
+     *  HTTP-date forms are converted), or null. Since 0.2.0; before, seconds from the answer (now retryAfterSeconds). */
     retryAfter?: number | null;
-    /** Retry-After as an absolute time (ms since 1970), or null. */
+    /** Retry-After in seconds from the answer (rounded up; 0 when the time has passed), or null. */
+    retryAfterSeconds?: number | null;
+    /** The same as retryAfter (UNIX time in milliseconds), or null. */
     retryAtMs?: number | null;
     libraryStatus?: LibraryStatusName;
     libraryStatusCode?: number;

@@ -35,8 +35,25 @@ class VerificationException extends Error {
   }
 }
 
-/** Apple's APIException: httpStatusCode, apiError (the raw errorCode, or null), errorMessage (or null). Beyond Apple:
- *  apiErrorName, retryAfter (seconds, or null), retryAtMs (or null), reason, message, libraryStatus. */
+/**
+ * The headers of an answer as an object: lowercased names -> value, a repeated header's values joined with ", " (as
+ * fetch's Headers gives them). pairs: [[name, value], ...] as received.
+ */
+function headerObject(pairs) {
+  const byName = new Map();
+  for (const [name, value] of pairs || []) {
+    const key = String(name).toLowerCase();
+    byName.set(key, byName.has(key) ? `${byName.get(key)}, ${value}` : String(value));
+  }
+  return Object.fromEntries(byName); // own data properties, whatever the names
+}
+
+/**
+ * Apple's APIException: httpStatusCode, apiError (the raw errorCode, or null), errorMessage (or null). Beyond Apple:
+ * apiErrorName; headers (the answer's, lowercased names -> value; {} without an answer); Retry-After as
+ * retryAfter (UNIX time in milliseconds, Apple's documented form of the header; or null), retryAtMs (the same) and
+ * retryAfterSeconds (seconds from the answer, rounded up); reason, message, libraryStatus.
+ */
 class APIException extends Error {
   constructor(httpStatusCode, apiError = null, errorMessage = null, detail) {
     super(detail ? detail.message : '');
@@ -44,11 +61,13 @@ class APIException extends Error {
     this.httpStatusCode = httpStatusCode;
     this.apiError = apiError;
     this.errorMessage = errorMessage;
+    this.headers = headerObject(detail && detail.headers);
     if (detail) {
       detailFields(this, detail);
       this.apiErrorName = detail.apiErrorName || null;
-      this.retryAfter = detail.retryAfter >= 0 ? detail.retryAfter : null;
-      this.retryAtMs = detail.retryAtMs >= 0 ? detail.retryAtMs : null;
+      this.retryAfter = detail.retryAtMs >= 0 ? detail.retryAtMs : null;
+      this.retryAfterSeconds = detail.retryAfter >= 0 ? detail.retryAfter : null;
+      this.retryAtMs = this.retryAfter;
     }
   }
 }

@@ -329,6 +329,24 @@ static asb_box *box_get(napi_env env, napi_value v, int kind, const char *fn, co
 /* ---- errors --------------------------------------------------------------------------------------------------- */
 
 /* A plain object describing err (status, reason, message, API details) that owns err through `handle`. */
+/* The headers of the answer an API error came with: [[name, value], ...] in the order received, names as sent (0
+ * entries for errors without an answer); lib/errors.js makes APIException.headers of them. */
+static napi_value error_headers(napi_env env, const appstore_error *err) {
+    napi_value list;
+    size_t n = appstore_error_header_count(err);
+    if (napi_create_array_with_length(env, n, &list) != napi_ok) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        napi_value pair, name, value;
+        if (napi_create_array_with_length(env, 2, &pair) != napi_ok) return NULL;
+        if (!(name = make_string(env, appstore_error_header_name(err, i)))) return NULL;
+        if (!(value = make_string(env, appstore_error_header_value(err, i)))) return NULL;
+        if (napi_set_element(env, pair, 0, name) != napi_ok || napi_set_element(env, pair, 1, value) != napi_ok ||
+            napi_set_element(env, list, (uint32_t)i, pair) != napi_ok)
+            return NULL;
+    }
+    return list;
+}
+
 static napi_value error_object(napi_env env, appstore_status st, appstore_error *err) {
     napi_value o, v;
     if (napi_create_object(env, &o) != napi_ok) {
@@ -350,6 +368,7 @@ static napi_value error_object(napi_env env, appstore_status st, appstore_error 
         ok &= (v = make_string(env, appstore_error_api_error_message(err))) && set_named(env, o, "apiErrorMessage", v);
         ok &= (v = make_int64(env, appstore_error_retry_after(err))) && set_named(env, o, "retryAfter", v);
         ok &= (v = make_int64(env, appstore_error_retry_at_ms(err))) && set_named(env, o, "retryAtMs", v);
+        ok &= (v = error_headers(env, err)) && set_named(env, o, "headers", v);
         napi_value h = box_new(env, ASB_H_ERROR, err, NULL);
         if (!h) {
             appstore_error_free(err);

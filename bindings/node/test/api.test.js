@@ -77,6 +77,7 @@ test('error payloads: APIException with Apple\'s fields and the library\'s', asy
     assert.equal(e.reason, 'api_error');
     assert.equal(e.libraryStatus, 'API_ERROR');
     assert.equal(e.retryAfter, null);
+    assert.equal(e.retryAfterSeconds, null);
     return true;
   });
   await assert.rejects(c.getTransactionInfo('error-400-9990000'), (e) => {
@@ -109,12 +110,66 @@ test('429: Retry-After in each form, not retried unless asked', async () => {
     assert.equal(e.httpStatusCode, 429);
     assert.equal(e.apiError, lib.APIError.RATE_LIMIT_EXCEEDED);
     assert.equal(e.reason, 'rate_limited');
-    assert.ok(e.retryAfter >= 6 && e.retryAfter <= 7, `retryAfter ${e.retryAfter}`);
-    assert.ok(e.retryAtMs >= before + 6000 && e.retryAtMs <= Date.now() + 7000, `retryAtMs ${e.retryAtMs}`);
+    // retryAfter: a UNIX time in milliseconds (Apple's form of the header); retryAtMs the same; retryAfterSeconds.
+    assert.ok(e.retryAfter >= before + 6000 && e.retryAfter <= Date.now() + 7000, `retryAfter ${e.retryAfter}`);
+    assert.equal(e.retryAtMs, e.retryAfter);
+    assert.ok(e.retryAfterSeconds >= 6 && e.retryAfterSeconds <= 7, `retryAfterSeconds ${e.retryAfterSeconds}`);
+    assert.equal(e.headers['retry-after'], '7', 'the raw header, by its lowercased name');
     return true;
   });
-  await assert.rejects(c.getTransactionInfo('ratelimit-ms-5000'), (e) => e.retryAfter >= 4 && e.retryAfter <= 5);
-  await assert.rejects(c.getTransactionInfo('ratelimit-date-9'), (e) => e.retryAfter >= 8 && e.retryAfter <= 10);
+  // Apple's form: the header's value is the UNIX time in milliseconds, and retryAfter is that value.
+  let sent;
+  await assert.rejects(c.getTransactionInfo('ratelimit-ms-5000'), (e) => {
+    sent = Number(e.headers['retry-after']);
+    assert.ok(sent > before + 4000, `Retry-After: ${e.headers['retry-after']}`);
+    assert.equal(e.retryAfter, sent);
+    assert.equal(e.retryAtMs, sent);
+    assert.ok(e.retryAfterSeconds >= 4 && e.retryAfterSeconds <= 5, `retryAfterSeconds ${e.retryAfterSeconds}`);
+    return true;
+  });
+  await assert.rejects(c.getTransactionInfo('ratelimit-date-9'), (e) => {
+    assert.ok(e.retryAfterSeconds >= 8 && e.retryAfterSeconds <= 10, `retryAfterSeconds ${e.retryAfterSeconds}`);
+    assert.equal(e.retryAfter, Date.parse(e.headers['retry-after']));
+    return true;
+  });
+});
+
+test('APIException.headers: the answer\'s headers, lowercased names -> value', async () => {
+  const c = client();
+  await assert.rejects(c.getTransactionInfo('error-404-4040010'), (e) => {
+    assert.ok(e instanceof lib.APIException);
+    assert.equal(Object.getPrototypeOf(e.headers), Object.prototype);
+    assert.equal(e.headers['content-type'], 'application/json');
+    assert.match(e.headers['content-length'], /^[1-9]\d*$/);
+    for (const name of Object.keys(e.headers)) assert.equal(name, name.toLowerCase());
+    assert.equal(e.retryAfter, null);
+    assert.equal(e.retryAfterSeconds, null);
+    assert.equal(e.retryAtMs, null);
+    return true;
+  });
+  // Another transport's answer (Apple's makeFetchRequest hook): names as it gives them, repeated headers joined as
+  // fetch's Headers joins them, a name that is no identifier kept as an own property.
+  class Stub extends lib.AppStoreServerAPIClient {
+    async makeFetchRequest() {
+      const headers = new Headers([['X-Apple-Request-Id', 'abc'], ['Retry-After', String(Date.now() + 60000)]]);
+      headers.append('X-Multi', 'one');
+      headers.append('X-Multi', 'two');
+      headers.append('__proto__', 'kept');
+      return new Response('{"errorCode": 4290000, "errorMessage": "slow down"}', { status: 429, headers });
+    }
+  }
+  const s = new Stub(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.SANDBOX);
+  await assert.rejects(s.getTransactionInfo('1'), (e) => {
+    assert.equal(e.headers['x-apple-request-id'], 'abc');
+    assert.equal(e.headers['x-multi'], 'one, two');
+    assert.ok(Object.prototype.hasOwnProperty.call(e.headers, '__proto__'));
+    assert.equal(Object.getPrototypeOf(e.headers), Object.prototype);
+    assert.equal(e.retryAfter, Number(e.headers['retry-after']));
+    assert.ok(e.retryAfterSeconds >= 59 && e.retryAfterSeconds <= 60, `retryAfterSeconds ${e.retryAfterSeconds}`);
+    return true;
+  });
+  // Apple's constructor alone: no answer, no headers.
+  assert.deepEqual(new lib.APIException(500).headers, {});
 });
 
 test('retries: the library decides (429, retryable codes, Retry-After), the client waits and sends again', async () => {
@@ -128,7 +183,8 @@ test('retries: the library decides (429, retryable codes, Retry-After), the clie
   assert.ok(waited >= 550, `waited ${waited} ms for a 600 ms Retry-After`);
   // Retry-After beyond the longest wait: no retry, the answer is the error.
   const start = Date.now();
-  await assert.rejects(c.getTransactionInfo('ratelimit-long'), (e) => e.httpStatusCode === 429 && e.retryAfter >= 3599);
+  await assert.rejects(c.getTransactionInfo('ratelimit-long'), (e) => e.httpStatusCode === 429 && e.retryAfterSeconds >= 3599 &&
+    e.retryAfter >= Date.now() + 3598000);
   assert.ok(Date.now() - start < 1500);
   // Retries used up.
   await assert.rejects(c.getTransactionInfo('flaky429-5-e'), (e) => e.httpStatusCode === 429);

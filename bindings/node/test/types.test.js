@@ -91,7 +91,7 @@ const OURS = `
 import { SignedDataVerifier, Environment, AppStoreServerAPIClient, VerifiedNotification, LibraryStatusName,
   FailureReasonName, VerificationException, ReceiptVerifier, VerifiedAppReceiptFields, AppReceiptTransactionIds,
   ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse, Answer, TransactionInfoResponse,
-  RefundHistoryResponse, AppStoreServerError, RateLimitOptions } from 'appstoreserver';
+  RefundHistoryResponse, AppStoreServerError, RateLimitOptions, APIException } from 'appstoreserver';
 async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: ReceiptVerifier) {
   const deep: VerifiedNotification = await v.verifyAndDecodeNotificationDeep('...');
   console.log(deep.transaction?.transactionId, v.verifyAndDecodeTransactionSync('...').price);
@@ -113,6 +113,12 @@ async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: Rece
   for await (const page of production.answer('getRefundHistoryPages', '1')) { const p: RefundHistoryResponse = page.value; console.log(p, page.environment); }
   try { await production.getTransactionInfo('1'); } catch (e) {
     if (e instanceof AppStoreServerError && e.reason === 'local_rate_limit') console.log(e.retryAtMs, env);
+    if (e instanceof APIException) {
+      const requestId: string | undefined = e.headers['x-apple-request-id'];
+      const untilMs: number | null | undefined = e.retryAfter;
+      const seconds: number | null | undefined = e.retryAfterSeconds;
+      console.log(requestId, untilMs, seconds, e.retryAtMs);
+    }
   }
   const limit: RateLimitOptions = { maxWaitMs: 0 };
   console.log(limit, answered.value.signedTransactionInfo);
