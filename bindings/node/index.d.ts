@@ -152,8 +152,9 @@ export interface AppStoreServerAPIClientOptions {
     initialBackoffMs?: number;
     maxBackoffMs?: number;
     /** Production clients (beyond Apple's library): a lookup (transaction info, history, statuses, refund history,
-     *  app transaction info) that Production answers with transactionIdNotFound (4040010) is asked again in
-     *  Sandbox, after Production's retries; `answer()` says which environment answered. Default false. */
+     *  app transaction info) that Production answers with transactionIdNotFound (4040010), or HTTP 401 (an app
+     *  never released in Production), is asked again in Sandbox, after Production's retries; `answer()` says which
+     *  environment answered. Default false. */
     sandboxFallback?: boolean;
     /** The Sandbox base URL of the fallback (default Apple's Sandbox), e.g. a second test server. */
     sandboxBaseUrl?: string;

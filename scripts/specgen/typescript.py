@@ -175,7 +175,7 @@ def render_endpoints(spec: Spec) -> list[str]:
         text = node.method_doc(spec, ep) + "."
         if ep.get("sandboxFallback"):
             text += (" Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010)"
-                     " is asked again in Sandbox (answer() tells which environment answered).")
+                     " or HTTP 401 is asked again in Sandbox (answer() tells which environment answered).")
         if ep.get("deprecated"):
             text += " @deprecated by Apple"
         out += doc(text, "    ")

@@ -1993,21 +1993,21 @@ export interface AbstractAdvancedCommerceInAppRequest extends AdvancedCommerceRe
 /** Every App Store Server API and Advanced Commerce API endpoint, with Apple's Node names and parameter
  *  order; AppStoreServerAPIClient extends it. */
 export declare abstract class AppStoreServerAPIEndpoints {
-    /** Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) is asked again in Sandbox (answer() tells which environment answered). */
+    /** Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getTransactionInfo(transactionId: string): Promise<TransactionInfoResponse>;
-    /** Get Transaction History; version v1: GET /inApps/v1/history/{anyTransactionId} (Apple's default; deprecated by Apple); version v2: GET /inApps/v2/history/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) is asked again in Sandbox (answer() tells which environment answered). */
+    /** Get Transaction History; version v1: GET /inApps/v1/history/{anyTransactionId} (Apple's default; deprecated by Apple); version v2: GET /inApps/v2/history/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getTransactionHistory(anyTransactionId: string, revision: string | null, transactionHistoryRequest: TransactionHistoryRequest, version?: GetTransactionHistoryVersion): Promise<HistoryResponse>;
     /** Get Transaction History: every page, first to last. With the Sandbox fallback, the later pages go to the environment that answered the first. */
     getTransactionHistoryPages(anyTransactionId: string, transactionHistoryRequest: TransactionHistoryRequest, version?: GetTransactionHistoryVersion): AsyncIterableIterator<HistoryResponse>;
-    /** Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) is asked again in Sandbox (answer() tells which environment answered). */
+    /** Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getAllSubscriptionStatuses(anyTransactionId: string, status?: (Status | number)[] | null): Promise<StatusResponse>;
-    /** Get Refund History: GET /inApps/v2/refund/lookup/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) is asked again in Sandbox (answer() tells which environment answered). */
+    /** Get Refund History: GET /inApps/v2/refund/lookup/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getRefundHistory(anyTransactionId: string, revision?: string | null): Promise<RefundHistoryResponse>;
     /** Get Refund History: every page, first to last. With the Sandbox fallback, the later pages go to the environment that answered the first. */
     getRefundHistoryPages(anyTransactionId: string): AsyncIterableIterator<RefundHistoryResponse>;
     /** Look Up Order ID: GET /inApps/v1/lookup/{orderId}. */
     lookUpOrderId(orderId: string): Promise<OrderLookupResponse>;
-    /** Get App Transaction Info: GET /inApps/v1/transactions/appTransactions/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) is asked again in Sandbox (answer() tells which environment answered). */
+    /** Get App Transaction Info: GET /inApps/v1/transactions/appTransactions/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getAppTransactionInfo(anyTransactionId: string): Promise<AppTransactionInfoResponse>;
     /** Finish Transaction: POST /inApps/v1/transactions/{transactionId}/finish. */
     finishTransaction(transactionId: string): Promise<void>;

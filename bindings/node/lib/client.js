@@ -3,8 +3,9 @@
 // overridable makeFetchRequest hook, over the library's sans-I/O request builder and response decoder. HTTP is the
 // global fetch (or an injected one); retries follow the library's decision (appstore_api_client_retry_delay_ms,
 // Retry-After included); pages are async iterators. Beyond Apple's library, opt-in: the Sandbox fallback of lookups
-// (appstore_api_client_falls_back / _build_fallback_request) and the client-side rate limit
-// (appstore_api_client_reserve before every attempt); answer() tells which environment answered.
+// after Production's transactionIdNotFound or HTTP 401 (appstore_api_client_falls_back / _build_fallback_request)
+// and the client-side rate limit (appstore_api_client_reserve before every attempt); answer() tells which
+// environment answered.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native.js');
 const args = require('./args.js');
@@ -40,8 +41,12 @@ function check(endpoint, name, value, kind) {
 // travels beside them in the async context of the answer() call (concurrent calls each have their own).
 const answers = new AsyncLocalStorage();
 
-// The Swift core's wording when a lookup fails in Sandbox after Production did not know the id.
+// The Swift core's wording when a lookup fails in Sandbox after Production did not know the id, or refused the
+// call with HTTP 401 (an app never released in Production).
 const NEITHER = 'Production answered transactionIdNotFound (4040010); then Sandbox: ';
+const NEITHER_401 = 'Production answered HTTP 401 (an app never released there); then Sandbox: ';
+const neither = (production) => (production.httpStatus === 401 && Number(production.apiErrorCode) !== 4040010
+  ? NEITHER_401 : NEITHER);
 
 const ENDPOINT_METHOD_NAMES = new Set(Object.getOwnPropertyNames(AppStoreServerAPIEndpoints.prototype)
   .filter((n) => n !== 'constructor'));
@@ -293,19 +298,21 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
         throw convert(e, 'api');
       }
     }
+    let production;
     try {
       return { value: await this._attempts(endpoint, paramsJson, false), environment: this._environment };
     } catch (e) {
-      // The library decides (fallback on, a lookup, Production's transactionIdNotFound); errors made here in JS
-      // (transport failures) have no handle and never fall back.
+      // The library decides (fallback on, a lookup, Production's transactionIdNotFound or HTTP 401); errors made
+      // here in JS (transport failures) have no handle and never fall back.
       if (!isNative(e) || !e.handle || native.api_client_falls_back(this._client, endpoint, e.handle) !== 1)
         throw convert(e, 'api');
+      production = e;
     }
     try {
       return { value: await this._attempts(endpoint, paramsJson, true), environment: Environment.SANDBOX };
     } catch (e) {
       const err = convert(e, 'api');
-      if (err instanceof Error) err.message = NEITHER + err.message;
+      if (err instanceof Error) err.message = neither(production) + err.message;
       throw err;
     }
   }

@@ -57,10 +57,14 @@ const MOCK = { keyId: 'ABC123DEFG', issuerId: '57246542-96fe-1a63-e053-0824d0110
 /**
  * Starts the mock server; resolves to {url, stop()}. It exits when its stdin closes (stop, or this process ends).
  * notFoundLookups: it plays a Production that knows no id (every Sandbox-fallback lookup answers 404 4040010).
+ * unauthorizedLookups: it plays the Production of an app never released there (every Sandbox-fallback lookup
+ * answers HTTP 401 with a plain-text body and an X-Apple-Request-Id header).
  */
-function startMock({ notFoundLookups = false } = {}) {
+function startMock({ notFoundLookups = false, unauthorizedLookups = false } = {}) {
   const keys = signingKeys();
-  const extra = notFoundLookups ? ['--not-found-lookups', path.join(REPO, 'spec', 'endpoints.json')] : [];
+  const endpointsSpec = path.join(REPO, 'spec', 'endpoints.json');
+  const extra = notFoundLookups ? ['--not-found-lookups', endpointsSpec]
+    : unauthorizedLookups ? ['--unauthorized-lookups', endpointsSpec] : [];
   const proc = spawn('python3', [path.join(SUPPORT, 'mock_app_store.py'), '--cases', path.join(SUPPORT, 'api_cases.json'),
     '--public-key', path.join(keys, 'p256_public.pem'), '--key-id', MOCK.keyId, '--issuer-id', MOCK.issuerId,
     '--bundle-id', MOCK.bundleId, ...extra], { stdio: ['pipe', 'pipe', 'inherit'] });

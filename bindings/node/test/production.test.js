@@ -16,6 +16,7 @@ const CASES = JSON.parse(fs.readFileSync(path.join(SUPPORT, 'api_cases.json'), '
 const SPEC_ENDPOINTS = JSON.parse(fs.readFileSync(path.join(REPO, 'spec', 'endpoints.json'), 'utf8')).endpoints;
 const LOOKUPS = SPEC_ENDPOINTS.filter((e) => e.sandboxFallback).map((e) => e.name);
 const NEITHER = 'Production answered transactionIdNotFound (4040010); then Sandbox: ';
+const NEITHER_401 = 'Production answered HTTP 401 (an app never released there); then Sandbox: ';
 
 /** Apple's published Production limit of an endpoint: the limit/s column of docs/endpoints.md. */
 function publishedLimit(endpoint) {
@@ -32,14 +33,16 @@ function publishedLimit(endpoint) {
 const freshId = (label) => `flaky429-0-${label}${crypto.randomUUID().replace(/-/g, '')}`;
 
 let production; // knows no id: every lookup answers 404 4040010
+let unreleased; // the Production of an app never released there: every lookup answers HTTP 401, not JSON
 let sandbox; // the normal mock
 let key;
 test.before(async () => {
   key = fs.readFileSync(path.join(signingKeys(), 'p256.p8'), 'utf8');
-  [production, sandbox] = await Promise.all([startMock({ notFoundLookups: true }), startMock()]);
+  [production, unreleased, sandbox] = await Promise.all([startMock({ notFoundLookups: true }),
+    startMock({ unauthorizedLookups: true }), startMock()]);
 });
 test.after(async () => {
-  await Promise.all([production, sandbox].filter(Boolean).map((m) => m.stop()));
+  await Promise.all([production, unreleased, sandbox].filter(Boolean).map((m) => m.stop()));
 });
 
 function client(environment, options) {
@@ -77,6 +80,56 @@ test('Sandbox fallback: every lookup Production does not know is answered by San
   }
   c.close();
   plain.close();
+});
+
+test('Sandbox fallback: every lookup Production refuses with HTTP 401 (an app never released there) is answered by Sandbox', async (t) => {
+  const c = client(E.PRODUCTION, { baseUrl: unreleased.url, sandboxFallback: true, sandboxBaseUrl: sandbox.url });
+  const plain = client(E.PRODUCTION, { baseUrl: unreleased.url });
+  for (const endpoint of LOOKUPS) {
+    await t.test(endpoint, async () => {
+      const cs = CASES.find((x) => x.endpoint === endpoint);
+      const { method, argv } = methodArgs(endpoint, cs.params);
+      const want = cs.pages ? cs.pages[0] : cs.response;
+      const before = Object.values(await mockArrivals(unreleased.url)).flat().length;
+      const { value, environment } = await c.answer(method, ...argv);
+      assert.equal(environment, E.SANDBOX);
+      assert.deepEqual(value, want);
+      const after = Object.values(await mockArrivals(unreleased.url)).flat().length;
+      assert.equal(after - before, 1, 'Production was asked first, once');
+      assert.deepEqual(await c[method](...argv), want);
+      // Without the option Production's 401 is the answer: no error payload, the answer's headers kept.
+      await assert.rejects(plain[method](...argv), (e) => {
+        assert.ok(e instanceof lib.APIException, String(e));
+        assert.equal(e.httpStatusCode, 401);
+        assert.equal(e.apiError, null);
+        assert.equal(e.errorMessage, null);
+        assert.equal(e.reason, 'http_error');
+        assert.equal(e.headers['x-apple-request-id'], 'mock-401');
+        assert.ok(!e.message.startsWith(NEITHER_401), e.message);
+        return true;
+      });
+    });
+  }
+  // Not a lookup: Production's answer stays final, nothing is asked of Sandbox.
+  const before = await mockArrivals(sandbox.url);
+  const ext = CASES.find((x) => x.endpoint === 'extendSubscriptionRenewalDate');
+  const { method, argv } = methodArgs('extendSubscriptionRenewalDate', ext.params);
+  assert.deepEqual(await c.answer(method, ...argv), { value: ext.response, environment: E.PRODUCTION });
+  assert.deepEqual(await mockArrivals(sandbox.url), before);
+  c.close();
+  plain.close();
+});
+
+test('Sandbox fallback: after a Production 401, a Sandbox error says what Production answered', async () => {
+  const c = client(E.PRODUCTION, { baseUrl: unreleased.url, sandboxFallback: true, sandboxBaseUrl: sandbox.url });
+  await assert.rejects(c.getTransactionInfo('error-404-4040010'), (e) => {
+    assert.ok(e instanceof lib.APIException, String(e));
+    assert.equal(e.httpStatusCode, 404);
+    assert.equal(e.apiError, 4040010);
+    assert.ok(e.message.startsWith(NEITHER_401), e.message);
+    return true;
+  });
+  c.close();
 });
 
 test('Sandbox fallback: Production that answers, and endpoints that are not lookups, stay in Production', async () => {
