@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 from ctypes import byref, c_void_p, string_at
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 from ._args import redact
 from ._generated import abi
@@ -76,8 +76,9 @@ class ErrorInfo(NamedTuple):
     api_error_code: int
     api_error_name: str
     api_error_message: str
-    retry_after: int
-    retry_at_ms: int
+    retry_after: int  # appstore_error_retry_after: seconds from the answer (APIException.retry_after_seconds)
+    retry_at_ms: int  # appstore_error_retry_at_ms: UNIX milliseconds (APIException.retry_after)
+    headers: Tuple[Tuple[str, str], ...] = ()  # the failed answer's headers, in the order received
 
 
 def read_error(err: c_void_p, status: int, free: bool = True) -> ErrorInfo:
@@ -93,10 +94,20 @@ def read_error(err: c_void_p, status: int, free: bool = True) -> ErrorInfo:
             lib.appstore_error_http_status(h), lib.appstore_error_api_error_code(h),
             (lib.appstore_error_api_error_name(h) or b"").decode("utf-8", "replace"),
             (lib.appstore_error_api_error_message(h) or b"").decode("utf-8", "replace"),
-            lib.appstore_error_retry_after(h), lib.appstore_error_retry_at_ms(h))
+            lib.appstore_error_retry_after(h), lib.appstore_error_retry_at_ms(h), _headers(h))
     finally:
         if free:
             _error_free(h)
+
+
+def _headers(h: int) -> Tuple[Tuple[str, str], ...]:
+    """The headers of the answer an API error came from (none for other errors)."""
+    out = []
+    for i in range(lib.appstore_error_header_count(h)):
+        name, value = lib.appstore_error_header_name(h, i), lib.appstore_error_header_value(h, i)
+        if name is not None:
+            out.append((name.decode("utf-8", "replace"), (value or b"").decode("utf-8", "replace")))
+    return tuple(out)
 
 
 def free_error(err: c_void_p) -> None:

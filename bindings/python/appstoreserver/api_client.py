@@ -55,10 +55,17 @@ class APIException(Exception):
 
     Apple's attributes: http_status_code, api_error (APIError, or AdvancedCommerceAPIError for the Advanced Commerce
     endpoints; None when the code is unknown or absent), raw_api_error (Apple's errorCode, also when unknown),
-    error_message (Apple's errorMessage). Beyond Apple: api_error_name, retry_after (seconds from the answer, None
-    without Retry-After), retry_at_ms (Retry-After as milliseconds since 1970), status (AppStoreStatus), reason
-    (FailureReason), message (what failed, in words). The client's own rate limit refuses a call with status
-    RATE_LIMITED, reason LOCAL_RATE_LIMIT, http_status_code 0 (nothing was sent) and retry_at_ms (the next free slot).
+    error_message (Apple's errorMessage). Beyond Apple's Python library:
+    retry_after          Retry-After as Apple documents it and Apple's newest libraries expose it (Java's
+                         getRetryAfter()): a UNIX time in milliseconds; None without Retry-After. Read in all three
+                         forms Apple and proxies send (UNIX milliseconds, delta-seconds, an HTTP-date).
+    retry_after_seconds  the seconds from the answer to that time (rounded up; 0 when it has passed), or None
+    retry_at_ms          the same as retry_after (its name before 0.2.0)
+    headers              the failed answer's headers, a case-insensitive mapping (e.headers["x-apple-request-id"];
+                         multi_items() keeps every header in order); empty when there was no answer
+    api_error_name, status (AppStoreStatus), reason (FailureReason), message (what failed, in words).
+    The client's own rate limit refuses a call with status RATE_LIMITED, reason LOCAL_RATE_LIMIT, http_status_code 0
+    (nothing was sent) and retry_after (UNIX ms) / retry_after_seconds of the next free slot.
     """
 
     def __init__(self, http_status_code: int, raw_api_error: Optional[int] = _UNSET,  # type: ignore[assignment]
@@ -80,10 +87,20 @@ class APIException(Exception):
                 pass
         self.api_error_name: Optional[str] = None
         self.retry_after: Optional[int] = None
-        self.retry_at_ms: Optional[int] = None
+        self.retry_after_seconds: Optional[int] = None
+        self.headers: _http.Headers = _http.Headers()
         self.status: Optional[AppStoreStatus] = AppStoreStatus.API_ERROR
         self.reason: Optional[FailureReason] = None
         self.message: str = ""
+
+    @property
+    def retry_at_ms(self) -> Optional[int]:
+        """retry_after (Retry-After as a UNIX time in milliseconds), by its name before 0.2.0."""
+        return self.retry_after
+
+    @retry_at_ms.setter
+    def retry_at_ms(self, value: Optional[int]) -> None:
+        self.retry_after = value
 
     def __repr__(self) -> str:
         return (f"APIException(http_status_code={self.http_status_code!r}, api_error={self.api_error!r}, "
@@ -102,8 +119,9 @@ class APIException(Exception):
             except ValueError:
                 e.api_error = None
         e.api_error_name = info.api_error_name or None
-        e.retry_after = info.retry_after if info.retry_after >= 0 else None
-        e.retry_at_ms = info.retry_at_ms if info.retry_at_ms >= 0 else None
+        e.retry_after = info.retry_at_ms if info.retry_at_ms >= 0 else None
+        e.retry_after_seconds = info.retry_after if info.retry_after >= 0 else None
+        e.headers = _http.Headers(info.headers)
         try:
             e.status = AppStoreStatus(info.status)
         except ValueError:

@@ -176,7 +176,10 @@ def test_error_payload(keys: Path, mock_url: str) -> None:
     assert e.error_message == "mock error 4040010"
     assert e.args == (404, 4040010, "mock error 4040010")
     assert e.status == AppStoreStatus.API_ERROR and e.reason == FailureReason.API_ERROR
-    assert e.api_error_name == "transactionIdNotFound" and e.retry_after is None
+    assert e.api_error_name == "transactionIdNotFound" and e.retry_after is None and e.retry_after_seconds is None
+    # The answer's headers, looked up case-insensitively, every one kept in order.
+    assert e.headers["content-type"] == "application/json" and e.headers["Content-Type"] == "application/json"
+    assert "content-length" in e.headers and ("Content-Type", "application/json") in e.headers.multi_items()
     # An error code this version does not know: kept raw, api_error None.
     with pytest.raises(APIException) as ei:
         c.get_transaction_info("error-400-4009999")
@@ -185,13 +188,15 @@ def test_error_payload(keys: Path, mock_url: str) -> None:
     with pytest.raises(APIException) as ei:
         c.get_transaction_info("plain500")
     assert ei.value.http_status_code == 500 and ei.value.raw_api_error is None and ei.value.args == (500,)
-    assert ei.value.reason == FailureReason.HTTP_ERROR
+    assert ei.value.reason == FailureReason.HTTP_ERROR and "Content-Length" in ei.value.headers
     # A 2xx answer that does not decode.
     for tid in ("malformed", "badtype"):
         with pytest.raises(APIException) as ei:
             c.get_transaction_info(tid)
         assert ei.value.status == AppStoreStatus.INVALID_RESPONSE and ei.value.http_status_code == 200
-        assert ei.value.reason == FailureReason.UNDECODABLE_RESPONSE
+        assert ei.value.reason == FailureReason.UNDECODABLE_RESPONSE and "content-type" in ei.value.headers
+    # Built by hand (as Apple's tests do): no answer, no headers.
+    assert len(APIException(400).headers) == 0 and APIException(400).retry_after is None
 
 
 @pytest.mark.parametrize("tid,lo,hi", [("ratelimit", 7, 7), ("ratelimit-ms-5000", 4, 5), ("ratelimit-date-9", 7, 10)])
@@ -203,8 +208,15 @@ def test_rate_limit_retry_after(keys: Path, mock_url: str, tid: str, lo: int, hi
     e = ei.value
     assert e.http_status_code == 429 and e.api_error == APIError.RATE_LIMIT_EXCEEDED
     assert e.reason == FailureReason.RATE_LIMITED
-    assert lo <= e.retry_after <= hi, e.retry_after
-    assert abs(e.retry_at_ms / 1000 - (t0 + e.retry_after)) < 2
+    # retry_after: a UNIX time in milliseconds (as Apple documents Retry-After), whatever form the answer used;
+    # retry_after_seconds: the seconds from the answer; retry_at_ms: retry_after's name before 0.2.0.
+    assert lo <= e.retry_after_seconds <= hi, e.retry_after_seconds
+    assert abs(e.retry_after / 1000 - (t0 + e.retry_after_seconds)) < 2, (e.retry_after, t0)
+    assert e.retry_at_ms == e.retry_after and e.retry_after > 10**12
+    if tid.startswith("ratelimit-ms-"):  # Apple's form: the header's value, as it is
+        assert e.retry_after == int(e.headers["retry-after"])
+    else:
+        assert e.headers["Retry-After"] != str(e.retry_after)
     assert time.time() - t0 < 2, "no retries are configured: nothing may wait"
 
 
@@ -225,7 +237,8 @@ def test_retries(keys: Path, mock_url: str) -> None:
     t0 = time.time()
     with pytest.raises(APIException) as ei:
         c.get_transaction_info("ratelimit-long")
-    assert time.time() - t0 < 1.5 and ei.value.retry_after == 3600
+    assert time.time() - t0 < 1.5 and ei.value.retry_after_seconds == 3600
+    assert abs(ei.value.retry_after - (t0 + 3600) * 1000) < 2000
     # Not retryable: an ordinary error is raised at once.
     with pytest.raises(APIException):
         c.get_transaction_info("error-400-4000006")
@@ -277,7 +290,8 @@ def test_async_errors(keys: Path, mock_url: str) -> None:
         try:
             with pytest.raises(APIException) as ei:
                 await c.get_transaction_info("ratelimit")
-            assert ei.value.http_status_code == 429 and ei.value.retry_after == 7
+            assert ei.value.http_status_code == 429 and ei.value.retry_after_seconds == 7
+            assert ei.value.retry_after > time.time() * 1000 and ei.value.headers["retry-after"] == "7"
         finally:
             await c.async_close()
 
@@ -361,6 +375,14 @@ def test_execute_request_override_as_apple_users_do(keys: Path) -> None:
     with pytest.raises(APIException) as ei:
         c.get_transaction_info("1")
     assert ei.value.api_error == APIError.INVALID_TRANSACTION_ID and ei.value.error_message == "Invalid transaction id."
+    # The headers of the hook's response (a requests-like dict here) come back on the exception.
+    answer = FakeResponse(401, {})
+    answer.headers = {"Content-Type": "text/plain", "X-Apple-Request-Id": "req-1"}
+    c._execute_request = lambda *a: answer
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("1")
+    assert ei.value.http_status_code == 401 and ei.value.headers["x-apple-request-id"] == "req-1"
+    assert ei.value.headers.multi_items() == [("Content-Type", "text/plain"), ("X-Apple-Request-Id", "req-1")]
 
 
 def test_execute_request_override_async(keys: Path) -> None:

@@ -296,7 +296,8 @@ def test_rate_limit_fails_fast(keys: Path, mock_url: str) -> None:
     e = ei.value
     assert e.status == AppStoreStatus.RATE_LIMITED and e.reason == FailureReason.LOCAL_RATE_LIMIT
     assert e.http_status_code == 0 and e.raw_api_error is None and "nothing was sent" in e.message, e.message
-    assert t0 * 1000 < e.retry_at_ms <= t0 * 1000 + 10_000, (e.retry_at_ms, t0)
+    assert t0 * 1000 < e.retry_after <= t0 * 1000 + 10_000, (e.retry_after, t0)  # the next slot, UNIX ms
+    assert e.retry_at_ms == e.retry_after and 0 <= e.retry_after_seconds <= 10 and len(e.headers) == 0
     assert _count(mock_url, path) - before == 1, "the refused call sent nothing"
     # Another client (its own budget) and a client without the limit are not refused.
     sandbox(keys, mock_url).request_test_notification()
