@@ -47,6 +47,7 @@ _UNSET = object()
 _REBUILD_AFTER_WAIT = 60.0
 _RATE_LIMIT_MAX_WAIT = 10.0  # one slot of Apple's slowest Sandbox endpoints (1/s in Production: one per 10 s)
 _NEITHER = "Production answered transactionIdNotFound (4040010); then Sandbox: "
+_NEITHER_401 = "Production answered HTTP 401 (an app never released there); then Sandbox: "
 
 
 class APIException(Exception):
@@ -253,9 +254,12 @@ class BaseAppStoreServerAPIClient:
                       initial_backoff up to max_backoff; a Retry-After further away than max_backoff is not waited for
     sandbox_fallback  Production clients only: a lookup (transaction info, history, statuses, refund history, app
                       transaction info) that Production answers with transactionIdNotFound (4040010), after its
-                      retries, is asked again in Sandbox, as Apple advises (App Review buys in Sandbox); later pages of
-                      iter_* stay in the environment that answered. When Sandbox fails too, its APIException is raised
-                      (message starting "Production answered transactionIdNotFound (4040010); then Sandbox: ").
+                      retries, is asked again in Sandbox, as Apple advises (App Review buys in Sandbox); so is one
+                      Production answers with HTTP 401 (its answer for an app never released there, which App Review
+                      and TestFlight purchases of a new app meet). Later pages of iter_* stay in the environment that
+                      answered. When Sandbox fails too, its APIException is raised, Production's as its __context__
+                      (message starting "Production answered transactionIdNotFound (4040010); then Sandbox: ", or
+                      "Production answered HTTP 401 (an app never released there); then Sandbox: ").
                       `client.with_environment.<method>(...)` returns (answer, Environment) to tell which answered.
     sandbox_base_url  the Sandbox base URL of the fallback (default: Apple's), e.g. a second test server
     rate_limit        slow down to Apple's published per-endpoint limits (docs/endpoints.md; Sandbox a tenth), one
@@ -433,6 +437,14 @@ class BaseAppStoreServerAPIClient:
         return method, full, hdrs, body, timeout
 
 
+def _neither(production: APIException) -> str:
+    """The start of the message of a lookup neither environment answered: what Production answered (the core's
+    words)."""
+    if production.http_status_code == 401 and production.raw_api_error != APIError.TRANSACTION_ID_NOT_FOUND.value:
+        return _NEITHER_401
+    return _NEITHER
+
+
 def _ms(seconds: Any, name: str, minimum: int) -> int:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, not {type(seconds).__name__}")
@@ -485,7 +497,7 @@ class AppStoreServerAPIClient(BaseAppStoreServerAPIClient, EndpointMethods):
             try:
                 return self._attempts(endpoint, params, True), Environment.SANDBOX
             except APIException as sandbox_error:  # raised with Production's error as its __context__
-                sandbox_error.message = _NEITHER + sandbox_error.message
+                sandbox_error.message = _neither(e) + sandbox_error.message
                 raise
 
     def _attempts(self, endpoint: str, params: Dict[str, Any], sandbox: bool) -> Any:
@@ -601,7 +613,7 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
             try:
                 return await self._aattempts(endpoint, params, True), Environment.SANDBOX
             except APIException as sandbox_error:  # raised with Production's error as its __context__
-                sandbox_error.message = _NEITHER + sandbox_error.message
+                sandbox_error.message = _neither(e) + sandbox_error.message
                 raise
 
     async def _aprepare(self, endpoint: str, params: Dict[str, Any], sandbox: bool,

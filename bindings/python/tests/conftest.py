@@ -108,6 +108,14 @@ def not_found_url(keys: Path) -> Iterator[str]:
     yield from _mock(keys, "--not-found-lookups", str(REPO / "spec" / "endpoints.json"))
 
 
+@pytest.fixture(scope="session")
+def unauthorized_url(keys: Path) -> Iterator[str]:
+    """A third mock playing a Production that has never heard of the app (--unauthorized-lookups): every lookup the
+    spec marks sandboxFallback is answered HTTP 401 with a plain-text body and an X-Apple-Request-Id header, as Apple's
+    Production answers App Review's purchases of a new app; the other endpoints as mock_url answers them."""
+    yield from _mock(keys, "--unauthorized-lookups", str(REPO / "spec" / "endpoints.json"))
+
+
 class Hostile:
     """Tests/support/hostile_http.py, running: url(behaviour) is a base URL selecting a misbehaviour (redirect-307,
     drip-200, huge-64, gzip-1024, ...); caught() is what its catcher port received (count 0: no client followed a

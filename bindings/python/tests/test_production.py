@@ -23,6 +23,7 @@ from appstoreserver.models.Environment import Environment
 SPEC = json.loads((REPO / "spec" / "endpoints.json").read_text())["endpoints"]
 LOOKUPS = {ep["name"] for ep in SPEC if ep.get("sandboxFallback")}
 NEITHER = "Production answered transactionIdNotFound (4040010); then Sandbox: "
+NEITHER_401 = "Production answered HTTP 401 (an app never released there); then Sandbox: "
 
 
 def production(keys: Path, url: str, cls: Any = AppStoreServerAPIClient, **kw: Any) -> Any:
@@ -193,6 +194,83 @@ def test_fallback_async(keys: Path, mock_url: str, not_found_url: str, api_cases
             with pytest.raises(APIException) as ei:
                 await c.get_transaction_info("error-404-4040010")
             assert ei.value.message.startswith(NEITHER)
+        finally:
+            await c.async_close()
+            await plain.async_close()
+
+    asyncio.run(run())
+
+
+def _unauthorized(e: APIException) -> None:
+    """Production's 401 as the mock answers it (no JSON body; Apple's request id in a header)."""
+    assert (e.http_status_code, e.raw_api_error, e.api_error) == (401, None, None)
+    assert e.reason == FailureReason.HTTP_ERROR and e.headers["x-apple-request-id"] == "mock-401"
+
+
+def test_unauthorized_lookups_fall_back_to_sandbox(keys: Path, mock_url: str, unauthorized_url: str,
+                                                   api_cases: List[Dict[str, Any]]) -> None:
+    """Production answers HTTP 401 for an app never released there (App Review's purchases of a new app): every
+    lookup is asked again in Sandbox and reports Sandbox; every other endpoint is answered by Production. Without the
+    option the 401 is raised, with its headers."""
+    c = production(keys, unauthorized_url, sandbox_fallback=True, sandbox_base_url=mock_url)
+    plain = production(keys, unauthorized_url)
+    seen = set()
+    for case in api_cases:
+        name = case["endpoint"]
+        method, args, kwargs = python_call(case)
+        before_prod, before_sandbox = _count(unauthorized_url, _case_path(case)), _count(mock_url, _case_path(case))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            got, env = getattr(c.with_environment, method)(*args, **kwargs)
+            assert _dict(got) == _first_page(case), name
+            asked = (_count(unauthorized_url, _case_path(case)) - before_prod,
+                     _count(mock_url, _case_path(case)) - before_sandbox)
+            if name in LOOKUPS:
+                seen.add(name)
+                assert env == Environment.SANDBOX and asked == (1, 1), (name, asked)
+                with pytest.raises(APIException) as ei:
+                    getattr(plain, method)(*args, **kwargs)
+                _unauthorized(ei.value)
+                assert not ei.value.message.startswith(NEITHER_401)
+            else:
+                assert env == Environment.PRODUCTION and asked == (1, 0), (name, asked)
+    assert seen == LOOKUPS
+    # Neither environment: Sandbox's error, saying what Production answered; Production's 401 as its context.
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("error-404-4040010")
+    e = ei.value
+    assert e.message.startswith(NEITHER_401) and e.raw_api_error == 4040010, e.message
+    assert isinstance(e.__context__, APIException)
+    _unauthorized(e.__context__)
+
+
+def test_unauthorized_lookups_fall_back_async(keys: Path, mock_url: str, unauthorized_url: str,
+                                              api_cases: List[Dict[str, Any]]) -> None:
+    async def run() -> None:
+        c = production(keys, unauthorized_url, AsyncAppStoreServerAPIClient, sandbox_fallback=True,
+                       sandbox_base_url=mock_url)
+        plain = production(keys, unauthorized_url, AsyncAppStoreServerAPIClient)
+        try:
+            for case in api_cases:
+                if case["endpoint"] not in LOOKUPS:
+                    continue
+                method, args, kwargs = python_call(case)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    got, env = await getattr(c.with_environment, method)(*args, **kwargs)
+                    assert _dict(got) == _first_page(case) and env == Environment.SANDBOX, case["endpoint"]
+                    with pytest.raises(APIException) as ei:
+                        await getattr(plain, method)(*args, **kwargs)
+                    _unauthorized(ei.value)
+            order = next(x for x in api_cases if x["endpoint"] == "lookUpOrderId")
+            _, env = await c.with_environment.look_up_order_id(*python_call(order)[1])
+            assert env == Environment.PRODUCTION
+            pages = [x async for x in c.with_environment.iter_refund_history("2000000000000001")]
+            assert len(pages) > 1 and {env for _, env in pages} == {Environment.SANDBOX}
+            with pytest.raises(APIException) as ei:
+                await c.get_transaction_info("error-404-4040010")
+            assert ei.value.message.startswith(NEITHER_401) and isinstance(ei.value.__context__, APIException)
+            _unauthorized(ei.value.__context__)
         finally:
             await c.async_close()
             await plain.async_close()
