@@ -193,10 +193,14 @@ export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints 
     /** Apple's argument order; signingKey is the .p8 PEM text. */
     constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string, environment: Environment,
                 options?: AppStoreServerAPIClientOptions);
-    /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. */
+    /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. It gets
+     *  Apple's arguments (headers User-Agent, Authorization, Accept, then Content-Type with a body), plus `request`:
+     *  what the library built, whose `url` is the one to use (Sandbox fallback, Advanced Commerce hosts). */
     protected makeFetchRequest(path: string, parsedQueryParameters: URLSearchParams, method: string,
                                requestBody: string | Uint8Array | undefined, headers: { [key: string]: string },
-                               request?: { url: string; timeoutMs: number; environment: Environment }): Promise<FetchResponseLike>;
+                               request?: { method: string; url: string; headers: { [key: string]: string };
+                                           body: Uint8Array; timeoutMs: number; environment: Environment }):
+        Promise<FetchResponseLike>;
     /** An endpoint method's result with the environment that answered: answer('getTransactionInfo', id). */
     answer<M extends EndpointMethods>(method: M, ...args: Parameters<AppStoreServerAPIEndpoints[M]>):
         Promise<Answer<Awaited<ReturnType<AppStoreServerAPIEndpoints[M]>>>>;
