@@ -94,6 +94,13 @@ class APIException(Exception):
         self.reason: Optional[FailureReason] = None
         self.message: str = ""
 
+    def __str__(self) -> str:
+        # Apple's attributes stay as they are; the text says what failed and why (the core's message names the
+        # endpoint, the HTTP status, Apple's error code and name, Apple's message and Retry-After).
+        if not self.message:
+            return super().__str__()
+        return f"{self.message} [{self.reason.name}]" if self.reason is not None else self.message
+
     @property
     def retry_at_ms(self) -> Optional[int]:
         """retry_after (Retry-After as a UNIX time in milliseconds), by its name before 0.2.0."""

@@ -60,6 +60,13 @@ class VerificationException(Exception):
         self.message = message
         self.appstore_status = appstore_status
 
+    def __str__(self) -> str:
+        # Apple's text first (code matching on it keeps working), then why and what exactly failed.
+        text = "Verification failed with status " + self.status.name
+        if self.reason is not None:
+            text += f" ({self.reason.name})"
+        return text + (f": {self.message}" if self.message else "")
+
     def __repr__(self) -> str:
         return (f"VerificationException(status={self.status!s}, appstore_status={self.appstore_status!s}, "
                 f"reason={self.reason!s}, message={self.message!r})")

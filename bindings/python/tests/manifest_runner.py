@@ -134,7 +134,8 @@ def check_case(base: Path, case: Dict[str, Any], apple_reference: Optional[Dict[
     status = error.appstore_status.name if isinstance(error.appstore_status, AppStoreStatus) else str(error.appstore_status)
     assert isinstance(error.status, VerificationStatus), f"status {error.status!r} is not a VerificationStatus"
     assert error.message, "empty message"
-    assert str(error) == "Verification failed with status " + error.status.name
+    # Apple's text first, then the reason and the precise message.
+    assert str(error) == f"Verification failed with status {error.status.name} ({error.reason.name}): {error.message}", str(error)
     if "reason" in expect:
         assert reason == expect["reason"], f"expected reason {expect['reason']}, got {reason} ({error.message})"
     if "status" in expect:

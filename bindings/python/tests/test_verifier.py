@@ -420,3 +420,20 @@ def test_fork_while_threads_verify(testpki: Path) -> None:
             t.join(10)
     assert not failures, f"children that failed (index, signal, exit code): {failures}"
     assert calls[0] > 30, "the threads were not busy while forking"
+
+
+def test_exception_text_says_why(testpki: Path, mock_url: str, keys: Path) -> None:
+    """str() of an exception says the reason and what exactly failed, not only the status (Apple's attributes and
+    Apple's text prefix stay)."""
+    with pytest.raises(VerificationException) as e:
+        make(testpki).verify_and_decode_signed_transaction(jws(testpki, "tx-bad-signature-bit-flip"))
+    text = str(e.value)
+    assert text.startswith("Verification failed with status VERIFICATION_FAILURE (BAD_SIGNATURE): "), text
+    assert "signature" in text[len("Verification failed with status VERIFICATION_FAILURE (BAD_SIGNATURE): "):], text
+    from appstoreserver.api_client import APIException
+    client = AppStoreServerAPIClient((keys / "p256.p8").read_bytes(), "ABC123DEFG", "57246542-96fe-1a63-e053-0824d011072a",
+                                     "com.example.app", Environment.LOCAL_TESTING, base_url=mock_url)
+    with pytest.raises(APIException) as a:
+        client.get_transaction_info("error-404-4040010")
+    text = str(a.value)
+    assert "4040010" in text and "HTTP 404" in text and "[" in text and a.value.http_status_code == 404, text
