@@ -31,11 +31,6 @@ enum ExternalSignature {
         return inRange(r[0..<32]) && inRange(r[32..<64]) ? r : nil
     }
 
-    /// A DER ECDSA-Sig-Value from a raw or DER signature, or nil.
-    static func der(_ signature: [UInt8]) -> [UInt8]? {
-        raw(signature).map(ES256.rawToDER)
-    }
-
     private static func inRange(_ x: ArraySlice<UInt8>) -> Bool {
         guard x.contains(where: { $0 != 0 }) else { return false }
         for (a, b) in zip(x, order) where a != b { return a < b }

@@ -19,3 +19,27 @@ public enum QuotedText {
         return upper.contains("-----BEGIN") || upper.contains("PRIVATE KEY") || upper.contains("AGEAMBMGBYQGSM49")
     }
 }
+
+/// Text a server chose (an error message, a Location), made safe to put in messages, logs and terminals.
+enum ServerText {
+    /// Longest error message kept, in characters (Apple's are one sentence).
+    static let messageLimit = 1024
+
+    /// Control characters (C0, DEL, C1: terminal escape sequences, line breaks that forge log lines) and the
+    /// invisible format characters that reorder text (bidi overrides) become spaces; longer than `limit` characters
+    /// is cut, saying so.
+    static func clean(_ text: String, limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit {
+                return String(out) + "... (\(text.unicodeScalars.count - limit) more characters not shown)"
+            }
+            let v = scalar.value
+            let control = v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+            out.append(control ? " " : scalar)
+            count += 1
+        }
+        return String(out)
+    }
+}

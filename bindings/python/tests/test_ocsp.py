@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-from conftest import SUPPORT
+from served import served
 
 from appstoreserver import FailureReason
 from appstoreserver.models.Environment import Environment
@@ -28,18 +26,8 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None or shutil.which(
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     out = tmp_path_factory.mktemp("ocsp")
-    p = subprocess.Popen([sys.executable, str(SUPPORT / "ocsp_harness.py"), "serve", str(out), "--lifetime", "600"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("READY "), f"ocsp_harness said {line!r}"
-        yield json.loads(Path(line.split(" ", 1)[1].strip()).read_text())
-    finally:
-        p.stdin.close()  # type: ignore[union-attr]
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with served("ocsp_harness.py", "serve", str(out), "--lifetime", "600", ready="READY", stop_seconds=20) as words:
+        yield json.loads(Path(words[0]).read_text())
 
 
 def counts(setup: Dict[str, Any]) -> Dict[str, Any]:
