@@ -28,7 +28,8 @@
  *  - Stack: every function runs within 64 KiB of the calling thread's stack (tested on 64 KiB threads with hostile
  *    input: deep JSON, deep BER), so hosts with small thread stacks (musl's 128 KiB default) are safe.
  *  - ABI: until 1.0 the SONAME carries the major version (libappstoreserver.so.0); symbols are only added within
- *    a minor series; structured data crosses as JSON text, so Apple adding fields never changes the ABI.
+ *    a minor series (a new minor version may change or remove them: CHANGELOG.md says which); structured data
+ *    crosses as JSON text, so Apple adding fields never changes the ABI.
  */
 #ifndef APPSTORESERVER_H
 #define APPSTORESERVER_H
@@ -775,30 +776,87 @@ appstore_status appstore_api_client_decode_response(const appstore_api_client *c
                                                     char **json_out APPSTORE_JSON(endpoint_response),
                                                     appstore_error **err_out);
 
-/* The client's retry decision for a failed attempt, for hosts that send requests themselves (sans-I/O): after `err`
- * (from appstore_api_client_decode_response or _call), should retry number `attempt` (1 for the first retry) be
- * made, and after how long? *delay_ms_out receives the wait in milliseconds, or -1 for "do not retry" (retries off or
- * used up, an answer that is not retryable, a Retry-After further away than the policy's longest wait, a transport
- * failure). The same policy appstore_api_client_call follows. */
-appstore_status appstore_api_client_retry_delay_ms(const appstore_api_client *client, const appstore_error *err,
-                                                   uint32_t attempt, int64_t *delay_ms_out, appstore_error **err_out);
+/* ---- The call driver ---- */
 
-/* The Sandbox fallback for hosts that send requests themselves: 1 when `err` (the final error of a Production
- * request to `endpoint`, after any retries) means the lookup is to be asked again in Sandbox, else 0 (also for NULL
- * or unknown arguments). Then appstore_api_client_build_fallback_request builds that Sandbox request (fresh token;
- * APPSTORE_CONFIGURATION_ERROR when the client has no fallback, APPSTORE_INVALID_ARGUMENT for an endpoint that is
- * not a lookup). */
-int32_t appstore_api_client_falls_back(const appstore_api_client *client, const char *endpoint, const appstore_error *err);
-appstore_status appstore_api_client_build_fallback_request(const appstore_api_client *client, const char *endpoint,
-                                                           APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
-                                                           appstore_api_request **request_out, appstore_error **err_out);
+/* One API call driven by its host (the sans-I/O call loop; what appstore_api_client_call runs over the client's
+ * transport, and what the Python, Node and Swift clients run over their own HTTP). The call owns everything between
+ * the host's sends: the rate-limit slot of each attempt (reserved before the bearer token is signed), a fresh token
+ * per attempt, the retry policy and Retry-After, the Sandbox fallback of lookups, and the following pages of a
+ * paginated endpoint. The host only moves bytes and waits:
+ *
+ *   appstore_api_call_new(client, endpoint, params_json, &call, &err);
+ *   for (;;) {
+ *       if (appstore_api_call_next(call, 0, &action, &wait_ms, &err) != APPSTORE_OK) break;   // the call failed
+ *       if (action == APPSTORE_API_ACTION_SEND) {           // appstore_api_call_request; send it; then one of
+ *           ...                                             // appstore_api_call_receive / appstore_api_call_receive_failure
+ *       } else if (action == APPSTORE_API_ACTION_WAIT) {    // sleep wait_ms, however the host waits
+ *       } else {                                            // APPSTORE_API_ACTION_DONE: appstore_api_call_answer;
+ *           if (!appstore_api_call_has_next_page(call)) break;  // appstore_api_call_next goes on to the next page
+ *       }
+ *   }
+ *   appstore_api_call_free(call);
+ *
+ * Time is the host's: now_ms (milliseconds since 1970; 0 = the system clock) dates rate-limit slots and Retry-After.
+ * A handle is locked inside, so calls from several threads cannot corrupt it, but one call is meant for one host
+ * loop: calls of different threads interleave in whatever order they come. */
+typedef struct appstore_api_call appstore_api_call;
 
-/* The rate limit for hosts that send requests themselves: reserves the next slot for `request` (its endpoint and
- * environment) and sets *delay_ms_out to the milliseconds to wait before sending it (0 without a rate limit or when
- * the slot is free now). Fails with APPSTORE_RATE_LIMITED / APPSTORE_REASON_LOCAL_RATE_LIMIT, reserving nothing,
- * when the slot is further away than the client's max_wait_ms. Call it before every attempt. */
-appstore_status appstore_api_client_reserve(const appstore_api_client *client, const appstore_api_request *request,
-                                            int64_t *delay_ms_out, appstore_error **err_out);
+typedef int32_t appstore_api_action;
+
+#define APPSTORE_API_ACTION_SEND 1  /* send appstore_api_call_request, then report with _receive or _receive_failure */
+#define APPSTORE_API_ACTION_WAIT 2  /* wait *wait_ms_out milliseconds, then call appstore_api_call_next */
+#define APPSTORE_API_ACTION_DONE 3  /* a 2xx answer: appstore_api_call_answer */
+
+/* A call of `endpoint` with params_json (as appstore_api_client_build_request; checked now: INVALID_ARGUMENT for an
+ * unknown endpoint or key). *call_out is the caller's: appstore_api_call_free. The call keeps its own reference to
+ * the client. */
+appstore_status appstore_api_call_new(const appstore_api_client *client, const char *endpoint,
+                                      APPSTORE_OPTIONAL const char *params_json APPSTORE_JSON(endpoint_params),
+                                      appstore_api_call **call_out, appstore_error **err_out);
+void appstore_api_call_free(appstore_api_call *call);
+
+/* What to do next: *action_out receives an APPSTORE_API_ACTION_*, and *wait_ms_out (optional) the milliseconds of a
+ * WAIT (0 otherwise). A failure is the call's final error (Apple's error with HTTP status, code, Retry-After and
+ * headers; a transport failure; APPSTORE_RATE_LIMITED / LOCAL_RATE_LIMIT when the rate limit has no slot within
+ * max_wait_ms; INVALID_RESPONSE for a 2xx body that does not decode; a bearer token that could not be signed), after
+ * which every later call fails with APPSTORE_INVALID_ARGUMENT. Calling it while a sent request has no outcome
+ * reported, or after the last page, fails with APPSTORE_INVALID_ARGUMENT and changes nothing. */
+appstore_status appstore_api_call_next(appstore_api_call *call, int64_t now_ms, appstore_api_action *action_out,
+                                       APPSTORE_OPTIONAL int64_t *wait_ms_out, appstore_error **err_out);
+
+/* After SEND: the request to send (method, URL, headers with a fresh token, body, timeout; see the
+ * appstore_api_request getters). *request_out is the caller's: appstore_api_request_free. INVALID_ARGUMENT when no
+ * request awaits sending. */
+appstore_status appstore_api_call_request(const appstore_api_call *call, appstore_api_request **request_out,
+                                          appstore_error **err_out);
+
+/* The answer to the request sent: status (100-599), headers as "Name: value\r\n" lines (may be NULL when headers_len
+ * is 0), body (at most APPSTORE_LIMIT_API_RESPONSE_BYTES), now_ms: when it arrived (0 = the system clock; anchors a
+ * delta-seconds Retry-After). INVALID_ARGUMENT when no request awaits an outcome. */
+appstore_status appstore_api_call_receive(appstore_api_call *call, int32_t http_status,
+                                          APPSTORE_OPTIONAL const char *headers, size_t headers_len,
+                                          APPSTORE_OPTIONAL const uint8_t *body, size_t body_len, int64_t now_ms,
+                                          appstore_error **err_out);
+
+/* The request sent got no answer: result is APPSTORE_TRANSPORT_RESULT_TIMEOUT, _UNREACHABLE or _FAILED, message
+ * says what happened (NULL: none). Final: the next appstore_api_call_next fails with APPSTORE_TRANSPORT_ERROR (never
+ * retried: the request may have reached Apple). INVALID_ARGUMENT when no request awaits an outcome. */
+appstore_status appstore_api_call_receive_failure(appstore_api_call *call, int32_t result,
+                                                  APPSTORE_OPTIONAL const char *message, appstore_error **err_out);
+
+/* After DONE: the answer. *json_out (optional) receives the body exactly as sent (checked to decode into the
+ * endpoint's model; "{}" for endpoints without a response body), *environment_out (optional) the environment that
+ * answered (APPSTORE_ENVIRONMENT_SANDBOX when a Production lookup fell back), *headers_out (optional) the response
+ * headers as "Name: value\r\n" lines. Strings are the caller's: appstore_string_free. INVALID_ARGUMENT when the call
+ * has no answer. */
+appstore_status appstore_api_call_answer(const appstore_api_call *call,
+                                         APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(endpoint_response),
+                                         APPSTORE_OPTIONAL appstore_environment *environment_out,
+                                         APPSTORE_OPTIONAL char **headers_out, appstore_error **err_out);
+
+/* After DONE: 1 when appstore_api_call_next goes on to the following page of a paginated endpoint, else 0 (also for
+ * NULL). */
+int32_t appstore_api_call_has_next_page(const appstore_api_call *call);
 
 /* Build + send through the client's transport (with retries, the rate limit and the Sandbox fallback, when
  * configured) + decode, as above. json_out may be NULL. */

@@ -58,7 +58,7 @@ final class APIRequestBox: @unchecked Sendable {
     let body: UnsafeMutablePointer<UInt8>?  // malloc'd copy; nil when empty
     let bodyCount: Int
     let timeout: UInt32
-    /// What the request is for: the rate limiter's bucket (appstore_api_client_reserve).
+    /// What the request is for.
     let endpoint: AppStoreServerAPIEndpoint
     let environment: AppStoreEnvironment
 
@@ -298,46 +298,6 @@ public func appstoreApiClientCallExt(_ client: OpaquePointer?, _ endpointName: U
     }
 }
 
-@c(appstore_api_client_falls_back)
-public func appstoreApiClientFallsBack(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?, _ err: OpaquePointer?) -> Int32 {
-    guard let box = try? handle(client, APIClientBox.self, "client"), let e = try? endpoint(endpointName),
-          let failure = (try? handle(err, ErrorBox.self, "err"))?.apiFailure else { return 0 }
-    return box.caller.fallsBack(e, after: failure) ? 1 : 0
-}
-
-@c(appstore_api_client_build_fallback_request)
-public func appstoreApiClientBuildFallbackRequest(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
-                                                  _ params: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                                                  _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) {
-        let box = try handle(client, APIClientBox.self, "client")
-        guard let out else { throw CFailure.argument("request_out is NULL") }
-        let e = try endpoint(endpointName)
-        guard let fallback = box.caller.fallbackBuilder else {
-            throw CFailure(statusCode: .configurationError, reason: .invalidArgument,
-                           message: "the client has no Sandbox fallback (appstore_api_client_options_set_sandbox_fallback, Production clients)")
-        }
-        guard e.hasSandboxFallback else {
-            throw CFailure.argument("\(e.name) has no Sandbox fallback (only the lookups do: "
-                + AppStoreServerAPIEndpoint.allCases.filter(\.hasSandboxFallback).map(\.name).joined(separator: ", ") + ")")
-        }
-        let r = try request(e, params)
-        out.pointee = retained(try APIRequestBox(try fallback.build(r), endpoint: e, environment: .sandbox))
-    }
-}
-
-@c(appstore_api_client_reserve)
-public func appstoreApiClientReserve(_ client: OpaquePointer?, _ requestHandle: OpaquePointer?,
-                                     _ delayOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) {
-        let box = try handle(client, APIClientBox.self, "client")
-        let r = try handle(requestHandle, APIRequestBox.self, "request")
-        guard let delayOut else { throw CFailure.argument("delay_ms_out is NULL") }
-        let wait = try box.caller.rateLimiter?.reserve(r.endpoint, environment: r.environment) ?? 0
-        delayOut.pointee = Int64(clamping: wait)
-    }
-}
-
 @c(appstore_api_client_call_all_pages)
 public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointName: UnsafePointer<CChar>?,
                                           _ params: UnsafePointer<CChar>?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
@@ -354,19 +314,6 @@ public func appstoreApiClientCallAllPages(_ client: OpaquePointer?, _ endpointNa
         let transport = try box.requireTransport()
         let pages = try AppStoreServerAPIPagination.allPages(r, caller: box.caller, transport: transport).pages
         jsonOut.pointee = try mallocCString(AppStoreServerAPIPagination.pagesJSON(pages))
-    }
-}
-
-@c(appstore_api_client_retry_delay_ms)
-public func appstoreApiClientRetryDelayMs(_ client: OpaquePointer?, _ err: OpaquePointer?, _ attempt: UInt32,
-                                          _ delayOut: UnsafeMutablePointer<Int64>?, _ errOut: ErrorOut?) -> Int32 {
-    guarded(errOut) {
-        let box = try handle(client, APIClientBox.self, "client")
-        let failure = try handle(err, ErrorBox.self, "err")
-        guard let delayOut else { throw CFailure.argument("delay_ms_out is NULL") }
-        guard attempt >= 1 else { throw CFailure.argument("attempt is the 1-based number of the retry, got 0") }
-        let delay = failure.apiFailure.flatMap { box.caller.retryPolicy.delayMilliseconds(beforeRetry: Int(attempt), after: $0) }
-        delayOut.pointee = delay.map { Int64(clamping: $0) } ?? -1
     }
 }
 

@@ -317,6 +317,68 @@ static outcome info(appstore_api_client *client, const char *transaction_id) {
     return call(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, params);
 }
 
+/* The driver's decision after one attempt answered (status, header lines, body): the WAIT before the retry, or -1 when
+ * the call fails instead. */
+static int64_t driver_wait(appstore_api_client *client, int32_t status, const char *headers, const char *body) {
+    appstore_api_call *call = NULL;
+    appstore_api_action action = 0;
+    int64_t wait = -1;
+    if (appstore_api_call_new(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &call, NULL) != APPSTORE_OK)
+        return -2;
+    appstore_api_call_next(call, 0, &action, NULL, NULL);
+    appstore_api_call_receive(call, status, headers, strlen(headers), (const uint8_t *)body, strlen(body), 0, NULL);
+    if (appstore_api_call_next(call, 0, &action, &wait, NULL) != APPSTORE_OK || action != APPSTORE_API_ACTION_WAIT) wait = -1;
+    appstore_api_call_free(call);
+    return wait;
+}
+
+/* A C host's own call loop over the driver (http_fetch as its HTTP): the answer, the environment that gave it, and
+ * the URLs it sent to (up to 4). */
+typedef struct {
+    appstore_status status;
+    appstore_environment environment;
+    int sends;
+    char urls[4][256];
+    appstore_error *err;
+} driven;
+
+static driven drive(appstore_api_client *client, const char *endpoint, const char *params) {
+    driven d = {0};
+    appstore_api_call *call = NULL;
+    d.status = appstore_api_call_new(client, endpoint, params, &call, &d.err);
+    while (d.status == APPSTORE_OK) {
+        appstore_api_action action = 0;
+        int64_t wait = 0;
+        d.status = appstore_api_call_next(call, 0, &action, &wait, &d.err);
+        if (d.status != APPSTORE_OK) break;
+        if (action == APPSTORE_API_ACTION_DONE) {
+            appstore_api_call_answer(call, NULL, &d.environment, NULL, NULL);
+            break;
+        }
+        if (action == APPSTORE_API_ACTION_WAIT) {
+            struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        appstore_api_request *r = NULL;
+        appstore_api_call_request(call, &r, NULL);
+        if (d.sends < 4) snprintf(d.urls[d.sends], sizeof d.urls[0], "%s", appstore_api_request_url(r));
+        d.sends++;
+        http_result res = {0};
+        size_t blen = 0;
+        const uint8_t *b = appstore_api_request_body(r, &blen);
+        if (http_fetch(appstore_api_request_method(r), appstore_api_request_url(r), appstore_api_request_headers(r),
+                       strlen(appstore_api_request_headers(r)), b, blen, appstore_api_request_timeout_ms(r), &res) == 0 && res.status)
+            appstore_api_call_receive(call, res.status, res.headers, res.headers_len, res.body, res.body_len, 0, NULL);
+        else
+            appstore_api_call_receive_failure(call, APPSTORE_TRANSPORT_RESULT_FAILED, "http_fetch failed", NULL);
+        http_result_free(&res);
+        appstore_api_request_free(r);
+    }
+    appstore_api_call_free(call);
+    return d;
+}
+
 static void check_errors(appstore_api_client *client, appstore_api_client *retrying, appstore_api_client *fast,
                          http_transport_stats *stats) {
     outcome o = info(client, "error-404-4040010");
@@ -395,47 +457,29 @@ static void check_errors(appstore_api_client *client, appstore_api_client *retry
     snprintf(hdr, sizeof hdr, "Retry-After: %lld\r\n", (long long)(now_ms + 800));
     st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429, hdr, strlen(hdr),
                                              (const uint8_t *)payload, strlen(payload), &json, &err);
-    int64_t at = appstore_error_retry_at_ms(err), after = appstore_error_retry_after(err), delay = -7;
+    int64_t at = appstore_error_retry_at_ms(err), after = appstore_error_retry_after(err), delay;
     CHECK(st == APPSTORE_API_ERROR && at == now_ms + 800 && after == 1, "Retry-After in UNIX milliseconds",
           "retry_at_ms %lld (wanted %lld), retry_after %lld", (long long)at, (long long)(now_ms + 800), (long long)after);
-    appstore_status rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay > 500 && delay <= 800, "retry decision waits until Retry-After", "delay %lld",
-          (long long)delay);
-    rs = appstore_api_client_retry_delay_ms(client, err, 1, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay == -1, "no retry without a policy", "delay %lld", (long long)delay);
-    rs = appstore_api_client_retry_delay_ms(retrying, err, 4, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay == -1, "no retry beyond max_retries", "delay %lld", (long long)delay);
     appstore_error_free(err);
     err = NULL;
+    delay = driver_wait(retrying, 429, hdr, payload);
+    CHECK(delay > 500 && delay <= 800, "the driver waits until Retry-After", "delay %lld", (long long)delay);
+    delay = driver_wait(client, 429, hdr, payload);
+    CHECK(delay == -1, "no retry without a policy", "delay %lld", (long long)delay);
     snprintf(hdr, sizeof hdr, "Retry-After: %lld\r\n", (long long)(now_ms + 5000));
-    st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429, hdr, strlen(hdr),
-                                             (const uint8_t *)payload, strlen(payload), &json, &err);
-    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay == -1, "a Retry-After beyond the longest wait is not waited for", "delay %lld",
-          (long long)delay);
-    appstore_error *bad = NULL;
-    rs = appstore_api_client_retry_delay_ms(retrying, err, 0, &delay, &bad);
-    CHECK(rs == APPSTORE_INVALID_ARGUMENT && appstore_error_reason(bad) == APPSTORE_REASON_INVALID_ARGUMENT,
-          "attempt 0 refused", "%s", appstore_status_name(rs));
-    appstore_error_free(bad);
-    appstore_error_free(err);
-    err = NULL;
+    delay = driver_wait(retrying, 429, hdr, payload);
+    CHECK(delay == -1, "a Retry-After beyond the longest wait is not waited for", "delay %lld", (long long)delay);
     st = appstore_api_client_decode_response(retrying, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 429,
                                              "Retry-After: Sun, 06 Nov 1994 08:49:37 GMT", 42, (const uint8_t *)payload,
                                              strlen(payload), &json, &err);
     CHECK(st == APPSTORE_API_ERROR && appstore_error_retry_at_ms(err) == 784111777000LL && appstore_error_retry_after(err) == 0,
           "Retry-After as an HTTP-date", "retry_at_ms %lld", (long long)appstore_error_retry_at_ms(err));
-    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay >= 0 && delay < 1000, "a past Retry-After: plain backoff", "delay %lld", (long long)delay);
+    delay = driver_wait(retrying, 429, "Retry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\n", payload);
+    CHECK(delay >= 0 && delay < 1000, "a past Retry-After: plain backoff", "delay %lld", (long long)delay);
     appstore_error_free(err);
     err = NULL;
-    st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, 404, NULL, 0,
-                                             (const uint8_t *)"{\"errorCode\":4040010}", 20, &json, &err);
-    rs = appstore_api_client_retry_delay_ms(retrying, err, 1, &delay, NULL);
-    CHECK(rs == APPSTORE_OK && delay == -1 && appstore_error_retry_at_ms(err) == -1, "not retryable: no retry",
-          "delay %lld", (long long)delay);
-    appstore_error_free(err);
-    err = NULL;
+    delay = driver_wait(retrying, 404, "", "{\"errorCode\":4040010}");
+    CHECK(delay == -1, "not retryable: no retry", "delay %lld", (long long)delay);
     st = appstore_api_client_decode_response(client, APPSTORE_ENDPOINT_FINISH_TRANSACTION, 200, NULL, 0, NULL, 0, &json, &err);
     CHECK(st == APPSTORE_OK && strcmp(json, "{}") == 0, "decode_response void endpoint", "%s", appstore_status_name(st));
     if (st == APPSTORE_OK) appstore_string_free(json);
@@ -625,7 +669,7 @@ static json_t *case_of(json_t *cases, const char *endpoint) {
 
 /* The Sandbox fallback: a Production mock that knows no id, the normal mock as Sandbox. Every lookup the spec marks
  * sandboxFallback is answered by Sandbox (call_ext says so), through appstore_api_client_call_ext and by hand
- * (falls_back + build_fallback_request); without the fallback the 4040010 is final; later pages stay in Sandbox. */
+ * (a host loop over appstore_api_call_*); without the fallback the 4040010 is final; later pages stay in Sandbox. */
 static void check_fallback(appstore_signing_key *key, appstore_transport *transport, json_t *cases, json_t *spec_endpoints,
                            const char *not_found_base) {
     appstore_api_client *fb = production_client(key, transport, not_found_base, base_url, 0, 0, 0);
@@ -658,53 +702,25 @@ static void check_fallback(appstore_signing_key *key, appstore_transport *transp
               "%s: %s %lld", name, appstore_status_name(st), (long long)appstore_error_api_error_code(err));
         appstore_error_free(err);
         err = NULL;
-        /* By hand: the Production request fails, falls_back says 1, the fallback request goes to Sandbox. */
-        appstore_api_request *r = NULL;
-        appstore_api_client_build_request(fb, name, params, &r, NULL);
-        http_result res = {0};
-        if (r) {
-            size_t blen = 0;
-            const uint8_t *b = appstore_api_request_body(r, &blen);
-            http_fetch(appstore_api_request_method(r), appstore_api_request_url(r), appstore_api_request_headers(r),
-                       strlen(appstore_api_request_headers(r)), b, blen, 10000, &res);
-        }
-        st = appstore_api_client_decode_response(fb, name, res.status ? res.status : 599, res.headers, res.headers_len,
-                                                 res.body, res.body_len, &json, &err);
-        http_result_free(&res);
-        appstore_api_request_free(r);
-        CHECK(st == APPSTORE_API_ERROR && appstore_api_client_falls_back(fb, name, err) == 1 &&
-                  appstore_api_client_falls_back(plain, name, err) == 0,
-              "falls_back after Production's 4040010", "%s: %s", name, appstore_status_name(st));
-        appstore_error_free(err);
-        err = NULL;
-        r = NULL;
-        st = appstore_api_client_build_fallback_request(fb, name, params, &r, &err);
-        CHECK(st == APPSTORE_OK && strncmp(appstore_api_request_url(r), base_url, strlen(base_url)) == 0,
-              "fallback request goes to Sandbox", "%s: %s %s", name, appstore_status_name(st), r ? appstore_api_request_url(r) : "");
-        appstore_api_request_free(r);
-        appstore_error_free(err);
+        /* A host's own loop over the driver: Production first, then Sandbox. */
+        driven d = drive(fb, name, params);
+        CHECK(d.status == APPSTORE_OK && d.environment == APPSTORE_ENVIRONMENT_SANDBOX && d.sends == 2 &&
+                  strncmp(d.urls[0], not_found_base, strlen(not_found_base)) == 0 &&
+                  strncmp(d.urls[1], base_url, strlen(base_url)) == 0,
+              "driver: Production, then the Sandbox fallback", "%s: %s, %d sends (%s, %s) %s", name, appstore_status_name(d.status),
+              d.sends, d.urls[0], d.urls[1], appstore_error_message(d.err));
+        appstore_error_free(d.err);
+        d = drive(plain, name, params);
+        CHECK(d.status == APPSTORE_API_ERROR && d.sends == 1, "driver without the fallback: one send", "%s: %s, %d sends", name,
+              appstore_status_name(d.status), d.sends);
+        appstore_error_free(d.err);
         free(params);
     }
     CHECK(lookups == 6, "six lookups fall back", "%d", lookups);
 
-    /* Not a lookup: no fallback request; a client without the fallback has none either. */
-    json_t *ext = case_of(cases, APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE);
-    char *params = json_dumps(json_object_get(ext, "params"), JSON_COMPACT);
-    appstore_api_request *r = (appstore_api_request *)0x1;
+    char *params = NULL;
     appstore_error *err = NULL;
-    appstore_status st = appstore_api_client_build_fallback_request(fb, APPSTORE_ENDPOINT_EXTEND_SUBSCRIPTION_RENEWAL_DATE,
-                                                                    params, &r, &err);
-    CHECK(st == APPSTORE_INVALID_ARGUMENT && r == (appstore_api_request *)0x1, "no fallback request for a non-lookup", "%s",
-          appstore_status_name(st));
-    appstore_error_free(err);
-    err = NULL;
-    free(params);
-    st = appstore_api_client_build_fallback_request(plain, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}",
-                                                    &r, &err);
-    CHECK(st == APPSTORE_CONFIGURATION_ERROR, "no fallback request without the fallback", "%s", appstore_status_name(st));
-    appstore_error_free(err);
-    CHECK(appstore_api_client_falls_back(NULL, NULL, NULL) == 0, "falls_back with NULLs is 0", "%s", "");
-
+    appstore_status st;
     /* Pages: only the first asks Production. */
     json_t *hist = case_of(cases, APPSTORE_ENDPOINT_GET_TRANSACTION_HISTORY);
     params = json_dumps(json_object_get(hist, "params"), JSON_COMPACT);
@@ -772,19 +788,26 @@ static void check_rate_limit(appstore_signing_key *key, appstore_transport *tran
     appstore_error_free(err);
     appstore_api_client_free(c);
     c = production_client(key, transport, base_url, NULL, 1, 5000, 1);
-    appstore_api_request *r = NULL;
-    appstore_api_client_build_request(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &r, NULL);
-    int64_t d1 = -1, d2 = -1, d3 = -1;
-    appstore_api_client_reserve(c, r, &d1, NULL);
-    appstore_api_client_reserve(c, r, &d2, NULL);
-    appstore_api_client_reserve(c, r, &d3, NULL);
-    CHECK(d1 == 0 && d2 > 1500 && d2 <= 2000 && d3 > 3500 && d3 <= 4000, "reservations two seconds apart", "%lld %lld %lld",
-          (long long)d1, (long long)d2, (long long)d3);
+    int64_t w[3] = {-1, -1, -1};
+    appstore_api_action act[3] = {0, 0, 0};
+    appstore_api_call *calls[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        appstore_api_call_new(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &calls[k], NULL);
+        appstore_api_call_next(calls[k], 0, &act[k], &w[k], NULL);
+    }
+    CHECK(act[0] == APPSTORE_API_ACTION_SEND && w[0] == 0 && act[1] == APPSTORE_API_ACTION_WAIT && w[1] > 1500 && w[1] <= 2000 &&
+              act[2] == APPSTORE_API_ACTION_WAIT && w[2] > 3500 && w[2] <= 4000,
+          "three calls' slots two seconds apart", "%d:%lld %d:%lld %d:%lld", act[0], (long long)w[0], act[1], (long long)w[1],
+          act[2], (long long)w[2]);
+    for (int k = 0; k < 3; k++) appstore_api_call_free(calls[k]);
     appstore_api_client *unlimited = production_client(key, transport, base_url, NULL, 0, 0, 0);
-    int64_t d = -1;
-    CHECK(appstore_api_client_reserve(unlimited, r, &d, NULL) == APPSTORE_OK && d == 0, "no rate limit: no wait", "%lld",
-          (long long)d);
-    appstore_api_request_free(r);
+    appstore_api_call *u = NULL;
+    appstore_api_action ua = 0;
+    int64_t uw = -1;
+    appstore_api_call_new(unlimited, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"1\"}", &u, NULL);
+    CHECK(appstore_api_call_next(u, 0, &ua, &uw, NULL) == APPSTORE_OK && ua == APPSTORE_API_ACTION_SEND && uw == 0,
+          "no rate limit: no wait", "%d %lld", ua, (long long)uw);
+    appstore_api_call_free(u);
     appstore_api_client_free(unlimited);
     appstore_api_client_free(c);
 

@@ -48,11 +48,15 @@ static int verify_ok(appstore_verifier *v, const capi_case *c) {
     return ok;
 }
 
+/* One call's first step: the rate limiter's lock, and a token signed when the slot is free. */
 static int reserve_ok(void) {
-    int64_t delay = 0;
+    appstore_api_call *call = NULL;
+    appstore_api_action action = 0;
     appstore_error *err = NULL;
-    appstore_status st = appstore_api_client_reserve(client, request, &delay, &err);
+    appstore_status st = appstore_api_call_new(client, "getTransactionInfo", "{\"transactionId\":\"1\"}", &call, NULL);
+    if (st == APPSTORE_OK) st = appstore_api_call_next(call, 0, &action, NULL, &err);
     appstore_error_free(err);
+    appstore_api_call_free(call);
     return st == APPSTORE_OK || st == APPSTORE_RATE_LIMITED;
 }
 
@@ -104,7 +108,7 @@ int main(int argc, char **argv) {
     }
     cached = make_verifier(1);
     uncached = make_verifier(0);
-    /* An API client with the rate limit on: reserve takes the limiter's lock (no request is ever sent). */
+    /* An API client with the rate limit on: a call's first step takes the limiter's lock (nothing is ever sent). */
     unsigned char *pem = NULL;
     size_t pem_len = 0;
     path = capi_join(argv[2], "p256.p8");

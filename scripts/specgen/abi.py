@@ -73,7 +73,7 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
             d.update(kind="handle", handle=base[:-2], ownership="caller", free=f"{base[:-2]}_free")
             if f"{base[:-2]}_free" not in protos_names:
                 raise ABIError(f"{fn}: {p.name} returns a {base[:-2]} that has no _free")
-        elif re.fullmatch(r"(u?int(8|16|32|64)_t|size_t|appstore_(status|reason|environment))\*", base):
+        elif re.fullmatch(r"(u?int(8|16|32|64)_t|size_t|appstore_(status|reason|environment|api_action))\*", base):
             d.update(kind="value", valueType=base[:-1])
         else:
             raise ABIError(f"{fn}: output {p.name} has no rule for type {t!r}")
@@ -125,10 +125,10 @@ def _describe_param(fn: str, p, params, handles: list[str], spec: Spec, accessor
 
 def _constants(spec: Spec) -> dict:
     groups: dict[str, list] = {"version": [], "status": [], "reason": [], "environment": [], "transportResult": [],
-                               "endpoint": [], "limit": []}
+                               "endpoint": [], "limit": [], "apiAction": []}
     prefixes = [("APPSTORE_VERSION_", "version"), ("APPSTORE_REASON_", "reason"), ("APPSTORE_ENVIRONMENT_", "environment"),
                 ("APPSTORE_TRANSPORT_RESULT_", "transportResult"), ("APPSTORE_ENDPOINT_", "endpoint"),
-                ("APPSTORE_LIMIT_", "limit")]
+                ("APPSTORE_LIMIT_", "limit"), ("APPSTORE_API_ACTION_", "apiAction")]
     statuses = {f"APPSTORE_{s['name']}" for s in spec.statuses}
     for name, value in parse_defines(str(ROOT / HEADER)):
         if name in ("APPSTORE_OPTIONAL",) or name.startswith("APPSTORE_JSON") or name == "APPSTORESERVER_H":

@@ -520,6 +520,7 @@ C_MANUAL = {
     "appstore_signing_key_new_with_signer": "takes a C signer callback (keys in a KMS/HSM): not offered in Node yet",
 }
 VALUE_TYPES = {"int32_t": "I32", "appstore_status": "I32", "appstore_reason": "I32", "appstore_environment": "I32",
+               "appstore_api_action": "I32",
                "int64_t": "I64", "uint32_t": "U32", "uint64_t": "U64", "size_t": "SIZE"}
 
 

@@ -92,65 +92,34 @@ public struct AppStoreServerAPICaller: Sendable {
             || ((error.kind == .apiError || error.kind == .httpError) && error.httpStatusCode == 401)
     }
 
-    /// The outcome of one attempt: a success answer, or the error to report or retry.
-    private func classify(_ request: AppStoreServerAPIRequest, _ result: Result<HTTPResponse, TransportError>) -> Result<HTTPResponse, AppStoreServerAPIError> {
-        switch result {
-        case .failure(let t):
-            return .failure(AppStoreServerAPIError(kind: .transport(t.kind), endpoint: request.endpoint,
-                                                   message: "\(request.endpoint.name): \(t.description)"))
-        case .success(let response):
-            if (200...299).contains(response.status) { return .success(response) }
-            return .failure(AppStoreServerAPIResponseDecoder.error(endpoint: request.endpoint, response: response))
-        }
-    }
-
-    /// Blocking: builds (with a fresh token per attempt), sends, retries; returns the 2xx answer.
+    /// Blocking: sends the call (a fresh token per attempt), retrying and falling back as configured; the 2xx answer.
     public func send(_ request: AppStoreServerAPIRequest, transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> HTTPResponse {
         try answer(request, transport: transport).response
     }
 
     /// As `send(_:transport:)`, with the environment that answered. `environment: .sandbox` sends a fallback
-    /// client's request to Sandbox directly (the later pages of a lookup that fell back).
+    /// client's request to Sandbox directly.
     public func answer(_ request: AppStoreServerAPIRequest, transport: any BlockingHTTPTransport,
                        environment: AppStoreEnvironment? = nil) throws(AppStoreServerAPIError) -> APIAnswer {
-        if environment == .sandbox, let fallbackBuilder {
-            return APIAnswer(response: try attempts(request, fallbackBuilder, transport), environment: .sandbox)
-        }
-        do {
-            return APIAnswer(response: try attempts(request, builder, transport), environment: builder.environment)
-        } catch {
-            guard fallsBack(request.endpoint, after: error), let fallbackBuilder else { throw error }
-            do {
-                return APIAnswer(response: try attempts(request, fallbackBuilder, transport), environment: .sandbox)
-            } catch let sandbox {
-                throw Self.neither(production: error, sandbox: sandbox)
-            }
-        }
+        try drive(AppStoreServerAPICall(caller: self, request: request, environment: environment, checksBody: false),
+                  transport: transport)
     }
 
-    private func attempts(_ request: AppStoreServerAPIRequest, _ builder: AppStoreServerAPIRequestBuilder,
-                          _ transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> HTTPResponse {
-        var retry = 0
+    /// The blocking host loop of a call: sends, sleeps, and returns at the next `done` (call `drive` again for the
+    /// following page).
+    public func drive(_ call: AppStoreServerAPICall, transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> APIAnswer {
         while true {
-            if let rateLimiter {
-                let wait = try rateLimiter.reserve(request.endpoint, environment: builder.environment)
-                if wait > 0 { Self.sleepBlocking(milliseconds: wait) }
-            }
-            let http = try builder.build(request)
-            let result: Result<HTTPResponse, TransportError>
-            do throws(TransportError) { result = .success(try transport.send(http)) } catch { result = .failure(error) }
-            switch classify(request, result) {
-            case .success(let r): return r
-            case .failure(let e):
-                retry += 1
-                guard let delay = retryPolicy.delayMilliseconds(beforeRetry: retry, after: e) else { throw e }
-                Self.sleepBlocking(milliseconds: delay)
+            switch try call.next() {
+            case .send(let http):
+                do throws(TransportError) { call.receive(try transport.send(http)) } catch { call.receive(failure: error) }
+            case .wait(let ms): Self.sleepBlocking(milliseconds: ms)
+            case .done(let answer): return answer
             }
         }
     }
 
     /// Async: as `send(_:transport:)` with an async transport; waits with `Task.sleep` (cancellation ends the wait
-    /// and returns the last error).
+    /// and throws the last error).
     public func send(_ request: AppStoreServerAPIRequest, transport: any HTTPTransport) async throws(AppStoreServerAPIError) -> HTTPResponse {
         try await answer(request, transport: transport).response
     }
@@ -158,45 +127,22 @@ public struct AppStoreServerAPICaller: Sendable {
     /// As `send(_:transport:)` (async), with the environment that answered; `environment` as above.
     public func answer(_ request: AppStoreServerAPIRequest, transport: any HTTPTransport,
                        environment: AppStoreEnvironment? = nil) async throws(AppStoreServerAPIError) -> APIAnswer {
-        if environment == .sandbox, let fallbackBuilder {
-            return APIAnswer(response: try await attempts(request, fallbackBuilder, transport), environment: .sandbox)
-        }
-        do {
-            return APIAnswer(response: try await attempts(request, builder, transport), environment: builder.environment)
-        } catch {
-            guard fallsBack(request.endpoint, after: error), let fallbackBuilder else { throw error }
-            do {
-                return APIAnswer(response: try await attempts(request, fallbackBuilder, transport), environment: .sandbox)
-            } catch let sandbox {
-                throw Self.neither(production: error, sandbox: sandbox)
-            }
-        }
+        try await drive(AppStoreServerAPICall(caller: self, request: request, environment: environment, checksBody: false),
+                        transport: transport)
     }
 
-    private func attempts(_ request: AppStoreServerAPIRequest, _ builder: AppStoreServerAPIRequestBuilder,
-                          _ transport: any HTTPTransport) async throws(AppStoreServerAPIError) -> HTTPResponse {
-        var retry = 0
-        var last: AppStoreServerAPIError?
+    /// The async host loop of a call, as the blocking one.
+    public func drive(_ call: AppStoreServerAPICall, transport: any HTTPTransport) async throws(AppStoreServerAPIError) -> APIAnswer {
         while true {
-            if let rateLimiter {
-                let wait = try rateLimiter.reserve(request.endpoint, environment: builder.environment)
-                if wait > 0 {
-                    do { try await Task.sleep(nanoseconds: wait * 1_000_000) } catch {
-                        throw last ?? AppStoreServerAPIError(kind: .transport(.failed), endpoint: request.endpoint,
-                                                             message: "\(request.endpoint.name): cancelled while waiting for the rate limit")
-                    }
+            switch try call.next() {
+            case .send(let http):
+                do throws(TransportError) { call.receive(try await transport.send(http)) } catch { call.receive(failure: error) }
+            case .wait(let ms):
+                do { try await Task.sleep(nanoseconds: ms * 1_000_000) } catch {
+                    throw call.lastError ?? AppStoreServerAPIError(kind: .transport(.failed), endpoint: call.request.endpoint,
+                                                                   message: "\(call.request.endpoint.name): cancelled while waiting for the rate limit")
                 }
-            }
-            let http = try builder.build(request)
-            let result: Result<HTTPResponse, TransportError>
-            do throws(TransportError) { result = .success(try await transport.send(http)) } catch { result = .failure(error) }
-            switch classify(request, result) {
-            case .success(let r): return r
-            case .failure(let e):
-                retry += 1
-                last = e
-                guard let delay = retryPolicy.delayMilliseconds(beforeRetry: retry, after: e) else { throw e }
-                do { try await Task.sleep(nanoseconds: delay * 1_000_000) } catch { throw e }
+            case .done(let answer): return answer
             }
         }
     }

@@ -26,19 +26,10 @@ public enum AppStoreServerAPIPagination {
     /// first page falls back to Sandbox, the later pages are asked there directly.
     public static func allPages(_ request: AppStoreServerAPIRequest, caller: AppStoreServerAPICaller,
                                 transport: any BlockingHTTPTransport) throws(AppStoreServerAPIError) -> (pages: [HTTPResponse], environment: AppStoreEnvironment) {
-        var pages: [HTTPResponse] = []
-        var seen = Set<AppStoreServerAPIRequest>()
-        var next: AppStoreServerAPIRequest? = request
-        var environment: AppStoreEnvironment?
-        while let current = next {
-            guard pages.count < maxPages else { throw .argument("\(request.endpoint.name): more than \(maxPages) pages", request.endpoint) }
-            guard seen.insert(current).inserted else { throw cycle(current) }
-            let answer = try caller.answer(current, transport: transport, environment: environment)
-            environment = answer.environment
-            next = try nextPage(after: current, response: answer.response)
-            pages.append(answer.response)
-        }
-        return (pages, environment ?? caller.builder.environment)
+        let call = AppStoreServerAPICall(caller: caller, request: request, checksBody: false)
+        var pages = [try caller.drive(call, transport: transport).response]
+        while call.hasNextPage { pages.append(try caller.drive(call, transport: transport).response) }
+        return (pages, call.environment)
     }
 
     /// Every page's body as one JSON array, the pages exactly as sent (`appstore_api_client_call_all_pages`).
@@ -59,20 +50,12 @@ public enum AppStoreServerAPIPagination {
 
 extension AppStoreServerAPIClient {
     func allPages<T: JSONDecodable>(_ request: AppStoreServerAPIRequest, _ type: T.Type) async throws(AppStoreServerAPIError) -> [T] {
+        let call = AppStoreServerAPICall(caller: caller, request: request, checksBody: false)
         var pages: [T] = []
-        var seen = Set<AppStoreServerAPIRequest>()
-        var next: AppStoreServerAPIRequest? = request
-        var environment: AppStoreEnvironment?
-        while let current = next {
-            guard pages.count < AppStoreServerAPIPagination.maxPages else {
-                throw .argument("\(request.endpoint.name): more than \(AppStoreServerAPIPagination.maxPages) pages", request.endpoint)
-            }
-            guard seen.insert(current).inserted else { throw AppStoreServerAPIPagination.cycle(current) }
-            let answer = try await caller.answer(current, transport: transport, environment: environment)
-            environment = answer.environment
-            pages.append(try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: current.endpoint, response: answer.response))
-            next = try AppStoreServerAPIPagination.nextPage(after: current, response: answer.response)
-        }
+        repeat {
+            let answer = try await caller.drive(call, transport: transport)
+            pages.append(try AppStoreServerAPIResponseDecoder.decodeBody(T.self, endpoint: call.request.endpoint, response: answer.response))
+        } while call.hasNextPage
         return pages
     }
 }

@@ -21,14 +21,14 @@ public enum QuotedText {
 }
 
 /// Text a server chose (an error message, a Location), made safe to put in messages, logs and terminals.
-enum ServerText {
+public enum ServerText {
     /// Longest error message kept, in characters (Apple's are one sentence).
-    static let messageLimit = 1024
+    public static let messageLimit = 1024
 
     /// Control characters (C0, DEL, C1: terminal escape sequences, line breaks that forge log lines) and the
     /// invisible format characters that reorder text (bidi overrides) become spaces; longer than `limit` characters
     /// is cut, saying so.
-    static func clean(_ text: String, limit: Int) -> String {
+    public static func clean(_ text: String, limit: Int) -> String {
         var out = String.UnicodeScalarView()
         var count = 0
         for scalar in text.unicodeScalars {

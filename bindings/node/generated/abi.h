@@ -6,7 +6,7 @@
 #if ASB_MAX_SLOTS < 10
 #error "a function of the ABI has 10 parameters: raise ASB_MAX_SLOTS in src/addon.c"
 #endif
-#define ASB_HANDLE_KINDS 10
+#define ASB_HANDLE_KINDS 11
 static const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
     {"appstore_error", (asb_free_fn)appstore_error_free},
     {"appstore_verifier_options", (asb_free_fn)appstore_verifier_options_free},
@@ -18,6 +18,7 @@ static const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
     {"appstore_api_client_options", (asb_free_fn)appstore_api_client_options_free},
     {"appstore_api_client", (asb_free_fn)appstore_api_client_free},
     {"appstore_api_request", (asb_free_fn)appstore_api_request_free},
+    {"appstore_api_call", (asb_free_fn)appstore_api_call_free},
 };
 #define ASB_H_ERROR 0
 #define ASB_H_VERIFIER_OPTIONS 1
@@ -29,6 +30,7 @@ static const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
 #define ASB_H_API_CLIENT_OPTIONS 7
 #define ASB_H_API_CLIENT 8
 #define ASB_H_API_REQUEST 9
+#define ASB_H_API_CALL 10
 
 /* appstore_version */
 static void asb_call_version(asb_frame *f) {
@@ -733,58 +735,104 @@ static const asb_param asb_params_api_client_decode_response[] = {
     {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
-/* appstore_api_client_retry_delay_ms */
-static void asb_call_api_client_retry_delay_ms(asb_frame *f) {
-    int64_t o3 = 0;
+/* appstore_api_call_new */
+static void asb_call_api_call_new(asb_frame *f) {
+    appstore_api_call *o3 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_api_client_retry_delay_ms((const appstore_api_client *)f->s[0].p, (const appstore_error *)f->s[1].p, (uint32_t)f->s[2].u, &o3, &err);
-    f->s[3].i = o3;
-    f->err = err;
-}
-static const asb_param asb_params_api_client_retry_delay_ms[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 0, -1, 0},
-    {"attempt", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
-    {"delay_ms_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 0, -1, 0},
-    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
-};
-/* appstore_api_client_falls_back */
-static void asb_call_api_client_falls_back(asb_frame *f) {
-    f->r.i = appstore_api_client_falls_back((const appstore_api_client *)f->s[0].p, (const char *)f->s[1].p, (const appstore_error *)f->s[2].p);
-}
-static const asb_param asb_params_api_client_falls_back[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 1, -1, 0},
-    {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
-    {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
-};
-/* appstore_api_client_build_fallback_request */
-static void asb_call_api_client_build_fallback_request(asb_frame *f) {
-    appstore_api_request *o3 = NULL;
-    appstore_error *err = NULL;
-    f->status = appstore_api_client_build_fallback_request((const appstore_api_client *)f->s[0].p, (const char *)f->s[1].p, (const char *)f->s[2].p, &o3, &err);
+    f->status = appstore_api_call_new((const appstore_api_client *)f->s[0].p, (const char *)f->s[1].p, (const char *)f->s[2].p, &o3, &err);
     f->s[3].p = (void *)o3;
     f->err = err;
 }
-static const asb_param asb_params_api_client_build_fallback_request[] = {
+static const asb_param asb_params_api_call_new[] = {
     {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
     {"endpoint", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"params_json", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"call_out", ASB_OUT_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_api_call_next */
+static void asb_call_api_call_next(asb_frame *f) {
+    appstore_api_action o2 = 0;
+    int64_t o3 = 0;
+    appstore_error *err = NULL;
+    f->status = appstore_api_call_next((appstore_api_call *)f->s[0].p, (int64_t)f->s[1].i, &o2, &o3, &err);
+    f->s[2].i = o2;
+    f->s[3].i = o3;
+    f->err = err;
+}
+static const asb_param asb_params_api_call_next[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
+    {"now_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"action_out", ASB_OUT_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"wait_ms_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_api_call_request */
+static void asb_call_api_call_request(asb_frame *f) {
+    appstore_api_request *o1 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_api_call_request((const appstore_api_call *)f->s[0].p, &o1, &err);
+    f->s[1].p = (void *)o1;
+    f->err = err;
+}
+static const asb_param asb_params_api_call_request[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
     {"request_out", ASB_OUT_HANDLE, 9, ASB_VT_NONE, 0, -1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
-/* appstore_api_client_reserve */
-static void asb_call_api_client_reserve(asb_frame *f) {
-    int64_t o2 = 0;
+/* appstore_api_call_receive */
+static void asb_call_api_call_receive(asb_frame *f) {
     appstore_error *err = NULL;
-    f->status = appstore_api_client_reserve((const appstore_api_client *)f->s[0].p, (const appstore_api_request *)f->s[1].p, &o2, &err);
-    f->s[2].i = o2;
+    f->status = appstore_api_call_receive((appstore_api_call *)f->s[0].p, (int32_t)f->s[1].i, (const char *)f->s[2].p, f->s[3].z, (const uint8_t *)f->s[4].p, f->s[5].z, (int64_t)f->s[6].i, &err);
     f->err = err;
 }
-static const asb_param asb_params_api_client_reserve[] = {
-    {"client", ASB_IN_HANDLE, 8, ASB_VT_NONE, 0, -1, 0},
-    {"request", ASB_IN_HANDLE, 9, ASB_VT_NONE, 0, -1, 0},
-    {"delay_ms_out", ASB_OUT_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+static const asb_param asb_params_api_call_receive[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
+    {"http_status", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"headers", ASB_IN_TEXT, -1, ASB_VT_NONE, 1, 3, 0},
+    {"headers_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 2, 0},
+    {"body", ASB_IN_BYTES, -1, ASB_VT_NONE, 1, 5, 0},
+    {"body_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 4, 0},
+    {"now_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_api_call_receive_failure */
+static void asb_call_api_call_receive_failure(asb_frame *f) {
+    appstore_error *err = NULL;
+    f->status = appstore_api_call_receive_failure((appstore_api_call *)f->s[0].p, (int32_t)f->s[1].i, (const char *)f->s[2].p, &err);
+    f->err = err;
+}
+static const asb_param asb_params_api_call_receive_failure[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
+    {"result", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"message", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_api_call_answer */
+static void asb_call_api_call_answer(asb_frame *f) {
+    char *o1 = NULL;
+    appstore_environment o2 = 0;
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_api_call_answer((const appstore_api_call *)f->s[0].p, &o1, &o2, &o3, &err);
+    f->s[1].p = o1;
+    f->s[2].i = o2;
+    f->s[3].p = o3;
+    f->err = err;
+}
+static const asb_param asb_params_api_call_answer[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 0, -1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"environment_out", ASB_OUT_VALUE, -1, ASB_VT_I32, 1, -1, 0},
+    {"headers_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_api_call_has_next_page */
+static void asb_call_api_call_has_next_page(asb_frame *f) {
+    f->r.i = appstore_api_call_has_next_page((const appstore_api_call *)f->s[0].p);
+}
+static const asb_param asb_params_api_call_has_next_page[] = {
+    {"call", ASB_IN_HANDLE, 10, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_api_client_call */
 static void asb_call_api_client_call(asb_frame *f) {
@@ -847,7 +895,7 @@ static const asb_param asb_params_verifier_options_set_transport[] = {
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 
-#define ASB_FUNCTIONS 70
+#define ASB_FUNCTIONS 73
 static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"version", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 0, asb_params_version, asb_call_version},
     {"status_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_status_name, asb_call_status_name},
@@ -911,10 +959,13 @@ static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"api_request_body", ASB_RET_BORROWED_BYTES, ASB_VT_NONE, 2, asb_params_api_request_body, asb_call_api_request_body},
     {"api_request_timeout_ms", ASB_RET_VALUE, ASB_VT_U32, 1, asb_params_api_request_timeout_ms, asb_call_api_request_timeout_ms},
     {"api_client_decode_response", ASB_RET_STATUS, ASB_VT_NONE, 9, asb_params_api_client_decode_response, asb_call_api_client_decode_response},
-    {"api_client_retry_delay_ms", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_client_retry_delay_ms, asb_call_api_client_retry_delay_ms},
-    {"api_client_falls_back", ASB_RET_VALUE, ASB_VT_I32, 3, asb_params_api_client_falls_back, asb_call_api_client_falls_back},
-    {"api_client_build_fallback_request", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_client_build_fallback_request, asb_call_api_client_build_fallback_request},
-    {"api_client_reserve", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_api_client_reserve, asb_call_api_client_reserve},
+    {"api_call_new", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_call_new, asb_call_api_call_new},
+    {"api_call_next", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_call_next, asb_call_api_call_next},
+    {"api_call_request", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_api_call_request, asb_call_api_call_request},
+    {"api_call_receive", ASB_RET_STATUS, ASB_VT_NONE, 8, asb_params_api_call_receive, asb_call_api_call_receive},
+    {"api_call_receive_failure", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_api_call_receive_failure, asb_call_api_call_receive_failure},
+    {"api_call_answer", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_call_answer, asb_call_api_call_answer},
+    {"api_call_has_next_page", ASB_RET_VALUE, ASB_VT_I32, 1, asb_params_api_call_has_next_page, asb_call_api_call_has_next_page},
     {"api_client_call", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_client_call, asb_call_api_client_call},
     {"api_client_call_ext", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_api_client_call_ext, asb_call_api_client_call_ext},
     {"api_client_call_all_pages", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_api_client_call_all_pages, asb_call_api_client_call_all_pages},
@@ -938,4 +989,5 @@ static const asb_function asb_functions[ASB_FUNCTIONS] = {
  *   appstore_api_client_options_free: a handle's close() / finalizer (handle table)
  *   appstore_api_client_free: a handle's close() / finalizer (handle table)
  *   appstore_api_request_free: a handle's close() / finalizer (handle table)
+ *   appstore_api_call_free: a handle's close() / finalizer (handle table)
  */

@@ -92,10 +92,14 @@ PROTOTYPES = {
     "appstore_api_request_timeout_ms": (c_uint32, [c_void_p]),
     "appstore_api_request_free": (None, [c_void_p]),
     "appstore_api_client_decode_response": (c_int32, [c_void_p, c_char_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
-    "appstore_api_client_retry_delay_ms": (c_int32, [c_void_p, c_void_p, c_uint32, POINTER(c_int64), POINTER(c_void_p)]),
-    "appstore_api_client_falls_back": (c_int32, [c_void_p, c_char_p, c_void_p]),
-    "appstore_api_client_build_fallback_request": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
-    "appstore_api_client_reserve": (c_int32, [c_void_p, c_void_p, POINTER(c_int64), POINTER(c_void_p)]),
+    "appstore_api_call_new": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_api_call_free": (None, [c_void_p]),
+    "appstore_api_call_next": (c_int32, [c_void_p, c_int64, POINTER(c_int32), POINTER(c_int64), POINTER(c_void_p)]),
+    "appstore_api_call_request": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_api_call_receive": (c_int32, [c_void_p, c_int32, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, POINTER(c_void_p)]),
+    "appstore_api_call_receive_failure": (c_int32, [c_void_p, c_int32, c_char_p, POINTER(c_void_p)]),
+    "appstore_api_call_answer": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_int32), POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_api_call_has_next_page": (c_int32, [c_void_p]),
     "appstore_api_client_call": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_api_client_call_ext": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_int32), POINTER(c_void_p)]),
     "appstore_api_client_call_all_pages": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
@@ -114,6 +118,7 @@ HANDLES = {
     "appstore_api_client_options": "appstore_api_client_options_free",
     "appstore_api_client": "appstore_api_client_free",
     "appstore_api_request": "appstore_api_request_free",
+    "appstore_api_call": "appstore_api_call_free",
 }
 
 # constants: version
@@ -254,3 +259,8 @@ APPSTORE_ENDPOINT_REQUEST_TRANSACTION_REFUND = "requestTransactionRefund"
 # constants: limit
 APPSTORE_LIMIT_API_RESPONSE_BYTES = 16777216
 APPSTORE_LIMIT_OCSP_RESPONSE_BYTES = 1048576
+
+# constants: apiAction
+APPSTORE_API_ACTION_SEND = 1
+APPSTORE_API_ACTION_WAIT = 2
+APPSTORE_API_ACTION_DONE = 3

@@ -1,0 +1,187 @@
+import FoundationEssentials
+
+/// What the host of an `AppStoreServerAPICall` does next.
+public enum APICallAction: Sendable {
+    /// Send this request, then report what happened with `receive(_:nowMilliseconds:)` or `receive(failure:)`.
+    case send(HTTPRequest)
+    /// Wait this long (a rate-limit slot, or the delay before a retry), then ask `next(nowMilliseconds:)` again.
+    case wait(milliseconds: UInt64)
+    /// A 2xx answer and the environment that gave it. For a paginated endpoint, `hasNextPage` says whether asking
+    /// `next` again goes on to the following page.
+    case done(APIAnswer)
+}
+
+/// One App Store Server API call, driven by its host: the call loop of every client (Swift, the C ABI, Python, Node,
+/// the tool), written once. It owns the rate-limit reservation per endpoint and environment (before the token is
+/// signed), one fresh token per attempt, the retry policy with Retry-After, the Sandbox fallback of lookups, and the
+/// following pages of a paginated endpoint; the host only moves bytes and waits. Sans-I/O, like a TLS connection
+/// object: it never sleeps, never opens a socket, and reads no clock but the `nowMilliseconds` it is given.
+///
+///     let call = AppStoreServerAPICall(caller: caller, request: .getTransactionInfo(transactionId: id))
+///     loop: while true {
+///         switch try call.next() {
+///         case .send(let http): do { call.receive(try transport.send(http)) } catch { call.receive(failure: error) }
+///         case .wait(let ms): sleep(ms)
+///         case .done(let answer): return answer
+///         }
+///     }
+///
+/// Not thread-safe: one host drives one call (the C ABI's handle adds a lock).
+public final class AppStoreServerAPICall {
+    private enum State {
+        /// Reserve a rate-limit slot, then build.
+        case reserve
+        /// The slot is held (or there is no limit): build with a fresh token and send.
+        case build
+        /// Sent; waiting for `receive`.
+        case sent(HTTPRequest)
+        /// What the transport reported, judged by the next `next`.
+        case received(Result<HTTPResponse, TransportError>, now: Int64)
+        /// A page was answered; `next` goes on to `following` when there is one, or throws why there cannot be one
+        /// (a repeated token: kept for `next`, so a caller that wants one page never meets it).
+        case answered(following: Result<AppStoreServerAPIRequest?, AppStoreServerAPIError>)
+        /// Failed or finished: `next` refuses.
+        case over(String)
+    }
+
+    public let caller: AppStoreServerAPICaller
+    /// Whether a 2xx body must decode into the endpoint's model before `done` (the C ABI's promise); Swift's typed
+    /// methods decode it themselves and turn this off.
+    public let checksBody: Bool
+    /// The request of the current page.
+    public private(set) var request: AppStoreServerAPIRequest
+    private var state = State.reserve
+    private var builder: AppStoreServerAPIRequestBuilder
+    /// Production's error while its lookup is being asked in Sandbox (for the message when Sandbox fails too).
+    private var production: AppStoreServerAPIError?
+    private var retries = 0
+    private var pages = 0
+    private var seen: Set<AppStoreServerAPIRequest> = []
+    /// After `done`, when `checksBody`: the answer as JSON text (the body as sent, or `{}` for endpoints without a
+    /// response body).
+    public private(set) var answerJSON: [UInt8]?
+    /// The error of the last attempt while a retry or the fallback is pending (what an interrupted wait reports).
+    public private(set) var lastError: AppStoreServerAPIError?
+
+    /// - Parameter environment: `.sandbox` sends a fallback client's call to Sandbox directly.
+    public init(caller: AppStoreServerAPICaller, request: AppStoreServerAPIRequest, environment: AppStoreEnvironment? = nil,
+                checksBody: Bool = true) {
+        self.caller = caller
+        self.request = request
+        self.checksBody = checksBody
+        self.builder = environment == .sandbox ? caller.fallbackBuilder ?? caller.builder : caller.builder
+    }
+
+    /// The environment the current request goes to (Sandbox once a lookup fell back).
+    public var environment: AppStoreEnvironment { builder.environment }
+
+    /// After `done`: whether `next` goes on to another page.
+    public var hasNextPage: Bool {
+        if case .answered(let following) = state, (try? following.get()) != .some(nil) { return true }
+        return false
+    }
+
+    /// What to do next. Throws the call's final error (and every later `next` throws that it is over), or a misuse
+    /// (`next` before the sent request's outcome was received).
+    public func next(nowMilliseconds now: Int64 = Timestamp.nowMilliseconds()) throws(AppStoreServerAPIError) -> APICallAction {
+        do throws(AppStoreServerAPIError) {
+            return try step(now)
+        } catch {
+            if case .sent = state { throw error }  // a misuse; the call goes on
+            state = .over("\(request.endpoint.name): the call has failed")
+            throw error
+        }
+    }
+
+    private func step(_ now: Int64) throws(AppStoreServerAPIError) -> APICallAction {
+        while true {
+            switch state {
+            case .reserve:
+                state = .build
+                if let limiter = caller.rateLimiter {
+                    let wait = try limiter.reserve(request.endpoint, environment: builder.environment, nowMilliseconds: now)
+                    if wait > 0 { return .wait(milliseconds: wait) }
+                }
+            case .build:
+                let http = try builder.build(request)
+                state = .sent(http)
+                return .send(http)
+            case .sent:
+                throw .argument("\(request.endpoint.name): next() before the outcome of the request sent was received")
+            case .received(.success(let response), _) where (200...299).contains(response.status):
+                answerJSON = checksBody ? try AppStoreServerAPIResponseDecoder.json(endpoint: request.endpoint, response: response) : nil
+                let following: Result<AppStoreServerAPIRequest?, AppStoreServerAPIError> = request.endpoint.isPaginated
+                    ? Result { () throws(AppStoreServerAPIError) in try AppStoreServerAPIPagination.nextPage(after: request, response: response) }
+                    : .success(nil)
+                production = nil  // later pages stay where this one was answered, and fail as themselves
+                lastError = nil
+                state = .answered(following: following)
+                return .done(APIAnswer(response: response, environment: builder.environment))
+            case .received(let result, let at):
+                let error = Self.failure(request.endpoint, result, now: at)
+                lastError = error
+                retries += 1
+                if let delay = caller.retryPolicy.delayMilliseconds(beforeRetry: retries, after: error, nowMilliseconds: now) {
+                    state = .reserve
+                    return .wait(milliseconds: delay)
+                }
+                if production == nil, builder.environment != .sandbox, caller.fallsBack(request.endpoint, after: error),
+                   let fallback = caller.fallbackBuilder {
+                    production = error
+                    builder = fallback
+                    retries = 0
+                    state = .reserve
+                    continue
+                }
+                if let production { throw AppStoreServerAPICaller.neither(production: production, sandbox: error) }
+                throw error
+            case .answered(let next):
+                guard let following = try next.get() else { throw .argument("\(request.endpoint.name): the call is over (no further page)") }
+                guard pages + 1 < AppStoreServerAPIPagination.maxPages else {
+                    throw .argument("\(request.endpoint.name): more than \(AppStoreServerAPIPagination.maxPages) pages", request.endpoint)
+                }
+                seen.insert(request)
+                guard seen.insert(following).inserted else { throw AppStoreServerAPIPagination.cycle(following) }
+                pages += 1
+                request = following
+                retries = 0
+                state = .reserve
+            case .over(let why):
+                throw .argument(why + "; make a new call")
+            }
+        }
+    }
+
+    /// The answer to the request of the last `.send`; false (and ignored) when no request awaits one.
+    @discardableResult
+    public func receive(_ response: HTTPResponse, nowMilliseconds now: Int64 = Timestamp.nowMilliseconds()) -> Bool {
+        guard case .sent = state else { return false }
+        state = .received(.success(response), now: now)
+        return true
+    }
+
+    /// The request of the last `.send` got no answer. Transport failures are final (the request may have reached
+    /// Apple): the next `next` throws it. False (and ignored) when no request awaits an outcome.
+    @discardableResult
+    public func receive(failure: TransportError) -> Bool {
+        guard case .sent = state else { return false }
+        state = .received(.failure(failure), now: 0)
+        return true
+    }
+
+    /// Whether the call waits for `receive` (a `.send` was returned and not yet answered).
+    public var awaitsResponse: Bool {
+        if case .sent = state { return true }
+        return false
+    }
+
+    static func failure(_ endpoint: AppStoreServerAPIEndpoint, _ result: Result<HTTPResponse, TransportError>,
+                        now: Int64) -> AppStoreServerAPIError {
+        switch result {
+        case .failure(let t):
+            return AppStoreServerAPIError(kind: .transport(t.kind), endpoint: endpoint, message: "\(endpoint.name): \(t.description)")
+        case .success(let response):
+            return AppStoreServerAPIResponseDecoder.error(endpoint: endpoint, response: response, nowMilliseconds: now)
+        }
+    }
+}
