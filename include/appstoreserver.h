@@ -51,12 +51,14 @@ extern "C" {
 
 /* ---- Version -------------------------------------------------------------------------------------------- */
 
+/* @generated version: scripts/generate from spec/; do not edit by hand */
 #define APPSTORE_VERSION_MAJOR 0
-#define APPSTORE_VERSION_MINOR 2
+#define APPSTORE_VERSION_MINOR 3
 #define APPSTORE_VERSION_PATCH 0
-#define APPSTORE_VERSION_STRING "0.2.0"
+#define APPSTORE_VERSION_STRING "0.3.0"
+/* @end version */
 
-/* The runtime library version, e.g. "0.2.0". Static storage: do not free. */
+/* The runtime library version, e.g. "0.3.0". Static storage: do not free. */
 const char *appstore_version(void);
 
 /* ---- Status codes (frozen values) ----------------------------------------------------------------------- */

@@ -32,10 +32,10 @@ import sys
 import tempfile
 
 # --------------------------------------------------------------------------------------------------------------
-# parsing: the same parser as the ABI description (scripts/specgen/cheader.py)
+# parsing: the same parser as the ABI description (scripts/specgen/header_parser.py)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from specgen.cheader import parse_header as _parse_header, strip_comments  # noqa: E402
+from specgen.header_parser import parse_header as _parse_header, strip_comments  # noqa: E402
 
 
 def parse_header(path: str):

@@ -1,4 +1,4 @@
-"""The spec of the whole surface, loaded and validated; language-neutral. Renderers (swift.py, c_header.py, python.py,
+"""The spec of the whole surface, loaded and validated; language-neutral. Renderers (swift.py, header_regions.py, python.py,
 typescript.py, docs.py) read the `Spec` this module returns and never the JSON files themselves.
 
     spec/models.json     enums and models (every JSON shape: Apple's payloads, request and response bodies, and the

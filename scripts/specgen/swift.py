@@ -851,4 +851,15 @@ def outputs(spec: Spec) -> dict[str, str]:
         f"{src}/Support/Generated/Errors.swift": render_errors(spec),
         f"{src}/API/Generated/Endpoints.swift": render_endpoints(spec),
         f"{src}/API/Generated/ClientMethods.swift": render_client(spec),
+        f"{src}/Support/Generated/Version.swift": render_version(),
     }
+
+
+def render_version() -> str:
+    from .header_regions import version_parts
+
+    major, minor, patch = version_parts()
+    return "\n".join([HEADER, "", "/// The library version, from the VERSION file (the header's APPSTORE_VERSION_* come from it too).",
+                      "public enum AppStoreServerVersion {", f"    public static let major = {major}",
+                      f"    public static let minor = {minor}", f"    public static let patch = {patch}",
+                      f'    public static let string = "{major}.{minor}.{patch}"', "}", ""])

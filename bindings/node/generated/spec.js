@@ -654,7 +654,7 @@ const VERIFICATION_STATUS_BY_STATUS = {"VERIFICATION_FAILURE": 1, "RETRYABLE_VER
 const ENVIRONMENT_CODES = {"Sandbox": 1, "Production": 2, "Xcode": 3, "LocalTesting": 4};
 const TRANSPORT_RESULT = {"OK": 0, "TIMEOUT": 1, "UNREACHABLE": 2, "FAILED": 3};
 const LIMITS = {"API_RESPONSE_BYTES": 16777216, "OCSP_RESPONSE_BYTES": 1048576};
-const VERSION = "0.2.0";
+const VERSION = "0.3.0";
 const ENDPOINTS = {
   "getTransactionInfo": {"method": "GET", "path": "/inApps/v1/transactions/{transactionId}", "group": "appStoreServer", "response": "TransactionInfoResponse", "pagination": null, "deprecated": false, "parameters": [{"name": "transactionId", "in": "path", "type": "String", "list": false, "optional": false}]},
   "getTransactionHistory": {"method": "GET", "path": "/inApps/v2/history/{anyTransactionId}", "group": "appStoreServer", "response": "HistoryResponse", "pagination": {"parameter": "revision", "field": "revision"}, "deprecated": false, "parameters": [{"name": "anyTransactionId", "in": "path", "type": "String", "list": false, "optional": false}, {"name": "revision", "in": "query", "type": "String", "list": false, "optional": true}, {"name": "transactionHistoryRequest", "in": "query", "type": "TransactionHistoryRequest", "list": false, "optional": false, "fields": ["startDate", "endDate", "productIds", "productTypes", "sort", "subscriptionGroupIdentifiers", "inAppOwnershipType", "revoked"]}]},

@@ -33,7 +33,7 @@ struct API: ParsableCommand {
     @Option(help: "Another base URL (a test server); the Advanced Commerce endpoints use it too.")
     var baseURL: String?
     @Option(help: "Seconds before a request times out.") var timeout: Double = 30
-    @Option(help: "Retries after 429 / 5xx / transport failures (Retry-After honoured).") var retries: Int = 2
+    @Option(help: "Retries of HTTP 429 and Apple's retryable error codes (Retry-After honoured; transport failures are never retried: the request may have reached Apple).") var retries: Int = 2
     @Flag(help: "Print the request (method, URL, headers with the token redacted, body); send nothing.")
     var dryRun = false
     @Flag(help: "Follow every page of a paginated endpoint; prints a JSON array of the pages.")

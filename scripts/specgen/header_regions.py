@@ -4,6 +4,7 @@ around them; each region sits between `/* @generated NAME ... */` and `/* @end N
     statuses    #define APPSTORE_<STATUS> value           (spec/errors.json statuses)
     reasons     #define APPSTORE_REASON_<NAME> value      (spec/errors.json reasons)
     endpoints   #define APPSTORE_ENDPOINT_<NAME> "name"   (spec/endpoints.json), with each one's params_json keys
+    version     #define APPSTORE_VERSION_*                 (the VERSION file: the project's one version)
 """
 
 from __future__ import annotations
@@ -77,7 +78,25 @@ def region_endpoints(spec: Spec) -> list[str]:
     return out
 
 
-REGIONS = {"statuses": region_statuses, "reasons": region_reasons, "endpoints": region_endpoints}
+def version_parts() -> tuple[int, int, int]:
+    """The VERSION file, MAJOR.MINOR.PATCH: the one place the version is typed (CMake reads it too)."""
+    from .spec import ROOT
+
+    text = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", text)
+    if not m:
+        raise ValueError(f"VERSION: {text!r} is not MAJOR.MINOR.PATCH")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def region_version(spec: Spec) -> list[str]:
+    major, minor, patch = version_parts()
+    return [f"#define APPSTORE_VERSION_MAJOR {major}", f"#define APPSTORE_VERSION_MINOR {minor}",
+            f"#define APPSTORE_VERSION_PATCH {patch}", f'#define APPSTORE_VERSION_STRING "{major}.{minor}.{patch}"']
+
+
+REGIONS = {"statuses": region_statuses, "reasons": region_reasons, "endpoints": region_endpoints,
+           "version": region_version}
 BEGIN = "/* @generated {name}: scripts/generate from spec/; do not edit by hand */"
 END = "/* @end {name} */"
 

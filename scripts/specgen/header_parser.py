@@ -65,10 +65,12 @@ def split_param(text: str) -> Param:
     return Param(name=pm.group(2), ctype=ctype, optional=optional, json=m.group(1) if m else None)
 
 
-def parse_header(path: str):
-    """Returns (typedefs, prototypes, problems): typedefs = [(name, text)], prototypes = {name: Prototype}."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+def parse_header(path: str, text: str | None = None):
+    """Returns (typedefs, prototypes, problems): typedefs = [(name, text)], prototypes = {name: Prototype}. `text`:
+    the header's text when it is not (yet) the file at `path` (scripts/generate renders before it writes)."""
+    if text is None:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     text = drop_preprocessor(drop_cplusplus_blocks(strip_comments(text)))
     typedefs, protos, problems = [], {}, []
     for stmt in text.split(";"):
@@ -122,12 +124,54 @@ def _split_top_level(params: str) -> list[str]:
     return [p.strip() for p in out if p.strip()]
 
 
-def parse_defines(path: str) -> list[tuple[str, str]]:
+def parse_defines(path: str, text: str | None = None) -> list[tuple[str, str]]:
     """`#define NAME VALUE` lines of the header (annotation macros and the include guard excluded)."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
+    if text is None:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    for line in text.splitlines():
+        if True:
             m = re.match(r"\s*#\s*define\s+(APPSTORE_\w+)\s+(.+?)\s*(/\*.*)?$", line)
             if m:
                 out.append((m.group(1), m.group(2)))
     return out
+
+
+def prototype_docs(text: str) -> dict[str, str]:
+    """The documentation of each function: the comment right above it, or above the run of prototypes it belongs to
+    (a comment documents the declarations that follow it up to the next blank line or comment), as one line of
+    text."""
+    docs: dict[str, str] = {}
+    comment: list[str] | None = None
+    current: str | None = None
+    in_comment = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if in_comment:
+            comment.append(stripped)
+            if "*/" in stripped:
+                in_comment = False
+                current = _comment_text(comment)
+            continue
+        if stripped.startswith("/*"):
+            comment = [stripped]
+            if "*/" in stripped:
+                current = _comment_text(comment)
+            else:
+                in_comment = True
+            continue
+        if not stripped:
+            current = None
+            continue
+        m = re.match(r"[\w\s\*]*?\b(appstore_\w+)\s*\(", stripped)
+        if m and not stripped.startswith(("#", "typedef")) and current:
+            docs.setdefault(m.group(1), current)
+    return docs
+
+
+def _comment_text(lines: list[str]) -> str:
+    text = " ".join(lines)
+    text = re.sub(r"^/\*+|\*+/$", "", text.strip())
+    text = re.sub(r"\s\*\s", " ", text)
+    return " ".join(text.split())
