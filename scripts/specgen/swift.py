@@ -615,6 +615,9 @@ def render_endpoints(spec: Spec) -> str:
     prop("public var rateLimitPerSecond: Int?",
          "Apple's published Production rate limit in requests per second per app (nil: none published); Sandbox allows a tenth.",
          lambda ep: str(ep["rateLimitPerSecond"]) if "rateLimitPerSecond" in ep else "nil")
+    e.append("")
+    e.append(f"    /// Apple's Sandbox allows this fraction of the Production rate limits (spec/endpoints.json `rateLimits`).")
+    e.append(f"    public static let sandboxRateFactor = {spec.rate_limits['sandboxFactor']!r}")
     prop("public var isDeprecated: Bool", "Deprecated by Apple.", lambda ep: "true" if ep.get("deprecated") else "false")
     prop("public var existsInSandbox: Bool", "Whether Apple serves the endpoint in Sandbox.",
          lambda ep: "false" if ep.get("sandbox") is False else "true")

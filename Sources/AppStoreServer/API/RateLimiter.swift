@@ -48,7 +48,7 @@ public final class APIRateLimiter: Sendable {
     }
 
     /// Apple's Sandbox allows a tenth of the Production limits (spec/endpoints.json `rateLimits.sandboxFactor`).
-    public static let sandboxFactor = 0.1
+    public static let sandboxFactor = AppStoreServerAPIEndpoint.sandboxRateFactor
 
     /// Reserves the next slot for one request and returns how long to wait for it (0: now). Throws
     /// `localRateLimit` when the wait would exceed `maxWaitMilliseconds`; nothing is reserved then.

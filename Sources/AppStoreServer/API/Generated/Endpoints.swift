@@ -308,6 +308,9 @@ public enum AppStoreServerAPIEndpoint: String, CaseIterable, Hashable, Sendable 
         }
     }
 
+    /// Apple's Sandbox allows this fraction of the Production rate limits (spec/endpoints.json `rateLimits`).
+    public static let sandboxRateFactor = 0.1
+
     /// Deprecated by Apple.
     public var isDeprecated: Bool {
         switch self {
