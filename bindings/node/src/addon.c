@@ -15,8 +15,9 @@
  * when the JS value is collected. Wrong argument types throw TypeError (RangeError for numbers out of range);
  * nothing a JS caller passes can crash the process.
  *
- * Hand-written beyond the table: the transport bridge (online checks over JS fetch; see docs/node.md), close,
- * retain, and a trace of the pool calls for the tests (wall-clock start/end, thread CPU time, thread id).
+ * Hand-written beyond the table: the transport bridge (online checks over JS fetch; see docs/node.md), the signer
+ * bridge (external signers: keys in a KMS or an HSM, signed by a JS function), close, retain, and a trace of the pool
+ * calls for the tests (wall-clock start/end, thread CPU time, thread id).
  */
 #define NAPI_VERSION 8
 #define _GNU_SOURCE
@@ -101,12 +102,14 @@ typedef struct {
 
 /* Kinds beyond the ABI's handles. */
 #define ASB_KIND_EXCHANGE (ASB_HANDLE_KINDS + 1)
+#define ASB_KIND_SIGN_REQUEST (ASB_HANDLE_KINDS + 2)
 
 /* ---- small helpers ------------------------------------------------------------------------------------------ */
 
 static const napi_type_tag ASB_TAG = {0x61707073746f7265ULL, 0x736572766572626fULL};
 static atomic_long live_boxes;
 static atomic_long live_exchanges;
+static atomic_long live_sign_requests;
 
 #define NAPI_OK(call)                                                                                                   \
     do {                                                                                                            \
@@ -201,9 +204,13 @@ static void out_name(const char *c_name, char *buf, size_t n) {
 
 /* ---- per environment (main thread and each worker) -------------------------------------------------------------- */
 
+struct asb_async;
 typedef struct {
     napi_ref json_parse;    /* configure(): JSON.parse, applied to JSON outputs of pool calls */
     napi_ref convert;       /* configure(): convert(errorObject, functionName) -> the value a pool call rejects with */
+    /* Pool calls that may wait for a JS signer (signer bridge): how many run, and those waiting for their turn. */
+    int signing_running;
+    struct asb_async *signing_head, *signing_tail;
 } env_data;
 
 static void env_data_free(napi_env env, void *data, void *hint) {
@@ -229,6 +236,9 @@ static napi_value ref_value(napi_env env, napi_ref r) {
 /* ---- handle boxes ------------------------------------------------------------------------------------------- */
 
 #define ASB_MAX_DEPS 4
+struct signer_bridge;
+static void signer_use(struct signer_bridge *s);
+static void signer_unuse(struct signer_bridge *s);
 typedef struct asb_box {
     void *ptr;
     int kind;
@@ -239,11 +249,16 @@ typedef struct asb_box {
     int ndeps;
     void (*extra_free)(void *);
     void *extra;
+    /* The external signer the library object may call (a key made with one, and every object made from such an
+     * object: a client made with the key, a call made with the client): the bridge lives while any box using it holds
+     * its library object. */
+    struct signer_bridge *signer;
 } asb_box;
 
 static const char *kind_name(int kind) {
     if (kind >= 0 && kind < ASB_HANDLE_KINDS) return asb_handle_kinds[kind].name;
     if (kind == ASB_KIND_EXCHANGE) return "transport exchange";
+    if (kind == ASB_KIND_SIGN_REQUEST) return "signature request";
     return "handle";
 }
 
@@ -262,6 +277,11 @@ static void box_release(asb_box *b) {
     }
     for (int i = 0; i < b->ndeps; i++) napi_delete_reference(b->env, b->deps[i]);
     b->ndeps = 0;
+    if (b->signer) { /* after the library object: nothing calls the signer through this box any more */
+        struct signer_bridge *sg = b->signer;
+        b->signer = NULL;
+        signer_unuse(sg);
+    }
 }
 
 static void box_finalize(napi_env env, void *data, void *hint) {
@@ -646,8 +666,9 @@ static int marshal_in(napi_env env, const asb_function *fn, size_t argc, napi_va
 
 /* ---- marshalling out ------------------------------------------------------------------------------------------ */
 
-/* Converts an output slot to JS and takes ownership of what it holds. */
-static napi_value out_value(napi_env env, const asb_param *p, asb_slot *slot) {
+/* Converts an output slot to JS and takes ownership of what it holds. A handle made from an object that may call an
+ * external signer (inherit) may call it too: its box uses the signer's bridge. */
+static napi_value out_value(napi_env env, const asb_param *p, asb_slot *slot, struct signer_bridge *inherit) {
     switch (p->kind) {
     case ASB_OUT_STRING: {
         if (!slot->p) return null_value(env);
@@ -661,8 +682,13 @@ static napi_value out_value(napi_env env, const asb_param *p, asb_slot *slot) {
         if (!slot->p) return null_value(env);
         void *ptr = slot->p;
         slot->p = NULL;
-        napi_value v = box_new(env, p->handle, ptr, NULL);
+        asb_box *box = NULL;
+        napi_value v = box_new(env, p->handle, ptr, &box);
         if (!v) asb_handle_kinds[p->handle].free_fn(ptr);
+        else if (inherit) {
+            signer_use(inherit);
+            box->signer = inherit;
+        }
         return v;
     }
     case ASB_OUT_VALUE:
@@ -686,7 +712,8 @@ static void out_discard(const asb_function *fn, asb_frame *f) {
 }
 
 /* The JS result of a call; *failed = 1 when the result is an error object (to throw or reject with). */
-static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f, int *failed) {
+static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f, int *failed,
+                              struct signer_bridge *inherit) {
     *failed = 0;
     switch (fn->ret) {
     case ASB_RET_VOID:
@@ -729,7 +756,7 @@ static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f
     }
     if (outs == 0) return undefined(env);
     if (outs == 1) {
-        napi_value v = out_value(env, &fn->params[last], &f->s[last]);
+        napi_value v = out_value(env, &fn->params[last], &f->s[last], inherit);
         if (!v) out_discard(fn, f);
         return v;
     }
@@ -743,7 +770,7 @@ static napi_value marshal_out(napi_env env, const asb_function *fn, asb_frame *f
         if (k != ASB_OUT_STRING && k != ASB_OUT_HANDLE && k != ASB_OUT_VALUE) continue;
         char key[64];
         out_name(fn->params[i].name, key, sizeof key);
-        napi_value v = out_value(env, &fn->params[i], &f->s[i]);
+        napi_value v = out_value(env, &fn->params[i], &f->s[i], inherit);
         if (!v || !set_named(env, o, key, v)) {
             out_discard(fn, f);
             return NULL;
@@ -811,6 +838,73 @@ static napi_value js_trace(napi_env env, napi_callback_info info) {
     return arr;
 }
 
+/* ---- signer notes: why a JS signer failed, for the error of the call that asked -----------------------------------
+ *
+ * The library sees only that the signer callback returned non-zero ("the signer callback returned 1"). The callback
+ * (signer bridge, below) runs on the thread of the library call that asked for the signature, so it leaves what went
+ * wrong in that thread's note; the call path takes the note when the call fails and puts it on the error object
+ * (signerFailure, signerCauseId, signerTimedOut), where lib/errors.js makes the message and the cause of it.
+ */
+
+typedef struct {
+    char *text;      /* what failed, e.g. "it threw Error: KMS unavailable" (malloc) */
+    double cause_id; /* lib/errors.js's id of what the JS signer threw or rejected with; 0 = none */
+    int timed_out;
+} signer_note;
+
+static _Thread_local signer_note tls_note;
+
+static void note_clear(void) {
+    free(tls_note.text);
+    memset(&tls_note, 0, sizeof tls_note);
+}
+
+static void note_set(const char *text, double cause_id, int timed_out) {
+    note_clear();
+    tls_note.text = strdup(text ? text : "the signer failed");
+    tls_note.cause_id = cause_id;
+    tls_note.timed_out = timed_out;
+}
+
+static signer_note note_take(void) {
+    signer_note n = tls_note;
+    memset(&tls_note, 0, sizeof tls_note);
+    return n;
+}
+
+/* Puts a failed call's note on its error object (a plain object from error_object); frees the note's text. */
+static void note_attach(napi_env env, napi_value err, signer_note *n) {
+    if (n->text && err) {
+        napi_value v;
+        napi_valuetype t = napi_undefined;
+        if (napi_typeof(env, err, &t) == napi_ok && t == napi_object) {
+            if ((v = make_string(env, n->text))) set_named(env, err, "signerFailure", v);
+            if (napi_create_double(env, n->cause_id, &v) == napi_ok) set_named(env, err, "signerCauseId", v);
+            if (napi_get_boolean(env, n->timed_out != 0, &v) == napi_ok) set_named(env, err, "signerTimedOut", v);
+        }
+    }
+    free(n->text);
+    memset(n, 0, sizeof *n);
+}
+
+/* Pool calls that may call an external signer wait on their pool thread while the JS thread signs, and the JS signer
+ * may need the pool itself (DNS lookups of a KMS client, crypto.sign with a callback): at most pool size - 1 of them
+ * run at once per environment; the others wait in a queue (started as running ones complete). */
+static int signing_limit;
+
+static int may_sign(const asb_function *fn) {
+    return strncmp(fn->js, "signing_key_create_", 19) == 0 || strncmp(fn->js, "api_client_build_", 17) == 0 ||
+           strncmp(fn->js, "api_client_call", 15) == 0 || strcmp(fn->js, "api_call_next") == 0 ||
+           strcmp(fn->js, "api_call_request") == 0;
+}
+
+/* The external signer the call's library objects may call (the first handle argument that has one), or NULL. */
+static struct signer_bridge *call_signer(const asb_args *a) {
+    for (int i = 0; i < a->nboxes; i++)
+        if (a->boxes[i]->signer) return a->boxes[i]->signer;
+    return NULL;
+}
+
 /* ---- calls ------------------------------------------------------------------------------------------------------ */
 
 static napi_value call_sync(napi_env env, napi_callback_info info) {
@@ -827,10 +921,15 @@ static napi_value call_sync(napi_env env, napi_callback_info info) {
         args_free(env, &a);
         return NULL;
     }
+    note_clear();
     fn->call(&a.f);
+    signer_note note = {0};
+    if (fn->ret == ASB_RET_STATUS && a.f.status != APPSTORE_OK) note = note_take();
+    else note_clear();
     int failed = 0;
-    napi_value result = marshal_out(env, fn, &a.f, &failed);
+    napi_value result = marshal_out(env, fn, &a.f, &failed, call_signer(&a));
     args_free(env, &a);
+    note_attach(env, failed ? result : NULL, &note);
     if (!result) return NULL;
     if (failed) {
         napi_throw(env, result);
@@ -839,13 +938,16 @@ static napi_value call_sync(napi_env env, napi_callback_info info) {
     return result;
 }
 
-typedef struct {
+typedef struct asb_async {
     napi_async_work work;
     napi_deferred deferred;
     const asb_function *fn;
     asb_args a;
     double tq, t0, t1, cpu;
     long tid;
+    signer_note note;        /* why the external signer failed, when the call failed */
+    int gated;               /* counted in env_data.signing_running */
+    struct asb_async *next;  /* env_data's queue of calls waiting for their turn */
 } asb_async;
 
 static void async_execute(napi_env env, void *data) {
@@ -855,20 +957,55 @@ static void async_execute(napi_env env, void *data) {
     double c0 = tracing ? thread_cpu_ms() : 0;
     w->t0 = now_ms();
     w->tid = (long)syscall(SYS_gettid);
+    note_clear();
     w->fn->call(&w->a.f);
+    if (w->a.f.status != APPSTORE_OK) w->note = note_take();
+    else note_clear();
     w->t1 = now_ms();
     w->cpu = tracing ? thread_cpu_ms() - c0 : 0;
 }
 
+/* Starts the queued calls that may sign, as far as the limit allows. */
+static void signing_start(napi_env env, env_data *d) {
+    while (d && d->signing_head && d->signing_running < signing_limit) {
+        asb_async *next = d->signing_head;
+        d->signing_head = next->next;
+        if (!d->signing_head) d->signing_tail = NULL;
+        next->next = NULL;
+        d->signing_running++;
+        if (napi_queue_async_work(env, next->work) != napi_ok) {
+            /* Cannot happen short of teardown; settle the call rather than leave its Promise pending. */
+            d->signing_running--;
+            next->gated = 0;
+            napi_value msg, exc;
+            napi_create_string_utf8(env, "appstoreserver: could not queue the async call", NAPI_AUTO_LENGTH, &msg);
+            napi_create_error(env, NULL, msg, &exc);
+            napi_reject_deferred(env, next->deferred, exc);
+            args_free(env, &next->a);
+            napi_delete_async_work(env, next->work);
+            free(next);
+        }
+    }
+}
+
 static void async_complete(napi_env env, napi_status status, void *data) {
     asb_async *w = data;
+    /* The signer outputs inherit, kept while the arguments are released (a closed key's box releases it there). */
+    struct signer_bridge *inherit = call_signer(&w->a);
+    if (inherit) signer_use(inherit);
     args_free(env, &w->a);
     if (atomic_load(&trace_on)) trace_add(w->fn->js, w->tq, w->t0, w->t1, w->cpu, w->tid);
     napi_value result = NULL;
     int failed = 0;
-    if (status == napi_ok) result = marshal_out(env, w->fn, &w->a.f, &failed);
+    if (status == napi_ok) result = marshal_out(env, w->fn, &w->a.f, &failed, inherit);
     else out_discard(w->fn, &w->a.f);
+    if (inherit) signer_unuse(inherit);
+    note_attach(env, failed ? result : NULL, &w->note);
     env_data *d = get_env_data(env);
+    if (w->gated && d) {
+        d->signing_running--;
+        signing_start(env, d);
+    }
     napi_value global = NULL, fnv = NULL;
     if (result && d && napi_get_global(env, &global) == napi_ok) {
         if (failed && d->convert && (fnv = ref_value(env, d->convert))) {
@@ -927,11 +1064,27 @@ static napi_value call_async(napi_env env, napi_callback_info info) {
         free(w);
         return NULL;
     }
+    env_data *d = get_env_data(env);
+    w->gated = d && may_sign(fn) && call_signer(&w->a);
     napi_value promise, name;
     if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
         napi_create_string_utf8(env, fn->js, NAPI_AUTO_LENGTH, &name) != napi_ok ||
-        napi_create_async_work(env, NULL, name, async_execute, async_complete, w, &w->work) != napi_ok ||
-        ((w->tq = atomic_load(&trace_on) ? now_ms() : 0), napi_queue_async_work(env, w->work) != napi_ok)) {
+        napi_create_async_work(env, NULL, name, async_execute, async_complete, w, &w->work) != napi_ok) {
+        args_free(env, &w->a);
+        free(w);
+        if (!pending_exception(env)) napi_throw_error(env, NULL, "appstoreserver: could not queue the async call");
+        return NULL;
+    }
+    w->tq = atomic_load(&trace_on) ? now_ms() : 0;
+    if (w->gated) { /* its turn comes in signing_start */
+        if (d->signing_tail) d->signing_tail->next = w;
+        else d->signing_head = w;
+        d->signing_tail = w;
+        signing_start(env, d);
+        return promise;
+    }
+    if (napi_queue_async_work(env, w->work) != napi_ok) {
+        napi_delete_async_work(env, w->work);
         args_free(env, &w->a);
         free(w);
         if (!pending_exception(env)) napi_throw_error(env, NULL, "appstoreserver: could not queue the async call");
@@ -1008,6 +1161,7 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
     NAPI_OK(napi_create_object(env, &o));
     napi_create_int64(env, atomic_load(&live_boxes), &v), set_named(env, o, "liveHandles", v);
     napi_create_int64(env, atomic_load(&live_exchanges), &v), set_named(env, o, "liveExchanges", v);
+    napi_create_int64(env, atomic_load(&live_sign_requests), &v), set_named(env, o, "liveSignRequests", v);
     return o;
 }
 
@@ -1368,6 +1522,438 @@ static napi_value js_transport_respond(napi_env env, napi_callback_info info) {
     return r;
 }
 
+/* ---- signer bridge: external signers (keys in a KMS or an HSM) as JS functions -----------------------------------
+ *
+ * appstore_signing_key_new_with_signer's callback is synchronous and runs on the thread of the library call that
+ * asked for the signature. For the Promise API that is a libuv pool thread: the callback copies the message and its
+ * digest into a sign request, hands it to the JS thread through the signer's threadsafe function, and waits on a
+ * condition variable for at most the signer's timeout. On the JS thread the dispatcher (lib/signer.js) calls the
+ * signer, awaits its Promise if it returns one, and calls signerRespond(request, signature | null, failure, causeId),
+ * which copies the answer and signals. A waiter that gave up marks the request abandoned; a late answer is dropped.
+ * The library then checks the signature (form, range, the public key, its deadline).
+ *
+ * Called on the JS thread itself (a synchronous call), the callback fails at once instead of waiting for the thread
+ * that is blocked in the call: no deadlock (the JS layer refuses those calls before that). signerClose(key) fails the
+ * requests still waiting and every later one (a client or creator closed while signing).
+ *
+ * Lifetime: the bridge is used by the key's box and by every box made from it (a client made with the key, a call
+ * made with that client: out_value); it is freed when the last of them has released its library object (nothing can
+ * call the signer any more) and its threadsafe function is finalized, whichever comes last. A sign request is shared by the waiting thread and the JS
+ * side (its handle), and never refers back to the bridge, so a late answer is safe after the bridge is gone.
+ */
+
+#define SIGNER_CAPACITY 72 /* the largest DER ECDSA P-256 signature; the library's signature_cap */
+enum { SR_PENDING, SR_DONE, SR_ABANDONED };
+
+typedef struct sign_request {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;
+    int refs; /* the waiting thread + the JS side */
+    struct sign_request *prev, *next; /* the signer's waiting requests (under the signer's mu) */
+    uint8_t *message;
+    size_t message_len;
+    uint8_t digest[32];
+    /* answer */
+    int ok;
+    uint8_t signature[SIGNER_CAPACITY];
+    size_t signature_len;
+    char *failure;   /* what went wrong (malloc), when not ok */
+    double cause_id; /* lib/errors.js's id of what the JS signer threw, 0 = none */
+} sign_request;
+
+typedef struct signer_bridge {
+    pthread_mutex_t mu;
+    napi_threadsafe_function tsfn;
+    pthread_t js_thread;
+    uint32_t timeout_ms;
+    sign_request *waiting; /* under mu */
+    int closed;            /* under mu: signerClose was called */
+    int tsfn_finalized;    /* under mu: pool threads read it before they use the threadsafe function */
+    int users;             /* JS thread only: boxes whose library object may call the signer */
+} signer_bridge;
+
+static const char SIGNER_SYNC[] =
+    "a synchronous call cannot use an external signer: the JS signer runs on this thread, which the call blocks (use "
+    "the Promise method: createSignatureAsync, createBearerTokenAsync, the client's endpoint methods)";
+static const char SIGNER_CLOSED[] = "the key was closed while its external signer was signing";
+static const char SIGNER_GONE[] = "the JS environment of the external signer is shutting down";
+
+static void sign_request_unref(sign_request *r) {
+    pthread_mutex_lock(&r->mu);
+    int left = --r->refs;
+    pthread_mutex_unlock(&r->mu);
+    if (left > 0) return;
+    free(r->message);
+    free(r->failure);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+    atomic_fetch_sub(&live_sign_requests, 1);
+}
+
+static void sign_request_unref_box(void *p) { sign_request_unref(p); }
+
+/* Answers the request with a failure unless it is answered already; returns 1 when this answer counts. */
+static int sign_request_fail(sign_request *r, const char *why, double cause_id) {
+    pthread_mutex_lock(&r->mu);
+    int accepted = r->state == SR_PENDING;
+    if (accepted) {
+        r->state = SR_DONE;
+        r->ok = 0;
+        r->failure = strdup(why);
+        r->cause_id = cause_id;
+        pthread_cond_signal(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return accepted;
+}
+
+static void signer_destroy(signer_bridge *s) {
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* JS thread: one more box whose library object may call the signer. */
+static void signer_use(signer_bridge *s) { s->users++; }
+
+/* JS thread: a box that used the signer has released its library object. */
+static void signer_unuse(signer_bridge *s) {
+    if (--s->users > 0) return;
+    pthread_mutex_lock(&s->mu);
+    int finalized = s->tsfn_finalized;
+    pthread_mutex_unlock(&s->mu);
+    if (finalized) signer_destroy(s);
+    else napi_release_threadsafe_function(s->tsfn, napi_tsfn_release); /* signer_finalize frees s */
+}
+
+static void signer_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    signer_bridge *s = data;
+    pthread_mutex_lock(&s->mu);
+    s->tsfn_finalized = 1;
+    /* The environment is going away (or nothing uses the signer): no answer will come to a request still waiting. */
+    for (sign_request *r = s->waiting; r; r = r->next) sign_request_fail(r, SIGNER_GONE, 0);
+    pthread_mutex_unlock(&s->mu);
+    if (s->users == 0) signer_destroy(s);
+}
+
+/* Fails the requests waiting for the signer and every later one. */
+static void signer_close(signer_bridge *s) {
+    pthread_mutex_lock(&s->mu);
+    s->closed = 1;
+    for (sign_request *r = s->waiting; r; r = r->next) sign_request_fail(r, SIGNER_CLOSED, 0);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The library's signer callback (appstore_signer_fn): on the thread of the call that asked for the signature. */
+static int32_t signer_sign(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
+                           uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+    signer_bridge *s = user_data;
+    note_clear();
+    if (!s || (!message && message_len) || !digest || !signature || !signature_len) {
+        note_set("the library called the signer without its buffers", 0, 0);
+        return 1;
+    }
+    if (pthread_equal(pthread_self(), s->js_thread)) {
+        note_set(SIGNER_SYNC, 0, 0);
+        return 1;
+    }
+    sign_request *r = calloc(1, sizeof *r);
+    if (!r) {
+        note_set("out of memory", 0, 0);
+        return 1;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_fetch_add(&live_sign_requests, 1);
+    r->refs = 2;
+    r->message = malloc(message_len ? message_len : 1);
+    r->message_len = message_len;
+    if (r->message && message_len) memcpy(r->message, message, message_len);
+    memcpy(r->digest, digest, sizeof r->digest);
+    const char *refused = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (!r->message) refused = "out of memory";
+    else if (s->closed) refused = SIGNER_CLOSED;
+    else if (s->tsfn_finalized || napi_call_threadsafe_function(s->tsfn, r, napi_tsfn_nonblocking) != napi_ok)
+        refused = SIGNER_GONE;
+    if (!refused) { /* in the list before anyone can answer it: signerClose finds it */
+        r->next = s->waiting;
+        if (s->waiting) s->waiting->prev = r;
+        s->waiting = r;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (refused) {
+        r->refs = 1;
+        sign_request_unref(r);
+        note_set(refused, 0, 0);
+        return 1;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    uint32_t wait_ms = s->timeout_ms ? s->timeout_ms : 10000;
+    deadline.tv_sec += (time_t)(wait_ms / 1000);
+    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&r->mu);
+    while (r->state == SR_PENDING) {
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) break;
+    }
+    int timed_out = r->state == SR_PENDING;
+    if (timed_out) r->state = SR_ABANDONED;
+    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&s->mu);
+    if (r->prev) r->prev->next = r->next;
+    else s->waiting = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&s->mu);
+    /* Answered or abandoned: no one writes the answer any more. */
+    int32_t rc = 1;
+    if (timed_out) {
+        char why[96];
+        snprintf(why, sizeof why, "no signature within its timeout of %u ms", wait_ms);
+        note_set(why, 0, 1);
+    } else if (r->ok && r->signature_len > 0 && r->signature_len <= signature_cap) {
+        memcpy(signature, r->signature, r->signature_len);
+        *signature_len = r->signature_len;
+        rc = 0;
+    } else {
+        note_set(r->failure ? r->failure : "it gave no signature", r->cause_id, 0);
+    }
+    sign_request_unref(r);
+    return rc;
+}
+
+/* Runs on the JS thread for each request: dispatcher(message, digest, requestHandle). */
+static void signer_call_js(napi_env env, napi_value js_cb, void *context, void *data) {
+    (void)context;
+    sign_request *r = data;
+    if (!env || !js_cb) { /* the environment is going away */
+        sign_request_fail(r, SIGNER_GONE, 0);
+        sign_request_unref(r);
+        return;
+    }
+    asb_box *box = NULL;
+    napi_value handle = box_new(env, ASB_KIND_SIGN_REQUEST, r, &box);
+    if (!handle) {
+        if (pending_exception(env)) {
+            napi_value e;
+            napi_get_and_clear_last_exception(env, &e);
+        }
+        sign_request_fail(r, "out of memory", 0);
+        sign_request_unref(r);
+        return;
+    }
+    box->extra = r; /* the JS side's reference: released when it answers or the handle is collected */
+    box->extra_free = sign_request_unref_box;
+    napi_value argv[3], recv;
+    void *bdata = NULL;
+    argv[2] = handle;
+    int ok = napi_create_buffer_copy(env, r->message_len, r->message_len ? r->message : empty_bytes, &bdata,
+                                     &argv[0]) == napi_ok &&
+             napi_create_buffer_copy(env, sizeof r->digest, r->digest, &bdata, &argv[1]) == napi_ok &&
+             napi_get_undefined(env, &recv) == napi_ok &&
+             napi_call_function(env, recv, js_cb, 3, argv, NULL) == napi_ok;
+    if (!ok) {
+        if (pending_exception(env)) {
+            napi_value e;
+            napi_get_and_clear_last_exception(env, &e);
+        }
+        sign_request_fail(r, "the signer's dispatcher failed", 0);
+    }
+}
+
+/* signerKeyNew(dispatcher, publicKey, timeoutMs, keyId, issuerId | null, bundleId): a signing key handle whose
+ * signatures are asked of dispatcher(message, digest, request) on this thread (appstore_signing_key_new_with_signer).
+ * publicKey: PEM text (string or bytes) or DER SubjectPublicKeyInfo. */
+static napi_value js_signer_key_new(napi_env env, napi_callback_info info) {
+    const char *fn = "signerKeyNew";
+    size_t argc = 6;
+    napi_value argv[6];
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    napi_valuetype t = napi_undefined;
+    if (argc < 6) return throw_type(env, fn, "%s", "expects (dispatcher, publicKey, timeoutMs, keyId, issuerId, bundleId)");
+    if (napi_typeof(env, argv[0], &t) != napi_ok || t != napi_function)
+        return throw_type(env, fn, "%s", "the dispatcher must be a function");
+    asb_args a;
+    memset(&a, 0, sizeof a);
+    a.async = 1; /* copy byte buffers: nothing of the caller's is read later, but keep one rule */
+    void *pub = NULL;
+    size_t pub_len = 0;
+    asb_slot timeout = {0};
+    const char *names[3] = {"keyId", "issuerId", "bundleId"};
+    char *text[3] = {NULL, NULL, NULL};
+    if (!marshal_buffer(env, argv[1], 1, &a, &pub, &pub_len)) {
+        args_free(env, &a);
+        return throw_type(env, fn, "%s", "publicKey must be a string or a Uint8Array");
+    }
+    if (!marshal_value(env, argv[2], ASB_VT_U32, fn, "timeoutMs", &timeout)) {
+        args_free(env, &a);
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (i == 1 && is_nullish(env, argv[4])) continue;
+        size_t len = 0;
+        if (napi_typeof(env, argv[3 + i], &t) != napi_ok || t != napi_string ||
+            !(text[i] = read_string(env, argv[3 + i], &a, &len)) || strlen(text[i]) != len) {
+            args_free(env, &a);
+            return throw_type(env, fn, "%s must be a string without NUL characters", names[i]);
+        }
+    }
+    signer_bridge *s = calloc(1, sizeof *s);
+    if (!s) {
+        args_free(env, &a);
+        napi_throw_error(env, "ERR_MEMORY", "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->js_thread = pthread_self();
+    s->timeout_ms = (uint32_t)timeout.u;
+    napi_value name;
+    if (napi_create_string_utf8(env, "appstoreserver signer", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+        napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, s, signer_finalize, NULL, signer_call_js,
+                                        &s->tsfn) != napi_ok) {
+        args_free(env, &a);
+        signer_destroy(s);
+        return NULL;
+    }
+    napi_unref_threadsafe_function(env, s->tsfn); /* an idle signer does not keep the process alive */
+    appstore_signing_key *key = NULL;
+    appstore_error *err = NULL;
+    appstore_status st = appstore_signing_key_new_with_signer(signer_sign, s, pub, pub_len, s->timeout_ms, text[0],
+                                                              text[1], text[2], &key, &err);
+    args_free(env, &a);
+    if (st != APPSTORE_OK) {
+        napi_value e = error_object(env, st, err);
+        napi_release_threadsafe_function(s->tsfn, napi_tsfn_release); /* users 0: signer_finalize frees s */
+        if (e) napi_throw(env, e);
+        return NULL;
+    }
+    asb_box *box = NULL;
+    napi_value h = box_new(env, ASB_H_SIGNING_KEY, key, &box);
+    if (!h) {
+        appstore_signing_key_free(key);
+        napi_release_threadsafe_function(s->tsfn, napi_tsfn_release);
+        return NULL;
+    }
+    s->users = 1;
+    box->signer = s;
+    return h;
+}
+
+/* The box of a handle of ours, closed or not (NULL with a TypeError otherwise). */
+static asb_box *any_box(napi_env env, napi_value v, const char *fn, const char *what) {
+    napi_valuetype t;
+    bool tagged = false;
+    asb_box *b = NULL;
+    if (napi_typeof(env, v, &t) != napi_ok || t != napi_external ||
+        napi_check_object_type_tag(env, v, &ASB_TAG, &tagged) != napi_ok || !tagged ||
+        napi_get_value_external(env, v, (void **)&b) != napi_ok || !b) {
+        throw_type(env, fn, "%s must be an appstoreserver handle", what);
+        return NULL;
+    }
+    return b;
+}
+
+/* signerClose(handle): the signer of a key (or of a client made with one) fails the requests still waiting, and every
+ * later one. Returns false when the handle has no signer (any more). */
+static napi_value js_signer_close(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value argv[1];
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 1) return throw_type(env, "signerClose", "%s", "expects (handle)");
+    asb_box *b = any_box(env, argv[0], "signerClose", "the argument");
+    if (!b) return NULL;
+    if (b->signer) signer_close(b->signer);
+    napi_value r;
+    napi_get_boolean(env, b->signer != NULL, &r);
+    return r;
+}
+
+/* signerRespond(request, signature | null, failure | null, causeId): the answer to a sign request: the signature
+ * (1 to 72 bytes, DER or r||s: the library checks it), or what went wrong. Returns false when the waiter has given
+ * up already (timeout, closed). */
+static napi_value js_signer_respond(napi_env env, napi_callback_info info) {
+    const char *fn = "signerRespond";
+    size_t argc = 4;
+    napi_value argv[4];
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 2) return throw_type(env, fn, "%s", "expects (request, signature, failure, causeId)");
+    asb_box *box = box_get(env, argv[0], ASB_KIND_SIGN_REQUEST, fn, "request");
+    if (!box) return NULL;
+    sign_request *r = box->extra;
+    void *sig = NULL;
+    size_t sig_len = 0;
+    char *failure = NULL;
+    double cause_id = 0;
+    char why[160];
+    if (!is_nullish(env, argv[1])) {
+        if (!read_bytes(env, argv[1], &sig, &sig_len)) {
+            snprintf(why, sizeof why, "%s", "it gave no Uint8Array");
+            failure = why;
+        } else if (sig_len == 0 || sig_len > SIGNER_CAPACITY) {
+            snprintf(why, sizeof why, "it returned %zu bytes; an ECDSA P-256 signature is 64 bytes r||s or DER of at most %d",
+                     sig_len, SIGNER_CAPACITY);
+            failure = why;
+        }
+    } else {
+        napi_valuetype t = napi_undefined;
+        size_t len = 0;
+        if (argc >= 3 && napi_typeof(env, argv[2], &t) == napi_ok && t == napi_string &&
+            napi_get_value_string_utf8(env, argv[2], why, sizeof why, &len) == napi_ok) {
+            /* up to 159 bytes fit here; a longer text is read whole below */
+            if (len + 1 >= sizeof why) {
+                size_t full = 0;
+                napi_get_value_string_utf8(env, argv[2], NULL, 0, &full);
+                if (full > 4096) full = 4096; /* a signer's error message, not a payload */
+                char *buf = malloc(full + 1);
+                if (buf && napi_get_value_string_utf8(env, argv[2], buf, full + 1, &len) == napi_ok) failure = buf;
+                else {
+                    free(buf);
+                    failure = why;
+                }
+            } else {
+                failure = why;
+            }
+        } else {
+            snprintf(why, sizeof why, "%s", "it gave no signature");
+            failure = why;
+        }
+        if (argc >= 4) {
+            napi_valuetype tc = napi_undefined;
+            if (napi_typeof(env, argv[3], &tc) == napi_ok && tc == napi_number) napi_get_value_double(env, argv[3], &cause_id);
+        }
+    }
+    int accepted;
+    if (failure) {
+        accepted = sign_request_fail(r, failure, cause_id);
+        if (failure != why) free(failure);
+    } else {
+        pthread_mutex_lock(&r->mu);
+        accepted = r->state == SR_PENDING;
+        if (accepted) {
+            memcpy(r->signature, sig, sig_len);
+            r->signature_len = sig_len;
+            r->ok = 1;
+            r->state = SR_DONE;
+            pthread_cond_signal(&r->cv);
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    /* Answered: the JS side no longer needs the request. */
+    box->closed = 1;
+    box_release(box);
+    napi_value res;
+    napi_get_boolean(env, accepted, &res);
+    return res;
+}
+
 /* ---- module ----------------------------------------------------------------------------------------------------- */
 
 static int add_fn(napi_env env, napi_value target, const char *name, napi_callback cb, void *data) {
@@ -1395,8 +1981,17 @@ NAPI_MODULE_INIT() {
         !add_fn(env, exports, "stats", js_stats, NULL) || !add_fn(env, exports, "trace", js_trace, NULL) ||
         !add_fn(env, exports, "configure", js_configure, NULL) ||
         !add_fn(env, exports, "transportNew", js_transport_new, NULL) ||
-        !add_fn(env, exports, "transportRespond", js_transport_respond, NULL))
+        !add_fn(env, exports, "transportRespond", js_transport_respond, NULL) ||
+        !add_fn(env, exports, "signerKeyNew", js_signer_key_new, NULL) ||
+        !add_fn(env, exports, "signerClose", js_signer_close, NULL) ||
+        !add_fn(env, exports, "signerRespond", js_signer_respond, NULL))
         return NULL;
+    if (!signing_limit) {
+        const char *pool = getenv("UV_THREADPOOL_SIZE");
+        int n = pool ? atoi(pool) : 0;
+        if (n <= 0) n = 4;
+        signing_limit = n > 1 ? n - 1 : 1;
+    }
     napi_value v;
     NAPI_OK(napi_create_int32(env, NAPI_VERSION, &v));
     NAPI_OK(napi_set_named_property(env, exports, "napiVersion", v));
