@@ -78,6 +78,38 @@ export declare class APIException extends Error implements LibraryErrorDetail {
     constructor(httpStatusCode: number, apiError?: number | null, errorMessage?: string | null, detail?: object);
 }
 
+/** An external signer's function: the ES256 signature of `message` (ECDSA P-256 over SHA-256(message)) as 64 bytes
+ *  r||s or DER, or a Promise of it. `digest` is SHA-256(message), for signers that take a digest (KMS MessageType
+ *  DIGEST, PKCS#11 CKM_ECDSA). Called on the JS thread, possibly several times at once. */
+export type Signer = {
+    // Method syntax: its parameters are checked bivariantly, so a (data: Buffer) => Buffer function fits (the
+    // binding passes Buffers), without these declarations needing Node's types.
+    sign(message: Uint8Array, digest: Uint8Array): Uint8Array | ArrayBuffer | Promise<Uint8Array | ArrayBuffer>;
+}['sign'];
+
+export interface ExternalSignerOptions {
+    /** How long one signature may take, 1 to 4294967295 ms (default 10000): after it the call fails (reason
+     *  "signer_failed", a TimeoutError as `cause`); the signer itself is not interrupted. */
+    timeoutMs?: number;
+}
+
+/** A key held outside the process (a KMS or an HSM), given as `signingKey` wherever a .p8 PEM goes. Every signature
+ *  it returns is verified with `publicKey` before use; a failure of the signer (it throws or rejects, answers with
+ *  something that is not a signature of the message by that key, or not within the timeout) fails the call with
+ *  AppStoreServerError, libraryStatus "INVALID_KEY", reason "signer_failed" (what the signer threw as `cause`).
+ *  Only the Promise methods can use it (createSignatureAsync, createBearerTokenAsync, the endpoint methods): a
+ *  synchronous call refuses it, since the signer runs on the thread that call blocks. */
+export declare class ExternalSigner {
+    /** publicKey: PEM "-----BEGIN PUBLIC KEY-----" text (string or bytes) or DER SubjectPublicKeyInfo. */
+    constructor(sign: Signer, publicKey: string | Uint8Array, options?: ExternalSignerOptions);
+    readonly sign: Signer;
+    readonly publicKey: string | Uint8Array;
+    readonly timeoutMs: number;
+}
+
+/** A .p8 PEM (App Store Connect's key file, as text) or an ExternalSigner. */
+export type SigningKey = string | ExternalSigner;
+
 /** One exchange of an online (OCSP) check, as a transport receives it. */
 export interface TransportRequest {
     method: string;
@@ -190,8 +222,8 @@ type PageOf<I> = I extends AsyncIterableIterator<infer P> ? P : never;
 /** Apple's AppStoreServerAPIClient: every endpoint method (generated, Apple's names and parameter order), plus
  *  `...Pages` async iterators for the paginated endpoints and the Advanced Commerce API endpoints. */
 export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
-    /** Apple's argument order; signingKey is the .p8 PEM text. */
-    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string, environment: Environment,
+    /** Apple's argument order; signingKey is the .p8 PEM text, or an ExternalSigner. */
+    constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string, environment: Environment,
                 options?: AppStoreServerAPIClientOptions);
     /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. It gets
      *  Apple's arguments (headers User-Agent, Authorization, Accept, then Content-Type with a body), plus `request`:
@@ -207,15 +239,21 @@ export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints 
     /** A `...Pages` method's pages, each with the environment that answered it. */
     answer<M extends EndpointPagesMethods>(method: M, ...args: Parameters<AppStoreServerAPIEndpoints[M]>):
         AsyncIterableIterator<Answer<PageOf<ReturnType<AppStoreServerAPIEndpoints[M]>>>>;
-    /** A fresh App Store Server API bearer token (ES256, 5 minutes). */
+    /** A fresh App Store Server API bearer token (ES256, 5 minutes). Refuses an ExternalSigner: use
+     *  createBearerTokenAsync. */
     createBearerToken(): string;
-    /** Frees the library's client and key now; later calls throw. */
+    /** createBearerToken on the libuv thread pool; works with an ExternalSigner. */
+    createBearerTokenAsync(): Promise<string>;
+    /** Frees the library's client and key now; later calls throw (with an ExternalSigner, calls still waiting for a
+     *  signature fail with reason "signer_failed"). */
     close(): void;
 }
 
-/** Apple's PromotionalOfferSignatureCreator (StoreKit 1 promotional offer signature, base64 DER ECDSA). */
+/** Apple's PromotionalOfferSignatureCreator (StoreKit 1 promotional offer signature, base64 DER ECDSA). With an
+ *  ExternalSigner as signingKey, use createSignatureAsync (createSignature refuses it); the same for the creators
+ *  below. */
 export declare class PromotionalOfferSignatureCreator {
-    constructor(signingKey: string, keyId: string, bundleId: string);
+    constructor(signingKey: SigningKey, keyId: string, bundleId: string);
     createSignature(productIdentifier: string, subscriptionOfferID: string, appAccountToken: string, nonce: string,
                     timestamp: number): string;
     /** createSignature on the libuv thread pool. */
@@ -225,21 +263,21 @@ export declare class PromotionalOfferSignatureCreator {
 }
 
 export declare class PromotionalOfferV2SignatureCreator {
-    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
     createSignature(productId: string, offerIdentifier: string, transactionId?: string | undefined): string;
     createSignatureAsync(productId: string, offerIdentifier: string, transactionId?: string | undefined): Promise<string>;
     close(): void;
 }
 
 export declare class IntroductoryOfferEligibilitySignatureCreator {
-    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
     createSignature(productId: string, allowIntroductoryOffer: boolean, transactionId: string): string;
     createSignatureAsync(productId: string, allowIntroductoryOffer: boolean, transactionId: string): Promise<string>;
     close(): void;
 }
 
 export declare class AdvancedCommerceInAppSignatureCreator {
-    constructor(signingKey: string, keyId: string, issuerId: string, bundleId: string);
+    constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
     createSignature(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): string;
     createSignatureAsync(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
     close(): void;

@@ -14,6 +14,7 @@ const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
 const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
 const { classify, within, readBody, refuseRedirected, API_BODY_LIMIT } = require('./transport.js');
 const { redact, isPem } = require('./redact.js');
+const { checkSigningKey, newKey, isSigner, syncRefused } = require('./signer.js');
 
 const WHERE = 'AppStoreServerAPIClient';
 const BASE_URLS = {
@@ -121,13 +122,14 @@ async function readResponse(res, signal) {
 
 class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
   /**
-   * Apple's constructor: (signingKey: .p8 PEM text, keyId, issuerId, bundleId, environment), plus options:
+   * Apple's constructor: (signingKey: .p8 PEM text or an ExternalSigner, keyId, issuerId, bundleId, environment),
+   * plus options:
    * {fetch, baseUrl, timeoutMs, maxRetries, initialBackoffMs, maxBackoffMs, sandboxFallback, sandboxBaseUrl,
    * rateLimit: {maxWaitMs, sharePercent}}.
    */
   constructor(signingKey, keyId, issuerId, bundleId, environment, options) {
     super();
-    args.textOrBytes(WHERE, 'signingKey', signingKey);
+    checkSigningKey(WHERE, signingKey);
     args.string(WHERE, 'keyId', keyId);
     args.string(WHERE, 'issuerId', issuerId);
     args.string(WHERE, 'bundleId', bundleId);
@@ -145,7 +147,7 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
       throw new TypeError(`${WHERE}: options.sandboxBaseUrl is used only by the Sandbox fallback: set options.sandboxFallback: true`);
     const rateLimit = rateLimitOption(opts.rateLimit);
 
-    const key = guard('config', () => native.signing_key_new(signingKey, keyId, issuerId, bundleId));
+    const key = newKey(WHERE, signingKey, keyId, issuerId, bundleId);
     const o = guard('config', () => native.api_client_options_new());
     try {
       guard('config', () => {
@@ -159,6 +161,8 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
         if (sandboxFallback) native.api_client_options_set_sandbox_fallback(o, 1, sandboxBaseUrl);
         if (rateLimit) native.api_client_options_set_rate_limit(o, 1, rateLimit.maxWaitMs, rateLimit.sharePercent);
       });
+      // With an ExternalSigner the client's handle keeps the signer's bridge too (the addon: a handle made from the
+      // key's), so it may outlive the key's handle.
       Object.defineProperty(this, '_client', { value: guard('config', () => native.api_client_new(key, ENVIRONMENT_CODES[environment], o)) });
     } catch (e) {
       native.close(key);
@@ -167,6 +171,7 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
       native.close(o);
     }
     Object.defineProperty(this, '_key', { value: key });
+    Object.defineProperty(this, '_external', { value: isSigner(signingKey) });
     Object.defineProperty(this, '_fetch', { value: opts.fetch || null });
     Object.defineProperty(this, '_environment', { value: environment });
     this.urlBase = opts.baseUrl != null ? opts.baseUrl.replace(/\/+$/, '') : BASE_URLS[environment];
@@ -221,8 +226,10 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     });
   }
 
-  /** An App Store Server API bearer token (ES256), as every request gets a fresh one. */
+  /** An App Store Server API bearer token (ES256), as every request gets a fresh one. With an ExternalSigner: use
+   *  createBearerTokenAsync (this call would block the thread the signer runs on). */
   createBearerToken() {
+    if (this._external) throw syncRefused(`${WHERE}.createBearerToken`, 'createBearerTokenAsync');
     try {
       return native.signing_key_create_api_token(this._key, 0, 0);
     } catch (e) {
@@ -230,8 +237,19 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     }
   }
 
-  /** Frees the library's client and key now; later calls throw. */
+  /** createBearerToken on the libuv thread pool (a Promise); works with an ExternalSigner. */
+  createBearerTokenAsync() {
+    try {
+      return native.async.signing_key_create_api_token(this._key, 0, 0);
+    } catch (e) {
+      return Promise.reject(convert(e, 'config'));
+    }
+  }
+
+  /** Frees the library's client and key now; later calls throw. With an ExternalSigner, requests still waiting for
+   *  their signature fail (signer_failed). */
   close() {
+    if (this._external) native.signerClose(this._key);
     native.close(this._client);
     native.close(this._key);
   }

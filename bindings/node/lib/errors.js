@@ -76,6 +76,42 @@ function isNative(e) {
   return e !== null && typeof e === 'object' && e.appstoreError === true;
 }
 
+// External signers (lib/signer.js): what a JS signer threw or rejected with, by id, from the moment the waiting
+// library call accepts the failure until that call's error takes it as its cause. Bounded: an id nobody takes (it
+// cannot happen, short of a bug) is dropped with the oldest.
+const signerCauses = new Map();
+let nextSignerCause = 1;
+const MAX_SIGNER_CAUSES = 256;
+
+function keepSignerCause(value) {
+  const id = nextSignerCause++;
+  signerCauses.set(id, value);
+  if (signerCauses.size > MAX_SIGNER_CAUSES) signerCauses.delete(signerCauses.keys().next().value);
+  return id;
+}
+
+function forgetSignerCause(id) {
+  signerCauses.delete(id);
+}
+
+/**
+ * A call that failed because its external signer did (the addon's note: signerFailure, signerCauseId,
+ * signerTimedOut): the library's "the signer callback returned 1" becomes what the JS signer did, and what it threw
+ * or rejected with becomes the cause (a TimeoutError for a signer that did not answer in time).
+ */
+function signerDetail(e, err) {
+  if (typeof e.signerFailure !== 'string') return;
+  const what = e.signerFailure;
+  const re = /the signer callback returned -?\d+/;
+  err.message = redact(re.test(err.message) ? err.message.replace(re, () => what) : `${err.message} (${what})`);
+  if (e.signerCauseId) {
+    if (signerCauses.has(e.signerCauseId)) err.cause = signerCauses.get(e.signerCauseId);
+    signerCauses.delete(e.signerCauseId);
+  } else if (e.signerTimedOut) {
+    err.cause = new DOMException(what, 'TimeoutError');
+  }
+}
+
 /** Apple's Node VerificationStatus for a library failure. */
 function appleVerificationStatus(d) {
   const byReason = spec.VERIFICATION_STATUS_BY_REASON[d.reasonName];
@@ -102,7 +138,9 @@ function convert(e, kind) {
     return new APIException(e.httpStatus, e.apiErrorCode ? e.apiErrorCode : null,
       e.apiErrorCode ? e.apiErrorMessage : null, e);
   }
-  return new AppStoreServerError(e.message, e);
+  const err = new AppStoreServerError(e.message, e);
+  signerDetail(e, err);
+  return err;
 }
 
 /** Calls fn(); a native failure is thrown as convert(failure, kind). */
@@ -115,4 +153,4 @@ function guard(kind, fn) {
 }
 
 module.exports = { AppStoreServerError, VerificationException, APIException, convert, guard, isNative,
-  appleVerificationStatus };
+  appleVerificationStatus, keepSignerCause, forgetSignerCause };

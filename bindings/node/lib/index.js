@@ -7,6 +7,7 @@ const { AppStoreServerAPIClient } = require('./client.js');
 const { VerificationException, APIException, AppStoreServerError } = require('./errors.js');
 const signing = require('./signing.js');
 const { ReceiptUtility, ReceiptVerifier } = require('./receipts.js');
+const { ExternalSigner } = require('./signer.js');
 
 module.exports = {
   AppStoreServerAPIClient,
@@ -20,6 +21,7 @@ module.exports = {
   AdvancedCommerceInAppSignatureCreator: signing.AdvancedCommerceInAppSignatureCreator,
   AppStoreServerError,
   ReceiptVerifier,
+  ExternalSigner,
   /** The package version. */
   version: require('../package.json').version,
   /** The version of the loaded libappstoreserver. */

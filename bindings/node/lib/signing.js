@@ -1,19 +1,20 @@
 'use strict';
 // Apple's four signature creators. createSignature is synchronous and returns the signature, as in Apple's library;
-// createSignatureAsync does the same signing on the libuv thread pool and returns a Promise.
+// createSignatureAsync does the same signing on the libuv thread pool and returns a Promise. signingKey: the .p8 PEM,
+// or an ExternalSigner (lib/signer.js), which only createSignatureAsync can use (the signer runs on the JS thread).
 const native = require('./native.js');
 const args = require('./args.js');
 const { convert, guard } = require('./errors.js');
+const { newKey, isSigner, syncRefused } = require('./signer.js');
 
-function key(where, signingKey, keyId, issuerId, bundleId) {
-  args.textOrBytes(where, 'signingKey', signingKey);
-  args.string(where, 'keyId', keyId);
-  if (issuerId !== null) args.string(where, 'issuerId', issuerId);
-  args.string(where, 'bundleId', bundleId);
-  return guard('config', () => native.signing_key_new(signingKey, keyId, issuerId, bundleId));
+function key(creator, where, signingKey, keyId, issuerId, bundleId) {
+  const handle = newKey(where, signingKey, keyId, issuerId, bundleId);
+  Object.defineProperty(creator, '_key', { value: handle });
+  Object.defineProperty(creator, '_external', { value: isSigner(signingKey) });
 }
 
-function sign(fn, argv) {
+function sign(creator, where, fn, argv) {
+  if (creator._external) throw syncRefused(`${where}.createSignature`, 'createSignatureAsync');
   return guard('sign', () => native[fn](...argv));
 }
 
@@ -28,8 +29,10 @@ function signAsync(fn, argv) {
 }
 
 class SignatureCreator {
-  /** Frees the library's key now (key memory is cleansed); later calls throw. */
+  /** Frees the library's key now (key memory is cleansed); later calls throw. With an ExternalSigner, signatures
+   *  still waiting for it fail (signer_failed). */
   close() {
+    if (this._external) native.signerClose(this._key);
     native.close(this._key);
   }
 }
@@ -38,7 +41,7 @@ class SignatureCreator {
 class PromotionalOfferSignatureCreator extends SignatureCreator {
   constructor(signingKey, keyId, bundleId) {
     super();
-    Object.defineProperty(this, '_key', { value: key('PromotionalOfferSignatureCreator', signingKey, keyId, null, bundleId) });
+    key(this, 'PromotionalOfferSignatureCreator', signingKey, keyId, null, bundleId);
   }
 
   _argv(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp) {
@@ -52,7 +55,7 @@ class PromotionalOfferSignatureCreator extends SignatureCreator {
   }
 
   createSignature(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp) {
-    return sign('signing_key_create_promotional_offer_v1',
+    return sign(this, 'PromotionalOfferSignatureCreator', 'signing_key_create_promotional_offer_v1',
       this._argv(productIdentifier, subscriptionOfferID, appAccountToken, nonce, timestamp)).signature;
   }
 
@@ -71,7 +74,7 @@ class PromotionalOfferSignatureCreator extends SignatureCreator {
 class PromotionalOfferV2SignatureCreator extends SignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
-    Object.defineProperty(this, '_key', { value: key('PromotionalOfferV2SignatureCreator', signingKey, keyId, issuerId, bundleId) });
+    key(this, 'PromotionalOfferV2SignatureCreator', signingKey, keyId, issuerId, bundleId);
   }
 
   _argv(productId, offerIdentifier, transactionId) {
@@ -82,7 +85,8 @@ class PromotionalOfferV2SignatureCreator extends SignatureCreator {
   }
 
   createSignature(productId, offerIdentifier, transactionId) {
-    return sign('signing_key_create_promotional_offer_v2', this._argv(productId, offerIdentifier, transactionId));
+    return sign(this, 'PromotionalOfferV2SignatureCreator', 'signing_key_create_promotional_offer_v2',
+      this._argv(productId, offerIdentifier, transactionId));
   }
 
   createSignatureAsync(productId, offerIdentifier, transactionId) {
@@ -100,7 +104,7 @@ class PromotionalOfferV2SignatureCreator extends SignatureCreator {
 class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
-    Object.defineProperty(this, '_key', { value: key('IntroductoryOfferEligibilitySignatureCreator', signingKey, keyId, issuerId, bundleId) });
+    key(this, 'IntroductoryOfferEligibilitySignatureCreator', signingKey, keyId, issuerId, bundleId);
   }
 
   _argv(productId, allowIntroductoryOffer, transactionId) {
@@ -112,7 +116,8 @@ class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
   }
 
   createSignature(productId, allowIntroductoryOffer, transactionId) {
-    return sign('signing_key_create_introductory_offer_eligibility', this._argv(productId, allowIntroductoryOffer, transactionId));
+    return sign(this, 'IntroductoryOfferEligibilitySignatureCreator', 'signing_key_create_introductory_offer_eligibility',
+      this._argv(productId, allowIntroductoryOffer, transactionId));
   }
 
   createSignatureAsync(productId, allowIntroductoryOffer, transactionId) {
@@ -131,7 +136,7 @@ class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
 class AdvancedCommerceInAppSignatureCreator extends SignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
-    Object.defineProperty(this, '_key', { value: key('AdvancedCommerceInAppSignatureCreator', signingKey, keyId, issuerId, bundleId) });
+    key(this, 'AdvancedCommerceInAppSignatureCreator', signingKey, keyId, issuerId, bundleId);
   }
 
   _argv(advancedCommerceInAppRequest) {
@@ -140,7 +145,8 @@ class AdvancedCommerceInAppSignatureCreator extends SignatureCreator {
   }
 
   createSignature(AdvancedCommerceInAppRequest) {
-    return sign('signing_key_create_advanced_commerce_in_app', this._argv(AdvancedCommerceInAppRequest));
+    return sign(this, 'AdvancedCommerceInAppSignatureCreator', 'signing_key_create_advanced_commerce_in_app',
+      this._argv(AdvancedCommerceInAppRequest));
   }
 
   createSignatureAsync(AdvancedCommerceInAppRequest) {
