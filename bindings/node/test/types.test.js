@@ -91,7 +91,19 @@ const OURS = `
 import { SignedDataVerifier, Environment, AppStoreServerAPIClient, VerifiedNotification, LibraryStatusName,
   FailureReasonName, VerificationException, ReceiptVerifier, VerifiedAppReceiptFields, AppReceiptTransactionIds,
   ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse, Answer, TransactionInfoResponse,
-  RefundHistoryResponse, AppStoreServerError, RateLimitOptions, APIException } from 'appstoreserver';
+  RefundHistoryResponse, AppStoreServerError, RateLimitOptions, APIException, ExternalSigner, Signer,
+  PromotionalOfferV2SignatureCreator } from 'appstoreserver';
+async function signers(kms: { sign(digest: Buffer): Promise<Buffer> }, publicKeyDer: Buffer) {
+  const signer = new ExternalSigner((data: Buffer, digest: Buffer) => kms.sign(digest), publicKeyDer, { timeoutMs: 2000 });
+  const plain: Signer = (message) => message;
+  const client = new AppStoreServerAPIClient(signer, 'k', 'i', 'b', Environment.SANDBOX);
+  const token: string = await client.createBearerTokenAsync();
+  const jws: string = await new PromotionalOfferV2SignatureCreator(new ExternalSigner(plain, '-----BEGIN PUBLIC KEY-----'),
+    'k', 'i', 'b').createSignatureAsync('p', 'o');
+  const ms: number = signer.timeoutMs;
+  console.log(token, jws, ms);
+}
+console.log(signers);
 async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: ReceiptVerifier) {
   const deep: VerifiedNotification = await v.verifyAndDecodeNotificationDeep('...');
   console.log(deep.transaction?.transactionId, v.verifyAndDecodeTransactionSync('...').price);
@@ -202,20 +214,22 @@ test('tsc --strict: the declarations, Apple-style code, every export of Apple\'s
 
 test('tsc finds type errors in code using the declarations (the check can fail)', { skip: !HAVE_TSC && 'no tsc' }, () => {
   const bad = `
-import { SignedDataVerifier, Environment, AppStoreServerAPIClient } from 'appstoreserver';
+import { SignedDataVerifier, Environment, AppStoreServerAPIClient, ExternalSigner } from 'appstoreserver';
 const v = new SignedDataVerifier([], 'yes', Environment.SANDBOX, 'b');
 async function f(c: AppStoreServerAPIClient) { const n: number = await c.getTransactionInfo(5); console.log(n); }
 const o = new AppStoreServerAPIClient('', '', '', '', Environment.PRODUCTION, { sandboxFallback: 'yes', rateLimit: { maxWait: 5 } });
 async function g(c: AppStoreServerAPIClient) { await c.answer('getTransactionInfo', 5); }
 async function h(c: AppStoreServerAPIClient) { await c.answer('close'); }
-console.log(v, f, o, g, h);
+const s = new ExternalSigner(() => 'signature', '', { timeoutMs: '5' });
+console.log(v, f, o, g, h, s);
 `;
   const r = check(project({ 'bad.ts': bad }));
   assert.notEqual(r.status, 0);
   assert.match(r.stdout, /bad\.ts.*TS2345/s);
   assert.match(r.stdout, /TS2322|TS2345/);
-  // The options and answer() are typed: a wrong option type, answer()'s arguments, a method that is no endpoint.
-  for (const line of [5, 6, 7]) assert.match(r.stdout, new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`), `line ${line}: ${r.stdout}`);
+  // The options and answer() are typed: a wrong option type, answer()'s arguments, a method that is no endpoint; an
+  // ExternalSigner's signer must give bytes.
+  for (const line of [5, 6, 7, 8]) assert.match(r.stdout, new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`), `line ${line}: ${r.stdout}`);
 });
 
 test('the declarations name every export (parsed)', () => {
