@@ -253,11 +253,23 @@ typedef struct appstore_verifier_options appstore_verifier_options;
 appstore_status appstore_verifier_options_new(appstore_verifier_options **options_out, appstore_error **err_out);
 void appstore_verifier_options_free(appstore_verifier_options *options);
 
-/* Adds a trusted root certificate (DER, copied). For App Store data: Apple Root CA - G3. x5c[2] of a JWS is
- * never trusted; only these roots are. At least one is required, except for the Xcode and LocalTesting
- * environments, which do not check signatures (appstore_verifier_new: APPSTORE_REASON_NO_TRUST_ANCHOR). */
+/* Adds trusted root certificates (copied): one DER certificate, or PEM text with one or more CERTIFICATE blocks
+ * (each becomes a root). For App Store data: Apple Root CA - G3 (appstore_apple_root_der(0, ...)). x5c[2] of a JWS
+ * is never trusted; only these roots are. At least one is required, except for the Xcode and LocalTesting
+ * environments, which do not check signatures (appstore_verifier_new: APPSTORE_REASON_NO_TRUST_ANCHOR; input that is
+ * neither DER nor PEM certificates: appstore_verifier_new fails with APPSTORE_REASON_BAD_CERTIFICATE). */
 appstore_status appstore_verifier_options_add_root(appstore_verifier_options *options, const uint8_t *der,
                                                    size_t der_len, appstore_error **err_out);
+
+/* Apple's root certificates, carried by the library so no download is needed. Each is checked against the SHA-256
+ * fingerprint Apple publishes (https://www.apple.com/certificateauthority/) when first read; one that does not match
+ * is left out. Index 0: Apple Root CA - G3 (App Store signed data); 1: Apple Inc. Root (app receipts). For
+ * index < count: the DER (*len_out its length), Apple's name, the fingerprint ("63:34:3A:..."); out of range: NULL
+ * and 0, or "". Static storage. */
+size_t appstore_apple_root_count(void);
+const uint8_t *appstore_apple_root_der(size_t index, APPSTORE_OPTIONAL size_t *len_out);
+const char *appstore_apple_root_name(size_t index);
+const char *appstore_apple_root_sha256(size_t index);
 /* The app's bundle identifier (NUL-terminated UTF-8, copied). */
 appstore_status appstore_verifier_options_set_bundle_id(appstore_verifier_options *options, const char *bundle_id,
                                                         appstore_error **err_out);
@@ -532,11 +544,11 @@ appstore_status appstore_transaction_receipt_extract_transaction_id(const char *
 /* App receipt verification (beyond Apple's libraries). Immutable and thread-safe. */
 typedef struct appstore_receipt_verifier appstore_receipt_verifier;
 
-/* `root_ders[i]`/`root_lens[i]` for i < root_count: DER root certificates (copied), the only trust anchors; for App
- * Store receipts, Apple Inc. Root. The certificates a receipt carries are only candidates for its intermediate.
+/* `root_ders[i]`/`root_lens[i]` for i < root_count: root certificates (copied), each DER or PEM text with one or more
+ * certificates, the only trust anchors; for App Store receipts, Apple Inc. Root (appstore_apple_root_der(1, ...)). The certificates a receipt carries are only candidates for its intermediate.
  * bundle_id: NULL accepts any bundle id; otherwise a receipt for another bundle id fails (an empty string is
- * APPSTORE_INVALID_ARGUMENT). No roots: APPSTORE_CONFIGURATION_ERROR / NO_TRUST_ANCHOR; a root that is not DER:
- * APPSTORE_CONFIGURATION_ERROR / BAD_CERTIFICATE. */
+ * APPSTORE_INVALID_ARGUMENT). No roots: APPSTORE_CONFIGURATION_ERROR / NO_TRUST_ANCHOR; a root that is neither
+ * DER nor PEM certificates: APPSTORE_CONFIGURATION_ERROR / BAD_CERTIFICATE. */
 appstore_status appstore_receipt_verifier_new(APPSTORE_OPTIONAL const uint8_t *const *root_ders,
                                               APPSTORE_OPTIONAL const size_t *root_lens,
                                               size_t root_count, APPSTORE_OPTIONAL const char *bundle_id,

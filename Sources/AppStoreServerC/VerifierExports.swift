@@ -202,3 +202,50 @@ public func appstoreVerifierCacheStats(_ verifier: OpaquePointer?, _ hits: Unsaf
         entries?.pointee = UInt64(s.entries)
     }
 }
+
+// MARK: Apple's roots
+
+/// The roots as C data, made once (process lifetime, like string literals).
+private final class AppleRootsC: Sendable {
+    struct Entry: @unchecked Sendable {
+        let der: UnsafeMutablePointer<UInt8>
+        let count: Int
+        let name: StaticCStrings.UnsafePointerBox
+        let sha256: StaticCStrings.UnsafePointerBox
+    }
+    let entries: [Entry]
+    init() {
+        entries = AppleRootCertificate.all.map { root in
+            let p = UnsafeMutablePointer<UInt8>.allocate(capacity: root.der.count)
+            p.initialize(from: root.der, count: root.der.count)
+            return Entry(der: p, count: root.der.count, name: .init(root.name), sha256: .init(root.sha256Fingerprint))
+        }
+    }
+    static let shared = AppleRootsC()
+}
+
+@c(appstore_apple_root_count)
+public func appstoreAppleRootCount() -> UInt { UInt(AppleRootsC.shared.entries.count) }
+
+@c(appstore_apple_root_der)
+public func appstoreAppleRootDer(_ index: UInt, _ lenOut: UnsafeMutablePointer<UInt>?) -> UnsafePointer<UInt8>? {
+    let entries = AppleRootsC.shared.entries
+    guard index < UInt(entries.count) else {
+        lenOut?.pointee = 0
+        return nil
+    }
+    lenOut?.pointee = UInt(entries[Int(index)].count)
+    return UnsafePointer(entries[Int(index)].der)
+}
+
+@c(appstore_apple_root_name)
+public func appstoreAppleRootName(_ index: UInt) -> UnsafePointer<CChar> {
+    let entries = AppleRootsC.shared.entries
+    return index < UInt(entries.count) ? entries[Int(index)].name.pointer : StaticCStrings.emptyString
+}
+
+@c(appstore_apple_root_sha256)
+public func appstoreAppleRootSha256(_ index: UInt) -> UnsafePointer<CChar> {
+    let entries = AppleRootsC.shared.entries
+    return index < UInt(entries.count) ? entries[Int(index)].sha256.pointer : StaticCStrings.emptyString
+}

@@ -114,3 +114,11 @@ set_tests_properties(selfcontained_lib PROPERTIES FIXTURES_REQUIRED testpki TIME
 # checker's own self-test (libraries that break each rule are refused).
 add_test(NAME glibc_floor COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/scripts/check-glibc" "${CAPI_DIST_LIB}")
 add_test(NAME glibc_floor_selftest COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/scripts/check-glibc" --self-test)
+
+# Apple's roots carried by the library, and PEM roots (both flavours).
+capi_test_executable(capi_roots appstoreserver "${CAPI_SRC}/roots_test.c")
+capi_test_executable(capi_roots_selfcontained appstoreserver_selfcontained "${CAPI_SRC}/roots_test.c")
+foreach(exe IN ITEMS capi_roots capi_roots_selfcontained)
+  add_test(NAME c_${exe} COMMAND ${exe} "${TESTPKI_DIR}" "${CONFORMANCE_DIR}")
+  set_tests_properties(c_${exe} PROPERTIES FIXTURES_REQUIRED testpki)
+endforeach()

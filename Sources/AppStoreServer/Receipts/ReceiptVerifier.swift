@@ -21,7 +21,7 @@ public final class ReceiptVerifier: Sendable {
     let trust: TrustStore
 
     /// - Parameters:
-    ///   - rootCertificates: DER roots, the only trust anchors (for App Store receipts: Apple Inc. Root).
+    ///   - rootCertificates: roots, DER or PEM text (several certificates each), the only trust anchors (for App Store receipts: Apple Inc. Root, `AppleRootCertificate.appleIncRoot`).
     ///   - bundleId: the app's bundle id, or nil to accept any (an empty string is a configuration error).
     public init(rootCertificates: [[UInt8]], bundleId: String? = nil) throws(ConfigurationError) {
         if let bundleId, bundleId.isEmpty {

@@ -30,7 +30,7 @@ public final class SignedDataVerifier: Sendable {
     let online: OnlineChecks?
 
     /// - Parameters:
-    ///   - rootCertificates: DER root certificates, the only trust anchors (for App Store data: Apple Root CA - G3);
+    ///   - rootCertificates: root certificates, DER or PEM text (several certificates each), the only trust anchors (for App Store data: Apple Root CA - G3, `AppleRootCertificate.appleRootCAG3`);
     ///     may be empty for `.xcode` and `.localTesting`, which skip signature checks.
     ///   - appAppleId: required when `environment` is `.production`.
     ///   - environment: `.sandbox`, `.production`, `.xcode` or `.localTesting` (the last two skip signature checks,

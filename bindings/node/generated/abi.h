@@ -163,6 +163,37 @@ static const asb_param asb_params_verifier_options_add_root[] = {
     {"der_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
+/* appstore_apple_root_count */
+static void asb_call_apple_root_count(asb_frame *f) {
+    f->r.z = appstore_apple_root_count();
+}
+static const asb_param asb_params_apple_root_count[] = {
+    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},
+};
+/* appstore_apple_root_der */
+static void asb_call_apple_root_der(asb_frame *f) {
+    size_t o1 = 0;
+    f->r.p = (void *)appstore_apple_root_der((size_t)f->s[0].z, &o1);
+    f->s[1].z = o1;
+}
+static const asb_param asb_params_apple_root_der[] = {
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+    {"len_out", ASB_OUT_RESULT_LENGTH, -1, ASB_VT_SIZE, 1, -1, 0},
+};
+/* appstore_apple_root_name */
+static void asb_call_apple_root_name(asb_frame *f) {
+    f->r.p = (void *)appstore_apple_root_name((size_t)f->s[0].z);
+}
+static const asb_param asb_params_apple_root_name[] = {
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+};
+/* appstore_apple_root_sha256 */
+static void asb_call_apple_root_sha256(asb_frame *f) {
+    f->r.p = (void *)appstore_apple_root_sha256((size_t)f->s[0].z);
+}
+static const asb_param asb_params_apple_root_sha256[] = {
+    {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+};
 /* appstore_verifier_options_set_bundle_id */
 static void asb_call_verifier_options_set_bundle_id(asb_frame *f) {
     appstore_error *err = NULL;
@@ -895,7 +926,7 @@ static const asb_param asb_params_verifier_options_set_transport[] = {
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 
-#define ASB_FUNCTIONS 73
+#define ASB_FUNCTIONS 77
 static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"version", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 0, asb_params_version, asb_call_version},
     {"status_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_status_name, asb_call_status_name},
@@ -914,6 +945,10 @@ static const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"error_header_value", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_error_header_value, asb_call_error_header_value},
     {"verifier_options_new", ASB_RET_STATUS, ASB_VT_NONE, 2, asb_params_verifier_options_new, asb_call_verifier_options_new},
     {"verifier_options_add_root", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_verifier_options_add_root, asb_call_verifier_options_add_root},
+    {"apple_root_count", ASB_RET_VALUE, ASB_VT_SIZE, 0, asb_params_apple_root_count, asb_call_apple_root_count},
+    {"apple_root_der", ASB_RET_BORROWED_BYTES, ASB_VT_NONE, 2, asb_params_apple_root_der, asb_call_apple_root_der},
+    {"apple_root_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_apple_root_name, asb_call_apple_root_name},
+    {"apple_root_sha256", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_apple_root_sha256, asb_call_apple_root_sha256},
     {"verifier_options_set_bundle_id", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_options_set_bundle_id, asb_call_verifier_options_set_bundle_id},
     {"verifier_options_set_app_apple_id", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_options_set_app_apple_id, asb_call_verifier_options_set_app_apple_id},
     {"verifier_options_set_environment", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_options_set_environment, asb_call_verifier_options_set_environment},
