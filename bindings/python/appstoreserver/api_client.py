@@ -1,11 +1,12 @@
 """The App Store Server API clients (Apple's appstoreserverlibrary.api_client) on libappstoreserver.
 
-The library (the "core") builds every request: method, percent-encoded URL, headers with a fresh ES256 bearer
-token, body, after checking the parameters against Apple's limits. Python moves the bytes: `_execute_request`
-(urllib by default; override it to use your own HTTP, as with Apple's library). The core decodes every answer,
-and decides whether and when a failed attempt is retried (HTTP 429 and Apple's retryable codes, honouring
-Retry-After), whether a Production lookup is asked again in Sandbox (sandbox_fallback) and how long an attempt
-waits for the client-side rate limit (rate_limit); Python only sleeps and sends.
+The library (the "core") runs every call: its call driver (appstore_api_call_*) builds each request (method,
+percent-encoded URL, headers with a fresh ES256 bearer token, body, after checking the parameters against Apple's
+limits), decodes each answer, and decides what comes next: whether and when a failed attempt is retried (HTTP 429
+and Apple's retryable codes, honouring Retry-After), whether a Production lookup is asked again in Sandbox
+(sandbox_fallback), how long an attempt waits for the client-side rate limit (rate_limit), and the following pages of
+iter_*. Python moves the bytes through `_execute_request` (urllib by default; override it to use your own HTTP, as
+with Apple's library), sleeps when the core says wait, and gives the core its clock (`_now_ms`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import copy
 import inspect
 import json as _json
 import time
-from ctypes import byref, c_int64, c_size_t, c_void_p, string_at
+from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p, string_at
 from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from . import _args, _http
+from ._generated import abi
 from ._generated.api_errors import AdvancedCommerceAPIError, APIError
 from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
 from ._generated.errors import AppStoreStatus, FailureReason
@@ -42,12 +44,7 @@ _BASE_URLS = {
     Environment.LOCAL_TESTING: "https://local-testing-base-url",
 }
 _UNSET = object()
-# A request that waited this long for its rate-limit slot is built again before it is sent: its bearer token (300 s)
-# was made before the wait.
-_REBUILD_AFTER_WAIT = 60.0
 _RATE_LIMIT_MAX_WAIT = 10.0  # one slot of Apple's slowest Sandbox endpoints (1/s in Production: one per 10 s)
-_NEITHER = "Production answered transactionIdNotFound (4040010); then Sandbox: "
-_NEITHER_401 = "Production answered HTTP 401 (an app never released there); then Sandbox: "
 
 
 class APIException(Exception):
@@ -264,9 +261,11 @@ class BaseAppStoreServerAPIClient:
                       retries, is asked again in Sandbox, as Apple advises (App Review buys in Sandbox); so is one
                       Production answers with HTTP 401 (its answer for an app never released there, which App Review
                       and TestFlight purchases of a new app meet). Later pages of iter_* stay in the environment that
-                      answered. When Sandbox fails too, its APIException is raised, Production's as its __context__
-                      (message starting "Production answered transactionIdNotFound (4040010); then Sandbox: ", or
-                      "Production answered HTTP 401 (an app never released there); then Sandbox: ").
+                      answered. When Sandbox answers with an error too, its APIException is raised (message starting
+                      "Production answered transactionIdNotFound (4040010); then Sandbox: ", or "Production answered
+                      HTTP 401 (an app never released there); then Sandbox: "), Production's APIException in its
+                      __context__ chain (every answer a call went past, retried or Production's, is the __context__
+                      of the next failure).
                       `client.with_environment.<method>(...)` returns (answer, Environment) to tell which answered.
     sandbox_base_url  the Sandbox base URL of the fallback (default: Apple's), e.g. a second test server
     rate_limit        slow down to Apple's published per-endpoint limits (docs/endpoints.md; Sandbox a tenth), one
@@ -332,7 +331,6 @@ class BaseAppStoreServerAPIClient:
             raise ValueError(info.message if info else "appstore_api_client_new failed")
         self._client = handle
         self._h = handle.ptr
-        self._sandbox_fallback = fallback
         self._external_signer = is_signer(signing_key)
 
     # ---- Apple's private helpers that subclasses use --------------------------------------------------------
@@ -348,88 +346,14 @@ class BaseAppStoreServerAPIClient:
         return {"User-Agent": f"appstoreserver/{LIBRARY_VERSION}", "Authorization": f"Bearer {self._generate_token()}",
                 "Accept": "application/json"}
 
-    # ---- the core's request / answer ---------------------------------------------------------------------------
+    # ---- the call loops' clock and sleep (tests replace them) --------------------------------------------------
 
-    def _prepare(self, endpoint: str, params: Dict[str, Any], sandbox: bool = False,
-                 reserve: bool = True) -> Tuple[_Prepared, float]:
-        """The core's request (the Sandbox fallback's when `sandbox`) and the seconds to wait for its rate-limit
-        slot (reserved here unless `reserve` is False); APIException (LOCAL_RATE_LIMIT) when there is none."""
-        try:
-            params_json = _json.dumps(params, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"{endpoint}: a parameter does not convert to JSON: {e}") from None
-        try:
-            pj = params_json.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise ValueError(f"{endpoint}: a parameter is not valid Unicode text (unpaired surrogate)") from e
-        req = c_void_p()
-        err = c_void_p()
-        build = lib.appstore_api_client_build_fallback_request if sandbox else lib.appstore_api_client_build_request
-        st = build(self._h, endpoint.encode(), pj, byref(req), byref(err))
-        if st != 0:
-            info = read_error(err, st)
-            prefix = "" if info.message.startswith(f"{endpoint}: ") else f"{endpoint}: "  # the library may name it
-            if info.reason == FailureReason.SIGNER_FAILED:
-                # A bearer token the external signer could not make: raised as the signature creators raise it.
-                raise error_from(info, self._key, prefix)
-            raise ValueError(prefix + info.message)
-        r = req.value
-        try:
-            wait = 0.0
-            if reserve:
-                delay = c_int64(0)
-                st = lib.appstore_api_client_reserve(self._h, r, byref(delay), byref(err))
-                if st != 0:
-                    raise APIException._from_info(read_error(err, st), ENDPOINTS[endpoint][1])
-                wait = delay.value / 1000.0
-            n = lib.appstore_api_request_header_count(r)
-            headers = [(lib.appstore_api_request_header_name(r, i).decode(),
-                        lib.appstore_api_request_header_value(r, i).decode()) for i in range(n)]
-            size = c_size_t()
-            ptr = lib.appstore_api_request_body(r, byref(size))
-            body = string_at(ptr, size.value) if ptr and size.value else b""
-            return _Prepared(lib.appstore_api_request_method(r).decode(), lib.appstore_api_request_url(r).decode(),
-                             headers, body, lib.appstore_api_request_timeout_ms(r) / 1000.0), wait
-        finally:
-            lib.appstore_api_request_free(r)
+    def _now_ms(self) -> int:
+        """Now, in UNIX milliseconds: what the core dates rate-limit slots and a delta-seconds Retry-After with."""
+        return time.time_ns() // 1_000_000
 
-    def _answer(self, endpoint: str, attempt: int, response: Any, sandbox: bool = False) -> Tuple[bool, Any]:
-        """(True, model or None) for a decoded success; (False, seconds to wait) when the core says retry; raises
-        APIException otherwise, marked _falls_back when the core says the lookup is to be asked in Sandbox."""
-        status, headers, body = _response_parts(response)
-        resp_cls, errors_enum, _ = ENDPOINTS[endpoint]
-        out = c_void_p()
-        err = c_void_p()
-        st = lib.appstore_api_client_decode_response(self._h, endpoint.encode(), status, headers, len(headers), body,
-                                                     len(body), byref(out), byref(err))
-        if st == 0:
-            text = take_string(out)
-            if resp_cls is None:
-                return True, None
-            return True, resp_cls.from_dict(_json.loads(text))
-        try:
-            delay = c_int64(-1)
-            err2 = c_void_p()
-            if lib.appstore_api_client_retry_delay_ms(self._h, err, attempt, byref(delay), byref(err2)) != 0:
-                free_error(err2)
-                delay = c_int64(-1)
-            info = read_error(err, st, free=False)
-            falls_back = (delay.value < 0 and not sandbox and self._sandbox_fallback
-                          and lib.appstore_api_client_falls_back(self._h, endpoint.encode(), err) == 1)
-        finally:
-            free_error(err)
-        if delay.value >= 0:
-            return False, delay.value / 1000.0
-        e = APIException._from_info(info, errors_enum)
-        e._falls_back = falls_back  # type: ignore[attr-defined]
-        raise e
-
-    def _answering(self, sandbox: bool) -> Environment:
-        return Environment.SANDBOX if sandbox else self._environment
-
-    def _first_sandbox(self, environment: Optional[Environment]) -> bool:
-        """Whether a call goes to Sandbox directly: a later page of a lookup that fell back."""
-        return environment == Environment.SANDBOX and self._sandbox_fallback
+    def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def _send_default(self, method: str, url: str, params: Any, headers: Any, json: Any, data: Any
                       ) -> Tuple[str, str, Dict[str, str], Optional[bytes], float]:
@@ -444,12 +368,158 @@ class BaseAppStoreServerAPIClient:
         return method, full, hdrs, body, timeout
 
 
-def _neither(production: APIException) -> str:
-    """The start of the message of a lookup neither environment answered: what Production answered (the core's
-    words)."""
-    if production.http_status_code == 401 and production.raw_api_error != APIError.TRANSACTION_ID_NOT_FOUND.value:
-        return _NEITHER_401
-    return _NEITHER
+_SEND, _WAIT, _DONE = abi.APPSTORE_API_ACTION_SEND, abi.APPSTORE_API_ACTION_WAIT, abi.APPSTORE_API_ACTION_DONE
+_ENVIRONMENTS = {abi.APPSTORE_ENVIRONMENT_SANDBOX: Environment.SANDBOX,
+                 abi.APPSTORE_ENVIRONMENT_PRODUCTION: Environment.PRODUCTION,
+                 abi.APPSTORE_ENVIRONMENT_LOCAL_TESTING: Environment.LOCAL_TESTING}
+# The statuses of an API call's own failures (Apple's answer, no answer, an undecodable answer, the rate limit): raised
+# as APIException. Anything else is the caller's parameters (ValueError) or the bearer token (SigningError).
+_API_STATUSES = frozenset({AppStoreStatus.API_ERROR, AppStoreStatus.TRANSPORT_ERROR, AppStoreStatus.INVALID_RESPONSE,
+                           AppStoreStatus.RATE_LIMITED})
+
+
+class _Call:
+    """One call of the core's call driver (appstore_api_call_*), in Python terms, for the clients' loops. The core
+    decides everything between two sends: the rate-limit slot of each attempt, a fresh bearer token per attempt,
+    retries and Retry-After, the Sandbox fallback, the following pages of iter_*. Each answer the call went past (a
+    retried one; Production's, when a lookup was asked again in Sandbox) becomes the __context__ of the next failure,
+    so the exception finally raised carries what came before it."""
+
+    __slots__ = ("client", "endpoint", "handle", "_received", "_passed")
+
+    def __init__(self, client: "BaseAppStoreServerAPIClient", endpoint: str, params: Dict[str, Any]):
+        try:
+            params_json = _json.dumps(params, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{endpoint}: a parameter does not convert to JSON: {e}") from None
+        try:
+            pj = params_json.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{endpoint}: a parameter is not valid Unicode text (unpaired surrogate)") from e
+        self.client, self.endpoint = client, endpoint
+        self._received: Optional[Tuple[int, bytes, bytes]] = None  # the answer reported, until next() judges it
+        self._passed: Optional[APIException] = None
+        handle, info = new_handle("appstore_api_call_new", client._h, endpoint.encode(), pj)
+        if handle is None:
+            raise self._error(info)  # type: ignore[arg-type]
+        self.handle = handle
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def next(self, now_ms: int) -> Tuple[int, int]:
+        """(action, milliseconds to wait) from appstore_api_call_next; the call's final error is raised."""
+        action, wait, err = c_int32(), c_int64(), c_void_p()
+        st = lib.appstore_api_call_next(self.handle.ptr, now_ms, byref(action), byref(wait), byref(err))
+        received, self._received = self._received, None
+        if st != 0:
+            info = read_error(err, st)
+            if received is not None and info.http_status == 0:  # not that answer's error (nothing sent since)
+                self._pass(received)
+            raise self._error(info)
+        if received is not None and action.value != _DONE:  # retried, or asked again in Sandbox
+            self._pass(received)
+        return action.value, wait.value
+
+    def request(self) -> _Prepared:
+        """After SEND: the request to send."""
+        req, err = c_void_p(), c_void_p()
+        st = lib.appstore_api_call_request(self.handle.ptr, byref(req), byref(err))
+        if st != 0:  # pragma: no cover - next() answered SEND
+            raise RuntimeError(read_error(err, st).message)
+        r = req.value
+        try:
+            n = lib.appstore_api_request_header_count(r)
+            headers = [(lib.appstore_api_request_header_name(r, i).decode(),
+                        lib.appstore_api_request_header_value(r, i).decode()) for i in range(n)]
+            size = c_size_t()
+            ptr = lib.appstore_api_request_body(r, byref(size))
+            body = string_at(ptr, size.value) if ptr and size.value else b""
+            return _Prepared(lib.appstore_api_request_method(r).decode(), lib.appstore_api_request_url(r).decode(),
+                             headers, body, lib.appstore_api_request_timeout_ms(r) / 1000.0)
+        finally:
+            lib.appstore_api_request_free(r)
+
+    def receive(self, response: Any, now_ms: int) -> None:
+        """The answer _execute_request returned, received at now_ms."""
+        status, headers, body = _response_parts(response)
+        err = c_void_p()
+        st = lib.appstore_api_call_receive(self.handle.ptr, status, headers, len(headers), body, len(body), now_ms,
+                                           byref(err))
+        if st != 0:  # not an HTTP status, or a body beyond the library's limit
+            raise ValueError(f"{self.endpoint}: _execute_request returned an answer the library refuses: "
+                             f"{read_error(err, st).message}")
+        self._received = (status, headers, body)
+
+    def fail(self, exc: BaseException, now_ms: int) -> None:
+        """_execute_request raised: reported to the core as the transport failure it is (final: never retried, the
+        request may have reached Apple). The exception itself is raised on, unchanged; the core's account of the
+        failure (naming the endpoint) is added to it as a note."""
+        err = c_void_p()
+        msg = str(exc).encode("utf-8", "replace")
+        if lib.appstore_api_call_receive_failure(self.handle.ptr, _http._classify(exc), msg, byref(err)) != 0:
+            free_error(err)  # pragma: no cover - next() answered SEND
+            return
+        action = c_int32()
+        st = lib.appstore_api_call_next(self.handle.ptr, now_ms, byref(action), None, byref(err))
+        if st != 0:
+            info = read_error(err, st)
+            _add_note(exc, f"{info.message} [{_member(FailureReason, info.reason)}]")
+
+    def answer(self) -> Tuple[Any, Environment]:
+        """After DONE: the answer, decoded into the endpoint's model (None for an endpoint without one), and the
+        environment that gave it."""
+        out, env, err = c_void_p(), c_int32(), c_void_p()
+        st = lib.appstore_api_call_answer(self.handle.ptr, byref(out), byref(env), None, byref(err))
+        if st != 0:  # pragma: no cover - next() answered DONE
+            raise RuntimeError(read_error(err, st).message)
+        text = take_string(out)
+        resp_cls = ENDPOINTS[self.endpoint][0]
+        return (None if resp_cls is None else resp_cls.from_dict(_json.loads(text))), _ENVIRONMENTS[env.value]
+
+    def has_next_page(self) -> bool:
+        return lib.appstore_api_call_has_next_page(self.handle.ptr) == 1
+
+    def _pass(self, answer: Tuple[int, bytes, bytes]) -> None:
+        """An answer the call went past, as the APIException it would have been (the core's decoding)."""
+        status, headers, body = answer
+        out, err = c_void_p(), c_void_p()
+        st = lib.appstore_api_client_decode_response(self.client._h, self.endpoint.encode(), status, headers,
+                                                     len(headers), body, len(body), byref(out), byref(err))
+        if st == 0:  # pragma: no cover - a 2xx answer is never gone past
+            take_string(out)
+            return
+        e = APIException._from_info(read_error(err, st), ENDPOINTS[self.endpoint][1])
+        e.__context__, self._passed = self._passed, e
+
+    def _error(self, info: ErrorInfo) -> Exception:
+        if info.status in _API_STATUSES:
+            e = APIException._from_info(info, ENDPOINTS[self.endpoint][1])
+            e.__context__ = self._passed
+            return e
+        prefix = "" if info.message.startswith(f"{self.endpoint}: ") else f"{self.endpoint}: "  # named once
+        if info.reason == FailureReason.SIGNER_FAILED:
+            # A bearer token the external signer could not make: raised as the signature creators raise it.
+            return error_from(info, self.client._key, prefix)
+        return ValueError(prefix + info.message)
+
+
+def _member(enum: Any, value: int) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """PEP 678's add_note (Python 3.11+); before it, __notes__ by hand (read by tools, not printed)."""
+    try:
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:
+            exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - an exception type that takes no attributes keeps its own text
+        pass
 
 
 def _ms(seconds: Any, name: str, minimum: int) -> int:
@@ -493,57 +563,46 @@ class AppStoreServerAPIClient(BaseAppStoreServerAPIClient, EndpointMethods):
     def _call(self, endpoint: str, params: Dict[str, Any]) -> Any:
         return self._call_ext(endpoint, params)[0]
 
-    def _call_ext(self, endpoint: str, params: Dict[str, Any],
-                  environment: Optional[Environment] = None) -> Tuple[Any, Environment]:
-        sandbox = self._first_sandbox(environment)
+    def _call_ext(self, endpoint: str, params: Dict[str, Any]) -> Tuple[Any, Environment]:
+        answers = self._pages_ext(endpoint, params)
         try:
-            return self._attempts(endpoint, params, sandbox), self._answering(sandbox)
-        except APIException as e:
-            if not getattr(e, "_falls_back", False):
-                raise
-            try:
-                return self._attempts(endpoint, params, True), Environment.SANDBOX
-            except APIException as sandbox_error:  # raised with Production's error as its __context__
-                sandbox_error.message = _neither(e) + sandbox_error.message
-                raise
-
-    def _attempts(self, endpoint: str, params: Dict[str, Any], sandbox: bool) -> Any:
-        attempt = 0
-        while True:
-            attempt += 1
-            p, wait = self._prepare(endpoint, params, sandbox)
-            if wait > 0:
-                time.sleep(wait)
-                if wait > _REBUILD_AFTER_WAIT:
-                    p = self._prepare(endpoint, params, sandbox, reserve=False)[0]
-            token = _current.set(p)
-            try:
-                response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
-            finally:
-                _current.reset(token)
-            if inspect.isawaitable(response):
-                _close(response)
-                raise TypeError("_execute_request of the synchronous client returned an awaitable; override it with a "
-                                "plain function, or use AsyncAppStoreServerAPIClient")
-            done, value = self._answer(endpoint, attempt, response, sandbox)
-            if done:
-                return value
-            time.sleep(value)
+            return next(answers)
+        finally:
+            answers.close()
 
     def _pages(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Any]:
         return (page for page, _ in self._pages_ext(endpoint, params))
 
     def _pages_ext(self, endpoint: str, params: Dict[str, Any]) -> Iterator[Tuple[Any, Environment]]:
-        param, field = ENDPOINTS[endpoint][2]
-        token: Optional[str] = None
-        env: Optional[Environment] = None
-        while True:
-            page, env = self._call_ext(endpoint, dict(params, **({param: token} if token is not None else {})), env)
-            yield page, env
-            nxt = getattr(page, field, None)
-            if not getattr(page, "hasMore", False) or not nxt or nxt == token:
-                return
-            token = nxt
+        """The call loop over the core's driver: sends what it says to send, sleeps as long as it says, yields each
+        answer with its environment (the following pages too, for iter_*)."""
+        call = _Call(self, endpoint, params)
+        try:
+            while True:
+                action, wait_ms = call.next(self._now_ms())
+                if action == _SEND:
+                    p = call.request()
+                    token = _current.set(p)
+                    try:
+                        response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
+                    except Exception as e:  # raised on unchanged (a KeyboardInterrupt passes by: the call ends)
+                        call.fail(e, self._now_ms())
+                        raise
+                    finally:
+                        _current.reset(token)
+                    if inspect.isawaitable(response):
+                        _close(response)
+                        raise TypeError("_execute_request of the synchronous client returned an awaitable; override "
+                                        "it with a plain function, or use AsyncAppStoreServerAPIClient")
+                    call.receive(response, self._now_ms())
+                elif action == _WAIT:
+                    self._sleep(wait_ms / 1000.0)
+                else:
+                    yield call.answer()
+                    if not call.has_next_page():
+                        return
+        finally:
+            call.close()
 
 
 class _EnvironmentView(EndpointMethods):
@@ -609,65 +668,54 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
     async def _acall(self, endpoint: str, params: Dict[str, Any]) -> Any:
         return (await self._acall_ext(endpoint, params))[0]
 
-    async def _acall_ext(self, endpoint: str, params: Dict[str, Any],
-                         environment: Optional[Environment] = None) -> Tuple[Any, Environment]:
-        sandbox = self._first_sandbox(environment)
+    async def _acall_ext(self, endpoint: str, params: Dict[str, Any]) -> Tuple[Any, Environment]:
+        answers = self._apages_ext(endpoint, params)
         try:
-            return await self._aattempts(endpoint, params, sandbox), self._answering(sandbox)
-        except APIException as e:
-            if not getattr(e, "_falls_back", False):
-                raise
-            try:
-                return await self._aattempts(endpoint, params, True), Environment.SANDBOX
-            except APIException as sandbox_error:  # raised with Production's error as its __context__
-                sandbox_error.message = _neither(e) + sandbox_error.message
-                raise
+            return await answers.__anext__()
+        finally:
+            await answers.aclose()
 
-    async def _aprepare(self, endpoint: str, params: Dict[str, Any], sandbox: bool,
-                        reserve: bool = True) -> Tuple[_Prepared, float]:
-        # An external signer (a KMS round trip) signs the bearer token: in a worker thread, not on the event loop.
+    async def _asleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def _anext(self, call: _Call) -> Tuple[int, int]:
+        # An external signer (a KMS round trip) may sign a bearer token in next(): in a worker thread, not on the
+        # event loop.
         if self._external_signer:
-            return await asyncio.get_running_loop().run_in_executor(None, self._prepare, endpoint, params, sandbox,
-                                                                    reserve)
-        return self._prepare(endpoint, params, sandbox, reserve)
-
-    async def _aattempts(self, endpoint: str, params: Dict[str, Any], sandbox: bool) -> Any:
-        attempt = 0
-        while True:
-            attempt += 1
-            p, wait = await self._aprepare(endpoint, params, sandbox)
-            if wait > 0:
-                await asyncio.sleep(wait)
-                if wait > _REBUILD_AFTER_WAIT:
-                    p = (await self._aprepare(endpoint, params, sandbox, reserve=False))[0]
-            token = _current.set(p)
-            try:
-                response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
-                if inspect.isawaitable(response):
-                    response = await response
-            finally:
-                _current.reset(token)
-            done, value = self._answer(endpoint, attempt, response, sandbox)
-            if done:
-                return value
-            await asyncio.sleep(value)
+            return await asyncio.get_running_loop().run_in_executor(None, call.next, self._now_ms())
+        return call.next(self._now_ms())
 
     async def _apages(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Any]:
         async for page, _ in self._apages_ext(endpoint, params):
             yield page
 
     async def _apages_ext(self, endpoint: str, params: Dict[str, Any]) -> AsyncIterator[Tuple[Any, Environment]]:
-        param, field = ENDPOINTS[endpoint][2]
-        token: Optional[str] = None
-        env: Optional[Environment] = None
-        while True:
-            page, env = await self._acall_ext(endpoint, dict(params, **({param: token} if token is not None else {})),
-                                              env)
-            yield page, env
-            nxt = getattr(page, field, None)
-            if not getattr(page, "hasMore", False) or not nxt or nxt == token:
-                return
-            token = nxt
+        """The call loop over the core's driver, as AppStoreServerAPIClient's, awaiting the hook and asyncio.sleep."""
+        call = _Call(self, endpoint, params)
+        try:
+            while True:
+                action, wait_ms = await self._anext(call)
+                if action == _SEND:
+                    p = call.request()
+                    token = _current.set(p)
+                    try:
+                        response = self._execute_request(p.method, p.url, p.params, p.headers, p.json, p.data)
+                        if inspect.isawaitable(response):
+                            response = await response
+                    except Exception as e:  # raised on as it is
+                        call.fail(e, self._now_ms())
+                        raise
+                    finally:
+                        _current.reset(token)
+                    call.receive(response, self._now_ms())
+                elif action == _WAIT:
+                    await self._asleep(wait_ms / 1000.0)
+                else:
+                    yield call.answer()
+                    if not call.has_next_page():
+                        return
+        finally:
+            call.close()
 
 
 class _AsyncEnvironmentView(AsyncEndpointMethods):

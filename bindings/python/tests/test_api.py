@@ -245,27 +245,51 @@ def test_retries(keys: Path, mock_url: str) -> None:
 
 
 def test_retry_decision_comes_from_the_core(keys: Path, mock_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Python sleeps for what appstore_api_client_retry_delay_ms says, and does not retry when it says -1."""
+    """Python sleeps (through the client's _sleep) for exactly the WAITs appstore_api_call_next answers, and sends
+    again only when it answers SEND: the backoff doubles from initial_backoff, as the core decides."""
     from appstoreserver import api_client
+    from appstoreserver._generated import abi
 
-    calls = []
-    real = api_client.lib.appstore_api_client_retry_delay_ms
+    actions: List[Tuple[int, int]] = []
+    real_lib = api_client.lib
 
     class Spy:
         def __getattr__(self, name: str) -> Any:
             return getattr(real_lib, name)
 
-        def appstore_api_client_retry_delay_ms(self, *a: Any) -> int:
-            calls.append(a[2])
-            return real(*a)
+        def appstore_api_call_next(self, call: Any, now: int, action: Any, wait: Any, err: Any) -> int:
+            st = real_lib.appstore_api_call_next(call, now, action, wait, err)
+            if st == 0:
+                actions.append((action._obj.value, wait._obj.value))
+            return st
 
-    real_lib = api_client.lib
     monkeypatch.setattr(api_client, "lib", Spy())
     slept: List[float] = []
-    monkeypatch.setattr(api_client.time, "sleep", lambda s: slept.append(s))
     c = client(keys, mock_url, max_retries=2, initial_backoff=0.25, max_backoff=10)
+    c._sleep = slept.append
     assert c.get_transaction_info("flaky5000001-2-spy").signedTransactionInfo == "attempt-3"
-    assert calls == [1, 2] and slept == [0.25, 0.5], (calls, slept)  # exponential backoff, from the core
+    send, wait, done = abi.APPSTORE_API_ACTION_SEND, abi.APPSTORE_API_ACTION_WAIT, abi.APPSTORE_API_ACTION_DONE
+    assert actions == [(send, 0), (wait, 250), (send, 0), (wait, 500), (send, 0), (done, 0)], actions
+    assert slept == [0.25, 0.5], slept  # exponential backoff, from the core
+
+
+def test_retried_answers_are_the_context(keys: Path) -> None:
+    """Each answer the call went past (retried) is the __context__ of the next failure: the exception raised carries
+    every attempt's."""
+    c = client(keys, "https://api.example.test", max_retries=2, initial_backoff=0.01)
+    answers = [FakeResponse(500, {"errorCode": 5000001, "errorMessage": "first"}),
+               FakeResponse(429, {"errorCode": 4290000, "errorMessage": "second"}),
+               FakeResponse(500, {"errorCode": 5000001, "errorMessage": "third"})]
+    c._execute_request = lambda *a: answers.pop(0)
+    c._sleep = lambda seconds: None
+    with pytest.raises(APIException) as ei:
+        c.get_transaction_info("1")
+    chain, e = [], ei.value
+    while e is not None:
+        assert isinstance(e, APIException)
+        chain.append((e.http_status_code, e.error_message))
+        e = e.__context__
+    assert chain == [(500, "third"), (429, "second"), (500, "first")] and answers == []
 
 
 def test_async_retry_does_not_block_the_loop(keys: Path, mock_url: str) -> None:
@@ -631,14 +655,19 @@ def test_subclass_changes_the_request(keys: Path, mock_url: str) -> None:
 
 
 def test_transport_failures_are_not_retried(keys: Path, mock_url: str) -> None:
+    """The transport's exception is raised unchanged, at once; the core's account of it (the endpoint, the kind of
+    failure the loop reported) is a note on it."""
     c = client(keys, mock_url, max_retries=3, timeout=0.3)
     t0 = time.time()
-    with pytest.raises(OSError):
+    with pytest.raises(TimeoutError) as ei:
         c.get_transaction_info("slow-1500")
     assert time.time() - t0 < 1.2, "a transport failure must not be retried"
+    assert [n for n in ei.value.__notes__ if n.startswith("getTransactionInfo: transport timeout: ")
+            and n.endswith("[TRANSPORT_TIMEOUT]")], ei.value.__notes__
     dead = client(keys, "http://127.0.0.1:9", max_retries=3)  # nothing listens on the discard port
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as ei:
         dead.get_transaction_info("1")
+    assert [n for n in ei.value.__notes__ if n.endswith("[TRANSPORT_UNREACHABLE]")], ei.value.__notes__
 
 
 def test_client_configuration(keys: Path) -> None:
