@@ -5,6 +5,7 @@
 #   libappstoreserver-dev  header, .so links, .pc files, CMake package, ABI description (the files cmake --install
 #                          writes; in the packages both flavours' names lead to the one library)
 #   appstoreserver         bin/appstoreserver and completions (only when APPSTORE_TOOL / _COMPLETIONS_DIR are set)
+# and in each, share/doc/<package>/copyright (machine-readable) and THIRD_PARTY_NOTICES.gz (packaging/notices.py).
 
 # The packages' library files (components excluded from cmake --install): the self-contained library as the default
 # libappstoreserver.so.X, and the self-contained directory's names leading to it.
@@ -17,6 +18,22 @@ install(FILES "${APPSTORE_PKG_BIN}/links/sc_major_to_default" RENAME "${APPSTORE
         DESTINATION "${APPSTORE_SC_LIBDIR}" COMPONENT deb_runtime EXCLUDE_FROM_ALL)
 install(FILES "${APPSTORE_PKG_BIN}/links/so_to_major" RENAME libappstoreserver.so
         DESTINATION "${APPSTORE_SC_LIBDIR}" COMPONENT deb_development EXCLUDE_FROM_ALL)
+
+# Each package's /usr/share/doc/<package>/copyright (Debian policy 12.5; machine-readable format) and
+# THIRD_PARTY_NOTICES.gz, made from LICENSE and THIRD_PARTY_NOTICES when configuring.
+set(APPSTORE_DEB_DOC "${APPSTORE_PKG_BIN}/debian")
+set(_appstore_notices_inputs "${CMAKE_CURRENT_SOURCE_DIR}/LICENSE" "${CMAKE_CURRENT_SOURCE_DIR}/THIRD_PARTY_NOTICES"
+    "${CMAKE_CURRENT_LIST_DIR}/notices.py")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_appstore_notices_inputs})
+execute_process(COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/notices.py" debian "${APPSTORE_DEB_DOC}"
+                RESULT_VARIABLE _appstore_rc)
+if(NOT _appstore_rc EQUAL 0)
+  message(FATAL_ERROR "packaging/notices.py debian ${APPSTORE_DEB_DOC} failed")
+endif()
+function(appstore_deb_doc package component)
+  install(FILES "${APPSTORE_DEB_DOC}/copyright" "${APPSTORE_DEB_DOC}/THIRD_PARTY_NOTICES.gz"
+          DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/${package}" COMPONENT ${component} EXCLUDE_FROM_ALL)
+endfunction()
 
 set(CPACK_PACKAGE_NAME appstoreserver)
 set(CPACK_PACKAGE_VENDOR "appstoreserver")
@@ -50,6 +67,8 @@ creates App Store signatures, calls the App Store Server API and reads legacy re
 self-contained build: the Swift runtime and OpenSSL's libcrypto are linked in and only the appstore_* C API
 is exported, so it needs neither a Swift toolchain nor libssl3.")
 
+appstore_deb_doc("${APPSTORE_DEB_LIB}" deb_runtime)
+
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libappstoreserver-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${APPSTORE_DEB_LIB} (= ${PROJECT_VERSION})")
@@ -57,10 +76,13 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION "App Store server toolkit - development files
 The C header appstoreserver.h, pkg-config files (appstoreserver, appstoreserver-selfcontained), the CMake package
 (find_package(appstoreserver): appstoreserver::appstoreserver, appstoreserver::selfcontained) and the
 machine-readable ABI description for binding generators.")
+appstore_deb_doc(libappstoreserver-dev deb_development)
 
 if(APPSTORE_TOOL OR APPSTORE_TOOL_COMPLETIONS_DIR)
-  list(APPEND CPACK_COMPONENTS_ALL tool)
+  list(APPEND CPACK_COMPONENTS_ALL tool deb_tool)
   set(CPACK_COMPONENT_TOOL_GROUP tool)
+  set(CPACK_COMPONENT_DEB_TOOL_GROUP tool)
+  appstore_deb_doc(appstoreserver deb_tool)
   set(CPACK_DEBIAN_TOOL_PACKAGE_NAME appstoreserver)
   set(CPACK_DEBIAN_TOOL_PACKAGE_SECTION utils)
   # Its dependencies from dpkg-shlibdeps; deb-fixup.cmake refuses it if it needs the toolchain's shared Swift

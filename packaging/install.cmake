@@ -8,6 +8,7 @@
 #   lib/pkgconfig/appstoreserver.pc, appstoreserver-selfcontained.pc
 #   lib/cmake/appstoreserver/appstoreserverConfig.cmake, appstoreserverConfigVersion.cmake
 #   share/appstoreserver/appstoreserver.abi.json                   the machine-readable ABI, for binding generators
+#   share/doc/appstoreserver/LICENSE, THIRD_PARTY_NOTICES           the licence, and what each binary contains
 #   bin/appstoreserver, shell completions                           only when APPSTORE_TOOL / _COMPLETIONS_DIR are set
 # (lib is CMAKE_INSTALL_LIBDIR.) Nothing installed holds a path of the build or source tree: the .pc files and the
 # CMake package compute every path from their own location, so the installed tree can be moved.
@@ -101,6 +102,14 @@ write_basic_package_version_file("${APPSTORE_PKG_BIN}/appstoreserverConfigVersio
   VERSION "${PROJECT_VERSION}" COMPATIBILITY ${_appstore_compat})
 install(FILES "${APPSTORE_PKG_BIN}/appstoreserverConfig.cmake" "${APPSTORE_PKG_BIN}/appstoreserverConfigVersion.cmake"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/cmake/appstoreserver" COMPONENT development)
+
+# --- 2b. licence and third-party notices -----------------------------------------------------------------------
+# With each library flavour (components runtime and selfcontained, which the Debian packages do not use: deb.cmake
+# gives every package its own copyright file).
+foreach(component runtime selfcontained)
+  install(FILES "${CMAKE_CURRENT_SOURCE_DIR}/LICENSE" "${CMAKE_CURRENT_SOURCE_DIR}/THIRD_PARTY_NOTICES"
+          DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT ${component})
+endforeach()
 
 # --- 3. the command-line tool ---------------------------------------------------------------------------------
 if(APPSTORE_TOOL)
