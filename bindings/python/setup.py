@@ -8,6 +8,10 @@ The library is taken from, in this order:
   3. a CMake build of the repository (needs the Swift toolchain): cmake -S <repo> -B <repo>/build -G Ninja
      -DCMAKE_BUILD_TYPE=Release && ninja -C <repo>/build dist.
 <repo> is the repository this folder (bindings/python) belongs to, or APPSTORESERVER_REPO.
+
+The repository's LICENSE and THIRD_PARTY_NOTICES are copied into this folder (git-ignored copies) before setuptools
+reads pyproject.toml, whose license-files puts them into the wheel's .dist-info/licenses/ (and into an sdist, which
+then builds without the repository).
 """
 
 import os
@@ -64,6 +68,23 @@ def find_library() -> str:
     return built
 
 
+NOTICE_FILES = ("LICENSE", "THIRD_PARTY_NOTICES")
+
+
+def copy_notices() -> None:
+    """The repository's LICENSE and THIRD_PARTY_NOTICES beside pyproject.toml (license-files may not name a path
+    outside this folder); from an sdist, without the repository, the copies it carries are used."""
+    repo = repo_root()
+    in_repo = os.path.isfile(os.path.join(repo, "CMakeLists.txt")) and os.path.isdir(os.path.join(repo, "bindings"))
+    for name in NOTICE_FILES:
+        source = os.path.join(repo, name)
+        target = os.path.join(HERE, name)
+        if in_repo and os.path.isfile(source):
+            shutil.copyfile(source, target)
+        elif not os.path.isfile(target):
+            raise RuntimeError(f"{name} not found in the repository {repo} (APPSTORESERVER_REPO) nor in {HERE}")
+
+
 class BuildPy(build_py):
     """Copies the native library into the built package (after clearing what an earlier in-tree build left, so a
     module the generator no longer writes cannot linger in the wheel)."""
@@ -96,4 +117,5 @@ class BdistWheel(bdist_wheel):
         return "py3", "none", plat
 
 
+copy_notices()
 setup(version=version(), distclass=BinaryDistribution, cmdclass={"build_py": BuildPy, "bdist_wheel": BdistWheel})

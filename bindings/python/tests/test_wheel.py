@@ -103,6 +103,14 @@ def _p256_pem() -> bytes:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
 
 
+def test_wheel_carries_the_licence_and_notices(wheel: Path) -> None:
+    """LICENSE and THIRD_PARTY_NOTICES (what the bundled library contains) in *.dist-info/licenses/, byte for byte the
+    repository's, and METADATA's License-Expression: MIT and License-File lines (packaging/notices.py check wheel)."""
+    r = subprocess.run([sys.executable, str(REPO / "packaging" / "notices.py"), "check", "wheel", str(wheel)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_auditwheel_agrees_with_the_tag(wheel: Path) -> None:
     """auditwheel (PyPA's checker, a test-only dependency) reads the bundled library's symbol versions: the wheel must
     be consistent with manylinux_2_28, as its tag says."""
