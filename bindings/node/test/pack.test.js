@@ -7,7 +7,7 @@ const assert = require('assert/strict');
 const fs = require('fs');
 const path = require('path');
 const { execFileSync, spawnSync } = require('child_process');
-const { PKG, tmpdir, testpki } = require('./helpers.js');
+const { PKG, REPO, tmpdir, testpki } = require('./helpers.js');
 
 function npmCli() {
   const candidates = [path.resolve(process.execPath, '..', '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js')];
@@ -32,11 +32,15 @@ test('npm pack, then install offline into a scratch project without a toolchain,
   const files = packed[0].files.map((f) => f.path);
   for (const want of ['package.json', 'index.js', 'index.d.ts', 'generated/index.mjs', 'generated/types.d.ts',
     'lib/client.js', 'src/addon.c', 'scripts/build.js', 'build/Release/appstoreserver.node',
-    'build/Release/libappstoreserver.so.0', 'build/include/appstoreserver.h'])
+    'build/Release/libappstoreserver.so.0', 'build/include/appstoreserver.h', 'LICENSE', 'THIRD_PARTY_NOTICES'])
     assert.ok(files.includes(want), `the tarball has ${want}`);
   assert.ok(!files.some((f) => f.startsWith('test/') || f.includes('node_modules')), 'no tests or node_modules in the tarball');
   const tgz = path.join(work, packed[0].filename);
   t.diagnostic(`${packed[0].filename}: ${files.length} files, ${(packed[0].size / 1048576).toFixed(1)} MB`);
+  // LICENSE and THIRD_PARTY_NOTICES (what the bundled library contains), byte for byte the repository's, and
+  // package.json's "license": "MIT".
+  const notices = spawnSync('python3', [path.join(REPO, 'packaging', 'notices.py'), 'check', 'npm', tgz], { encoding: 'utf8' });
+  assert.equal(notices.status, 0, notices.stdout + notices.stderr);
 
   const proj = path.join(work, 'project');
   fs.mkdirSync(proj);
