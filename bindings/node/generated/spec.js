@@ -357,6 +357,17 @@ ImageState["PENDING_REVIEW"] = "PENDING_REVIEW";
 const InAppOwnershipType = {};
 InAppOwnershipType["FAMILY_SHARED"] = "FAMILY_SHARED";
 InAppOwnershipType["PURCHASED"] = "PURCHASED";
+/** Why the purchase ledger entitles a customer to a product. */
+const LedgerEntitlementReason = {};
+LedgerEntitlementReason["ACTIVE"] = "ACTIVE";
+LedgerEntitlementReason["BILLING_GRACE_PERIOD"] = "BILLING_GRACE_PERIOD";
+LedgerEntitlementReason["NON_CONSUMABLE"] = "NON_CONSUMABLE";
+LedgerEntitlementReason["NON_RENEWING_SUBSCRIPTION"] = "NON_RENEWING_SUBSCRIPTION";
+/** What kind of signed value was ingested into the purchase ledger. */
+const LedgerEventKind = {};
+LedgerEventKind["NOTIFICATION"] = "NOTIFICATION";
+LedgerEventKind["TRANSACTION"] = "TRANSACTION";
+LedgerEventKind["RENEWAL_INFO"] = "RENEWAL_INFO";
 /** The customer's total in-app purchase spending across platforms (consumption information V1). */
 const LifetimeDollarsPurchased = {};
 LifetimeDollarsPurchased[LifetimeDollarsPurchased["UNDECLARED"] = 0] = "UNDECLARED";
@@ -698,9 +709,9 @@ const VERIFY_OPERATIONS = [{"method": "verifyAndDecodeNotification", "param": "s
 const API_ERROR_ENUMS = ["APIError", "AdvancedCommerceAPIError"];
 const RETRYABLE_API_ERRORS = [4040002, 4040004, 4040006, 5000001];
 
-const ENUMS = { APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion };
+const ENUMS = { APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LedgerEntitlementReason, LedgerEventKind, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion };
 module.exports = {
-  APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion, VerificationStatus, LibraryStatus, FailureReason,
+  APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LedgerEntitlementReason, LedgerEventKind, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion, VerificationStatus, LibraryStatus, FailureReason,
   ENUMS, REASONS, STATUSES, VERIFICATION_STATUS_BY_REASON, VERIFICATION_STATUS_BY_STATUS,
   ENVIRONMENT_CODES, TRANSPORT_RESULT, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS, API_ERROR_ENUMS,
   RETRYABLE_API_ERRORS,

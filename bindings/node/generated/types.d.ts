@@ -381,6 +381,19 @@ export declare enum InAppOwnershipType {
     FAMILY_SHARED = "FAMILY_SHARED",
     PURCHASED = "PURCHASED",
 }
+/** Why the purchase ledger entitles a customer to a product. */
+export declare enum LedgerEntitlementReason {
+    ACTIVE = "ACTIVE",
+    BILLING_GRACE_PERIOD = "BILLING_GRACE_PERIOD",
+    NON_CONSUMABLE = "NON_CONSUMABLE",
+    NON_RENEWING_SUBSCRIPTION = "NON_RENEWING_SUBSCRIPTION",
+}
+/** What kind of signed value was ingested into the purchase ledger. */
+export declare enum LedgerEventKind {
+    NOTIFICATION = "NOTIFICATION",
+    TRANSACTION = "TRANSACTION",
+    RENEWAL_INFO = "RENEWAL_INFO",
+}
 /** The customer's total in-app purchase spending across platforms (consumption information V1). */
 export declare enum LifetimeDollarsPurchased {
     UNDECLARED = 0,
@@ -1573,6 +1586,226 @@ export interface LastTransactionsItem {
     signedTransactionInfo?: string;
     /** The renewal information signed by the App Store (JWS). */
     signedRenewalInfo?: string;
+}
+/** A customer's consumables of one product in the purchase ledger: bought and refunded. */
+export interface LedgerConsumableTotal {
+    /** The consumable product. */
+    productId: string;
+    /** The quantity bought, over every transaction (refunded ones included). */
+    purchasedQuantity: number;
+    /** The quantity of the transactions refunded (revocationDate set). */
+    refundedQuantity: number;
+    /** The number of transactions. */
+    transactions: number;
+    /** The number of refunded transactions. */
+    refundedTransactions: number;
+}
+/** What the purchase ledger knows of one customer at an instant (C: appstore_ledger_query_customer). */
+export interface LedgerCustomer {
+    /** The appAccountToken (lowercase), or the originalTransactionId of purchases without one. */
+    customerId: string;
+    /** The instant the answer is for. */
+    at: number;
+    /** The products the customer is entitled to at that instant, ordered by productId. */
+    entitlements: LedgerEntitlement[];
+    /** Every auto-renewable subscription of the customer, entitled or not, ordered by originalTransactionId. */
+    subscriptions: LedgerSubscription[];
+    /** Every consumable, non-consumable and non-renewing subscription transaction, ordered by purchaseDate. */
+    purchases: LedgerPurchase[];
+    /** Consumables bought and refunded, per product. */
+    consumables: LedgerConsumableTotal[];
+}
+/** A notification whose data.status differs from the ledger's status of the subscription at the notification's signedDate. */
+export interface LedgerDisagreement {
+    /** The notification. */
+    notificationUUID: string;
+    /** Its type. */
+    notificationType?: NotificationTypeV2 | string;
+    /** Its subtype. */
+    subtype?: Subtype | string;
+    /** Its signedDate, the instant compared. */
+    signedDate: number;
+    /** The subscription. */
+    originalTransactionId: string;
+    /** Apple's data.status. */
+    appleStatus: Status | number;
+    /** The ledger's status at signedDate; absent when it knows no transaction of the subscription then. */
+    engineStatus?: Status | number;
+}
+/** One product a customer is entitled to, why, and until when. */
+export interface LedgerEntitlement {
+    /** The product. */
+    productId: string;
+    /** Why the customer is entitled to it. */
+    reason: LedgerEntitlementReason | string;
+    /** When the entitlement ends unless a newer signed fact arrives (expiresDate, gracePeriodExpiresDate); absent for purchases without an end. */
+    until?: number;
+    /** The transaction that grants it. */
+    transactionId: string;
+    /** Its original transaction (for a subscription: the subscription). */
+    originalTransactionId: string;
+    /** The product's type. */
+    productType?: Type | string;
+    /** The granting transaction's purchaseDate. */
+    purchaseDate?: number;
+    /** PURCHASED, or FAMILY_SHARED for a family member's access. */
+    inAppOwnershipType?: InAppOwnershipType | string;
+    /** The subscription group (subscriptions). */
+    subscriptionGroupIdentifier?: string;
+    /** The subscription's status, 1 or 4 (subscriptions). */
+    status?: Status | number;
+}
+/** What ingesting one signed value into the purchase ledger did (C: appstore_ledger_ingest_*). */
+export interface LedgerIngestResult {
+    /** What was ingested. */
+    kind: LedgerEventKind | string;
+    /** false when the same signed payload was already in the ledger (nothing changed). */
+    stored: boolean;
+    /** The value's signedDate. */
+    signedDate?: number;
+    /** The notification's notificationUUID (notifications). */
+    notificationUUID?: string;
+    /** The notification's type (notifications). */
+    notificationType?: NotificationTypeV2 | string;
+    /** The notification's subtype (notifications). */
+    subtype?: Subtype | string;
+    /** The transaction carried, if any. */
+    transactionId?: string;
+    /** The subscription or original purchase it concerns, if any. */
+    originalTransactionId?: string;
+    /** The notification's data.status, when it has one. */
+    appleStatus?: Status | number;
+    /** The ledger's status of the subscription at the notification's signedDate, when Apple gave one. */
+    engineStatus?: Status | number;
+    /** Whether appleStatus and engineStatus are equal (present with appleStatus). */
+    agrees?: boolean;
+}
+/** A consumable, non-consumable or non-renewing subscription transaction in the purchase ledger. */
+export interface LedgerPurchase {
+    /** The transaction. */
+    transactionId: string;
+    /** Its original transaction. */
+    originalTransactionId: string;
+    /** The product. */
+    productId: string;
+    /** The product's type. */
+    productType?: Type | string;
+    /** The quantity bought. */
+    quantity?: number;
+    /** When it was bought. */
+    purchaseDate?: number;
+    /** PURCHASED or FAMILY_SHARED. */
+    inAppOwnershipType?: InAppOwnershipType | string;
+    /** Whether it is refunded or revoked at the instant asked (revocationDate set and not after it). */
+    revoked: boolean;
+    /** When it was refunded or revoked. */
+    revocationDate?: number;
+    /** Why. */
+    revocationReason?: RevocationReason | number;
+    /** REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE. */
+    revocationType?: RevocationType | string;
+    /** The refunded share, in milliunits of a percent (100000 = 100%). */
+    revocationPercentage?: number;
+}
+/** An auto-renewable subscription (one originalTransactionId) as the purchase ledger knows it at an instant (C: appstore_ledger_query_subscription). */
+export interface LedgerSubscription {
+    /** The subscription. */
+    originalTransactionId: string;
+    /** The instant the answer is for: every fact signed at or before it counts, later ones do not. */
+    at: number;
+    /** The appAccountToken (lowercase) of its current transaction, else the originalTransactionId. */
+    customerId: string;
+    /** Apple's status (1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked); absent when no transaction of it is known at that instant. */
+    status?: Status | number;
+    /** Whether it entitles the customer to productId (status 1 or 4). */
+    entitled: boolean;
+    /** When that ends unless a newer fact arrives: expiresDate (1) or gracePeriodExpiresDate (4). */
+    entitledUntil?: number;
+    /** The current transaction's product. */
+    productId?: string;
+    /** Its subscription group. */
+    subscriptionGroupIdentifier?: string;
+    /** The current transaction: the latest purchase of the subscription not upgraded away from. */
+    transactionId?: string;
+    /** The current transaction's purchaseDate. */
+    purchaseDate?: number;
+    /** The original purchase's date. */
+    originalPurchaseDate?: number;
+    /** The current transaction's expiresDate (the newest signed version, so a renewal extension counts). */
+    expiresDate?: number;
+    /** The renewal info's gracePeriodExpiresDate, when it applies to the current period. */
+    gracePeriodExpiresDate?: number;
+    /** The renewal info's isInBillingRetryPeriod, when it applies to the current period. */
+    isInBillingRetryPeriod?: boolean;
+    /** The renewal info's expirationIntent. */
+    expirationIntent?: ExpirationIntent | number;
+    /** Whether it will renew (renewal info). */
+    autoRenewStatus?: AutoRenewStatus | number;
+    /** The product it renews to (renewal info). */
+    autoRenewProductId?: string;
+    /** autoRenewProductId when it differs from productId: a downgrade or crossgrade waiting for the next renewal. */
+    pendingProductId?: string;
+    /** The product of the transaction the customer upgraded away from (isUpgraded) into the current one. */
+    upgradedFromProductId?: string;
+    /** That transaction. */
+    upgradedFromTransactionId?: string;
+    /** The offer applied to the current transaction. */
+    offerType?: OfferType | number;
+    /** Its identifier. */
+    offerIdentifier?: string;
+    /** Its payment mode. */
+    offerDiscountType?: OfferDiscountType | string;
+    /** Its duration (ISO 8601). */
+    offerPeriod?: string;
+    /** The offer that applies to the next renewal (renewal info). */
+    renewalOfferType?: OfferType | number;
+    /** Its identifier. */
+    renewalOfferIdentifier?: string;
+    /** PURCHASED, or FAMILY_SHARED for a family member's access. */
+    inAppOwnershipType?: InAppOwnershipType | string;
+    /** The current transaction's appAccountToken. */
+    appAccountToken?: string;
+    /** When the current transaction was refunded or revoked (Family Sharing). */
+    revocationDate?: number;
+    /** Why. */
+    revocationReason?: RevocationReason | number;
+    /** REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE. */
+    revocationType?: RevocationType | string;
+    /** The refunded share, in milliunits of a percent. */
+    revocationPercentage?: number;
+    /** The environment that signed the current transaction. */
+    environment?: Environment | string;
+    /** The signedDate of the current transaction's version used. */
+    transactionSignedDate?: number;
+    /** The signedDate of the renewal info used. */
+    renewalInfoSignedDate?: number;
+    /** The newest notification about the subscription at that instant (by signedDate): what happened last. */
+    lastNotificationType?: NotificationTypeV2 | string;
+    /** Its subtype (e.g. UPGRADE, DOWNGRADE, GRACE_PERIOD). */
+    lastNotificationSubtype?: Subtype | string;
+    /** Its signedDate. */
+    lastNotificationDate?: number;
+}
+/** The purchase ledger's counts and its oracle: notifications whose data.status the ledger does not reproduce (C: appstore_ledger_summary). */
+export interface LedgerSummary {
+    /** Signed values stored (each distinct payload once). */
+    events: number;
+    /** Distinct notifications (by notificationUUID). */
+    notifications: number;
+    /** Distinct transactions (by transactionId). */
+    transactions: number;
+    /** Distinct signed versions of them. */
+    transactionVersions: number;
+    /** Distinct signed renewal infos. */
+    renewalInfos: number;
+    /** Distinct auto-renewable subscriptions (originalTransactionId). */
+    subscriptions: number;
+    /** Distinct customers (appAccountToken, else originalTransactionId). */
+    customers: number;
+    /** Notifications with a data.status the oracle compared. */
+    checkedNotifications: number;
+    /** The ones whose status the ledger does not reproduce, ordered by signedDate. */
+    disagreements: LedgerDisagreement[];
 }
 /** The body of Extend Subscription Renewal Dates for All Active Subscribers. */
 export interface MassExtendRenewalDateRequest {

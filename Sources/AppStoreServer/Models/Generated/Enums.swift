@@ -1282,6 +1282,56 @@ extension InAppOwnershipType: Codable {
 }
 #endif
 
+/// Why the purchase ledger entitles a customer to a product.
+public struct LedgerEntitlementReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let active = LedgerEntitlementReason(rawValue: "ACTIVE")
+    public static let billingGracePeriod = LedgerEntitlementReason(rawValue: "BILLING_GRACE_PERIOD")
+    public static let nonConsumable = LedgerEntitlementReason(rawValue: "NON_CONSUMABLE")
+    public static let nonRenewingSubscription = LedgerEntitlementReason(rawValue: "NON_RENEWING_SUBSCRIPTION")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [LedgerEntitlementReason] = [
+        .active,
+        .billingGracePeriod,
+        .nonConsumable,
+        .nonRenewingSubscription,
+    ]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+    public var description: String { String(describing: rawValue) }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerEntitlementReason: Codable {
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+}
+#endif
+
+/// What kind of signed value was ingested into the purchase ledger.
+public struct LedgerEventKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let notification = LedgerEventKind(rawValue: "NOTIFICATION")
+    public static let transaction = LedgerEventKind(rawValue: "TRANSACTION")
+    public static let renewalInfo = LedgerEventKind(rawValue: "RENEWAL_INFO")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [LedgerEventKind] = [.notification, .transaction, .renewalInfo]
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+    public var description: String { String(describing: rawValue) }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerEventKind: Codable {
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+}
+#endif
+
 /// The customer's total in-app purchase spending across platforms (consumption information V1).
 public struct LifetimeDollarsPurchased: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int32

@@ -3424,6 +3424,658 @@ extension LastTransactionsItem: Codable {
 }
 #endif
 
+/// A customer's consumables of one product in the purchase ledger: bought and refunded.
+public struct LedgerConsumableTotal: Hashable, Sendable {
+    /// The consumable product.
+    public var productId: String
+    /// The quantity bought, over every transaction (refunded ones included).
+    public var purchasedQuantity: Int64
+    /// The quantity of the transactions refunded (revocationDate set).
+    public var refundedQuantity: Int64
+    /// The number of transactions.
+    public var transactions: Int64
+    /// The number of refunded transactions.
+    public var refundedTransactions: Int64
+
+    public init(
+        productId: String,
+        purchasedQuantity: Int64,
+        refundedQuantity: Int64,
+        transactions: Int64,
+        refundedTransactions: Int64
+    ) {
+        self.productId = productId
+        self.purchasedQuantity = purchasedQuantity
+        self.refundedQuantity = refundedQuantity
+        self.transactions = transactions
+        self.refundedTransactions = refundedTransactions
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerConsumableTotal: Codable {
+    enum CodingKeys: String, CodingKey {
+        case productId
+        case purchasedQuantity
+        case refundedQuantity
+        case transactions
+        case refundedTransactions
+    }
+}
+#endif
+
+/// What the purchase ledger knows of one customer at an instant (C: appstore_ledger_query_customer).
+public struct LedgerCustomer: Hashable, Sendable {
+    /// The appAccountToken (lowercase), or the originalTransactionId of purchases without one.
+    public var customerId: String
+    /// The instant the answer is for.
+    public var at: Date
+    /// The products the customer is entitled to at that instant, ordered by productId.
+    public var entitlements: [LedgerEntitlement]
+    /// Every auto-renewable subscription of the customer, entitled or not, ordered by originalTransactionId.
+    public var subscriptions: [LedgerSubscription]
+    /// Every consumable, non-consumable and non-renewing subscription transaction, ordered by purchaseDate.
+    public var purchases: [LedgerPurchase]
+    /// Consumables bought and refunded, per product.
+    public var consumables: [LedgerConsumableTotal]
+
+    public init(
+        customerId: String,
+        at: Date,
+        entitlements: [LedgerEntitlement],
+        subscriptions: [LedgerSubscription],
+        purchases: [LedgerPurchase],
+        consumables: [LedgerConsumableTotal]
+    ) {
+        self.customerId = customerId
+        self.at = at
+        self.entitlements = entitlements
+        self.subscriptions = subscriptions
+        self.purchases = purchases
+        self.consumables = consumables
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerCustomer: Codable {
+    enum CodingKeys: String, CodingKey {
+        case customerId
+        case at
+        case entitlements
+        case subscriptions
+        case purchases
+        case consumables
+    }
+}
+#endif
+
+/// A notification whose data.status differs from the ledger's status of the subscription at the notification's signedDate.
+public struct LedgerDisagreement: Hashable, Sendable {
+    /// The notification.
+    public var notificationUUID: String
+    /// Its type.
+    public var notificationType: NotificationTypeV2?
+    /// Its subtype.
+    public var subtype: Subtype?
+    /// Its signedDate, the instant compared.
+    public var signedDate: Date
+    /// The subscription.
+    public var originalTransactionId: String
+    /// Apple's data.status.
+    public var appleStatus: Status
+    /// The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
+    public var engineStatus: Status?
+
+    public init(
+        notificationUUID: String,
+        notificationType: NotificationTypeV2? = nil,
+        subtype: Subtype? = nil,
+        signedDate: Date,
+        originalTransactionId: String,
+        appleStatus: Status,
+        engineStatus: Status? = nil
+    ) {
+        self.notificationUUID = notificationUUID
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.signedDate = signedDate
+        self.originalTransactionId = originalTransactionId
+        self.appleStatus = appleStatus
+        self.engineStatus = engineStatus
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerDisagreement: Codable {
+    enum CodingKeys: String, CodingKey {
+        case notificationUUID
+        case notificationType
+        case subtype
+        case signedDate
+        case originalTransactionId
+        case appleStatus
+        case engineStatus
+    }
+}
+#endif
+
+/// One product a customer is entitled to, why, and until when.
+public struct LedgerEntitlement: Hashable, Sendable {
+    /// The product.
+    public var productId: String
+    /// Why the customer is entitled to it.
+    public var reason: LedgerEntitlementReason
+    /// When the entitlement ends unless a newer signed fact arrives (expiresDate, gracePeriodExpiresDate); absent for purchases without an end.
+    public var until: Date?
+    /// The transaction that grants it.
+    public var transactionId: String
+    /// Its original transaction (for a subscription: the subscription).
+    public var originalTransactionId: String
+    /// The product's type.
+    public var productType: ProductType?
+    /// The granting transaction's purchaseDate.
+    public var purchaseDate: Date?
+    /// PURCHASED, or FAMILY_SHARED for a family member's access.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// The subscription group (subscriptions).
+    public var subscriptionGroupIdentifier: String?
+    /// The subscription's status, 1 or 4 (subscriptions).
+    public var status: Status?
+
+    public init(
+        productId: String,
+        reason: LedgerEntitlementReason,
+        until: Date? = nil,
+        transactionId: String,
+        originalTransactionId: String,
+        productType: ProductType? = nil,
+        purchaseDate: Date? = nil,
+        inAppOwnershipType: InAppOwnershipType? = nil,
+        subscriptionGroupIdentifier: String? = nil,
+        status: Status? = nil
+    ) {
+        self.productId = productId
+        self.reason = reason
+        self.until = until
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productType = productType
+        self.purchaseDate = purchaseDate
+        self.inAppOwnershipType = inAppOwnershipType
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.status = status
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerEntitlement: Codable {
+    enum CodingKeys: String, CodingKey {
+        case productId
+        case reason
+        case until
+        case transactionId
+        case originalTransactionId
+        case productType
+        case purchaseDate
+        case inAppOwnershipType
+        case subscriptionGroupIdentifier
+        case status
+    }
+}
+#endif
+
+/// What ingesting one signed value into the purchase ledger did (C: appstore_ledger_ingest_*).
+public struct LedgerIngestResult: Hashable, Sendable {
+    /// What was ingested.
+    public var kind: LedgerEventKind
+    /// false when the same signed payload was already in the ledger (nothing changed).
+    public var stored: Bool
+    /// The value's signedDate.
+    public var signedDate: Date?
+    /// The notification's notificationUUID (notifications).
+    public var notificationUUID: String?
+    /// The notification's type (notifications).
+    public var notificationType: NotificationTypeV2?
+    /// The notification's subtype (notifications).
+    public var subtype: Subtype?
+    /// The transaction carried, if any.
+    public var transactionId: String?
+    /// The subscription or original purchase it concerns, if any.
+    public var originalTransactionId: String?
+    /// The notification's data.status, when it has one.
+    public var appleStatus: Status?
+    /// The ledger's status of the subscription at the notification's signedDate, when Apple gave one.
+    public var engineStatus: Status?
+    /// Whether appleStatus and engineStatus are equal (present with appleStatus).
+    public var agrees: Bool?
+
+    public init(
+        kind: LedgerEventKind,
+        stored: Bool,
+        signedDate: Date? = nil,
+        notificationUUID: String? = nil,
+        notificationType: NotificationTypeV2? = nil,
+        subtype: Subtype? = nil,
+        transactionId: String? = nil,
+        originalTransactionId: String? = nil,
+        appleStatus: Status? = nil,
+        engineStatus: Status? = nil,
+        agrees: Bool? = nil
+    ) {
+        self.kind = kind
+        self.stored = stored
+        self.signedDate = signedDate
+        self.notificationUUID = notificationUUID
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.appleStatus = appleStatus
+        self.engineStatus = engineStatus
+        self.agrees = agrees
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerIngestResult: Codable {
+    enum CodingKeys: String, CodingKey {
+        case kind
+        case stored
+        case signedDate
+        case notificationUUID
+        case notificationType
+        case subtype
+        case transactionId
+        case originalTransactionId
+        case appleStatus
+        case engineStatus
+        case agrees
+    }
+}
+#endif
+
+/// A consumable, non-consumable or non-renewing subscription transaction in the purchase ledger.
+public struct LedgerPurchase: Hashable, Sendable {
+    /// The transaction.
+    public var transactionId: String
+    /// Its original transaction.
+    public var originalTransactionId: String
+    /// The product.
+    public var productId: String
+    /// The product's type.
+    public var productType: ProductType?
+    /// The quantity bought.
+    public var quantity: Int32?
+    /// When it was bought.
+    public var purchaseDate: Date?
+    /// PURCHASED or FAMILY_SHARED.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// Whether it is refunded or revoked at the instant asked (revocationDate set and not after it).
+    public var revoked: Bool
+    /// When it was refunded or revoked.
+    public var revocationDate: Date?
+    /// Why.
+    public var revocationReason: RevocationReason?
+    /// REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE.
+    public var revocationType: RevocationType?
+    /// The refunded share, in milliunits of a percent (100000 = 100%).
+    public var revocationPercentage: Int32?
+
+    public init(
+        transactionId: String,
+        originalTransactionId: String,
+        productId: String,
+        productType: ProductType? = nil,
+        quantity: Int32? = nil,
+        purchaseDate: Date? = nil,
+        inAppOwnershipType: InAppOwnershipType? = nil,
+        revoked: Bool,
+        revocationDate: Date? = nil,
+        revocationReason: RevocationReason? = nil,
+        revocationType: RevocationType? = nil,
+        revocationPercentage: Int32? = nil
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.productType = productType
+        self.quantity = quantity
+        self.purchaseDate = purchaseDate
+        self.inAppOwnershipType = inAppOwnershipType
+        self.revoked = revoked
+        self.revocationDate = revocationDate
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerPurchase: Codable {
+    enum CodingKeys: String, CodingKey {
+        case transactionId
+        case originalTransactionId
+        case productId
+        case productType
+        case quantity
+        case purchaseDate
+        case inAppOwnershipType
+        case revoked
+        case revocationDate
+        case revocationReason
+        case revocationType
+        case revocationPercentage
+    }
+}
+#endif
+
+/// An auto-renewable subscription (one originalTransactionId) as the purchase ledger knows it at an instant (C: appstore_ledger_query_subscription).
+public struct LedgerSubscription: Hashable, Sendable {
+    /// The subscription.
+    public var originalTransactionId: String
+    /// The instant the answer is for: every fact signed at or before it counts, later ones do not.
+    public var at: Date
+    /// The appAccountToken (lowercase) of its current transaction, else the originalTransactionId.
+    public var customerId: String
+    /// Apple's status (1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked); absent when no transaction of it is known at that instant.
+    public var status: Status?
+    /// Whether it entitles the customer to productId (status 1 or 4).
+    public var entitled: Bool
+    /// When that ends unless a newer fact arrives: expiresDate (1) or gracePeriodExpiresDate (4).
+    public var entitledUntil: Date?
+    /// The current transaction's product.
+    public var productId: String?
+    /// Its subscription group.
+    public var subscriptionGroupIdentifier: String?
+    /// The current transaction: the latest purchase of the subscription not upgraded away from.
+    public var transactionId: String?
+    /// The current transaction's purchaseDate.
+    public var purchaseDate: Date?
+    /// The original purchase's date.
+    public var originalPurchaseDate: Date?
+    /// The current transaction's expiresDate (the newest signed version, so a renewal extension counts).
+    public var expiresDate: Date?
+    /// The renewal info's gracePeriodExpiresDate, when it applies to the current period.
+    public var gracePeriodExpiresDate: Date?
+    /// The renewal info's isInBillingRetryPeriod, when it applies to the current period.
+    public var isInBillingRetryPeriod: Bool?
+    /// The renewal info's expirationIntent.
+    public var expirationIntent: ExpirationIntent?
+    /// Whether it will renew (renewal info).
+    public var autoRenewStatus: AutoRenewStatus?
+    /// The product it renews to (renewal info).
+    public var autoRenewProductId: String?
+    /// autoRenewProductId when it differs from productId: a downgrade or crossgrade waiting for the next renewal.
+    public var pendingProductId: String?
+    /// The product of the transaction the customer upgraded away from (isUpgraded) into the current one.
+    public var upgradedFromProductId: String?
+    /// That transaction.
+    public var upgradedFromTransactionId: String?
+    /// The offer applied to the current transaction.
+    public var offerType: OfferType?
+    /// Its identifier.
+    public var offerIdentifier: String?
+    /// Its payment mode.
+    public var offerDiscountType: OfferDiscountType?
+    /// Its duration (ISO 8601).
+    public var offerPeriod: String?
+    /// The offer that applies to the next renewal (renewal info).
+    public var renewalOfferType: OfferType?
+    /// Its identifier.
+    public var renewalOfferIdentifier: String?
+    /// PURCHASED, or FAMILY_SHARED for a family member's access.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// The current transaction's appAccountToken.
+    public var appAccountToken: UUID?
+    /// When the current transaction was refunded or revoked (Family Sharing).
+    public var revocationDate: Date?
+    /// Why.
+    public var revocationReason: RevocationReason?
+    /// REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE.
+    public var revocationType: RevocationType?
+    /// The refunded share, in milliunits of a percent.
+    public var revocationPercentage: Int32?
+    /// The environment that signed the current transaction.
+    public var environment: AppStoreEnvironment?
+    /// The signedDate of the current transaction's version used.
+    public var transactionSignedDate: Date?
+    /// The signedDate of the renewal info used.
+    public var renewalInfoSignedDate: Date?
+    /// The newest notification about the subscription at that instant (by signedDate): what happened last.
+    public var lastNotificationType: NotificationTypeV2?
+    /// Its subtype (e.g. UPGRADE, DOWNGRADE, GRACE_PERIOD).
+    public var lastNotificationSubtype: Subtype?
+    /// Its signedDate.
+    public var lastNotificationDate: Date?
+
+    public init(
+        originalTransactionId: String,
+        at: Date,
+        customerId: String,
+        status: Status? = nil,
+        entitled: Bool,
+        entitledUntil: Date? = nil,
+        productId: String? = nil,
+        subscriptionGroupIdentifier: String? = nil,
+        transactionId: String? = nil,
+        purchaseDate: Date? = nil,
+        originalPurchaseDate: Date? = nil,
+        expiresDate: Date? = nil,
+        gracePeriodExpiresDate: Date? = nil,
+        isInBillingRetryPeriod: Bool? = nil,
+        expirationIntent: ExpirationIntent? = nil,
+        autoRenewStatus: AutoRenewStatus? = nil,
+        autoRenewProductId: String? = nil,
+        pendingProductId: String? = nil,
+        upgradedFromProductId: String? = nil,
+        upgradedFromTransactionId: String? = nil,
+        offerType: OfferType? = nil,
+        offerIdentifier: String? = nil,
+        offerDiscountType: OfferDiscountType? = nil,
+        offerPeriod: String? = nil,
+        renewalOfferType: OfferType? = nil,
+        renewalOfferIdentifier: String? = nil,
+        inAppOwnershipType: InAppOwnershipType? = nil,
+        appAccountToken: UUID? = nil,
+        revocationDate: Date? = nil,
+        revocationReason: RevocationReason? = nil,
+        revocationType: RevocationType? = nil,
+        revocationPercentage: Int32? = nil,
+        environment: AppStoreEnvironment? = nil,
+        transactionSignedDate: Date? = nil,
+        renewalInfoSignedDate: Date? = nil,
+        lastNotificationType: NotificationTypeV2? = nil,
+        lastNotificationSubtype: Subtype? = nil,
+        lastNotificationDate: Date? = nil
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.at = at
+        self.customerId = customerId
+        self.status = status
+        self.entitled = entitled
+        self.entitledUntil = entitledUntil
+        self.productId = productId
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.transactionId = transactionId
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.expiresDate = expiresDate
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.expirationIntent = expirationIntent
+        self.autoRenewStatus = autoRenewStatus
+        self.autoRenewProductId = autoRenewProductId
+        self.pendingProductId = pendingProductId
+        self.upgradedFromProductId = upgradedFromProductId
+        self.upgradedFromTransactionId = upgradedFromTransactionId
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.renewalOfferType = renewalOfferType
+        self.renewalOfferIdentifier = renewalOfferIdentifier
+        self.inAppOwnershipType = inAppOwnershipType
+        self.appAccountToken = appAccountToken
+        self.revocationDate = revocationDate
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.environment = environment
+        self.transactionSignedDate = transactionSignedDate
+        self.renewalInfoSignedDate = renewalInfoSignedDate
+        self.lastNotificationType = lastNotificationType
+        self.lastNotificationSubtype = lastNotificationSubtype
+        self.lastNotificationDate = lastNotificationDate
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerSubscription: Codable {
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId
+        case at
+        case customerId
+        case status
+        case entitled
+        case entitledUntil
+        case productId
+        case subscriptionGroupIdentifier
+        case transactionId
+        case purchaseDate
+        case originalPurchaseDate
+        case expiresDate
+        case gracePeriodExpiresDate
+        case isInBillingRetryPeriod
+        case expirationIntent
+        case autoRenewStatus
+        case autoRenewProductId
+        case pendingProductId
+        case upgradedFromProductId
+        case upgradedFromTransactionId
+        case offerType
+        case offerIdentifier
+        case offerDiscountType
+        case offerPeriod
+        case renewalOfferType
+        case renewalOfferIdentifier
+        case inAppOwnershipType
+        case appAccountToken
+        case revocationDate
+        case revocationReason
+        case revocationType
+        case revocationPercentage
+        case environment
+        case transactionSignedDate
+        case renewalInfoSignedDate
+        case lastNotificationType
+        case lastNotificationSubtype
+        case lastNotificationDate
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(self.at, forKey: .at)
+        try container.encode(self.customerId, forKey: .customerId)
+        try container.encodeIfPresent(self.status, forKey: .status)
+        try container.encode(self.entitled, forKey: .entitled)
+        try container.encodeIfPresent(self.entitledUntil, forKey: .entitledUntil)
+        try container.encodeIfPresent(self.productId, forKey: .productId)
+        try container.encodeIfPresent(self.subscriptionGroupIdentifier, forKey: .subscriptionGroupIdentifier)
+        try container.encodeIfPresent(self.transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(self.purchaseDate, forKey: .purchaseDate)
+        try container.encodeIfPresent(self.originalPurchaseDate, forKey: .originalPurchaseDate)
+        try container.encodeIfPresent(self.expiresDate, forKey: .expiresDate)
+        try container.encodeIfPresent(self.gracePeriodExpiresDate, forKey: .gracePeriodExpiresDate)
+        try container.encodeIfPresent(self.isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
+        try container.encodeIfPresent(self.expirationIntent, forKey: .expirationIntent)
+        try container.encodeIfPresent(self.autoRenewStatus, forKey: .autoRenewStatus)
+        try container.encodeIfPresent(self.autoRenewProductId, forKey: .autoRenewProductId)
+        try container.encodeIfPresent(self.pendingProductId, forKey: .pendingProductId)
+        try container.encodeIfPresent(self.upgradedFromProductId, forKey: .upgradedFromProductId)
+        try container.encodeIfPresent(self.upgradedFromTransactionId, forKey: .upgradedFromTransactionId)
+        try container.encodeIfPresent(self.offerType, forKey: .offerType)
+        try container.encodeIfPresent(self.offerIdentifier, forKey: .offerIdentifier)
+        try container.encodeIfPresent(self.offerDiscountType, forKey: .offerDiscountType)
+        try container.encodeIfPresent(self.offerPeriod, forKey: .offerPeriod)
+        try container.encodeIfPresent(self.renewalOfferType, forKey: .renewalOfferType)
+        try container.encodeIfPresent(self.renewalOfferIdentifier, forKey: .renewalOfferIdentifier)
+        try container.encodeIfPresent(self.inAppOwnershipType, forKey: .inAppOwnershipType)
+        try container.encodeIfPresent(self.appAccountToken?.uuidString.lowercased(), forKey: .appAccountToken)
+        try container.encodeIfPresent(self.revocationDate, forKey: .revocationDate)
+        try container.encodeIfPresent(self.revocationReason, forKey: .revocationReason)
+        try container.encodeIfPresent(self.revocationType, forKey: .revocationType)
+        try container.encodeIfPresent(self.revocationPercentage, forKey: .revocationPercentage)
+        try container.encodeIfPresent(self.environment, forKey: .environment)
+        try container.encodeIfPresent(self.transactionSignedDate, forKey: .transactionSignedDate)
+        try container.encodeIfPresent(self.renewalInfoSignedDate, forKey: .renewalInfoSignedDate)
+        try container.encodeIfPresent(self.lastNotificationType, forKey: .lastNotificationType)
+        try container.encodeIfPresent(self.lastNotificationSubtype, forKey: .lastNotificationSubtype)
+        try container.encodeIfPresent(self.lastNotificationDate, forKey: .lastNotificationDate)
+    }
+}
+#endif
+
+/// The purchase ledger's counts and its oracle: notifications whose data.status the ledger does not reproduce (C: appstore_ledger_summary).
+public struct LedgerSummary: Hashable, Sendable {
+    /// Signed values stored (each distinct payload once).
+    public var events: Int64
+    /// Distinct notifications (by notificationUUID).
+    public var notifications: Int64
+    /// Distinct transactions (by transactionId).
+    public var transactions: Int64
+    /// Distinct signed versions of them.
+    public var transactionVersions: Int64
+    /// Distinct signed renewal infos.
+    public var renewalInfos: Int64
+    /// Distinct auto-renewable subscriptions (originalTransactionId).
+    public var subscriptions: Int64
+    /// Distinct customers (appAccountToken, else originalTransactionId).
+    public var customers: Int64
+    /// Notifications with a data.status the oracle compared.
+    public var checkedNotifications: Int64
+    /// The ones whose status the ledger does not reproduce, ordered by signedDate.
+    public var disagreements: [LedgerDisagreement]
+
+    public init(
+        events: Int64,
+        notifications: Int64,
+        transactions: Int64,
+        transactionVersions: Int64,
+        renewalInfos: Int64,
+        subscriptions: Int64,
+        customers: Int64,
+        checkedNotifications: Int64,
+        disagreements: [LedgerDisagreement]
+    ) {
+        self.events = events
+        self.notifications = notifications
+        self.transactions = transactions
+        self.transactionVersions = transactionVersions
+        self.renewalInfos = renewalInfos
+        self.subscriptions = subscriptions
+        self.customers = customers
+        self.checkedNotifications = checkedNotifications
+        self.disagreements = disagreements
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerSummary: Codable {
+    enum CodingKeys: String, CodingKey {
+        case events
+        case notifications
+        case transactions
+        case transactionVersions
+        case renewalInfos
+        case subscriptions
+        case customers
+        case checkedNotifications
+        case disagreements
+    }
+}
+#endif
+
 /// The body of Extend Subscription Renewal Dates for All Active Subscribers.
 public struct MassExtendRenewalDateRequest: Hashable, Sendable {
     /// The number of days to extend the renewal dates by (at most 90).

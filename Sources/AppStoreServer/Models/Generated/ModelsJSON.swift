@@ -26,6 +26,8 @@ extension HeaderPosition: JSONRawValueEnum {}
 extension ImageSize: JSONRawValueEnum {}
 extension ImageState: JSONRawValueEnum {}
 extension InAppOwnershipType: JSONRawValueEnum {}
+extension LedgerEntitlementReason: JSONRawValueEnum {}
+extension LedgerEventKind: JSONRawValueEnum {}
 extension LifetimeDollarsPurchased: JSONRawValueEnum {}
 extension LifetimeDollarsRefunded: JSONRawValueEnum {}
 extension MessageState: JSONRawValueEnum {}
@@ -3757,6 +3759,808 @@ extension LastTransactionsItem: JSONDecodable, JSONEncodable {
             w.key("status")
             try v.writeJSON(to: &w)
         }
+        w.endObject()
+    }
+}
+
+extension LedgerConsumableTotal: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["productId", "purchasedQuantity", "refundedQuantity", "refundedTransactions", "transactions"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_productId: String? = nil
+        var f_purchasedQuantity: Int64? = nil
+        var f_refundedQuantity: Int64? = nil
+        var f_transactions: Int64? = nil
+        var f_refundedTransactions: Int64? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "productId": f_productId = try JSONFields.optional(member.value, strict: strict)
+                case "purchasedQuantity": f_purchasedQuantity = try JSONFields.optional(member.value, strict: strict)
+                case "refundedQuantity": f_refundedQuantity = try JSONFields.optional(member.value, strict: strict)
+                case "transactions": f_transactions = try JSONFields.optional(member.value, strict: strict)
+                case "refundedTransactions": f_refundedTransactions = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            productId: try JSONFields.required(f_productId, "productId"),
+            purchasedQuantity: try JSONFields.required(f_purchasedQuantity, "purchasedQuantity"),
+            refundedQuantity: try JSONFields.required(f_refundedQuantity, "refundedQuantity"),
+            transactions: try JSONFields.required(f_transactions, "transactions"),
+            refundedTransactions: try JSONFields.required(f_refundedTransactions, "refundedTransactions")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("productId")
+        try self.productId.writeJSON(to: &w)
+        w.key("purchasedQuantity")
+        try self.purchasedQuantity.writeJSON(to: &w)
+        w.key("refundedQuantity")
+        try self.refundedQuantity.writeJSON(to: &w)
+        w.key("refundedTransactions")
+        try self.refundedTransactions.writeJSON(to: &w)
+        w.key("transactions")
+        try self.transactions.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
+extension LedgerCustomer: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["at", "consumables", "customerId", "entitlements", "purchases", "subscriptions"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_customerId: String? = nil
+        var f_at: Date? = nil
+        var f_entitlements: [LedgerEntitlement]? = nil
+        var f_subscriptions: [LedgerSubscription]? = nil
+        var f_purchases: [LedgerPurchase]? = nil
+        var f_consumables: [LedgerConsumableTotal]? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "customerId": f_customerId = try JSONFields.optional(member.value, strict: strict)
+                case "at": f_at = try JSONFields.optional(member.value, strict: strict)
+                case "entitlements": f_entitlements = try JSONFields.optional(member.value, strict: strict)
+                case "subscriptions": f_subscriptions = try JSONFields.optional(member.value, strict: strict)
+                case "purchases": f_purchases = try JSONFields.optional(member.value, strict: strict)
+                case "consumables": f_consumables = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            customerId: try JSONFields.required(f_customerId, "customerId"),
+            at: try JSONFields.required(f_at, "at"),
+            entitlements: try JSONFields.required(f_entitlements, "entitlements"),
+            subscriptions: try JSONFields.required(f_subscriptions, "subscriptions"),
+            purchases: try JSONFields.required(f_purchases, "purchases"),
+            consumables: try JSONFields.required(f_consumables, "consumables")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("at")
+        do throws(JSONWriteError) { try self.at.writeJSON(to: &w) } catch { throw error.at("at") }
+        w.key("consumables")
+        try self.consumables.writeJSON(to: &w)
+        w.key("customerId")
+        try self.customerId.writeJSON(to: &w)
+        w.key("entitlements")
+        do throws(JSONWriteError) { try self.entitlements.writeJSON(to: &w) } catch { throw error.at("entitlements") }
+        w.key("purchases")
+        do throws(JSONWriteError) { try self.purchases.writeJSON(to: &w) } catch { throw error.at("purchases") }
+        w.key("subscriptions")
+        do throws(JSONWriteError) { try self.subscriptions.writeJSON(to: &w) } catch { throw error.at("subscriptions") }
+        w.endObject()
+    }
+}
+
+extension LedgerDisagreement: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["appleStatus", "engineStatus", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "subtype"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_notificationUUID: String? = nil
+        var f_notificationType: NotificationTypeV2? = nil
+        var f_subtype: Subtype? = nil
+        var f_signedDate: Date? = nil
+        var f_originalTransactionId: String? = nil
+        var f_appleStatus: Status? = nil
+        var f_engineStatus: Status? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "notificationUUID": f_notificationUUID = try JSONFields.optional(member.value, strict: strict)
+                case "notificationType": f_notificationType = try JSONFields.optional(member.value, strict: strict)
+                case "subtype": f_subtype = try JSONFields.optional(member.value, strict: strict)
+                case "signedDate": f_signedDate = try JSONFields.optional(member.value, strict: strict)
+                case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "appleStatus": f_appleStatus = try JSONFields.optional(member.value, strict: strict)
+                case "engineStatus": f_engineStatus = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            notificationUUID: try JSONFields.required(f_notificationUUID, "notificationUUID"),
+            notificationType: f_notificationType,
+            subtype: f_subtype,
+            signedDate: try JSONFields.required(f_signedDate, "signedDate"),
+            originalTransactionId: try JSONFields.required(f_originalTransactionId, "originalTransactionId"),
+            appleStatus: try JSONFields.required(f_appleStatus, "appleStatus"),
+            engineStatus: f_engineStatus
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("appleStatus")
+        try self.appleStatus.writeJSON(to: &w)
+        if let v = self.engineStatus {
+            w.key("engineStatus")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.notificationType {
+            w.key("notificationType")
+            try v.writeJSON(to: &w)
+        }
+        w.key("notificationUUID")
+        try self.notificationUUID.writeJSON(to: &w)
+        w.key("originalTransactionId")
+        try self.originalTransactionId.writeJSON(to: &w)
+        w.key("signedDate")
+        do throws(JSONWriteError) { try self.signedDate.writeJSON(to: &w) } catch { throw error.at("signedDate") }
+        if let v = self.subtype {
+            w.key("subtype")
+            try v.writeJSON(to: &w)
+        }
+        w.endObject()
+    }
+}
+
+extension LedgerEntitlement: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["inAppOwnershipType", "originalTransactionId", "productId", "productType", "purchaseDate", "reason", "status", "subscriptionGroupIdentifier", "transactionId", "until"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_productId: String? = nil
+        var f_reason: LedgerEntitlementReason? = nil
+        var f_until: Date? = nil
+        var f_transactionId: String? = nil
+        var f_originalTransactionId: String? = nil
+        var f_productType: ProductType? = nil
+        var f_purchaseDate: Date? = nil
+        var f_inAppOwnershipType: InAppOwnershipType? = nil
+        var f_subscriptionGroupIdentifier: String? = nil
+        var f_status: Status? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "productId": f_productId = try JSONFields.optional(member.value, strict: strict)
+                case "reason": f_reason = try JSONFields.optional(member.value, strict: strict)
+                case "until": f_until = try JSONFields.optional(member.value, strict: strict)
+                case "transactionId": f_transactionId = try JSONFields.optional(member.value, strict: strict)
+                case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "productType": f_productType = try JSONFields.optional(member.value, strict: strict)
+                case "purchaseDate": f_purchaseDate = try JSONFields.optional(member.value, strict: strict)
+                case "inAppOwnershipType": f_inAppOwnershipType = try JSONFields.optional(member.value, strict: strict)
+                case "subscriptionGroupIdentifier": f_subscriptionGroupIdentifier = try JSONFields.optional(member.value, strict: strict)
+                case "status": f_status = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            productId: try JSONFields.required(f_productId, "productId"),
+            reason: try JSONFields.required(f_reason, "reason"),
+            until: f_until,
+            transactionId: try JSONFields.required(f_transactionId, "transactionId"),
+            originalTransactionId: try JSONFields.required(f_originalTransactionId, "originalTransactionId"),
+            productType: f_productType,
+            purchaseDate: f_purchaseDate,
+            inAppOwnershipType: f_inAppOwnershipType,
+            subscriptionGroupIdentifier: f_subscriptionGroupIdentifier,
+            status: f_status
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        if let v = self.inAppOwnershipType {
+            w.key("inAppOwnershipType")
+            try v.writeJSON(to: &w)
+        }
+        w.key("originalTransactionId")
+        try self.originalTransactionId.writeJSON(to: &w)
+        w.key("productId")
+        try self.productId.writeJSON(to: &w)
+        if let v = self.productType {
+            w.key("productType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.purchaseDate {
+            w.key("purchaseDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("purchaseDate") }
+        }
+        w.key("reason")
+        try self.reason.writeJSON(to: &w)
+        if let v = self.status {
+            w.key("status")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.subscriptionGroupIdentifier {
+            w.key("subscriptionGroupIdentifier")
+            try v.writeJSON(to: &w)
+        }
+        w.key("transactionId")
+        try self.transactionId.writeJSON(to: &w)
+        if let v = self.until {
+            w.key("until")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("until") }
+        }
+        w.endObject()
+    }
+}
+
+extension LedgerIngestResult: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["agrees", "appleStatus", "engineStatus", "kind", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "stored", "subtype", "transactionId"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_kind: LedgerEventKind? = nil
+        var f_stored: Bool? = nil
+        var f_signedDate: Date? = nil
+        var f_notificationUUID: String? = nil
+        var f_notificationType: NotificationTypeV2? = nil
+        var f_subtype: Subtype? = nil
+        var f_transactionId: String? = nil
+        var f_originalTransactionId: String? = nil
+        var f_appleStatus: Status? = nil
+        var f_engineStatus: Status? = nil
+        var f_agrees: Bool? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "kind": f_kind = try JSONFields.optional(member.value, strict: strict)
+                case "stored": f_stored = try JSONFields.optional(member.value, strict: strict)
+                case "signedDate": f_signedDate = try JSONFields.optional(member.value, strict: strict)
+                case "notificationUUID": f_notificationUUID = try JSONFields.optional(member.value, strict: strict)
+                case "notificationType": f_notificationType = try JSONFields.optional(member.value, strict: strict)
+                case "subtype": f_subtype = try JSONFields.optional(member.value, strict: strict)
+                case "transactionId": f_transactionId = try JSONFields.optional(member.value, strict: strict)
+                case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "appleStatus": f_appleStatus = try JSONFields.optional(member.value, strict: strict)
+                case "engineStatus": f_engineStatus = try JSONFields.optional(member.value, strict: strict)
+                case "agrees": f_agrees = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            kind: try JSONFields.required(f_kind, "kind"),
+            stored: try JSONFields.required(f_stored, "stored"),
+            signedDate: f_signedDate,
+            notificationUUID: f_notificationUUID,
+            notificationType: f_notificationType,
+            subtype: f_subtype,
+            transactionId: f_transactionId,
+            originalTransactionId: f_originalTransactionId,
+            appleStatus: f_appleStatus,
+            engineStatus: f_engineStatus,
+            agrees: f_agrees
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        if let v = self.agrees {
+            w.key("agrees")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.appleStatus {
+            w.key("appleStatus")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.engineStatus {
+            w.key("engineStatus")
+            try v.writeJSON(to: &w)
+        }
+        w.key("kind")
+        try self.kind.writeJSON(to: &w)
+        if let v = self.notificationType {
+            w.key("notificationType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.notificationUUID {
+            w.key("notificationUUID")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.originalTransactionId {
+            w.key("originalTransactionId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.signedDate {
+            w.key("signedDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("signedDate") }
+        }
+        w.key("stored")
+        try self.stored.writeJSON(to: &w)
+        if let v = self.subtype {
+            w.key("subtype")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.transactionId {
+            w.key("transactionId")
+            try v.writeJSON(to: &w)
+        }
+        w.endObject()
+    }
+}
+
+extension LedgerPurchase: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["inAppOwnershipType", "originalTransactionId", "productId", "productType", "purchaseDate", "quantity", "revocationDate", "revocationPercentage", "revocationReason", "revocationType", "revoked", "transactionId"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_transactionId: String? = nil
+        var f_originalTransactionId: String? = nil
+        var f_productId: String? = nil
+        var f_productType: ProductType? = nil
+        var f_quantity: Int32? = nil
+        var f_purchaseDate: Date? = nil
+        var f_inAppOwnershipType: InAppOwnershipType? = nil
+        var f_revoked: Bool? = nil
+        var f_revocationDate: Date? = nil
+        var f_revocationReason: RevocationReason? = nil
+        var f_revocationType: RevocationType? = nil
+        var f_revocationPercentage: Int32? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "transactionId": f_transactionId = try JSONFields.optional(member.value, strict: strict)
+                case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "productId": f_productId = try JSONFields.optional(member.value, strict: strict)
+                case "productType": f_productType = try JSONFields.optional(member.value, strict: strict)
+                case "quantity": f_quantity = try JSONFields.optional(member.value, strict: strict)
+                case "purchaseDate": f_purchaseDate = try JSONFields.optional(member.value, strict: strict)
+                case "inAppOwnershipType": f_inAppOwnershipType = try JSONFields.optional(member.value, strict: strict)
+                case "revoked": f_revoked = try JSONFields.optional(member.value, strict: strict)
+                case "revocationDate": f_revocationDate = try JSONFields.optional(member.value, strict: strict)
+                case "revocationReason": f_revocationReason = try JSONFields.optional(member.value, strict: strict)
+                case "revocationType": f_revocationType = try JSONFields.optional(member.value, strict: strict)
+                case "revocationPercentage": f_revocationPercentage = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            transactionId: try JSONFields.required(f_transactionId, "transactionId"),
+            originalTransactionId: try JSONFields.required(f_originalTransactionId, "originalTransactionId"),
+            productId: try JSONFields.required(f_productId, "productId"),
+            productType: f_productType,
+            quantity: f_quantity,
+            purchaseDate: f_purchaseDate,
+            inAppOwnershipType: f_inAppOwnershipType,
+            revoked: try JSONFields.required(f_revoked, "revoked"),
+            revocationDate: f_revocationDate,
+            revocationReason: f_revocationReason,
+            revocationType: f_revocationType,
+            revocationPercentage: f_revocationPercentage
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        if let v = self.inAppOwnershipType {
+            w.key("inAppOwnershipType")
+            try v.writeJSON(to: &w)
+        }
+        w.key("originalTransactionId")
+        try self.originalTransactionId.writeJSON(to: &w)
+        w.key("productId")
+        try self.productId.writeJSON(to: &w)
+        if let v = self.productType {
+            w.key("productType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.purchaseDate {
+            w.key("purchaseDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("purchaseDate") }
+        }
+        if let v = self.quantity {
+            w.key("quantity")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationDate {
+            w.key("revocationDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("revocationDate") }
+        }
+        if let v = self.revocationPercentage {
+            w.key("revocationPercentage")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationReason {
+            w.key("revocationReason")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationType {
+            w.key("revocationType")
+            try v.writeJSON(to: &w)
+        }
+        w.key("revoked")
+        try self.revoked.writeJSON(to: &w)
+        w.key("transactionId")
+        try self.transactionId.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
+extension LedgerSubscription: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["appAccountToken", "at", "autoRenewProductId", "autoRenewStatus", "customerId", "entitled", "entitledUntil", "environment", "expirationIntent", "expiresDate", "gracePeriodExpiresDate", "inAppOwnershipType", "isInBillingRetryPeriod", "lastNotificationDate", "lastNotificationSubtype", "lastNotificationType", "offerDiscountType", "offerIdentifier", "offerPeriod", "offerType", "originalPurchaseDate", "originalTransactionId", "pendingProductId", "productId", "purchaseDate", "renewalInfoSignedDate", "renewalOfferIdentifier", "renewalOfferType", "revocationDate", "revocationPercentage", "revocationReason", "revocationType", "status", "subscriptionGroupIdentifier", "transactionId", "transactionSignedDate", "upgradedFromProductId", "upgradedFromTransactionId"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_originalTransactionId: String? = nil
+        var f_at: Date? = nil
+        var f_customerId: String? = nil
+        var f_status: Status? = nil
+        var f_entitled: Bool? = nil
+        var f_entitledUntil: Date? = nil
+        var f_productId: String? = nil
+        var f_subscriptionGroupIdentifier: String? = nil
+        var f_transactionId: String? = nil
+        var f_purchaseDate: Date? = nil
+        var f_originalPurchaseDate: Date? = nil
+        var f_expiresDate: Date? = nil
+        var f_gracePeriodExpiresDate: Date? = nil
+        var f_isInBillingRetryPeriod: Bool? = nil
+        var f_expirationIntent: ExpirationIntent? = nil
+        var f_autoRenewStatus: AutoRenewStatus? = nil
+        var f_autoRenewProductId: String? = nil
+        var f_pendingProductId: String? = nil
+        var f_upgradedFromProductId: String? = nil
+        var f_upgradedFromTransactionId: String? = nil
+        var f_offerType: OfferType? = nil
+        var f_offerIdentifier: String? = nil
+        var f_offerDiscountType: OfferDiscountType? = nil
+        var f_offerPeriod: String? = nil
+        var f_renewalOfferType: OfferType? = nil
+        var f_renewalOfferIdentifier: String? = nil
+        var f_inAppOwnershipType: InAppOwnershipType? = nil
+        var f_appAccountToken: UUID? = nil
+        var f_revocationDate: Date? = nil
+        var f_revocationReason: RevocationReason? = nil
+        var f_revocationType: RevocationType? = nil
+        var f_revocationPercentage: Int32? = nil
+        var f_environment: AppStoreEnvironment? = nil
+        var f_transactionSignedDate: Date? = nil
+        var f_renewalInfoSignedDate: Date? = nil
+        var f_lastNotificationType: NotificationTypeV2? = nil
+        var f_lastNotificationSubtype: Subtype? = nil
+        var f_lastNotificationDate: Date? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "at": f_at = try JSONFields.optional(member.value, strict: strict)
+                case "customerId": f_customerId = try JSONFields.optional(member.value, strict: strict)
+                case "status": f_status = try JSONFields.optional(member.value, strict: strict)
+                case "entitled": f_entitled = try JSONFields.optional(member.value, strict: strict)
+                case "entitledUntil": f_entitledUntil = try JSONFields.optional(member.value, strict: strict)
+                case "productId": f_productId = try JSONFields.optional(member.value, strict: strict)
+                case "subscriptionGroupIdentifier": f_subscriptionGroupIdentifier = try JSONFields.optional(member.value, strict: strict)
+                case "transactionId": f_transactionId = try JSONFields.optional(member.value, strict: strict)
+                case "purchaseDate": f_purchaseDate = try JSONFields.optional(member.value, strict: strict)
+                case "originalPurchaseDate": f_originalPurchaseDate = try JSONFields.optional(member.value, strict: strict)
+                case "expiresDate": f_expiresDate = try JSONFields.optional(member.value, strict: strict)
+                case "gracePeriodExpiresDate": f_gracePeriodExpiresDate = try JSONFields.optional(member.value, strict: strict)
+                case "isInBillingRetryPeriod": f_isInBillingRetryPeriod = try JSONFields.optional(member.value, strict: strict)
+                case "expirationIntent": f_expirationIntent = try JSONFields.optional(member.value, strict: strict)
+                case "autoRenewStatus": f_autoRenewStatus = try JSONFields.optional(member.value, strict: strict)
+                case "autoRenewProductId": f_autoRenewProductId = try JSONFields.optional(member.value, strict: strict)
+                case "pendingProductId": f_pendingProductId = try JSONFields.optional(member.value, strict: strict)
+                case "upgradedFromProductId": f_upgradedFromProductId = try JSONFields.optional(member.value, strict: strict)
+                case "upgradedFromTransactionId": f_upgradedFromTransactionId = try JSONFields.optional(member.value, strict: strict)
+                case "offerType": f_offerType = try JSONFields.optional(member.value, strict: strict)
+                case "offerIdentifier": f_offerIdentifier = try JSONFields.optional(member.value, strict: strict)
+                case "offerDiscountType": f_offerDiscountType = try JSONFields.optional(member.value, strict: strict)
+                case "offerPeriod": f_offerPeriod = try JSONFields.optional(member.value, strict: strict)
+                case "renewalOfferType": f_renewalOfferType = try JSONFields.optional(member.value, strict: strict)
+                case "renewalOfferIdentifier": f_renewalOfferIdentifier = try JSONFields.optional(member.value, strict: strict)
+                case "inAppOwnershipType": f_inAppOwnershipType = try JSONFields.optional(member.value, strict: strict)
+                case "appAccountToken": f_appAccountToken = try JSONFields.optional(member.value, strict: strict)
+                case "revocationDate": f_revocationDate = try JSONFields.optional(member.value, strict: strict)
+                case "revocationReason": f_revocationReason = try JSONFields.optional(member.value, strict: strict)
+                case "revocationType": f_revocationType = try JSONFields.optional(member.value, strict: strict)
+                case "revocationPercentage": f_revocationPercentage = try JSONFields.optional(member.value, strict: strict)
+                case "environment": f_environment = try JSONFields.optional(member.value, strict: strict)
+                case "transactionSignedDate": f_transactionSignedDate = try JSONFields.optional(member.value, strict: strict)
+                case "renewalInfoSignedDate": f_renewalInfoSignedDate = try JSONFields.optional(member.value, strict: strict)
+                case "lastNotificationType": f_lastNotificationType = try JSONFields.optional(member.value, strict: strict)
+                case "lastNotificationSubtype": f_lastNotificationSubtype = try JSONFields.optional(member.value, strict: strict)
+                case "lastNotificationDate": f_lastNotificationDate = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            originalTransactionId: try JSONFields.required(f_originalTransactionId, "originalTransactionId"),
+            at: try JSONFields.required(f_at, "at"),
+            customerId: try JSONFields.required(f_customerId, "customerId"),
+            status: f_status,
+            entitled: try JSONFields.required(f_entitled, "entitled"),
+            entitledUntil: f_entitledUntil,
+            productId: f_productId,
+            subscriptionGroupIdentifier: f_subscriptionGroupIdentifier,
+            transactionId: f_transactionId,
+            purchaseDate: f_purchaseDate,
+            originalPurchaseDate: f_originalPurchaseDate,
+            expiresDate: f_expiresDate,
+            gracePeriodExpiresDate: f_gracePeriodExpiresDate,
+            isInBillingRetryPeriod: f_isInBillingRetryPeriod,
+            expirationIntent: f_expirationIntent,
+            autoRenewStatus: f_autoRenewStatus,
+            autoRenewProductId: f_autoRenewProductId,
+            pendingProductId: f_pendingProductId,
+            upgradedFromProductId: f_upgradedFromProductId,
+            upgradedFromTransactionId: f_upgradedFromTransactionId,
+            offerType: f_offerType,
+            offerIdentifier: f_offerIdentifier,
+            offerDiscountType: f_offerDiscountType,
+            offerPeriod: f_offerPeriod,
+            renewalOfferType: f_renewalOfferType,
+            renewalOfferIdentifier: f_renewalOfferIdentifier,
+            inAppOwnershipType: f_inAppOwnershipType,
+            appAccountToken: f_appAccountToken,
+            revocationDate: f_revocationDate,
+            revocationReason: f_revocationReason,
+            revocationType: f_revocationType,
+            revocationPercentage: f_revocationPercentage,
+            environment: f_environment,
+            transactionSignedDate: f_transactionSignedDate,
+            renewalInfoSignedDate: f_renewalInfoSignedDate,
+            lastNotificationType: f_lastNotificationType,
+            lastNotificationSubtype: f_lastNotificationSubtype,
+            lastNotificationDate: f_lastNotificationDate
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        if let v = self.appAccountToken {
+            w.key("appAccountToken")
+            try v.writeJSON(to: &w)
+        }
+        w.key("at")
+        do throws(JSONWriteError) { try self.at.writeJSON(to: &w) } catch { throw error.at("at") }
+        if let v = self.autoRenewProductId {
+            w.key("autoRenewProductId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.autoRenewStatus {
+            w.key("autoRenewStatus")
+            try v.writeJSON(to: &w)
+        }
+        w.key("customerId")
+        try self.customerId.writeJSON(to: &w)
+        w.key("entitled")
+        try self.entitled.writeJSON(to: &w)
+        if let v = self.entitledUntil {
+            w.key("entitledUntil")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("entitledUntil") }
+        }
+        if let v = self.environment {
+            w.key("environment")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.expirationIntent {
+            w.key("expirationIntent")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.expiresDate {
+            w.key("expiresDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("expiresDate") }
+        }
+        if let v = self.gracePeriodExpiresDate {
+            w.key("gracePeriodExpiresDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("gracePeriodExpiresDate") }
+        }
+        if let v = self.inAppOwnershipType {
+            w.key("inAppOwnershipType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.isInBillingRetryPeriod {
+            w.key("isInBillingRetryPeriod")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.lastNotificationDate {
+            w.key("lastNotificationDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("lastNotificationDate") }
+        }
+        if let v = self.lastNotificationSubtype {
+            w.key("lastNotificationSubtype")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.lastNotificationType {
+            w.key("lastNotificationType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.offerDiscountType {
+            w.key("offerDiscountType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.offerIdentifier {
+            w.key("offerIdentifier")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.offerPeriod {
+            w.key("offerPeriod")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.offerType {
+            w.key("offerType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.originalPurchaseDate {
+            w.key("originalPurchaseDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("originalPurchaseDate") }
+        }
+        w.key("originalTransactionId")
+        try self.originalTransactionId.writeJSON(to: &w)
+        if let v = self.pendingProductId {
+            w.key("pendingProductId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.productId {
+            w.key("productId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.purchaseDate {
+            w.key("purchaseDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("purchaseDate") }
+        }
+        if let v = self.renewalInfoSignedDate {
+            w.key("renewalInfoSignedDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("renewalInfoSignedDate") }
+        }
+        if let v = self.renewalOfferIdentifier {
+            w.key("renewalOfferIdentifier")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.renewalOfferType {
+            w.key("renewalOfferType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationDate {
+            w.key("revocationDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("revocationDate") }
+        }
+        if let v = self.revocationPercentage {
+            w.key("revocationPercentage")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationReason {
+            w.key("revocationReason")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.revocationType {
+            w.key("revocationType")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.status {
+            w.key("status")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.subscriptionGroupIdentifier {
+            w.key("subscriptionGroupIdentifier")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.transactionId {
+            w.key("transactionId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.transactionSignedDate {
+            w.key("transactionSignedDate")
+            do throws(JSONWriteError) { try v.writeJSON(to: &w) } catch { throw error.at("transactionSignedDate") }
+        }
+        if let v = self.upgradedFromProductId {
+            w.key("upgradedFromProductId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.upgradedFromTransactionId {
+            w.key("upgradedFromTransactionId")
+            try v.writeJSON(to: &w)
+        }
+        w.endObject()
+    }
+}
+
+extension LedgerSummary: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["checkedNotifications", "customers", "disagreements", "events", "notifications", "renewalInfos", "subscriptions", "transactionVersions", "transactions"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_events: Int64? = nil
+        var f_notifications: Int64? = nil
+        var f_transactions: Int64? = nil
+        var f_transactionVersions: Int64? = nil
+        var f_renewalInfos: Int64? = nil
+        var f_subscriptions: Int64? = nil
+        var f_customers: Int64? = nil
+        var f_checkedNotifications: Int64? = nil
+        var f_disagreements: [LedgerDisagreement]? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "events": f_events = try JSONFields.optional(member.value, strict: strict)
+                case "notifications": f_notifications = try JSONFields.optional(member.value, strict: strict)
+                case "transactions": f_transactions = try JSONFields.optional(member.value, strict: strict)
+                case "transactionVersions": f_transactionVersions = try JSONFields.optional(member.value, strict: strict)
+                case "renewalInfos": f_renewalInfos = try JSONFields.optional(member.value, strict: strict)
+                case "subscriptions": f_subscriptions = try JSONFields.optional(member.value, strict: strict)
+                case "customers": f_customers = try JSONFields.optional(member.value, strict: strict)
+                case "checkedNotifications": f_checkedNotifications = try JSONFields.optional(member.value, strict: strict)
+                case "disagreements": f_disagreements = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            events: try JSONFields.required(f_events, "events"),
+            notifications: try JSONFields.required(f_notifications, "notifications"),
+            transactions: try JSONFields.required(f_transactions, "transactions"),
+            transactionVersions: try JSONFields.required(f_transactionVersions, "transactionVersions"),
+            renewalInfos: try JSONFields.required(f_renewalInfos, "renewalInfos"),
+            subscriptions: try JSONFields.required(f_subscriptions, "subscriptions"),
+            customers: try JSONFields.required(f_customers, "customers"),
+            checkedNotifications: try JSONFields.required(f_checkedNotifications, "checkedNotifications"),
+            disagreements: try JSONFields.required(f_disagreements, "disagreements")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("checkedNotifications")
+        try self.checkedNotifications.writeJSON(to: &w)
+        w.key("customers")
+        try self.customers.writeJSON(to: &w)
+        w.key("disagreements")
+        do throws(JSONWriteError) { try self.disagreements.writeJSON(to: &w) } catch { throw error.at("disagreements") }
+        w.key("events")
+        try self.events.writeJSON(to: &w)
+        w.key("notifications")
+        try self.notifications.writeJSON(to: &w)
+        w.key("renewalInfos")
+        try self.renewalInfos.writeJSON(to: &w)
+        w.key("subscriptions")
+        try self.subscriptions.writeJSON(to: &w)
+        w.key("transactionVersions")
+        try self.transactionVersions.writeJSON(to: &w)
+        w.key("transactions")
+        try self.transactions.writeJSON(to: &w)
         w.endObject()
     }
 }

@@ -1,0 +1,96 @@
+import FoundationEssentials
+
+/// One signed value the verifier accepted, ready for the ledger: the only input the ledger's state engine takes.
+///
+/// It has no public initializer: it is made by `LedgerEvent.verify…` (a signed string and a `SignedDataVerifier`), or
+/// by `Ledger.ingest…`, which verifies the same way. Raw JSON, or a model built by hand, cannot become one, so nothing
+/// the verifier has not accepted reaches the state. It keeps the JWS exactly as received, so that a ledger can be
+/// rebuilt and re-verified from what it stored.
+public struct LedgerEvent: Sendable {
+    public let kind: LedgerEventKind
+    /// The compact JWS exactly as received.
+    public let signed: String
+    /// The outer payload's signedDate (milliseconds since 1970).
+    public let signedDate: Int64?
+    let notification: NotificationFacts?
+    let transaction: TransactionVersion?
+    let renewalInfo: RenewalVersion?
+    /// The payload JSON exactly as signed: the event's identity (the same payload signed twice is one event).
+    let payload: [UInt8]
+    /// Who verified it (bundle id, app Apple ID, environment), so a ledger refuses events verified for another app.
+    let identity: LedgerIdentity
+
+    /// The hex SHA-256 of the payload: the event's identity in storage.
+    public var payloadDigest: String { LedgerDigest.sha256Hex(payload) }
+
+    /// A notification, deep-verified: the notification and the transaction and renewal info nested in it.
+    public static func verify(notification signedPayload: String,
+                              with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {
+        verifier.verifyDeep(signedPayload).map { d in
+            LedgerEvent(notification: d, signed: signedPayload, identity: LedgerIdentity(verifier))
+        }
+    }
+
+    /// A signed transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses).
+    public static func verify(transaction signedTransaction: String,
+                              with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {
+        verifier.verify(signedTransaction, as: JWSTransactionDecodedPayload.self).map { v in
+            LedgerEvent(kind: .transaction, signed: signedTransaction, signedDate: v.value.signedDate.map(Timestamp.milliseconds),
+                        notification: nil, transaction: TransactionVersion(v.value, payload: v.payloadJSON),
+                        renewalInfo: nil, payload: v.payloadJSON, identity: LedgerIdentity(verifier))
+        }
+    }
+
+    /// A signed renewal info (Get All Subscription Statuses).
+    public static func verify(renewalInfo signedRenewalInfo: String,
+                              with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {
+        verifier.verify(signedRenewalInfo, as: JWSRenewalInfoDecodedPayload.self).map { v in
+            LedgerEvent(kind: .renewalInfo, signed: signedRenewalInfo, signedDate: v.value.signedDate.map(Timestamp.milliseconds),
+                        notification: nil, transaction: nil, renewalInfo: RenewalVersion(v.value, payload: v.payloadJSON),
+                        payload: v.payloadJSON, identity: LedgerIdentity(verifier))
+        }
+    }
+
+    /// Verifies `signed` as `kind`.
+    public static func verify(_ kind: LedgerEventKind, _ signed: String,
+                              with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {
+        switch kind {
+        case .transaction: verify(transaction: signed, with: verifier)
+        case .renewalInfo: verify(renewalInfo: signed, with: verifier)
+        default: verify(notification: signed, with: verifier)
+        }
+    }
+
+    init(kind: LedgerEventKind, signed: String, signedDate: Int64?, notification: NotificationFacts?,
+         transaction: TransactionVersion?, renewalInfo: RenewalVersion?, payload: [UInt8], identity: LedgerIdentity) {
+        self.kind = kind
+        self.signed = signed
+        self.signedDate = signedDate
+        self.notification = notification
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.payload = payload
+        self.identity = identity
+    }
+
+    init(notification d: DeepVerified, signed: String, identity: LedgerIdentity) {
+        let tx = d.decoded.transaction.flatMap { t in d.transactionJSON.map { TransactionVersion(t, payload: $0) } }
+        let ri = d.decoded.renewalInfo.flatMap { r in d.renewalInfoJSON.map { RenewalVersion(r, payload: $0) } }
+        let n = NotificationFacts(d.decoded.notification, payload: d.notificationJSON, transaction: tx, renewalInfo: ri)
+        self.init(kind: .notification, signed: signed, signedDate: n.signedDate, notification: n, transaction: tx,
+                  renewalInfo: ri, payload: d.notificationJSON, identity: identity)
+    }
+}
+
+/// The identity a verifier accepts, carried by the events it made.
+struct LedgerIdentity: Hashable, Sendable {
+    let bundleId: String
+    let appAppleId: Int64?
+    let environment: AppStoreEnvironment
+
+    init(_ v: SignedDataVerifier) {
+        bundleId = v.bundleId
+        appAppleId = v.appAppleId
+        environment = v.environment
+    }
+}

@@ -1,0 +1,134 @@
+import FoundationEssentials
+
+// The facts the state engine keeps: every distinct signed version of a transaction and of a subscription's renewal
+// info, and one record per notification. Dates are milliseconds since 1970 (Apple's wire unit), so comparisons are
+// exact.
+
+/// Versions of one thing are totally ordered by (signedDate, payload bytes): the newest signed version wins, and two
+/// different payloads signed in the same millisecond still have one winner whatever order they arrive in.
+protocol SignedVersion: Sendable {
+    var signedDate: Int64 { get }
+    var payload: [UInt8] { get }
+}
+
+extension SignedVersion {
+    func isOlder(than other: some SignedVersion) -> Bool {
+        signedDate != other.signedDate ? signedDate < other.signedDate : payload.lexicographicallyPrecedes(other.payload)
+    }
+}
+
+/// One signed version of a transaction.
+struct TransactionVersion: SignedVersion {
+    let value: JWSTransactionDecodedPayload
+    let payload: [UInt8]
+    let signedDate: Int64
+    let transactionId: String
+    let originalTransactionId: String
+    let purchaseDate: Int64?
+    let expiresDate: Int64?
+    let revocationDate: Int64?
+
+    init(_ value: JWSTransactionDecodedPayload, payload: [UInt8]) {
+        self.value = value
+        self.payload = payload
+        signedDate = value.signedDate.map(Timestamp.milliseconds) ?? 0
+        transactionId = value.transactionId ?? ""
+        // A transaction without an originalTransactionId is its own original (Apple always sends both).
+        originalTransactionId = value.originalTransactionId ?? transactionId
+        purchaseDate = value.purchaseDate.map(Timestamp.milliseconds)
+        expiresDate = value.expiresDate.map(Timestamp.milliseconds)
+        revocationDate = value.revocationDate.map(Timestamp.milliseconds)
+    }
+
+    var isAutoRenewable: Bool { value.type == .autoRenewableSubscription }
+    /// Revoked (refunded, or taken back from Family Sharing) at instant `t`.
+    func isRevoked(at t: Int64) -> Bool { revocationDate.map { $0 <= t } ?? false }
+    /// The customer: the appAccountToken (lowercase), else the originalTransactionId.
+    var customerId: String { LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId) }
+}
+
+/// One signed renewal info of a subscription.
+struct RenewalVersion: SignedVersion {
+    let value: JWSRenewalInfoDecodedPayload
+    let payload: [UInt8]
+    let signedDate: Int64
+    let originalTransactionId: String
+    let gracePeriodExpiresDate: Int64?
+
+    init(_ value: JWSRenewalInfoDecodedPayload, payload: [UInt8]) {
+        self.value = value
+        self.payload = payload
+        signedDate = value.signedDate.map(Timestamp.milliseconds) ?? 0
+        originalTransactionId = value.originalTransactionId ?? ""
+        gracePeriodExpiresDate = value.gracePeriodExpiresDate.map(Timestamp.milliseconds)
+    }
+
+    var customerId: String { LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId) }
+}
+
+/// What the engine keeps of a notification: its identity, when it was signed, what Apple said the status was, and
+/// which subscription or purchase it is about.
+struct NotificationFacts: SignedVersion {
+    let uuid: String
+    let type: NotificationTypeV2?
+    let subtype: Subtype?
+    let signedDate: Int64
+    /// data.status: Apple's status of the subscription as of signedDate.
+    let status: Status?
+    let transactionId: String?
+    let originalTransactionId: String?
+    /// Whether the notification is about an auto-renewable subscription (it carries a renewal info, or an
+    /// auto-renewable transaction): only those have a status to compare.
+    let isSubscription: Bool
+    let payload: [UInt8]
+
+    init(_ n: ResponseBodyV2DecodedPayload, payload: [UInt8], transaction: TransactionVersion?, renewalInfo: RenewalVersion?) {
+        // A notification without a UUID (Apple always sends one) is identified by its payload.
+        uuid = n.notificationUUID ?? "payload:" + LedgerDigest.sha256Hex(payload)
+        type = n.notificationType
+        subtype = n.subtype
+        signedDate = n.signedDate.map(Timestamp.milliseconds) ?? 0
+        status = n.data?.status
+        transactionId = transaction?.transactionId
+        originalTransactionId = transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId
+        isSubscription = renewalInfo != nil || transaction?.isAutoRenewable == true
+        self.payload = payload
+    }
+}
+
+/// Customer identifiers: an appAccountToken in lowercase, or an originalTransactionId as given.
+public enum LedgerCustomerKey {
+    static func of(token: UUID?, original: String) -> String {
+        token.map { $0.uuidString.lowercased() } ?? original
+    }
+
+    /// A caller's customer id in the ledger's form: a UUID is compared in lowercase.
+    public static func normalize(_ id: String) -> String {
+        UUID(uuidString: id) != nil ? id.lowercased() : id
+    }
+}
+
+/// Sorted, de-duplicated version lists.
+extension Array where Element: SignedVersion {
+    /// Inserts `v` in order unless an identical version is there; true when it was inserted.
+    mutating func insertVersion(_ v: Element) -> Bool {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if self[mid].isOlder(than: v) { lo = mid + 1 } else { hi = mid }
+        }
+        if lo < count, self[lo].signedDate == v.signedDate, self[lo].payload == v.payload { return false }
+        insert(v, at: lo)
+        return true
+    }
+
+    /// The newest version signed at or before `t` (every fact signed later is unknown at `t`).
+    func newest(at t: Int64) -> Element? {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if self[mid].signedDate <= t { lo = mid + 1 } else { hi = mid }
+        }
+        return lo > 0 ? self[lo - 1] : nil
+    }
+}
