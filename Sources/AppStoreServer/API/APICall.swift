@@ -89,6 +89,10 @@ public final class AppStoreServerAPICall {
         } catch {
             if case .sent = state { throw error }  // a misuse; the call goes on
             state = .over("\(request.endpoint.name): the call has failed")
+            // Whatever ends a fallback (Sandbox's answer, its rate-limit slot, its token) says what Production said.
+            if let production, !error.message.hasPrefix("Production answered") {
+                throw AppStoreServerAPICaller.neither(production: production, sandbox: error)
+            }
             throw error
         }
     }
@@ -133,8 +137,7 @@ public final class AppStoreServerAPICall {
                     state = .reserve
                     continue
                 }
-                if let production { throw AppStoreServerAPICaller.neither(production: production, sandbox: error) }
-                throw error
+                throw error  // next() adds what Production said when this ends a fallback
             case .answered(let next):
                 guard let following = try next.get() else { throw .argument("\(request.endpoint.name): the call is over (no further page)") }
                 guard pages + 1 < AppStoreServerAPIPagination.maxPages else {
