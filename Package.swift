@@ -28,7 +28,14 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .target(name: "AppStoreServer", dependencies: ["COpenSSL"]),
+        // The purchase ledger's embedded storage (Ledger.open("sqlite:...")); CMake links it statically into the
+        // self-contained C library.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "AppStoreServer", dependencies: ["COpenSSL", "CSQLite"]),
         .target(name: "AppStoreServerC", dependencies: ["AppStoreServer"]),
         .target(
             name: "AppStoreServerHTTP",

@@ -1,0 +1,171 @@
+import FoundationEssentials
+
+/// The purchase ledger: verified App Store data in, who is entitled to what out, durably.
+///
+///     let ledger = try Ledger.open("sqlite:/var/lib/app/ledger.db", verifier: verifier)
+///     let result = try ledger.ingest(notification: signedPayload)   // returns once the event is durable
+///     let now = try ledger.customer(appAccountToken)                  // entitlements, subscriptions, consumables
+///
+/// Every input is verified with the ledger's `SignedDataVerifier` (or was, by a verifier for the same app: a
+/// `LedgerEvent`); a refusal throws the verifier's `VerificationFailure` and changes nothing. An accepted value is
+/// stored exactly as received, in one SQLite transaction committed with synchronous=FULL before `ingest` returns, then
+/// applied to the in-memory `LedgerState`, which answers queries. Opening a ledger rebuilds the state from the stored
+/// events; another process writing the same database is caught up with before each call (docs/ledger.md).
+///
+/// Thread-safe: calls on one ledger are serialized by its lock; verification runs outside it.
+public final class Ledger: Sendable {
+    public let verifier: SignedDataVerifier
+    /// The URL it was opened with.
+    public let url: String
+    let identity: LedgerIdentity
+    private let core: Locked<Core>
+
+    struct Core {
+        let store: LedgerStore
+        var state = LedgerState()
+        var lastEventId: Int64 = 0
+        var dataVersion: Int64 = 0
+    }
+
+    private init(url: String, verifier: SignedDataVerifier, store: LedgerStore) {
+        self.url = url
+        self.verifier = verifier
+        self.identity = LedgerIdentity(verifier)
+        self.core = Locked(Core(store: store))
+    }
+
+    /// Opens (creating it if needed) the ledger at `url`: `sqlite:/path/ledger.db` (also `sqlite:///path`, and
+    /// `sqlite::memory:` for a ledger that lives as long as the object). The schema is created or migrated, and the
+    /// state rebuilt from the stored events.
+    public static func open(_ url: String, verifier: SignedDataVerifier) throws(LedgerError) -> Ledger {
+        guard url.hasPrefix("sqlite:") else {
+            let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            throw .argument("unsupported ledger URL scheme \(QuotedText.quote(scheme)): use sqlite:/path/to/ledger.db"
+                + (scheme.hasPrefix("postgres") ? " (PostgreSQL is not supported by this version)" : ""))
+        }
+        var path = String(url.dropFirst("sqlite:".count))
+        if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+        guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the ledger URL names no file: \(QuotedText.quote(url))") }
+        let ledger = Ledger(url: url, verifier: verifier, store: try LedgerStore(path: path))
+        try ledger.core.withLock { c throws(LedgerError) in
+            c.dataVersion = try c.store.dataVersion()
+            try ledger.catchUp(&c)
+        }
+        return ledger
+    }
+
+    // MARK: ingest
+
+    /// Verifies a notification deeply (its transaction and renewal info too) and records it.
+    public func ingest(notification signedPayload: String) throws -> LedgerIngestResult {
+        try ingest(LedgerEvent.verify(notification: signedPayload, with: verifier).get())
+    }
+
+    /// Verifies a signed transaction (from the app, Get Transaction History, Get All Subscription Statuses) and records it.
+    public func ingest(transaction signedTransaction: String) throws -> LedgerIngestResult {
+        try ingest(LedgerEvent.verify(transaction: signedTransaction, with: verifier).get())
+    }
+
+    /// Verifies a signed renewal info (Get All Subscription Statuses) and records it.
+    public func ingest(renewalInfo signedRenewalInfo: String) throws -> LedgerIngestResult {
+        try ingest(LedgerEvent.verify(renewalInfo: signedRenewalInfo, with: verifier).get())
+    }
+
+    /// Records an event already verified by a verifier for the same app (bundle id, app Apple ID, environment).
+    /// Returns after the event is durable; `stored` is false when the same payload was already in the ledger.
+    public func ingest(_ event: LedgerEvent) throws(LedgerError) -> LedgerIngestResult {
+        guard event.identity == identity else {
+            throw .argument("the event was verified for \(event.identity.bundleId) (\(event.identity.environment.rawValue)); "
+                + "this ledger's verifier accepts \(identity.bundleId) (\(identity.environment.rawValue))")
+        }
+        return try core.withLock { c throws(LedgerError) in
+            // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then this event: the
+            // state always applies events in the order the database holds them.
+            try c.store.db.execute("BEGIN IMMEDIATE", "cannot start a ledger transaction")
+            let id: Int64?
+            do throws(LedgerError) {
+                try catchUp(&c)
+                id = c.state.applied.contains(event.payload)
+                    ? nil : try c.store.insert(event, receivedAt: Timestamp.nowMilliseconds())
+                try c.store.db.execute("COMMIT", "cannot commit the ledger transaction")
+            } catch {
+                try? c.store.db.execute("ROLLBACK", "rollback")
+                throw error
+            }
+            guard let id else { return c.state.ingestResult(for: event, stored: false) }
+            c.state.apply(event)
+            c.lastEventId = max(c.lastEventId, id)
+            return c.state.ingestResult(for: event, stored: true)
+        }
+    }
+
+    /// Applies the events stored after the last one applied (by another process, or all of them on open).
+    private func catchUp(_ c: inout Core) throws(LedgerError) {
+        var last = c.lastEventId
+        var state = c.state
+        let identity = self.identity
+        try c.store.events(after: last) { id, kind, signed throws(LedgerError) in
+            state.apply(try LedgerEvent(stored: signed, kind: kind, identity: identity))
+            last = id
+        }
+        c.state = state
+        c.lastEventId = last
+    }
+
+    /// Catches up when another connection has committed since the last look.
+    private func refresh(_ c: inout Core) throws(LedgerError) {
+        let v = try c.store.dataVersion()
+        guard v != c.dataVersion else { return }
+        try catchUp(&c)
+        c.dataVersion = v
+    }
+
+    // MARK: queries
+
+    /// Subscription `originalTransactionId` at `at` (milliseconds since 1970; nil: now); nil when unknown then.
+    public func subscription(_ originalTransactionId: String, at: Int64? = nil) throws(LedgerError) -> LedgerSubscription? {
+        let t = at ?? Timestamp.nowMilliseconds()
+        return try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return c.state.subscription(originalTransactionId, at: t)
+        }
+    }
+
+    /// Customer `id` (an appAccountToken, or the originalTransactionId of purchases without one) at `at` (nil: now).
+    public func customer(_ id: String, at: Int64? = nil) throws(LedgerError) -> LedgerCustomer {
+        let t = at ?? Timestamp.nowMilliseconds()
+        return try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return c.state.customer(id, at: t)
+        }
+    }
+
+    /// Counts, and the oracle's disagreements.
+    public func summary() throws(LedgerError) -> LedgerSummary {
+        try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return c.state.summary(events: Int(try c.store.eventCount()))
+        }
+    }
+
+    /// A snapshot of the state engine (a value: later ingests do not change it).
+    public func state() throws(LedgerError) -> LedgerState {
+        try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return c.state
+        }
+    }
+
+    /// Verifies every stored event again with the ledger's verifier; the ids and failures of those it refuses now.
+    /// (With online checks off, verification happens at each payload's own signedDate, so the answer does not change
+    /// with time; with them on, a certificate revoked since is found.)
+    public func reverify() throws(LedgerError) -> [(eventId: Int64, failure: VerificationFailure)] {
+        var stored: [(Int64, LedgerEventKind, String)] = []
+        try core.withLock { c throws(LedgerError) in
+            try c.store.events(after: 0) { id, kind, signed throws(LedgerError) in stored.append((id, kind, signed)) }
+        }
+        return stored.compactMap { id, kind, signed in
+            LedgerEvent.verify(kind, signed, with: verifier).failure.map { (id, $0) }
+        }
+    }
+}

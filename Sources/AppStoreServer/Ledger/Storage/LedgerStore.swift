@@ -1,0 +1,121 @@
+import FoundationEssentials
+
+/// The SQLite side of a ledger: the events table and the readable tables, written in one transaction per event.
+final class LedgerStore: @unchecked Sendable {
+    let db: SQLiteConnection
+    let path: String
+    private let insertEvent: SQLiteStatement
+    private let upsertTransaction: SQLiteStatement
+    private let upsertRenewal: SQLiteStatement
+    private let upsertNotification: SQLiteStatement
+    private let eventsAfter: SQLiteStatement
+    private let dataVersionStatement: SQLiteStatement
+
+    /// `path` is a file path, or ":memory:".
+    init(path: String) throws(LedgerError) {
+        self.path = path
+        db = try SQLiteConnection(path: path)
+        // WAL: readers never block the writer; synchronous=FULL: every COMMIT fsyncs the WAL before it returns, so
+        // an acknowledged event survives a power loss too, not only a killed process (docs/ledger.md, "Durability").
+        if path != ":memory:" {
+            let mode = try db.prepare("PRAGMA journal_mode = WAL")
+            guard try mode.step(), mode.text(0)?.lowercased() == "wal" else {
+                throw .storage("the ledger database \(QuotedText.quote(path)) cannot use write-ahead logging")
+            }
+        }
+        try db.execute("PRAGMA synchronous = FULL", "cannot set synchronous = FULL")
+        try db.execute("PRAGMA foreign_keys = ON", "cannot enable foreign keys")
+        try LedgerSchema.migrate(db, path: path)
+        insertEvent = try db.prepare("""
+            INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at) VALUES (?, ?, ?, ?, ?)
+            """)
+        let newer = { (table: String) in
+            "WHERE excluded.signed_date > \(table).signed_date OR (excluded.signed_date = \(table).signed_date AND excluded.payload > \(table).payload)"
+        }
+        upsertTransaction = try db.prepare("""
+            INSERT INTO transactions (transaction_id, original_transaction_id, product_id, product_type, app_account_token,
+              purchase_date, expires_date, revocation_date, signed_date, payload, event_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
+              product_id = excluded.product_id, product_type = excluded.product_type,
+              app_account_token = excluded.app_account_token, purchase_date = excluded.purchase_date,
+              expires_date = excluded.expires_date, revocation_date = excluded.revocation_date,
+              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
+            \(newer("transactions"))
+            """)
+        upsertRenewal = try db.prepare("""
+            INSERT INTO renewal_infos (original_transaction_id, auto_renew_status, auto_renew_product_id,
+              is_in_billing_retry_period, grace_period_expires_date, expiration_intent, signed_date, payload, event_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET auto_renew_status = excluded.auto_renew_status,
+              auto_renew_product_id = excluded.auto_renew_product_id,
+              is_in_billing_retry_period = excluded.is_in_billing_retry_period,
+              grace_period_expires_date = excluded.grace_period_expires_date,
+              expiration_intent = excluded.expiration_intent, signed_date = excluded.signed_date,
+              payload = excluded.payload, event_id = excluded.event_id
+            \(newer("renewal_infos"))
+            """)
+        upsertNotification = try db.prepare("""
+            INSERT INTO notifications (notification_uuid, notification_type, subtype, status, original_transaction_id,
+              transaction_id, signed_date, payload, event_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (notification_uuid) DO UPDATE SET notification_type = excluded.notification_type,
+              subtype = excluded.subtype, status = excluded.status,
+              original_transaction_id = excluded.original_transaction_id, transaction_id = excluded.transaction_id,
+              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
+            \(newer("notifications"))
+            """)
+        eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id")
+        dataVersionStatement = try db.prepare("PRAGMA data_version")
+    }
+
+    /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
+    func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
+        try insertEvent.run([.text(event.kind.rawValue), .text(event.payloadDigest), .text(event.signed),
+                             event.signedDate.sql, .int(receivedAt)])
+        guard db.changes == 1 else { return nil }
+        let id = db.lastInsertRowID
+        if let t = event.transaction {
+            try upsertTransaction.run([
+                .text(t.transactionId), .text(t.originalTransactionId), t.value.productId.sql, (t.value.type?.rawValue).sql,
+                t.value.appAccountToken.map { $0.uuidString.lowercased() }.sql, t.purchaseDate.sql, t.expiresDate.sql,
+                t.revocationDate.sql, .int(t.signedDate), .text(String(decoding: t.payload, as: UTF8.self)), .int(id)])
+        }
+        if let r = event.renewalInfo {
+            let v = r.value
+            try upsertRenewal.run([
+                .text(r.originalTransactionId), v.autoRenewStatus.map { Int64($0.rawValue) }.sql, v.autoRenewProductId.sql,
+                v.isInBillingRetryPeriod.map { $0 ? 1 : 0 }.sql, r.gracePeriodExpiresDate.sql,
+                v.expirationIntent.map { Int64($0.rawValue) }.sql, .int(r.signedDate),
+                .text(String(decoding: r.payload, as: UTF8.self)), .int(id)])
+        }
+        if let n = event.notification {
+            try upsertNotification.run([
+                .text(n.uuid), (n.type?.rawValue).sql, (n.subtype?.rawValue).sql, n.status.map { Int64($0.rawValue) }.sql,
+                n.originalTransactionId.sql, n.transactionId.sql, .int(n.signedDate),
+                .text(String(decoding: n.payload, as: UTF8.self)), .int(id)])
+        }
+        return id
+    }
+
+    /// Every stored event after `id`, in storage order.
+    func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        try eventsAfter.bind([.int(id)])
+        defer { try? eventsAfter.bind([]) }  // reset: no read transaction left open
+        while try eventsAfter.step() {
+            try each(eventsAfter.int64(0), LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), eventsAfter.text(2) ?? "")
+        }
+    }
+
+    /// Changes when another connection (another process) has committed since the last call.
+    func dataVersion() throws(LedgerError) -> Int64 {
+        try dataVersionStatement.bind([])
+        guard try dataVersionStatement.step() else { throw .storage("PRAGMA data_version returned no row") }
+        let v = dataVersionStatement.int64(0)
+        try dataVersionStatement.bind([])
+        return v
+    }
+
+    /// The number of stored events.
+    func eventCount() throws(LedgerError) -> Int64 { try db.integer("SELECT count(*) FROM events") }
+}

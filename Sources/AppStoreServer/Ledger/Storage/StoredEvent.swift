@@ -1,0 +1,45 @@
+import FoundationEssentials
+
+/// Reading back what the ledger stored. Every stored JWS was verified before it was written, so reloading decodes it
+/// without verifying again (opening a large ledger costs no signature checks); `Ledger.reverify()` checks them all
+/// again with the ledger's verifier when wanted (docs/ledger.md, "Rebuild").
+extension LedgerEvent {
+    init(stored signed: String, kind: LedgerEventKind, identity: LedgerIdentity) throws(LedgerError) {
+        func decode<T: JSONDecodable>(_ jws: String, _ type: T.Type, _ what: String) throws(LedgerError) -> (T, [UInt8]) {
+            let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, let payload = Base64.decode(String(parts[1]), alphabet: .url) else {
+                throw .storage("stored \(what) is not a compact JWS")
+            }
+            do {
+                return (try T(json: try JSONParser.parse(payload), strict: false), payload)
+            } catch {
+                throw .storage("stored \(what) does not decode: \(error)")
+            }
+        }
+        switch kind {
+        case .transaction:
+            let (t, payload) = try decode(signed, JWSTransactionDecodedPayload.self, "transaction")
+            self.init(kind: kind, signed: signed, signedDate: t.signedDate.map(Timestamp.milliseconds), notification: nil,
+                      transaction: TransactionVersion(t, payload: payload), renewalInfo: nil, payload: payload, identity: identity)
+        case .renewalInfo:
+            let (r, payload) = try decode(signed, JWSRenewalInfoDecodedPayload.self, "renewal info")
+            self.init(kind: kind, signed: signed, signedDate: r.signedDate.map(Timestamp.milliseconds), notification: nil,
+                      transaction: nil, renewalInfo: RenewalVersion(r, payload: payload), payload: payload, identity: identity)
+        case .notification:
+            let (n, payload) = try decode(signed, ResponseBodyV2DecodedPayload.self, "notification")
+            let tx = try n.data?.signedTransactionInfo.map { s throws(LedgerError) in
+                let (t, p) = try decode(s, JWSTransactionDecodedPayload.self, "notification transaction")
+                return TransactionVersion(t, payload: p)
+            }
+            let ri = try n.data?.signedRenewalInfo.map { s throws(LedgerError) in
+                let (r, p) = try decode(s, JWSRenewalInfoDecodedPayload.self, "notification renewal info")
+                return RenewalVersion(r, payload: p)
+            }
+            let facts = NotificationFacts(n, payload: payload, transaction: tx, renewalInfo: ri)
+            self.init(kind: kind, signed: signed, signedDate: facts.signedDate, notification: facts, transaction: tx,
+                      renewalInfo: ri, payload: payload, identity: identity)
+        default:
+            throw .storage("stored event of unknown kind \(QuotedText.quote(kind.rawValue))")
+        }
+    }
+}
