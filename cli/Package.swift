@@ -1,8 +1,9 @@
 // swift-tools-version:6.1
-// The `appstoreserver` command-line tool: its own package, so that swift-argument-parser and the HTTP stack it
-// needs never reach a package that depends on the library. Built by scripts/build-and-demo and by CMake
-// (-DAPPSTORE_TOOL=ON):
-//   swift build -c release --package-path cli --static-swift-stdlib
+// The `appstoreserver` command-line tool: its own package, so that swift-argument-parser and the tool's HTTP client
+// never reach a package that depends on the library. Build it with cli/build (release, static Swift runtime,
+// static libssl/libcrypto, linked against glibc 2.28's symbol set); scripts/build-and-demo does.
+// No Foundation (FoundationEssentials only: no ICU data) and no SwiftNIO/BoringSSL: the HTTP client is CLIHTTP,
+// a small C target over OpenSSL's libssl.
 import Foundation
 import PackageDescription
 
@@ -16,7 +17,7 @@ let package = Package(
         .executable(name: "appstoreserver", targets: ["AppStoreServerCLI"]),
     ],
     dependencies: [
-        .package(path: "..", traits: ["HTTP"]),
+        .package(path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
@@ -24,9 +25,15 @@ let package = Package(
             name: "AppStoreServerCLI",
             dependencies: [
                 .product(name: "AppStoreServer", package: rootIdentity),
-                .product(name: "AppStoreServerHTTP", package: rootIdentity),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CLIHTTP",
             ]
+        ),
+        // Blocking HTTP/1.1 over sockets, TLS with OpenSSL's libssl (include/cli_http.h).
+        .target(
+            name: "CLIHTTP",
+            cSettings: [.unsafeFlags(["-fvisibility=hidden", "-Wall", "-Wextra"])],
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
     ]
 )

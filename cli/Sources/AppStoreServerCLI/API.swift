@@ -1,7 +1,6 @@
 import AppStoreServer
-import AppStoreServerHTTP
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct API: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -71,7 +70,7 @@ struct API: ParsableCommand {
                 throw ToolFailure(error)
             }
             if dryRun { return try printRequest(caller, request) }
-            let transport = AsyncHTTPClientBlockingTransport()
+            let transport = ToolHTTPTransport()
             if allPages && !endpoint.isPaginated { throw ToolFailure.usage("--all-pages: \(endpoint.name) is not paginated") }
             var body: [UInt8]
             do throws(AppStoreServerAPIError) {
@@ -111,53 +110,53 @@ struct API: ParsableCommand {
 
     /// The parameters object from --param and --body, checked by the library as the C ABI's params_json is.
     func makeRequest(_ endpoint: AppStoreServerAPIEndpoint) throws(ToolFailure) -> AppStoreServerAPIRequest {
-        var values: [(String, Any)] = []
+        var members: [(String, JSONValue)] = []
         for p in params {
-            let name: String, value: Any
-            if let r = p.range(of: ":="), !p[..<r.lowerBound].contains("=") {
+            let name: String, value: JSONValue
+            if let r = p.firstRange(of: ":="), !p[..<r.lowerBound].contains("=") {
                 name = String(p[..<r.lowerBound])
                 let text = String(p[r.upperBound...])
-                guard let v = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) else {
+                guard let v = JSONValue.parse(text) else {
                     throw ToolFailure.usage("--param \(name):= is followed by \"\(text)\", which is not JSON")
                 }
                 value = v
             } else if let eq = p.firstIndex(of: "=") {
                 name = String(p[..<eq])
-                value = String(p[p.index(after: eq)...])
+                value = .string(String(p[p.index(after: eq)...]))
             } else {
                 throw ToolFailure.usage("--param \(p): expected name=value or name:=JSON")
             }
             guard !name.isEmpty else { throw ToolFailure.usage("--param \(p): the name is empty") }
-            values.append((name, value))
-        }
-        var object: [String: Any] = [:]
-        for (name, value) in values {
-            if let existing = object[name] {
-                object[name] = (existing as? [Any] ?? [existing]) + [value]
+            // A name given again makes an array (appended to, when the first value was one).
+            if let k = members.firstIndex(where: { $0.0 == name }) {
+                if case .array(let items) = members[k].1 {
+                    members[k].1 = .array(items + [value])
+                } else {
+                    members[k].1 = .array([members[k].1, value])
+                }
             } else {
-                object[name] = value
+                members.append((name, value))
             }
         }
         if let body {
             let keys = endpoint.parameterKeys.required + endpoint.parameterKeys.optional
             let bytes = try Input.read(body, what: "a request body")
+            let member: (String, JSONValue)
             if keys.contains("body") {
-                guard let json = try? JSONSerialization.jsonObject(with: Data(bytes)) else {
+                guard let json = JSONValue.parse(bytes), json.isContainer else {
                     throw ToolFailure.usage("--body \(body): not JSON")
                 }
-                object["body"] = json
+                member = ("body", json)
             } else if keys.contains("image") {
-                object["image"] = Data(bytes).base64EncodedString()
+                member = ("image", .string(Data(bytes).base64EncodedString()))
             } else {
                 throw ToolFailure.usage("\(endpoint.name) takes no request body")
             }
-        }
-        let json: Data
-        do { json = try JSONSerialization.data(withJSONObject: object) } catch {
-            throw ToolFailure.usage("the parameters do not make a JSON object: \(error)")
+            members.removeAll { $0.0 == member.0 }
+            members.append(member)
         }
         do {
-            return try AppStoreServerAPIRequest(endpoint: endpoint, parametersJSON: [UInt8](json))
+            return try AppStoreServerAPIRequest(endpoint: endpoint, parametersJSON: Array(JSONValue.object(members).serialized().utf8))
         } catch {
             throw ToolFailure(error)
         }
@@ -185,7 +184,7 @@ struct API: ParsableCommand {
         for e in AppStoreServerAPIEndpoint.allCases {
             let keys = e.parameterKeys
             let params = keys.required + keys.optional.map { "[\($0)]" }
-            Output.line("\(e.name.padding(toLength: 46, withPad: " ", startingAt: 0)) \(e.method.padding(toLength: 6, withPad: " ", startingAt: 0)) \(e.pathTemplate)"
+            Output.line("\(e.name.padded(to: 46)) \(e.method.padded(to: 6)) \(e.pathTemplate)"
                         + (params.isEmpty ? "" : "  " + params.joined(separator: " ")))
         }
     }
@@ -216,23 +215,23 @@ struct SignedFields {
     }
 
     func verified(_ body: [UInt8]) throws(ToolFailure) -> [UInt8] {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body)) else { return body }
+        guard let root = JSONValue.parse(body) else { return body }
         var failure: ToolFailure?
-        func walk(_ value: Any, key: String?, path: String) -> Any {
-            if let object = value as? [String: Any] {
-                var out: [String: Any] = [:]
-                for (k, v) in object { out[k] = walk(v, key: k, path: path.isEmpty ? k : "\(path).\(k)") }
-                return out
+        func walk(_ value: JSONValue, key: String?, path: String) -> JSONValue {
+            switch value {
+            case .object(let members):
+                return .object(members.map { k, v in (k, walk(v, key: k, path: path.isEmpty ? k : "\(path).\(k)")) })
+            case .array(let items):
+                return .array(items.enumerated().map { walk($1, key: key, path: "\(path)[\($0)]") })
+            default:
+                break
             }
-            if let array = value as? [Any] {
-                return array.enumerated().map { walk($1, key: key, path: "\(path)[\($0)]") }
-            }
-            guard let key, key.hasPrefix("signed"), let jws = value as? String, let kind = Self.kind(forKey: key, jws: jws) else {
+            guard let key, key.hasPrefix("signed"), let jws = value.stringValue, let kind = Self.kind(forKey: key, jws: jws) else {
                 return value
             }
             switch verifier.verifiedPayloadJSON(kind, jws) {
             case .success(let json):
-                return (try? JSONSerialization.jsonObject(with: Data(json))) ?? value
+                return JSONValue.parse(json) ?? value
             case .failure(let f):
                 if failure == nil {
                     let t = ToolFailure(f)
@@ -243,9 +242,6 @@ struct SignedFields {
         }
         let result = walk(root, key: nil, path: "")
         if let failure { throw failure }
-        guard let data = try? JSONSerialization.data(withJSONObject: result, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return body
-        }
-        return [UInt8](data)
+        return Array(result.serialized(sortedKeys: true).utf8)
     }
 }

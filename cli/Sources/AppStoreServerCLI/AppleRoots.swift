@@ -1,5 +1,5 @@
 import AppStoreServer
-import Foundation
+import FoundationEssentials
 
 /// Apple's public root certificates, shipped with the tool as the default trust anchors, each checked against the
 /// SHA-256 fingerprint Apple publishes at https://www.apple.com/certificateauthority/ before it is used: a root

@@ -1,6 +1,6 @@
 import AppStoreServer
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct Decode: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +50,8 @@ struct Decode: ParsableCommand {
             }
         }
         let payloadText = String(decoding: u.payloadJSON, as: UTF8.self)
-        let payloadObject = try? JSONSerialization.jsonObject(with: Data(u.payloadJSON))
+        // JSON as JSONSerialization took it: an object or an array at the top.
+        let payloadObject = JSONValue.parse(u.payloadJSON).flatMap { $0.isContainer ? $0 : nil }
         let payloadIsJSON = payloadObject != nil
         var members: [(String, String)] = [
             ("verified", "false"),
@@ -70,20 +71,25 @@ struct Decode: ParsableCommand {
     }
 
     /// `signed…` string members anywhere in the payload, with their dotted paths.
-    static func signedValues(in root: Any) -> [(String, String)] {
+    static func signedValues(in root: JSONValue) -> [(String, String)] {
         var found: [(String, String)] = []
-        func walk(_ value: Any, _ path: String) {
-            if let object = value as? [String: Any] {
-                for key in object.keys.sorted() {
+        func walk(_ value: JSONValue, _ path: String) {
+            switch value {
+            case .object(let members):
+                // Keys in order (a key given twice: its first value, as in a dictionary).
+                var seen: Set<String> = []
+                for (key, member) in members.sorted(by: { $0.0 < $1.0 }) where seen.insert(key).inserted {
                     let child = path.isEmpty ? key : "\(path).\(key)"
-                    if key.hasPrefix("signed"), let s = object[key] as? String, s.split(separator: ".").count == 3 {
+                    if key.hasPrefix("signed"), let s = member.stringValue, s.split(separator: ".").count == 3 {
                         found.append((child, s))
                     } else {
-                        walk(object[key]!, child)
+                        walk(member, child)
                     }
                 }
-            } else if let array = value as? [Any] {
-                for (i, item) in array.enumerated() { walk(item, "\(path)[\(i)]") }
+            case .array(let items):
+                for (i, item) in items.enumerated() { walk(item, "\(path)[\(i)]") }
+            default:
+                break
             }
         }
         walk(root, "")

@@ -1,5 +1,5 @@
 import AppStoreServer
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,7 +46,7 @@ enum Input {
         guard let s = String(validating: bytes, as: UTF8.self) else {
             throw ToolFailure(.invalid, status: "INVALID_JWS_FORMAT", reason: "malformed", "\(what) is not UTF-8 text")
         }
-        return s.trimmingCharacters(in: .whitespacesAndNewlines)
+        return s.trimmed()
     }
 
     /// A compact JWS from what was read: the JWS itself, or a JSON body carrying one — a notification or realtime
@@ -55,16 +55,20 @@ enum Input {
     static func signedPayload(_ bytes: [UInt8]) throws(ToolFailure) -> (jws: String, from: String?) {
         let text = try text(bytes, what: "the input")
         guard text.hasPrefix("{") else { return (text, nil) }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        guard let value = JSONValue.parse(text), let object = value.object else {
             throw ToolFailure(.invalid, status: "INVALID_JWS_FORMAT", reason: "malformed",
                               "the input starts with { but is not a JSON object")
         }
-        if let jws = object["signedPayload"] as? String { return (jws, "signedPayload") }
-        let signed = object.filter { $0.key.hasPrefix("signed") && $0.value is String }
-        guard signed.count == 1, let (key, value) = signed.first, let jws = value as? String else {
+        if let jws = value["signedPayload"]?.stringValue { return (jws, "signedPayload") }
+        // Distinct names (a name repeated counts once, its first value winning, as in a dictionary).
+        var signed: [(String, String)] = []
+        for (key, member) in object where key.hasPrefix("signed") && !signed.contains(where: { $0.0 == key }) {
+            if let s = member.stringValue { signed.append((key, s)) }
+        }
+        guard signed.count == 1, let (key, jws) = signed.first else {
             throw ToolFailure(.invalid, status: "INVALID_JWS_FORMAT", reason: "malformed",
                               "the JSON input has no \"signedPayload\" member (nor exactly one other \"signed…\" string member)"
-                              + (signed.isEmpty ? "" : ": found \(signed.keys.sorted().joined(separator: ", "))"))
+                              + (signed.isEmpty ? "" : ": found \(signed.map(\.0).sorted().joined(separator: ", "))"))
         }
         return (jws, key)
     }
@@ -77,7 +81,7 @@ enum Input {
         }
         var ders: [[UInt8]] = []
         for block in text.components(separatedBy: "-----BEGIN CERTIFICATE-----").dropFirst() {
-            guard let end = block.range(of: "-----END CERTIFICATE-----") else {
+            guard let end = block.firstRange(of: "-----END CERTIFICATE-----") else {
                 throw ToolFailure(.configuration, status: "CONFIGURATION_ERROR", reason: "bad_certificate",
                                   "\(path): a PEM certificate has no END line")
             }

@@ -1,6 +1,5 @@
 import AppStoreServer
 import ArgumentParser
-import Foundation
 
 struct Receipt: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,5 @@
 import AppStoreServer
 import ArgumentParser
-import Foundation
 
 /// The signing key and the identifiers every signature names. The key is read from a file or the environment,
 /// never from the command line.

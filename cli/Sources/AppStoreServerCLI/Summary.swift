@@ -1,29 +1,29 @@
 import AppStoreServer
-import Foundation
+import FoundationEssentials
 
 /// `verify --summary`: what an engineer on call wants to read, in a few lines.
 enum Summary {
     static func lines(kind: SignedPayloadKind, json: [UInt8], setup: VerifierSetup, deep: Bool) -> [String] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else { return ["VALID"] }
+        guard let object = JSONValue.parse(json), object.object != nil else { return ["VALID"] }
         let signedBy = setup.environment == .xcode || setup.environment == .localTesting
             ? "not signed by Apple (\(setup.environment.rawValue) data: no signature check)"
             : "signed by Apple (chain to \(setup.anchors)\(setup.online ? ", OCSP checked" : ", offline"))"
         var out = ["VALID \(label(kind))\(deep ? " (nested signed data verified too)" : ""), \(signedBy)"]
         func add(_ name: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }
-            out.append("  " + name.padding(toLength: 13, withPad: " ", startingAt: 0) + value)
+            out.append("  " + name.padded(to: 13) + value)
         }
         switch kind {
         case .notification:
-            let n = deep ? object["notification"] as? [String: Any] ?? [:] : object
+            let n = deep ? objectValue(object["notification"]) ?? .object([]) : object
             add("type", [string(n["notificationType"]), string(n["subtype"])].compactMap { $0 }.joined(separator: " / "))
-            let data = n["data"] as? [String: Any] ?? n["summary"] as? [String: Any] ?? [:]
+            let data = objectValue(n["data"]) ?? objectValue(n["summary"]) ?? .object([])
             add("app", identity(data))
             add("signed", date(n["signedDate"]))
             add("notification", string(n["notificationUUID"]))
-            if let t = object["transaction"] as? [String: Any] { add("transaction", transaction(t)) }
-            if let r = object["renewalInfo"] as? [String: Any] { add("renewal", renewal(r)) }
-            if let a = object["appTransaction"] as? [String: Any] { add("app bought", date(a["originalPurchaseDate"])) }
+            if let t = objectValue(object["transaction"]) { add("transaction", transaction(t)) }
+            if let r = objectValue(object["renewalInfo"]) { add("renewal", renewal(r)) }
+            if let a = objectValue(object["appTransaction"]) { add("app bought", date(a["originalPurchaseDate"])) }
         case .transaction:
             add("app", identity(object))
             add("transaction", transaction(object))
@@ -55,7 +55,7 @@ enum Summary {
         }
     }
 
-    static func identity(_ o: [String: Any]) -> String? {
+    static func identity(_ o: JSONValue) -> String? {
         var parts: [String] = []
         if let b = string(o["bundleId"]) { parts.append(b) }
         if let a = string(o["appAppleId"]) { parts.append("App Apple ID \(a)") }
@@ -63,7 +63,7 @@ enum Summary {
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 
-    static func transaction(_ t: [String: Any]) -> String {
+    static func transaction(_ t: JSONValue) -> String {
         var parts = [string(t["transactionId"]).map { "id \($0)" } ?? "id ?"]
         if let o = string(t["originalTransactionId"]), o != string(t["transactionId"]) { parts.append("original \(o)") }
         if let p = string(t["productId"]) { parts.append("product \(p)") }
@@ -74,7 +74,7 @@ enum Summary {
         return parts.joined(separator: ", ")
     }
 
-    static func renewal(_ r: [String: Any]) -> String {
+    static func renewal(_ r: JSONValue) -> String {
         var parts: [String] = []
         if let s = string(r["autoRenewStatus"]) { parts.append(s == "1" ? "auto-renew on" : "auto-renew off") }
         if let p = string(r["autoRenewProductId"]) { parts.append("renews to \(p)") }
@@ -83,24 +83,21 @@ enum Summary {
         return parts.joined(separator: ", ")
     }
 
-    static func string(_ v: Any?) -> String? {
-        switch v {
-        case let s as String: s
-        case let n as NSNumber: n.stringValue
-        default: nil
-        }
+    static func objectValue(_ v: JSONValue?) -> JSONValue? {
+        v?.object != nil ? v : nil
     }
 
+    /// A string, or a number as spelled.
+    static func string(_ v: JSONValue?) -> String? { v?.text }
+
     /// Milliseconds since 1970 as ISO 8601 UTC.
-    static func date(_ v: Any?) -> String? {
-        guard let n = v as? NSNumber else { return nil }
-        return iso8601(Date(timeIntervalSince1970: n.doubleValue / 1000))
+    static func date(_ v: JSONValue?) -> String? {
+        guard let ms = v?.doubleValue else { return nil }
+        return iso8601(Date(timeIntervalSince1970: ms / 1000))
     }
 }
 
 /// A date as ISO 8601 UTC (2025-10-01T07:08:38Z), for the summary and decode's certificate dates.
 func iso8601(_ date: Date) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    return formatter.string(from: date)
+    date.formatted(.iso8601)
 }

@@ -77,7 +77,7 @@ enum ExitStatus: Int32, CaseIterable {
     }
 
     static var table: String {
-        allCases.map { "\(String($0.rawValue).padding(toLength: 3, withPad: " ", startingAt: 0)) \($0.meaning)" }
+        allCases.map { "\(String($0.rawValue).padded(to: 3)) \($0.meaning)" }
             .joined(separator: "\n  ")
     }
 }

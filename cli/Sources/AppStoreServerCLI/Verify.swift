@@ -1,7 +1,5 @@
 import AppStoreServer
-import AppStoreServerHTTP
 import ArgumentParser
-import Foundation
 
 enum KindOption: String, ExpressibleByArgument, CaseIterable {
     case auto
@@ -164,7 +162,7 @@ struct VerifierSetup {
             if online {
                 verifier = try SignedDataVerifier(rootCertificates: roots, bundleId: bundleId, appAppleId: appAppleId,
                                                   environment: environment, enableOnlineChecks: true,
-                                                  transport: AsyncHTTPClientBlockingTransport(),
+                                                  transport: ToolHTTPTransport(),
                                                   ocspTimeoutMilliseconds: UInt32(ocspTimeout * 1000))
             } else {
                 verifier = try SignedDataVerifier(rootCertificates: roots, bundleId: bundleId, appAppleId: appAppleId,
@@ -202,13 +200,13 @@ struct ClaimedIdentity {
     var environment: AppStoreEnvironment?
 
     init(_ payloadJSON: [UInt8]) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payloadJSON)) as? [String: Any] else { return }
+        guard let object = JSONValue.parse(payloadJSON), object.object != nil else { return }
         // Notifications keep them in data, summary or externalPurchaseToken; the other kinds at the top.
-        let places = [object] + ["data", "summary", "externalPurchaseToken"].compactMap { object[$0] as? [String: Any] }
+        let places = [object] + ["data", "summary", "externalPurchaseToken"].compactMap { object[$0].flatMap { $0.object != nil ? $0 : nil } }
         for place in places {
-            bundleId = bundleId ?? place["bundleId"] as? String
-            appAppleId = appAppleId ?? (place["appAppleId"] as? NSNumber)?.int64Value
-            let env = place["environment"] as? String ?? place["receiptType"] as? String
+            bundleId = bundleId ?? place["bundleId"]?.stringValue
+            appAppleId = appAppleId ?? place["appAppleId"]?.int64Value
+            let env = place["environment"]?.stringValue ?? place["receiptType"]?.stringValue
             if environment == nil, let env, AppStoreEnvironment(rawValue: env).isKnown { environment = AppStoreEnvironment(rawValue: env) }
         }
     }
