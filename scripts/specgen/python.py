@@ -37,6 +37,10 @@ APPLE = json.loads((Path(__file__).resolve().parent / "python_apple.json").read_
 # Members every generated model class has (from _model.Model); a JSON key must not take one of these names.
 MODEL_OWN_MEMBERS = frozenset({"to_dict", "from_dict", "to_json", "from_json", "_FIELDS", "_TWINS", "_KEYS", "_CHECKS",
                                "_validate"})
+# Names the models' annotations use besides the model and enum classes: a field (a class-level annotation) must not
+# take one of them.
+ANNOTATION_NAMES = frozenset({"str", "int", "bool", "float", "bytes", "Any", "Dict", "List", "Mapping", "Optional",
+                              "UUID"})
 # Modules of the models package that are not models (compatibility modules of Apple's library).
 COMPAT_MODULES = {
     "LibraryUtility": "from .._model import (  # noqa: F401\n    AppStoreServerLibraryEnumMeta,\n"
@@ -132,6 +136,10 @@ def python_problems(spec: Spec) -> list[str]:
                 problems.append(f"model {mname}: JSON key {k!r} is not a Python identifier")
             if raw_twin(k) in keys:
                 problems.append(f"model {mname}: {k} and {raw_twin(k)} (its raw twin's name) are both fields")
+            if ident(k) in ANNOTATION_NAMES or ident(k) in spec.models or ident(k) in spec.enums or \
+                    any(ident(k) == class_name(n) for n in list(spec.models) + list(spec.enums)):
+                problems.append(f"model {mname}.{k}: as a class-level annotation it would hide the type "
+                                f"{ident(k)} from the annotations after it")
     for mname, facts in APPLE["models"].items():
         model = spec.models.get(mname)
         if model is None:
@@ -314,6 +322,20 @@ class Field:
         raw = spec.enums[self.tname]["rawType"]
         return "Optional[str]" if raw == "String" else "Optional[int]"
 
+    def attr_hints(self, spec: Spec, required: set[str]) -> list[tuple[str, str]]:
+        """(attribute, type) of the class-level annotations (PEP 526) that type checkers read, as Apple's attrs
+        classes declare them: a field Apple's constructor requires has its plain type, every other Optional; the
+        main field of an enum is Optional (None when the raw value is unknown to this version), its raw twin has
+        the raw type, plain when Apple requires one of the two (requiredEnum: the constructor refuses neither)."""
+        if self.twin:
+            raw = self.raw_hint(spec)
+            if self.required_enum:
+                raw = raw[len("Optional["):-1]
+            return [(self.attr, self.hint(spec)), (self.twin, raw)]
+        if self.key in required:
+            return [(self.attr, self._base_hint(spec))]
+        return [(self.attr, self.hint(spec))]
+
 
 def model_fields(spec: Spec, name: str) -> tuple[list[Field], list[str], set[str]]:
     """(fields in constructor order, attribute names in Apple's declaration order with raw twins after their main
@@ -490,6 +512,12 @@ def render_model_module(spec: Spec, name: str) -> str:
         head += ["", *render_enum(spec, e, spec.enums[e]), ""]
     cls_lines = ["", f"class {cls}({', '.join(bases)}):"]
     cls_lines += doc_block(model.get("doc"), "    ")
+    cls_lines.append("")
+    # The attributes as type checkers see them (annotations only: no class attribute is created; the instance
+    # attributes live in __dict__, set by __init__ / from_dict).
+    for f in fields:
+        for attr, hint in f.attr_hints(spec, required):
+            cls_lines.append(f"    {attr}: {hint}")
     cls_lines.append("")
     cls_lines.append(f"    _FIELDS = ({''.join(pystr(a) + ', ' for a in attrs)})")
     cls_lines.append(f"    _KEYS = ({''.join(pystr(f.key) + ', ' for f in fields)})")

@@ -30,6 +30,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceDescriptors(Model):
     """The display name and description of an Advanced Commerce product."""
 
+    description: str
+    displayName: str
+
     _FIELDS = ("description", "displayName", )
     _KEYS = ("description", "displayName", )
     _CHECKS = {

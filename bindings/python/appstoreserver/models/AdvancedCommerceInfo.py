@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceInfo(Model):
     """Advanced Commerce data in a Retention Messaging realtime response."""
 
+    messageIdentifier: Optional[UUID]
+    advancedCommerceData: Optional[str]
+
     _FIELDS = ("messageIdentifier", "advancedCommerceData", )
     _KEYS = ("messageIdentifier", "advancedCommerceData", )
 

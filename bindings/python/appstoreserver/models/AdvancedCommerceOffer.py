@@ -32,6 +32,13 @@ from .AdvancedCommerceOfferReason import AdvancedCommerceOfferReason
 class AdvancedCommerceOffer(Model):
     """A discount offer applied to an Advanced Commerce subscription item."""
 
+    periodCount: int
+    price: int
+    period: Optional[AdvancedCommerceOfferPeriod]
+    rawPeriod: str
+    reason: Optional[AdvancedCommerceOfferReason]
+    rawReason: str
+
     _FIELDS = ("periodCount", "price", "period", "rawPeriod", "reason", "rawReason", )
     _KEYS = ("periodCount", "price", "period", "reason", )
     _TWINS = {

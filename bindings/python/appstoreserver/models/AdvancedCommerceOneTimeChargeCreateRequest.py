@@ -32,6 +32,12 @@ from .AdvancedCommerceRequestInfo import AdvancedCommerceRequestInfo
 class AdvancedCommerceOneTimeChargeCreateRequest(AbstractAdvancedCommerceInAppRequest):
     """The in-app request to buy an Advanced Commerce one-time-charge product."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    currency: str
+    item: AdvancedCommerceOneTimeChargeItem
+    taxCode: str
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "currency", "item", "taxCode", "storefront", )
     _KEYS = ("requestInfo", "currency", "item", "taxCode", "storefront", )
     operation = "CREATE_ONE_TIME_CHARGE"

@@ -30,6 +30,11 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceOneTimeChargeItem(Model):
     """The product of an Advanced Commerce one-time-charge request."""
 
+    SKU: str
+    description: str
+    displayName: str
+    price: int
+
     _FIELDS = ("SKU", "description", "displayName", "price", )
     _KEYS = ("SKU", "description", "displayName", "price", )
     _CHECKS = {

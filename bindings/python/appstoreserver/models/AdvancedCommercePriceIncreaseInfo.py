@@ -30,6 +30,11 @@ from .AdvancedCommercePriceIncreaseInfoStatus import AdvancedCommercePriceIncrea
 class AdvancedCommercePriceIncreaseInfo(Model):
     """A price increase for an Advanced Commerce subscription item."""
 
+    dependentSKUs: Optional[List[str]]
+    price: Optional[int]
+    status: Optional[AdvancedCommercePriceIncreaseInfoStatus]
+    rawStatus: Optional[str]
+
     _FIELDS = ("dependentSKUs", "price", "status", "rawStatus", )
     _KEYS = ("dependentSKUs", "price", "status", )
     _TWINS = {

@@ -31,6 +31,13 @@ from .AdvancedCommerceRefundType import AdvancedCommerceRefundType
 class AdvancedCommerceRefund(Model):
     """A refund of an Advanced Commerce transaction item."""
 
+    refundAmount: Optional[int]
+    refundDate: Optional[int]
+    refundReason: Optional[AdvancedCommerceRefundReason]
+    rawRefundReason: Optional[str]
+    refundType: Optional[AdvancedCommerceRefundType]
+    rawRefundType: Optional[str]
+
     _FIELDS = ("refundAmount", "refundDate", "refundReason", "rawRefundReason", "refundType", "rawRefundType", )
     _KEYS = ("refundAmount", "refundDate", "refundReason", "refundType", )
     _TWINS = {

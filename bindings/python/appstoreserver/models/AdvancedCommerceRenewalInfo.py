@@ -32,6 +32,14 @@ from .AdvancedCommerceRenewalItem import AdvancedCommerceRenewalItem
 class AdvancedCommerceRenewalInfo(Model):
     """Renewal information present only for Advanced Commerce SKUs."""
 
+    consistencyToken: Optional[str]
+    descriptors: Optional[AdvancedCommerceDescriptors]
+    items: Optional[List[AdvancedCommerceRenewalItem]]
+    period: Optional[AdvancedCommercePeriod]
+    rawPeriod: Optional[str]
+    requestReferenceId: Optional[str]
+    taxCode: Optional[str]
+
     _FIELDS = ("consistencyToken", "descriptors", "items", "period", "rawPeriod", "requestReferenceId", "taxCode", )
     _KEYS = ("consistencyToken", "descriptors", "items", "period", "requestReferenceId", "taxCode", )
     _TWINS = {

@@ -31,6 +31,13 @@ from .AdvancedCommercePriceIncreaseInfo import AdvancedCommercePriceIncreaseInfo
 class AdvancedCommerceRenewalItem(Model):
     """An item of an Advanced Commerce subscription renewal."""
 
+    SKU: Optional[str]
+    description: Optional[str]
+    displayName: Optional[str]
+    offer: Optional[AdvancedCommerceOffer]
+    price: Optional[int]
+    priceIncreaseInfo: Optional[AdvancedCommercePriceIncreaseInfo]
+
     _FIELDS = ("SKU", "description", "displayName", "offer", "price", "priceIncreaseInfo", )
     _KEYS = ("SKU", "description", "displayName", "offer", "price", "priceIncreaseInfo", )
 

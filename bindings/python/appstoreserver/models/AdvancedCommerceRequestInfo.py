@@ -29,6 +29,10 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceRequestInfo(Model):
     """Metadata included in every Advanced Commerce request."""
 
+    requestReferenceId: UUID
+    appAccountToken: Optional[UUID]
+    consistencyToken: Optional[str]
+
     _FIELDS = ("requestReferenceId", "appAccountToken", "consistencyToken", )
     _KEYS = ("requestReferenceId", "appAccountToken", "consistencyToken", )
 

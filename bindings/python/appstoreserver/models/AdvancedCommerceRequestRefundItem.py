@@ -32,6 +32,14 @@ from .AdvancedCommerceRefundType import AdvancedCommerceRefundType
 class AdvancedCommerceRequestRefundItem(Model):
     """An item to refund in an Advanced Commerce Request Transaction Refund request."""
 
+    SKU: str
+    revoke: bool
+    refundReason: Optional[AdvancedCommerceRefundReason]
+    rawRefundReason: str
+    refundType: Optional[AdvancedCommerceRefundType]
+    rawRefundType: str
+    refundAmount: Optional[int]
+
     _FIELDS = ("SKU", "revoke", "refundReason", "rawRefundReason", "refundType", "rawRefundType", "refundAmount", )
     _KEYS = ("SKU", "revoke", "refundReason", "refundType", "refundAmount", )
     _TWINS = {

@@ -32,6 +32,12 @@ from .AdvancedCommerceRequestRefundItem import AdvancedCommerceRequestRefundItem
 class AdvancedCommerceRequestRefundRequest(Model):
     """The body of an Advanced Commerce Request Transaction Refund request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    items: List[AdvancedCommerceRequestRefundItem]
+    refundRiskingPreference: bool
+    currency: Optional[str]
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "items", "refundRiskingPreference", "currency", "storefront", )
     _KEYS = ("requestInfo", "items", "refundRiskingPreference", "currency", "storefront", )
     _CHECKS = {

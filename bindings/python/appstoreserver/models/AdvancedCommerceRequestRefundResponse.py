@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceRequestRefundResponse(Model):
     """The response to an Advanced Commerce Request Transaction Refund request."""
 
+    signedTransactionInfo: str
+    signedRenewalInfo: Optional[str]
+
     _FIELDS = ("signedTransactionInfo", "signedRenewalInfo", )
     _KEYS = ("signedTransactionInfo", "signedRenewalInfo", )
 

@@ -30,6 +30,9 @@ from .AdvancedCommerceRequestInfo import AdvancedCommerceRequestInfo
 class AdvancedCommerceSubscriptionCancelRequest(Model):
     """The body of an Advanced Commerce Cancel Subscription request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "storefront", )
     _KEYS = ("requestInfo", "storefront", )
 

@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionCancelResponse(Model):
     """The response to an Advanced Commerce Cancel Subscription request."""
 
+    signedRenewalInfo: Optional[str]
+    signedTransactionInfo: Optional[str]
+
     _FIELDS = ("signedRenewalInfo", "signedTransactionInfo", )
     _KEYS = ("signedRenewalInfo", "signedTransactionInfo", )
 

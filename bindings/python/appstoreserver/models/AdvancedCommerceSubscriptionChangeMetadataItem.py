@@ -31,6 +31,13 @@ from .AdvancedCommerceEffective import AdvancedCommerceEffective
 class AdvancedCommerceSubscriptionChangeMetadataItem(Model):
     """New metadata of one item of an Advanced Commerce subscription."""
 
+    currentSKU: str
+    effective: Optional[AdvancedCommerceEffective]
+    rawEffective: str
+    description: Optional[str]
+    displayName: Optional[str]
+    SKU: Optional[str]
+
     _FIELDS = ("currentSKU", "effective", "rawEffective", "description", "displayName", "SKU", )
     _KEYS = ("currentSKU", "effective", "description", "displayName", "SKU", )
     _TWINS = {

@@ -33,6 +33,12 @@ from .AdvancedCommerceSubscriptionChangeMetadataItem import AdvancedCommerceSubs
 class AdvancedCommerceSubscriptionChangeMetadataRequest(Model):
     """The body of an Advanced Commerce Change Subscription Metadata request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    descriptors: Optional[AdvancedCommerceSubscriptionChangeMetadataDescriptors]
+    items: Optional[List[AdvancedCommerceSubscriptionChangeMetadataItem]]
+    storefront: Optional[str]
+    taxCode: Optional[str]
+
     _FIELDS = ("requestInfo", "descriptors", "items", "storefront", "taxCode", )
     _KEYS = ("requestInfo", "descriptors", "items", "storefront", "taxCode", )
     _CHECKS = {

@@ -31,6 +31,12 @@ from .AdvancedCommerceOffer import AdvancedCommerceOffer
 class AdvancedCommerceSubscriptionCreateItem(Model):
     """An item of an Advanced Commerce subscription to create."""
 
+    SKU: str
+    description: str
+    displayName: str
+    price: int
+    offer: Optional[AdvancedCommerceOffer]
+
     _FIELDS = ("SKU", "description", "displayName", "price", "offer", )
     _KEYS = ("SKU", "description", "displayName", "price", "offer", )
     _CHECKS = {

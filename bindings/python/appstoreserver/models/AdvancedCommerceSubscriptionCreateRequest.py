@@ -34,6 +34,16 @@ from .AdvancedCommerceSubscriptionCreateItem import AdvancedCommerceSubscription
 class AdvancedCommerceSubscriptionCreateRequest(AbstractAdvancedCommerceInAppRequest):
     """The in-app request to buy an Advanced Commerce auto-renewable subscription."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    currency: str
+    descriptors: AdvancedCommerceDescriptors
+    items: List[AdvancedCommerceSubscriptionCreateItem]
+    taxCode: str
+    period: Optional[AdvancedCommercePeriod]
+    rawPeriod: str
+    previousTransactionId: Optional[str]
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "currency", "descriptors", "items", "taxCode", "period", "rawPeriod", "previousTransactionId", "storefront", )
     _KEYS = ("requestInfo", "currency", "descriptors", "items", "taxCode", "period", "previousTransactionId", "storefront", )
     _TWINS = {

@@ -30,6 +30,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionMigrateDescriptors(Model):
     """The display name and description of a migrated Advanced Commerce subscription."""
 
+    description: str
+    displayName: str
+
     _FIELDS = ("description", "displayName", )
     _KEYS = ("description", "displayName", )
     _CHECKS = {

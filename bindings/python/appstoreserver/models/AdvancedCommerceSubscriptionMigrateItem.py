@@ -30,6 +30,10 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionMigrateItem(Model):
     """An item of a subscription migrated to Advanced Commerce."""
 
+    SKU: str
+    description: str
+    displayName: str
+
     _FIELDS = ("SKU", "description", "displayName", )
     _KEYS = ("SKU", "description", "displayName", )
     _CHECKS = {

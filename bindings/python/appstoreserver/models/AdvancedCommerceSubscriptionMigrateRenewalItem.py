@@ -30,6 +30,10 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionMigrateRenewalItem(Model):
     """An item of the next renewal of a subscription migrated to Advanced Commerce."""
 
+    SKU: str
+    description: str
+    displayName: str
+
     _FIELDS = ("SKU", "description", "displayName", )
     _KEYS = ("SKU", "description", "displayName", )
     _CHECKS = {

@@ -34,6 +34,14 @@ from .AdvancedCommerceSubscriptionMigrateRenewalItem import AdvancedCommerceSubs
 class AdvancedCommerceSubscriptionMigrateRequest(Model):
     """The body of an Advanced Commerce Migrate Subscription request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    descriptors: AdvancedCommerceSubscriptionMigrateDescriptors
+    items: List[AdvancedCommerceSubscriptionMigrateItem]
+    targetProductId: str
+    taxCode: str
+    renewalItems: Optional[List[AdvancedCommerceSubscriptionMigrateRenewalItem]]
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "descriptors", "items", "targetProductId", "taxCode", "renewalItems", "storefront", )
     _KEYS = ("requestInfo", "descriptors", "items", "targetProductId", "taxCode", "renewalItems", "storefront", )
     _CHECKS = {

@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionMigrateResponse(Model):
     """The response to an Advanced Commerce Migrate Subscription request."""
 
+    signedRenewalInfo: str
+    signedTransactionInfo: str
+
     _FIELDS = ("signedRenewalInfo", "signedTransactionInfo", )
     _KEYS = ("signedRenewalInfo", "signedTransactionInfo", )
 

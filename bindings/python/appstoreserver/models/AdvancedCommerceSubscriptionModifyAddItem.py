@@ -31,6 +31,13 @@ from .AdvancedCommerceOffer import AdvancedCommerceOffer
 class AdvancedCommerceSubscriptionModifyAddItem(Model):
     """An item to add to an Advanced Commerce subscription."""
 
+    SKU: str
+    description: str
+    displayName: str
+    price: int
+    offer: Optional[AdvancedCommerceOffer]
+    proratedPrice: Optional[int]
+
     _FIELDS = ("SKU", "description", "displayName", "price", "offer", "proratedPrice", )
     _KEYS = ("SKU", "description", "displayName", "price", "offer", "proratedPrice", )
     _CHECKS = {

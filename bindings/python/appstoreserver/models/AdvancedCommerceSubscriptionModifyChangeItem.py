@@ -33,6 +33,18 @@ from .AdvancedCommerceReason import AdvancedCommerceReason
 class AdvancedCommerceSubscriptionModifyChangeItem(Model):
     """An item of an Advanced Commerce subscription to replace with another."""
 
+    SKU: str
+    description: str
+    displayName: str
+    currentSKU: str
+    price: int
+    reason: Optional[AdvancedCommerceReason]
+    rawReason: str
+    effective: Optional[AdvancedCommerceEffective]
+    rawEffective: str
+    offer: Optional[AdvancedCommerceOffer]
+    proratedPrice: Optional[int]
+
     _FIELDS = ("SKU", "description", "displayName", "currentSKU", "price", "reason", "rawReason", "effective", "rawEffective", "offer", "proratedPrice", )
     _KEYS = ("SKU", "description", "displayName", "currentSKU", "price", "reason", "effective", "offer", "proratedPrice", )
     _TWINS = {

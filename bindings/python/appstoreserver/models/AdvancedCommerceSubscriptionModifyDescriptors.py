@@ -31,6 +31,11 @@ from .AdvancedCommerceEffective import AdvancedCommerceEffective
 class AdvancedCommerceSubscriptionModifyDescriptors(Model):
     """New display name and description of an Advanced Commerce subscription."""
 
+    effective: Optional[AdvancedCommerceEffective]
+    rawEffective: str
+    description: Optional[str]
+    displayName: Optional[str]
+
     _FIELDS = ("effective", "rawEffective", "description", "displayName", )
     _KEYS = ("effective", "description", "displayName", )
     _TWINS = {

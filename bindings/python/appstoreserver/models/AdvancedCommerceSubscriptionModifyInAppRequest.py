@@ -37,6 +37,18 @@ from .AdvancedCommerceSubscriptionModifyRemoveItem import AdvancedCommerceSubscr
 class AdvancedCommerceSubscriptionModifyInAppRequest(AbstractAdvancedCommerceInAppRequest):
     """The in-app request to change an Advanced Commerce auto-renewable subscription."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    transactionId: str
+    retainBillingCycle: bool
+    addItems: Optional[List[AdvancedCommerceSubscriptionModifyAddItem]]
+    changeItems: Optional[List[AdvancedCommerceSubscriptionModifyChangeItem]]
+    currency: Optional[str]
+    descriptors: Optional[AdvancedCommerceSubscriptionModifyDescriptors]
+    periodChange: Optional[AdvancedCommerceSubscriptionModifyPeriodChange]
+    removeItems: Optional[List[AdvancedCommerceSubscriptionModifyRemoveItem]]
+    storefront: Optional[str]
+    taxCode: Optional[str]
+
     _FIELDS = ("requestInfo", "transactionId", "retainBillingCycle", "addItems", "changeItems", "currency", "descriptors", "periodChange", "removeItems", "storefront", "taxCode", )
     _KEYS = ("requestInfo", "transactionId", "retainBillingCycle", "addItems", "changeItems", "currency", "descriptors", "periodChange", "removeItems", "storefront", "taxCode", )
     _CHECKS = {

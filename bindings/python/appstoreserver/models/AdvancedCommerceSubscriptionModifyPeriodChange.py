@@ -31,6 +31,11 @@ from .AdvancedCommercePeriod import AdvancedCommercePeriod
 class AdvancedCommerceSubscriptionModifyPeriodChange(Model):
     """A new period for an Advanced Commerce subscription."""
 
+    effective: Optional[AdvancedCommerceEffective]
+    rawEffective: str
+    period: Optional[AdvancedCommercePeriod]
+    rawPeriod: str
+
     _FIELDS = ("effective", "rawEffective", "period", "rawPeriod", )
     _KEYS = ("effective", "period", )
     _TWINS = {

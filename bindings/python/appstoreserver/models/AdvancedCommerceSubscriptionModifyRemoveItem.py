@@ -30,6 +30,8 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionModifyRemoveItem(Model):
     """An item to remove from an Advanced Commerce subscription."""
 
+    SKU: str
+
     _FIELDS = ("SKU", )
     _KEYS = ("SKU", )
     _CHECKS = {

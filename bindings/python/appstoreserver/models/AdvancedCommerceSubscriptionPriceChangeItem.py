@@ -31,6 +31,10 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionPriceChangeItem(Model):
     """A new price for one item of an Advanced Commerce subscription."""
 
+    SKU: str
+    price: int
+    dependentSKUs: Optional[List[str]]
+
     _FIELDS = ("SKU", "price", "dependentSKUs", )
     _KEYS = ("SKU", "price", "dependentSKUs", )
     _CHECKS = {

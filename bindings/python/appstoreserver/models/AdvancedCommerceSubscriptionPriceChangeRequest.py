@@ -31,6 +31,11 @@ from .AdvancedCommerceSubscriptionPriceChangeItem import AdvancedCommerceSubscri
 class AdvancedCommerceSubscriptionPriceChangeRequest(Model):
     """The body of an Advanced Commerce Change Subscription Price request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    items: List[AdvancedCommerceSubscriptionPriceChangeItem]
+    currency: Optional[str]
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "items", "currency", "storefront", )
     _KEYS = ("requestInfo", "items", "currency", "storefront", )
 

@@ -32,6 +32,11 @@ from .AdvancedCommerceSubscriptionReactivateItem import AdvancedCommerceSubscrip
 class AdvancedCommerceSubscriptionReactivateInAppRequest(AbstractAdvancedCommerceInAppRequest):
     """The in-app request to turn automatic renewal of an Advanced Commerce subscription back on."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    transactionId: str
+    items: Optional[List[AdvancedCommerceSubscriptionReactivateItem]]
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "transactionId", "items", "storefront", )
     _KEYS = ("requestInfo", "transactionId", "items", "storefront", )
     operation = "REACTIVATE_SUBSCRIPTION"

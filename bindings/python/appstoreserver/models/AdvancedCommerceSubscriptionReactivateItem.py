@@ -30,6 +30,8 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionReactivateItem(Model):
     """An item of an Advanced Commerce subscription to reactivate."""
 
+    SKU: str
+
     _FIELDS = ("SKU", )
     _KEYS = ("SKU", )
     _CHECKS = {

@@ -32,6 +32,14 @@ from .AdvancedCommerceRequestInfo import AdvancedCommerceRequestInfo
 class AdvancedCommerceSubscriptionRevokeRequest(Model):
     """The body of an Advanced Commerce Revoke Subscription request."""
 
+    requestInfo: AdvancedCommerceRequestInfo
+    refundRiskingPreference: bool
+    refundType: Optional[AdvancedCommerceRefundType]
+    rawRefundType: str
+    refundReason: Optional[AdvancedCommerceRefundReason]
+    rawRefundReason: str
+    storefront: Optional[str]
+
     _FIELDS = ("requestInfo", "refundRiskingPreference", "refundType", "rawRefundType", "refundReason", "rawRefundReason", "storefront", )
     _KEYS = ("requestInfo", "refundRiskingPreference", "refundType", "refundReason", "storefront", )
     _TWINS = {

@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AdvancedCommerceSubscriptionRevokeResponse(Model):
     """The response to an Advanced Commerce Revoke Subscription request."""
 
+    signedRenewalInfo: str
+    signedTransactionInfo: str
+
     _FIELDS = ("signedRenewalInfo", "signedTransactionInfo", )
     _KEYS = ("signedRenewalInfo", "signedTransactionInfo", )
 

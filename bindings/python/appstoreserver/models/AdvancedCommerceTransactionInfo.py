@@ -32,6 +32,16 @@ from .AdvancedCommerceTransactionItem import AdvancedCommerceTransactionItem
 class AdvancedCommerceTransactionInfo(Model):
     """Transaction information present only for Advanced Commerce SKUs."""
 
+    descriptors: Optional[AdvancedCommerceDescriptors]
+    estimatedTax: Optional[int]
+    items: Optional[List[AdvancedCommerceTransactionItem]]
+    period: Optional[AdvancedCommercePeriod]
+    rawPeriod: Optional[str]
+    requestReferenceId: Optional[str]
+    taxCode: Optional[str]
+    taxExclusivePrice: Optional[int]
+    taxRate: Optional[str]
+
     _FIELDS = ("descriptors", "estimatedTax", "items", "period", "rawPeriod", "requestReferenceId", "taxCode", "taxExclusivePrice", "taxRate", )
     _KEYS = ("descriptors", "estimatedTax", "items", "period", "requestReferenceId", "taxCode", "taxExclusivePrice", "taxRate", )
     _TWINS = {

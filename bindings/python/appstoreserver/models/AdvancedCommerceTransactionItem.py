@@ -31,6 +31,14 @@ from .AdvancedCommerceRefund import AdvancedCommerceRefund
 class AdvancedCommerceTransactionItem(Model):
     """An item of an Advanced Commerce transaction."""
 
+    SKU: Optional[str]
+    description: Optional[str]
+    displayName: Optional[str]
+    offer: Optional[AdvancedCommerceOffer]
+    price: Optional[int]
+    refunds: Optional[List[AdvancedCommerceRefund]]
+    revocationDate: Optional[int]
+
     _FIELDS = ("SKU", "description", "displayName", "offer", "price", "refunds", "revocationDate", )
     _KEYS = ("SKU", "description", "displayName", "offer", "price", "refunds", "revocationDate", )
 

@@ -30,6 +30,11 @@ from .BillingPlanType import BillingPlanType
 class AlternateProduct(Model):
     """An alternate product to offer in a Retention Messaging realtime response."""
 
+    messageIdentifier: Optional[UUID]
+    productId: Optional[str]
+    billingPlanType: Optional[BillingPlanType]
+    rawBillingPlanType: Optional[str]
+
     _FIELDS = ("messageIdentifier", "productId", "billingPlanType", "rawBillingPlanType", )
     _KEYS = ("messageIdentifier", "productId", "billingPlanType", )
     _TWINS = {

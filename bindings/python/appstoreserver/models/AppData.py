@@ -30,6 +30,12 @@ from .Environment import Environment
 class AppData(Model):
     """App metadata and signed app transaction information in a version 2 notification."""
 
+    appAppleId: Optional[int]
+    bundleId: Optional[str]
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    signedAppTransactionInfo: Optional[str]
+
     _FIELDS = ("appAppleId", "bundleId", "environment", "rawEnvironment", "signedAppTransactionInfo", )
     _KEYS = ("appAppleId", "bundleId", "environment", "signedAppTransactionInfo", )
     _TWINS = {

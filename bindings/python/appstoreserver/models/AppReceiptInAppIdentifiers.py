@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class AppReceiptInAppIdentifiers(Model):
     """The identifiers of one in-app purchase record of an app receipt (attribute 17)."""
 
+    transactionId: Optional[str]
+    originalTransactionId: Optional[str]
+
     _FIELDS = ("transactionId", "originalTransactionId", )
     _KEYS = ("transactionId", "originalTransactionId", )
 

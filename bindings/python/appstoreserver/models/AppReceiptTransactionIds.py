@@ -30,6 +30,11 @@ from .AppReceiptInAppIdentifiers import AppReceiptInAppIdentifiers
 class AppReceiptTransactionIds(Model):
     """Every transaction id of an app receipt, read without checking its signature (C: appstore_receipt_extract_transaction_ids)."""
 
+    firstTransactionId: Optional[str]
+    transactionIds: Optional[List[str]]
+    originalTransactionIds: Optional[List[str]]
+    inApp: Optional[List[AppReceiptInAppIdentifiers]]
+
     _FIELDS = ("firstTransactionId", "transactionIds", "originalTransactionIds", "inApp", )
     _KEYS = ("firstTransactionId", "transactionIds", "originalTransactionIds", "inApp", )
 

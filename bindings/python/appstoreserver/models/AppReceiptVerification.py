@@ -30,6 +30,11 @@ from .ReceiptEffectiveDateSource import ReceiptEffectiveDateSource
 class AppReceiptVerification(Model):
     """How an app receipt was verified."""
 
+    effectiveDate: Optional[int]
+    effectiveDateSource: Optional[ReceiptEffectiveDateSource]
+    rawEffectiveDateSource: Optional[str]
+    signer: Optional[str]
+
     _FIELDS = ("effectiveDate", "effectiveDateSource", "rawEffectiveDateSource", "signer", )
     _KEYS = ("effectiveDate", "effectiveDateSource", "signer", )
     _TWINS = {

@@ -31,6 +31,22 @@ from .PurchasePlatform import PurchasePlatform
 class AppTransaction(Model):
     """The customer's purchase of the app, signed by the App Store."""
 
+    receiptType: Optional[Environment]
+    rawReceiptType: Optional[str]
+    appAppleId: Optional[int]
+    bundleId: Optional[str]
+    applicationVersion: Optional[str]
+    versionExternalIdentifier: Optional[int]
+    receiptCreationDate: Optional[int]
+    originalPurchaseDate: Optional[int]
+    originalApplicationVersion: Optional[str]
+    deviceVerification: Optional[str]
+    deviceVerificationNonce: Optional[str]
+    preorderDate: Optional[int]
+    appTransactionId: Optional[str]
+    originalPlatform: Optional[PurchasePlatform]
+    rawOriginalPlatform: Optional[str]
+
     _FIELDS = ("receiptType", "rawReceiptType", "appAppleId", "bundleId", "applicationVersion", "versionExternalIdentifier", "receiptCreationDate", "originalPurchaseDate", "originalApplicationVersion", "deviceVerification", "deviceVerificationNonce", "preorderDate", "appTransactionId", "originalPlatform", "rawOriginalPlatform", )
     _KEYS = ("receiptType", "appAppleId", "bundleId", "applicationVersion", "versionExternalIdentifier", "receiptCreationDate", "originalPurchaseDate", "originalApplicationVersion", "deviceVerification", "deviceVerificationNonce", "preorderDate", "appTransactionId", "originalPlatform", )
     _TWINS = {

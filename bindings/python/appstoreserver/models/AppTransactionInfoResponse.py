@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class AppTransactionInfoResponse(Model):
     """The response of Get App Transaction Info."""
 
+    signedAppTransactionInfo: Optional[str]
+
     _FIELDS = ("signedAppTransactionInfo", )
     _KEYS = ("signedAppTransactionInfo", )
 

@@ -29,6 +29,10 @@ from .._model import (  # noqa: F401
 class BulletPoint(Model):
     """A bullet point of a Retention Messaging message."""
 
+    text: str
+    imageIdentifier: UUID
+    altText: str
+
     _FIELDS = ("text", "imageIdentifier", "altText", )
     _KEYS = ("text", "imageIdentifier", "altText", )
 

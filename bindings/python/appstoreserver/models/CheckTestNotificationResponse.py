@@ -30,6 +30,9 @@ from .SendAttemptItem import SendAttemptItem
 class CheckTestNotificationResponse(Model):
     """The response of Get Test Notification Status."""
 
+    signedPayload: Optional[str]
+    sendAttempts: Optional[List[SendAttemptItem]]
+
     _FIELDS = ("signedPayload", "sendAttempts", )
     _KEYS = ("signedPayload", "sendAttempts", )
 

@@ -31,6 +31,14 @@ from .RefundPreference import RefundPreference
 class ConsumptionRequest(Model):
     """The body of Send Consumption Information (V2)."""
 
+    customerConsented: bool
+    sampleContentProvided: bool
+    deliveryStatus: Optional[DeliveryStatus]
+    rawDeliveryStatus: str
+    consumptionPercentage: Optional[int]
+    refundPreference: Optional[RefundPreference]
+    rawRefundPreference: Optional[str]
+
     _FIELDS = ("customerConsented", "sampleContentProvided", "deliveryStatus", "rawDeliveryStatus", "consumptionPercentage", "refundPreference", "rawRefundPreference", )
     _KEYS = ("customerConsented", "sampleContentProvided", "deliveryStatus", "consumptionPercentage", "refundPreference", )
     _TWINS = {

@@ -38,6 +38,28 @@ from .UserStatus import UserStatus
 class ConsumptionRequestV1(Model):
     """The body of Send Consumption Information V1 (deprecated)."""
 
+    customerConsented: Optional[bool]
+    consumptionStatus: Optional[ConsumptionStatus]
+    rawConsumptionStatus: Optional[int]
+    platform: Optional[Platform]
+    rawPlatform: Optional[int]
+    sampleContentProvided: Optional[bool]
+    deliveryStatus: Optional[DeliveryStatusV1]
+    rawDeliveryStatus: Optional[int]
+    appAccountToken: Optional[str]
+    accountTenure: Optional[AccountTenure]
+    rawAccountTenure: Optional[int]
+    playTime: Optional[PlayTime]
+    rawPlayTime: Optional[int]
+    lifetimeDollarsRefunded: Optional[LifetimeDollarsRefunded]
+    rawLifetimeDollarsRefunded: Optional[int]
+    lifetimeDollarsPurchased: Optional[LifetimeDollarsPurchased]
+    rawLifetimeDollarsPurchased: Optional[int]
+    userStatus: Optional[UserStatus]
+    rawUserStatus: Optional[int]
+    refundPreference: Optional[RefundPreferenceV1]
+    rawRefundPreference: Optional[int]
+
     _FIELDS = ("customerConsented", "consumptionStatus", "rawConsumptionStatus", "platform", "rawPlatform", "sampleContentProvided", "deliveryStatus", "rawDeliveryStatus", "appAccountToken", "accountTenure", "rawAccountTenure", "playTime", "rawPlayTime", "lifetimeDollarsRefunded", "rawLifetimeDollarsRefunded", "lifetimeDollarsPurchased", "rawLifetimeDollarsPurchased", "userStatus", "rawUserStatus", "refundPreference", "rawRefundPreference", )
     _KEYS = ("customerConsented", "consumptionStatus", "platform", "sampleContentProvided", "deliveryStatus", "appAccountToken", "accountTenure", "playTime", "lifetimeDollarsRefunded", "lifetimeDollarsPurchased", "userStatus", "refundPreference", )
     _TWINS = {

@@ -32,6 +32,18 @@ from .Status import Status
 class Data(Model):
     """App metadata and signed transaction and renewal information in a version 2 notification."""
 
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    appAppleId: Optional[int]
+    bundleId: Optional[str]
+    bundleVersion: Optional[str]
+    signedTransactionInfo: Optional[str]
+    signedRenewalInfo: Optional[str]
+    status: Optional[Status]
+    rawStatus: Optional[int]
+    consumptionRequestReason: Optional[ConsumptionRequestReason]
+    rawConsumptionRequestReason: Optional[str]
+
     _FIELDS = ("environment", "rawEnvironment", "appAppleId", "bundleId", "bundleVersion", "signedTransactionInfo", "signedRenewalInfo", "status", "rawStatus", "consumptionRequestReason", "rawConsumptionRequestReason", )
     _KEYS = ("environment", "appAppleId", "bundleId", "bundleVersion", "signedTransactionInfo", "signedRenewalInfo", "status", "consumptionRequestReason", )
     _TWINS = {

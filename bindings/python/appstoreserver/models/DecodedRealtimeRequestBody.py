@@ -30,6 +30,15 @@ from .Environment import Environment
 class DecodedRealtimeRequestBody(Model):
     """The decoded request the App Store sends to your server to ask for a real-time retention message."""
 
+    originalTransactionId: str
+    appAppleId: int
+    productId: str
+    userLocale: str
+    requestIdentifier: UUID
+    signedDate: int
+    environment: Optional[Environment]
+    rawEnvironment: str
+
     _FIELDS = ("originalTransactionId", "appAppleId", "productId", "userLocale", "requestIdentifier", "signedDate", "environment", "rawEnvironment", )
     _KEYS = ("originalTransactionId", "appAppleId", "productId", "userLocale", "requestIdentifier", "signedDate", "environment", )
     _TWINS = {

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class DefaultConfigurationRequest(Model):
     """The body of Configure Default Message."""
 
+    messageIdentifier: Optional[UUID]
+
     _FIELDS = ("messageIdentifier", )
     _KEYS = ("messageIdentifier", )
 

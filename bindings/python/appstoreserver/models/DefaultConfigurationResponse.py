@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class DefaultConfigurationResponse(Model):
     """The response of Get Default Message."""
 
+    messageIdentifier: UUID
+
     _FIELDS = ("messageIdentifier", )
     _KEYS = ("messageIdentifier", )
 

@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class ErrorPayload(Model):
     """The body of an App Store Server API error response."""
 
+    errorCode: Optional[int]
+    errorMessage: Optional[str]
+
     _FIELDS = ("errorCode", "errorMessage", )
     _KEYS = ("errorCode", "errorMessage", )
 

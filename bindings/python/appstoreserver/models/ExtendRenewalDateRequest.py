@@ -30,6 +30,10 @@ from .ExtendReasonCode import ExtendReasonCode
 class ExtendRenewalDateRequest(Model):
     """The body of Extend a Subscription Renewal Date."""
 
+    extendByDays: Optional[int]
+    extendReasonCode: Optional[ExtendReasonCode]
+    requestIdentifier: Optional[str]
+
     _FIELDS = ("extendByDays", "extendReasonCode", "requestIdentifier", )
     _KEYS = ("extendByDays", "extendReasonCode", "requestIdentifier", )
 

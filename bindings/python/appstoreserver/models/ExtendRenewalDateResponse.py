@@ -29,6 +29,11 @@ from .._model import (  # noqa: F401
 class ExtendRenewalDateResponse(Model):
     """The response of Extend a Subscription Renewal Date."""
 
+    originalTransactionId: Optional[str]
+    webOrderLineItemId: Optional[str]
+    success: Optional[bool]
+    effectiveDate: Optional[int]
+
     _FIELDS = ("originalTransactionId", "webOrderLineItemId", "success", "effectiveDate", )
     _KEYS = ("originalTransactionId", "webOrderLineItemId", "success", "effectiveDate", )
 

@@ -30,6 +30,14 @@ from .TokenType import TokenType
 class ExternalPurchaseToken(Model):
     """An external purchase token, present in EXTERNAL_PURCHASE_TOKEN notifications."""
 
+    externalPurchaseId: Optional[str]
+    tokenCreationDate: Optional[int]
+    appAppleId: Optional[int]
+    bundleId: Optional[str]
+    tokenType: Optional[TokenType]
+    rawTokenType: Optional[str]
+    tokenExpirationDate: Optional[int]
+
     _FIELDS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", "tokenType", "rawTokenType", "tokenExpirationDate", )
     _KEYS = ("externalPurchaseId", "tokenCreationDate", "appAppleId", "bundleId", "tokenType", "tokenExpirationDate", )
     _TWINS = {

@@ -30,6 +30,8 @@ from .GetImageListResponseItem import GetImageListResponseItem
 class GetImageListResponse(Model):
     """The response of Get Image List."""
 
+    imageIdentifiers: Optional[List[GetImageListResponseItem]]
+
     _FIELDS = ("imageIdentifiers", )
     _KEYS = ("imageIdentifiers", )
 

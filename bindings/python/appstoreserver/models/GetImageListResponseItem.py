@@ -31,6 +31,12 @@ from .ImageState import ImageState
 class GetImageListResponseItem(Model):
     """An uploaded Retention Messaging image."""
 
+    imageIdentifier: Optional[UUID]
+    imageState: Optional[ImageState]
+    rawImageState: Optional[str]
+    imageSize: Optional[ImageSize]
+    rawImageSize: Optional[str]
+
     _FIELDS = ("imageIdentifier", "imageState", "rawImageState", "imageSize", "rawImageSize", )
     _KEYS = ("imageIdentifier", "imageState", "imageSize", )
     _TWINS = {

@@ -30,6 +30,8 @@ from .GetMessageListResponseItem import GetMessageListResponseItem
 class GetMessageListResponse(Model):
     """The response of Get Message List."""
 
+    messageIdentifiers: Optional[List[GetMessageListResponseItem]]
+
     _FIELDS = ("messageIdentifiers", )
     _KEYS = ("messageIdentifiers", )
 

@@ -30,6 +30,10 @@ from .MessageState import MessageState
 class GetMessageListResponseItem(Model):
     """An uploaded Retention Messaging message."""
 
+    messageIdentifier: Optional[UUID]
+    messageState: Optional[MessageState]
+    rawMessageState: Optional[str]
+
     _FIELDS = ("messageIdentifier", "messageState", "rawMessageState", )
     _KEYS = ("messageIdentifier", "messageState", )
     _TWINS = {

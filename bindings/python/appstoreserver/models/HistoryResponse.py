@@ -30,6 +30,14 @@ from .Environment import Environment
 class HistoryResponse(Model):
     """A page of Get Transaction History."""
 
+    revision: Optional[str]
+    hasMore: Optional[bool]
+    bundleId: Optional[str]
+    appAppleId: Optional[int]
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    signedTransactions: Optional[List[str]]
+
     _FIELDS = ("revision", "hasMore", "bundleId", "appAppleId", "environment", "rawEnvironment", "signedTransactions", )
     _KEYS = ("revision", "hasMore", "bundleId", "appAppleId", "environment", "signedTransactions", )
     _TWINS = {

@@ -29,6 +29,17 @@ from .._model import (  # noqa: F401
 class InAppPurchaseReceipt(Model):
     """One in-app purchase record of an app receipt."""
 
+    quantity: Optional[int]
+    productId: Optional[str]
+    transactionId: Optional[str]
+    originalTransactionId: Optional[str]
+    purchaseDate: Optional[int]
+    originalPurchaseDate: Optional[int]
+    expiresDate: Optional[int]
+    cancellationDate: Optional[int]
+    webOrderLineItemId: Optional[str]
+    isInIntroOfferPeriod: Optional[bool]
+
     _FIELDS = ("quantity", "productId", "transactionId", "originalTransactionId", "purchaseDate", "originalPurchaseDate", "expiresDate", "cancellationDate", "webOrderLineItemId", "isInIntroOfferPeriod", )
     _KEYS = ("quantity", "productId", "transactionId", "originalTransactionId", "purchaseDate", "originalPurchaseDate", "expiresDate", "cancellationDate", "webOrderLineItemId", "isInIntroOfferPeriod", )
 

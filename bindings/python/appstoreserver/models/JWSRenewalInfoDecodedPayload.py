@@ -38,6 +38,38 @@ from .RenewalCommitmentInfo import RenewalCommitmentInfo
 class JWSRenewalInfoDecodedPayload(Model):
     """Decoded renewal information for an auto-renewable subscription, signed by the App Store."""
 
+    expirationIntent: Optional[ExpirationIntent]
+    rawExpirationIntent: Optional[int]
+    originalTransactionId: Optional[str]
+    autoRenewProductId: Optional[str]
+    productId: Optional[str]
+    autoRenewStatus: Optional[AutoRenewStatus]
+    rawAutoRenewStatus: Optional[int]
+    isInBillingRetryPeriod: Optional[bool]
+    priceIncreaseStatus: Optional[PriceIncreaseStatus]
+    rawPriceIncreaseStatus: Optional[int]
+    gracePeriodExpiresDate: Optional[int]
+    offerType: Optional[OfferType]
+    rawOfferType: Optional[int]
+    offerIdentifier: Optional[str]
+    signedDate: Optional[int]
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    recentSubscriptionStartDate: Optional[int]
+    renewalDate: Optional[int]
+    currency: Optional[str]
+    renewalPrice: Optional[int]
+    offerDiscountType: Optional[OfferDiscountType]
+    rawOfferDiscountType: Optional[str]
+    eligibleWinBackOfferIds: Optional[List[str]]
+    appAccountToken: Optional[str]
+    appTransactionId: Optional[str]
+    offerPeriod: Optional[str]
+    advancedCommerceInfo: Optional[AdvancedCommerceRenewalInfo]
+    commitmentInfo: Optional[RenewalCommitmentInfo]
+    renewalBillingPlanType: Optional[RenewalBillingPlanType]
+    rawRenewalBillingPlanType: Optional[str]
+
     _FIELDS = ("expirationIntent", "rawExpirationIntent", "originalTransactionId", "autoRenewProductId", "productId", "autoRenewStatus", "rawAutoRenewStatus", "isInBillingRetryPeriod", "priceIncreaseStatus", "rawPriceIncreaseStatus", "gracePeriodExpiresDate", "offerType", "rawOfferType", "offerIdentifier", "signedDate", "environment", "rawEnvironment", "recentSubscriptionStartDate", "renewalDate", "currency", "renewalPrice", "offerDiscountType", "rawOfferDiscountType", "eligibleWinBackOfferIds", "appAccountToken", "appTransactionId", "offerPeriod", "advancedCommerceInfo", "commitmentInfo", "renewalBillingPlanType", "rawRenewalBillingPlanType", )
     _KEYS = ("expirationIntent", "originalTransactionId", "autoRenewProductId", "productId", "autoRenewStatus", "isInBillingRetryPeriod", "priceIncreaseStatus", "gracePeriodExpiresDate", "offerType", "offerIdentifier", "signedDate", "environment", "recentSubscriptionStartDate", "renewalDate", "currency", "renewalPrice", "offerDiscountType", "eligibleWinBackOfferIds", "appAccountToken", "appTransactionId", "offerPeriod", "advancedCommerceInfo", "commitmentInfo", "renewalBillingPlanType", )
     _TWINS = {

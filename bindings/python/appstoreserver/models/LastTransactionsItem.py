@@ -30,6 +30,12 @@ from .Status import Status
 class LastTransactionsItem(Model):
     """The latest transaction of a subscription, in Get All Subscription Statuses."""
 
+    status: Optional[Status]
+    rawStatus: Optional[int]
+    originalTransactionId: Optional[str]
+    signedTransactionInfo: Optional[str]
+    signedRenewalInfo: Optional[str]
+
     _FIELDS = ("status", "rawStatus", "originalTransactionId", "signedTransactionInfo", "signedRenewalInfo", )
     _KEYS = ("status", "originalTransactionId", "signedTransactionInfo", "signedRenewalInfo", )
     _TWINS = {

@@ -29,6 +29,12 @@ from .._model import (  # noqa: F401
 class LedgerConsumableTotal(Model):
     """A customer's consumables of one product in the purchase ledger: bought and refunded."""
 
+    productId: Optional[str]
+    purchasedQuantity: Optional[int]
+    refundedQuantity: Optional[int]
+    transactions: Optional[int]
+    refundedTransactions: Optional[int]
+
     _FIELDS = ("productId", "purchasedQuantity", "refundedQuantity", "transactions", "refundedTransactions", )
     _KEYS = ("productId", "purchasedQuantity", "refundedQuantity", "transactions", "refundedTransactions", )
 

@@ -33,6 +33,13 @@ from .LedgerSubscription import LedgerSubscription
 class LedgerCustomer(Model):
     """What the purchase ledger knows of one customer at an instant (C: appstore_ledger_query_customer)."""
 
+    customerId: Optional[str]
+    at: Optional[int]
+    entitlements: Optional[List[LedgerEntitlement]]
+    subscriptions: Optional[List[LedgerSubscription]]
+    purchases: Optional[List[LedgerPurchase]]
+    consumables: Optional[List[LedgerConsumableTotal]]
+
     _FIELDS = ("customerId", "at", "entitlements", "subscriptions", "purchases", "consumables", )
     _KEYS = ("customerId", "at", "entitlements", "subscriptions", "purchases", "consumables", )
 

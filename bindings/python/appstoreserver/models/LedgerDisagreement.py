@@ -32,6 +32,18 @@ from .Subtype import Subtype
 class LedgerDisagreement(Model):
     """A notification whose data.status differs from the ledger's status of the subscription at the notification's signedDate."""
 
+    notificationUUID: Optional[str]
+    notificationType: Optional[NotificationTypeV2]
+    rawNotificationType: Optional[str]
+    subtype: Optional[Subtype]
+    rawSubtype: Optional[str]
+    signedDate: Optional[int]
+    originalTransactionId: Optional[str]
+    appleStatus: Optional[Status]
+    rawAppleStatus: Optional[int]
+    engineStatus: Optional[Status]
+    rawEngineStatus: Optional[int]
+
     _FIELDS = ("notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "signedDate", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", )
     _KEYS = ("notificationUUID", "notificationType", "subtype", "signedDate", "originalTransactionId", "appleStatus", "engineStatus", )
     _TWINS = {

@@ -33,6 +33,21 @@ from .Type import Type
 class LedgerEntitlement(Model):
     """One product a customer is entitled to, why, and until when."""
 
+    productId: Optional[str]
+    reason: Optional[LedgerEntitlementReason]
+    rawReason: Optional[str]
+    until: Optional[int]
+    transactionId: Optional[str]
+    originalTransactionId: Optional[str]
+    productType: Optional[Type]
+    rawProductType: Optional[str]
+    purchaseDate: Optional[int]
+    inAppOwnershipType: Optional[InAppOwnershipType]
+    rawInAppOwnershipType: Optional[str]
+    subscriptionGroupIdentifier: Optional[str]
+    status: Optional[Status]
+    rawStatus: Optional[int]
+
     _FIELDS = ("productId", "reason", "rawReason", "until", "transactionId", "originalTransactionId", "productType", "rawProductType", "purchaseDate", "inAppOwnershipType", "rawInAppOwnershipType", "subscriptionGroupIdentifier", "status", "rawStatus", )
     _KEYS = ("productId", "reason", "until", "transactionId", "originalTransactionId", "productType", "purchaseDate", "inAppOwnershipType", "subscriptionGroupIdentifier", "status", )
     _TWINS = {

@@ -33,6 +33,23 @@ from .Subtype import Subtype
 class LedgerIngestResult(Model):
     """What ingesting one signed value into the purchase ledger did (C: appstore_ledger_ingest_*)."""
 
+    kind: Optional[LedgerEventKind]
+    rawKind: Optional[str]
+    stored: Optional[bool]
+    signedDate: Optional[int]
+    notificationUUID: Optional[str]
+    notificationType: Optional[NotificationTypeV2]
+    rawNotificationType: Optional[str]
+    subtype: Optional[Subtype]
+    rawSubtype: Optional[str]
+    transactionId: Optional[str]
+    originalTransactionId: Optional[str]
+    appleStatus: Optional[Status]
+    rawAppleStatus: Optional[int]
+    engineStatus: Optional[Status]
+    rawEngineStatus: Optional[int]
+    agrees: Optional[bool]
+
     _FIELDS = ("kind", "rawKind", "stored", "signedDate", "notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "transactionId", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", "agrees", )
     _KEYS = ("kind", "stored", "signedDate", "notificationUUID", "notificationType", "subtype", "transactionId", "originalTransactionId", "appleStatus", "engineStatus", "agrees", )
     _TWINS = {

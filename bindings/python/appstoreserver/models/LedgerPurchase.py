@@ -33,6 +33,23 @@ from .Type import Type
 class LedgerPurchase(Model):
     """A consumable, non-consumable or non-renewing subscription transaction in the purchase ledger."""
 
+    transactionId: Optional[str]
+    originalTransactionId: Optional[str]
+    productId: Optional[str]
+    productType: Optional[Type]
+    rawProductType: Optional[str]
+    quantity: Optional[int]
+    purchaseDate: Optional[int]
+    inAppOwnershipType: Optional[InAppOwnershipType]
+    rawInAppOwnershipType: Optional[str]
+    revoked: Optional[bool]
+    revocationDate: Optional[int]
+    revocationReason: Optional[RevocationReason]
+    rawRevocationReason: Optional[int]
+    revocationType: Optional[RevocationType]
+    rawRevocationType: Optional[str]
+    revocationPercentage: Optional[int]
+
     _FIELDS = ("transactionId", "originalTransactionId", "productId", "productType", "rawProductType", "quantity", "purchaseDate", "inAppOwnershipType", "rawInAppOwnershipType", "revoked", "revocationDate", "revocationReason", "rawRevocationReason", "revocationType", "rawRevocationType", "revocationPercentage", )
     _KEYS = ("transactionId", "originalTransactionId", "productId", "productType", "quantity", "purchaseDate", "inAppOwnershipType", "revoked", "revocationDate", "revocationReason", "revocationType", "revocationPercentage", )
     _TWINS = {

@@ -30,6 +30,16 @@ from .LedgerDisagreement import LedgerDisagreement
 class LedgerSummary(Model):
     """The purchase ledger's counts and its oracle: notifications whose data.status the ledger does not reproduce (C: appstore_ledger_summary)."""
 
+    events: Optional[int]
+    notifications: Optional[int]
+    transactions: Optional[int]
+    transactionVersions: Optional[int]
+    renewalInfos: Optional[int]
+    subscriptions: Optional[int]
+    customers: Optional[int]
+    checkedNotifications: Optional[int]
+    disagreements: Optional[List[LedgerDisagreement]]
+
     _FIELDS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", )
     _KEYS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", )
 

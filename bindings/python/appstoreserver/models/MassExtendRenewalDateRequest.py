@@ -30,6 +30,12 @@ from .ExtendReasonCode import ExtendReasonCode
 class MassExtendRenewalDateRequest(Model):
     """The body of Extend Subscription Renewal Dates for All Active Subscribers."""
 
+    extendByDays: Optional[int]
+    extendReasonCode: Optional[ExtendReasonCode]
+    requestIdentifier: Optional[str]
+    storefrontCountryCodes: Optional[List[str]]
+    productId: Optional[str]
+
     _FIELDS = ("extendByDays", "extendReasonCode", "requestIdentifier", "storefrontCountryCodes", "productId", )
     _KEYS = ("extendByDays", "extendReasonCode", "requestIdentifier", "storefrontCountryCodes", "productId", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class MassExtendRenewalDateResponse(Model):
     """The response of Extend Subscription Renewal Dates for All Active Subscribers."""
 
+    requestIdentifier: Optional[str]
+
     _FIELDS = ("requestIdentifier", )
     _KEYS = ("requestIdentifier", )
 

@@ -29,6 +29,12 @@ from .._model import (  # noqa: F401
 class MassExtendRenewalDateStatusResponse(Model):
     """The response of Get Status of Subscription Renewal Date Extensions."""
 
+    requestIdentifier: Optional[str]
+    complete: Optional[bool]
+    completeDate: Optional[int]
+    succeededCount: Optional[int]
+    failedCount: Optional[int]
+
     _FIELDS = ("requestIdentifier", "complete", "completeDate", "succeededCount", "failedCount", )
     _KEYS = ("requestIdentifier", "complete", "completeDate", "succeededCount", "failedCount", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class Message(Model):
     """A message to show in a Retention Messaging realtime response."""
 
+    messageIdentifier: Optional[UUID]
+
     _FIELDS = ("messageIdentifier", )
     _KEYS = ("messageIdentifier", )
 

@@ -31,6 +31,13 @@ from .Subtype import Subtype
 class NotificationHistoryRequest(Model):
     """The body of Get Notification History."""
 
+    startDate: Optional[int]
+    endDate: Optional[int]
+    notificationType: Optional[NotificationTypeV2]
+    notificationSubtype: Optional[Subtype]
+    transactionId: Optional[str]
+    onlyFailures: Optional[bool]
+
     _FIELDS = ("startDate", "endDate", "notificationType", "notificationSubtype", "transactionId", "onlyFailures", )
     _KEYS = ("startDate", "endDate", "notificationType", "notificationSubtype", "transactionId", "onlyFailures", )
 

@@ -30,6 +30,10 @@ from .NotificationHistoryResponseItem import NotificationHistoryResponseItem
 class NotificationHistoryResponse(Model):
     """A page of Get Notification History."""
 
+    paginationToken: Optional[str]
+    hasMore: Optional[bool]
+    notificationHistory: Optional[List[NotificationHistoryResponseItem]]
+
     _FIELDS = ("paginationToken", "hasMore", "notificationHistory", )
     _KEYS = ("paginationToken", "hasMore", "notificationHistory", )
 

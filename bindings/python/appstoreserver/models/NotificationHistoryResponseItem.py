@@ -30,6 +30,9 @@ from .SendAttemptItem import SendAttemptItem
 class NotificationHistoryResponseItem(Model):
     """A notification in Get Notification History."""
 
+    signedPayload: Optional[str]
+    sendAttempts: Optional[List[SendAttemptItem]]
+
     _FIELDS = ("signedPayload", "sendAttempts", )
     _KEYS = ("signedPayload", "sendAttempts", )
 

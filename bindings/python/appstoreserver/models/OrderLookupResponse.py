@@ -30,6 +30,10 @@ from .OrderLookupStatus import OrderLookupStatus
 class OrderLookupResponse(Model):
     """The response of Look Up Order ID."""
 
+    status: Optional[OrderLookupStatus]
+    rawStatus: Optional[int]
+    signedTransactions: Optional[List[str]]
+
     _FIELDS = ("status", "rawStatus", "signedTransactions", )
     _KEYS = ("status", "signedTransactions", )
     _TWINS = {

@@ -29,6 +29,12 @@ from .._model import (  # noqa: F401
 class PerformanceTestConfig(Model):
     """The configuration of a Retention Messaging performance test."""
 
+    maxConcurrentRequests: Optional[int]
+    totalRequests: Optional[int]
+    totalDuration: Optional[int]
+    responseTimeThreshold: Optional[int]
+    successRateThreshold: Optional[int]
+
     _FIELDS = ("maxConcurrentRequests", "totalRequests", "totalDuration", "responseTimeThreshold", "successRateThreshold", )
     _KEYS = ("maxConcurrentRequests", "totalRequests", "totalDuration", "responseTimeThreshold", "successRateThreshold", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class PerformanceTestRequest(Model):
     """The body of Initiate Performance Test."""
 
+    originalTransactionId: str
+
     _FIELDS = ("originalTransactionId", )
     _KEYS = ("originalTransactionId", )
 

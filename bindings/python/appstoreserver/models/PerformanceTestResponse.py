@@ -30,6 +30,9 @@ from .PerformanceTestConfig import PerformanceTestConfig
 class PerformanceTestResponse(Model):
     """The response of Initiate Performance Test."""
 
+    config: Optional[PerformanceTestConfig]
+    requestId: Optional[str]
+
     _FIELDS = ("config", "requestId", )
     _KEYS = ("config", "requestId", )
 

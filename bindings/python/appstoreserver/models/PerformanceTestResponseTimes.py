@@ -29,6 +29,12 @@ from .._model import (  # noqa: F401
 class PerformanceTestResponseTimes(Model):
     """Response time percentiles of a performance test, in milliseconds."""
 
+    average: Optional[int]
+    p50: Optional[int]
+    p90: Optional[int]
+    p95: Optional[int]
+    p99: Optional[int]
+
     _FIELDS = ("average", "p50", "p90", "p95", "p99", )
     _KEYS = ("average", "p50", "p90", "p95", "p99", )
 

@@ -33,6 +33,16 @@ from .SendAttemptResult import SendAttemptResult
 class PerformanceTestResultResponse(Model):
     """The response of Get Performance Test Results."""
 
+    config: Optional[PerformanceTestConfig]
+    target: Optional[str]
+    result: Optional[PerformanceTestStatus]
+    rawResult: Optional[str]
+    successRate: Optional[int]
+    numPending: Optional[int]
+    responseTimes: Optional[PerformanceTestResponseTimes]
+    failures: Optional[Dict[SendAttemptResult, int]]
+    rawFailures: Optional[Dict[str, int]]
+
     _FIELDS = ("config", "target", "result", "rawResult", "successRate", "numPending", "responseTimes", "failures", "rawFailures", )
     _KEYS = ("config", "target", "result", "successRate", "numPending", "responseTimes", "failures", )
     _TWINS = {

@@ -30,6 +30,10 @@ from .PromotionalOfferSignatureV1 import PromotionalOfferSignatureV1
 class PromotionalOffer(Model):
     """A promotional offer to show in a Retention Messaging realtime response."""
 
+    messageIdentifier: Optional[UUID]
+    promotionalOfferSignatureV2: Optional[str]
+    promotionalOfferSignatureV1: Optional[PromotionalOfferSignatureV1]
+
     _FIELDS = ("messageIdentifier", "promotionalOfferSignatureV2", "promotionalOfferSignatureV1", )
     _KEYS = ("messageIdentifier", "promotionalOfferSignatureV2", "promotionalOfferSignatureV1", )
 

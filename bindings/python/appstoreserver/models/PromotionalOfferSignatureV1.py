@@ -29,6 +29,14 @@ from .._model import (  # noqa: F401
 class PromotionalOfferSignatureV1(Model):
     """A promotional offer V1 signature with the values it signed."""
 
+    encodedSignature: str
+    productId: str
+    nonce: UUID
+    timestamp: int
+    keyId: str
+    offerIdentifier: str
+    appAccountToken: Optional[UUID]
+
     _FIELDS = ("encodedSignature", "productId", "nonce", "timestamp", "keyId", "offerIdentifier", "appAccountToken", )
     _KEYS = ("encodedSignature", "productId", "nonce", "timestamp", "keyId", "offerIdentifier", "appAccountToken", )
 

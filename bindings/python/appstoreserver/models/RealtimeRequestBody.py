@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class RealtimeRequestBody(Model):
     """The body Apple sends to your Retention Messaging realtime URL."""
 
+    signedPayload: Optional[str]
+
     _FIELDS = ("signedPayload", )
     _KEYS = ("signedPayload", )
 

@@ -33,6 +33,11 @@ from .PromotionalOffer import PromotionalOffer
 class RealtimeResponseBody(Model):
     """Your response to a Retention Messaging realtime request."""
 
+    message: Optional[Message]
+    alternateProduct: Optional[AlternateProduct]
+    promotionalOffer: Optional[PromotionalOffer]
+    advancedCommerceInfo: Optional[AdvancedCommerceInfo]
+
     _FIELDS = ("message", "alternateProduct", "promotionalOffer", "advancedCommerceInfo", )
     _KEYS = ("message", "alternateProduct", "promotionalOffer", "advancedCommerceInfo", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class RealtimeUrlRequest(Model):
     """The body of Configure Realtime URL."""
 
+    realtimeURL: str
+
     _FIELDS = ("realtimeURL", )
     _KEYS = ("realtimeURL", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class RealtimeUrlResponse(Model):
     """The response of Get Realtime URL."""
 
+    realtimeURL: str
+
     _FIELDS = ("realtimeURL", )
     _KEYS = ("realtimeURL", )
 

@@ -29,6 +29,10 @@ from .._model import (  # noqa: F401
 class RefundHistoryResponse(Model):
     """A page of Get Refund History."""
 
+    signedTransactions: Optional[List[str]]
+    revision: Optional[str]
+    hasMore: Optional[bool]
+
     _FIELDS = ("signedTransactions", "revision", "hasMore", )
     _KEYS = ("signedTransactions", "revision", "hasMore", )
 

@@ -31,6 +31,14 @@ from .RenewalBillingPlanType import RenewalBillingPlanType
 class RenewalCommitmentInfo(Model):
     """Renewal information for a subscription with a billing commitment."""
 
+    commitmentAutoRenewProductId: Optional[str]
+    commitmentAutoRenewStatus: Optional[AutoRenewStatus]
+    rawCommitmentAutoRenewStatus: Optional[int]
+    commitmentRenewalBillingPlanType: Optional[RenewalBillingPlanType]
+    rawCommitmentRenewalBillingPlanType: Optional[str]
+    commitmentRenewalDate: Optional[int]
+    commitmentRenewalPrice: Optional[int]
+
     _FIELDS = ("commitmentAutoRenewProductId", "commitmentAutoRenewStatus", "rawCommitmentAutoRenewStatus", "commitmentRenewalBillingPlanType", "rawCommitmentRenewalBillingPlanType", "commitmentRenewalDate", "commitmentRenewalPrice", )
     _KEYS = ("commitmentAutoRenewProductId", "commitmentAutoRenewStatus", "commitmentRenewalBillingPlanType", "commitmentRenewalDate", "commitmentRenewalPrice", )
     _TWINS = {

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class ResponseBodyV2(Model):
     """The body of a version 2 App Store Server Notification."""
 
+    signedPayload: Optional[str]
+
     _FIELDS = ("signedPayload", )
     _KEYS = ("signedPayload", )
 

@@ -35,6 +35,18 @@ from .Summary import Summary
 class ResponseBodyV2DecodedPayload(Model):
     """The decoded payload of an App Store Server Notification, version 2."""
 
+    notificationType: Optional[NotificationTypeV2]
+    rawNotificationType: Optional[str]
+    subtype: Optional[Subtype]
+    rawSubtype: Optional[str]
+    notificationUUID: Optional[str]
+    data: Optional[Data]
+    version: Optional[str]
+    signedDate: Optional[int]
+    summary: Optional[Summary]
+    externalPurchaseToken: Optional[ExternalPurchaseToken]
+    appData: Optional[AppData]
+
     _FIELDS = ("notificationType", "rawNotificationType", "subtype", "rawSubtype", "notificationUUID", "data", "version", "signedDate", "summary", "externalPurchaseToken", "appData", )
     _KEYS = ("notificationType", "subtype", "notificationUUID", "data", "version", "signedDate", "summary", "externalPurchaseToken", "appData", )
     _TWINS = {

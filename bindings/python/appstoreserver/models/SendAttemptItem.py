@@ -30,6 +30,10 @@ from .SendAttemptResult import SendAttemptResult
 class SendAttemptItem(Model):
     """One attempt to send a notification to your server."""
 
+    attemptDate: Optional[int]
+    sendAttemptResult: Optional[SendAttemptResult]
+    rawSendAttemptResult: Optional[str]
+
     _FIELDS = ("attemptDate", "sendAttemptResult", "rawSendAttemptResult", )
     _KEYS = ("attemptDate", "sendAttemptResult", )
     _TWINS = {

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class SendTestNotificationResponse(Model):
     """The response of Request a Test Notification."""
 
+    testNotificationToken: Optional[str]
+
     _FIELDS = ("testNotificationToken", )
     _KEYS = ("testNotificationToken", )
 

@@ -31,6 +31,12 @@ from .SubscriptionGroupIdentifierItem import SubscriptionGroupIdentifierItem
 class StatusResponse(Model):
     """The response of Get All Subscription Statuses."""
 
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    bundleId: Optional[str]
+    appAppleId: Optional[int]
+    data: Optional[List[SubscriptionGroupIdentifierItem]]
+
     _FIELDS = ("environment", "rawEnvironment", "bundleId", "appAppleId", "data", )
     _KEYS = ("environment", "bundleId", "appAppleId", "data", )
     _TWINS = {

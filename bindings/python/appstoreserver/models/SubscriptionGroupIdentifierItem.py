@@ -30,6 +30,9 @@ from .LastTransactionsItem import LastTransactionsItem
 class SubscriptionGroupIdentifierItem(Model):
     """The subscriptions of one subscription group, in Get All Subscription Statuses."""
 
+    subscriptionGroupIdentifier: Optional[str]
+    lastTransactions: Optional[List[LastTransactionsItem]]
+
     _FIELDS = ("subscriptionGroupIdentifier", "lastTransactions", )
     _KEYS = ("subscriptionGroupIdentifier", "lastTransactions", )
 

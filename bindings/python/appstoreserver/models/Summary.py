@@ -30,6 +30,16 @@ from .Environment import Environment
 class Summary(Model):
     """The result of a completed mass subscription-renewal-date extension, in a version 2 notification."""
 
+    environment: Optional[Environment]
+    rawEnvironment: Optional[str]
+    appAppleId: Optional[int]
+    bundleId: Optional[str]
+    productId: Optional[str]
+    requestIdentifier: Optional[str]
+    storefrontCountryCodes: Optional[List[str]]
+    succeededCount: Optional[int]
+    failedCount: Optional[int]
+
     _FIELDS = ("environment", "rawEnvironment", "appAppleId", "bundleId", "productId", "requestIdentifier", "storefrontCountryCodes", "succeededCount", "failedCount", )
     _KEYS = ("environment", "appAppleId", "bundleId", "productId", "requestIdentifier", "storefrontCountryCodes", "succeededCount", "failedCount", )
     _TWINS = {

@@ -29,6 +29,11 @@ from .._model import (  # noqa: F401
 class TransactionCommitmentInfo(Model):
     """Transaction information for a subscription with a billing commitment."""
 
+    billingPeriodNumber: Optional[int]
+    commitmentExpiresDate: Optional[int]
+    commitmentPrice: Optional[int]
+    totalBillingPeriods: Optional[int]
+
     _FIELDS = ("billingPeriodNumber", "commitmentExpiresDate", "commitmentPrice", "totalBillingPeriods", )
     _KEYS = ("billingPeriodNumber", "commitmentExpiresDate", "commitmentPrice", "totalBillingPeriods", )
 

@@ -46,6 +46,15 @@ class Order(str, Enum, metaclass=AppStoreServerLibraryEnumMeta):
 class TransactionHistoryRequest(Model):
     """The filters of Get Transaction History (sent as query parameters)."""
 
+    startDate: Optional[int]
+    endDate: Optional[int]
+    productIds: Optional[List[str]]
+    productTypes: Optional[List[ProductType]]
+    sort: Optional[Order]
+    subscriptionGroupIdentifiers: Optional[List[str]]
+    inAppOwnershipType: Optional[InAppOwnershipType]
+    revoked: Optional[bool]
+
     _FIELDS = ("startDate", "endDate", "productIds", "productTypes", "sort", "subscriptionGroupIdentifiers", "inAppOwnershipType", "revoked", )
     _KEYS = ("startDate", "endDate", "productIds", "productTypes", "sort", "subscriptionGroupIdentifiers", "inAppOwnershipType", "revoked", )
 

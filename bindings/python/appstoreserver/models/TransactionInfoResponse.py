@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class TransactionInfoResponse(Model):
     """The response of Get Transaction Info."""
 
+    signedTransactionInfo: Optional[str]
+
     _FIELDS = ("signedTransactionInfo", )
     _KEYS = ("signedTransactionInfo", )
 

@@ -29,6 +29,8 @@ from .._model import (  # noqa: F401
 class UpdateAppAccountTokenRequest(Model):
     """The body of Set App Account Token."""
 
+    appAccountToken: str
+
     _FIELDS = ("appAccountToken", )
     _KEYS = ("appAccountToken", )
 

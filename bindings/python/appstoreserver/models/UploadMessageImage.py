@@ -29,6 +29,9 @@ from .._model import (  # noqa: F401
 class UploadMessageImage(Model):
     """The image of a Retention Messaging message."""
 
+    imageIdentifier: UUID
+    altText: str
+
     _FIELDS = ("imageIdentifier", "altText", )
     _KEYS = ("imageIdentifier", "altText", )
 

@@ -32,6 +32,13 @@ from .UploadMessageImage import UploadMessageImage
 class UploadMessageRequestBody(Model):
     """The body of Upload Message."""
 
+    header: str
+    body: str
+    image: Optional[UploadMessageImage]
+    headerPosition: Optional[HeaderPosition]
+    rawHeaderPosition: Optional[str]
+    bulletPoints: Optional[List[BulletPoint]]
+
     _FIELDS = ("header", "body", "image", "headerPosition", "rawHeaderPosition", "bulletPoints", )
     _KEYS = ("header", "body", "image", "headerPosition", "bulletPoints", )
     _TWINS = {

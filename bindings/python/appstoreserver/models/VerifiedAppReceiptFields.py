@@ -31,6 +31,14 @@ from .InAppPurchaseReceipt import InAppPurchaseReceipt
 class VerifiedAppReceiptFields(Model):
     """A verified app receipt's documented fields and how it was verified (C: appstore_receipt_verifier_verify)."""
 
+    bundleId: Optional[str]
+    applicationVersion: Optional[str]
+    originalApplicationVersion: Optional[str]
+    receiptCreationDate: Optional[int]
+    receiptExpirationDate: Optional[int]
+    inApp: Optional[List[InAppPurchaseReceipt]]
+    verification: Optional[AppReceiptVerification]
+
     _FIELDS = ("bundleId", "applicationVersion", "originalApplicationVersion", "receiptCreationDate", "receiptExpirationDate", "inApp", "verification", )
     _KEYS = ("bundleId", "applicationVersion", "originalApplicationVersion", "receiptCreationDate", "receiptExpirationDate", "inApp", "verification", )
 

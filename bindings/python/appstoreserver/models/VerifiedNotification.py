@@ -33,6 +33,11 @@ from .ResponseBodyV2DecodedPayload import ResponseBodyV2DecodedPayload
 class VerifiedNotification(Model):
     """A notification with its nested signed values verified and decoded (deep verification; C: appstore_verifier_verify_notification_deep)."""
 
+    notification: Optional[ResponseBodyV2DecodedPayload]
+    transaction: Optional[JWSTransactionDecodedPayload]
+    renewalInfo: Optional[JWSRenewalInfoDecodedPayload]
+    appTransaction: Optional[AppTransaction]
+
     _FIELDS = ("notification", "transaction", "renewalInfo", "appTransaction", )
     _KEYS = ("notification", "transaction", "renewalInfo", "appTransaction", )
 
