@@ -8,7 +8,11 @@
 - api: every endpoint of Tests/support/api_cases.json against the loopback mock server (which verifies the token
   and the request), pagination, Apple's error payloads, a dead server, --dry-run with the token redacted;
 - receipt: ids and verify on the own-CA receipts (Tests/support/receipts.py);
-- bad input: garbage, empty stdin, a terminal on stdin, wrong kind, missing key file, unknown options.
+- bad input: garbage, empty stdin, a terminal on stdin, wrong kind, missing key file, unknown options;
+- the tool's own HTTP client (cli/Sources/CLIHTTP): hostile servers (Tests/support/hostile_http.py), HTTPS against
+  a local TLS server whose CA comes from SSL_CERT_FILE / SSL_CERT_DIR (an untrusted certificate and one for another
+  host refused), OCSP online checks against Tests/support/ocsp_harness.py's responders;
+- what is shipped: glibc floor 2.28 (scripts/check-glibc), nothing but glibc needed, at most 30 MB stripped.
 
 APPSTORESERVER_TOOL names the binary (cli/run-tests builds it).
 """
@@ -19,6 +23,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -712,6 +717,12 @@ def max_rss_kib(args: List[str]) -> int:
     return usage.ru_maxrss
 
 
+def test_a_server_that_never_answers_is_a_network_failure(keys: Path, hostile) -> None:
+    port, _ = hostile
+    r = hostile_api(keys, port, "nostatus", "--timeout", "10")
+    assert r.code == 3 and "without answering" in r.error_line(), r
+
+
 def test_apples_error_message_is_cleaned(keys: Path, hostile) -> None:
     port, _ = hostile
     r = hostile_api(keys, port, "errmsg-64")
@@ -751,3 +762,205 @@ def test_key_material_is_never_echoed(keys: Path) -> None:
 def test_a_corrupted_key_is_refused(keys: Path) -> None:
     r = tool("sign", "token", "--key", str(keys / "corrupt.p8"), env=sign_env(keys))
     assert r.code == CONFIG and "does not match the public key" in r.error_line(), r
+
+
+# ---- what is shipped: glibc floor, dependencies, size ------------------------------------------------------------------
+
+# The tool runs on glibc >= 2.28 (RHEL 8, Debian 10, Ubuntu 20.04 and newer) and needs nothing else from the system.
+GLIBC_ONLY = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1", "libresolv.so.2",
+              "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
+MAX_TOOL_BYTES = 30_000_000  # stripped
+
+
+def test_glibc_floor() -> None:
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "check-glibc"), TOOL], capture_output=True, text=True)
+    print("\n" + r.stdout.strip())
+    assert r.returncode == 0, r.stdout + r.stderr
+    dynamic = subprocess.run(["readelf", "-d", "-W", TOOL], capture_output=True, text=True, check=True).stdout
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", dynamic))
+    assert needed and needed <= GLIBC_ONLY, f"the tool needs more than glibc: {sorted(needed - GLIBC_ONLY)}"
+
+
+def test_size(tmp_path: Path) -> None:
+    stripped = tmp_path / "appstoreserver"
+    subprocess.run(["strip", "-o", str(stripped), TOOL], check=True)
+    size = stripped.stat().st_size
+    print(f"\ntool size: {size:,} bytes stripped (limit {MAX_TOOL_BYTES:,})")
+    assert size <= MAX_TOOL_BYTES
+
+
+# ---- the tool's HTTP client over TLS (cli/Sources/CLIHTTP) ------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def tls_pki(tmp_path_factory) -> Path:
+    """A CA of its own (ca.pem) and two server certificates it issued: `localhost` (DNS localhost, IP 127.0.0.1)
+    and `other` (DNS other.invalid only)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    d = tmp_path_factory.mktemp("tls")
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def usage(ca: bool) -> x509.KeyUsage:
+        return x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                             data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                             encipher_only=False, decipher_only=False)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("appstoreserver cli test CA")).issuer_name(name("appstoreserver cli test CA"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(usage(True), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    (d / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    for stem, sans in [("localhost", [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                       ("other", [x509.DNSName("other.invalid")])]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder().subject_name(name(stem)).issuer_name(ca.subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(usage(False), critical=True)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        (d / f"{stem}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (d / f"{stem}.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                          serialization.NoEncryption()))
+    return d
+
+
+class TLSServer:
+    """An HTTPS server on 127.0.0.1 (Python's ssl module) answering every GET with a Get Transaction Info answer
+    and recording the request headers."""
+
+    def __init__(self, pki: Path, stem: str) -> None:
+        import http.server
+        import ssl
+        import threading
+        seen = self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                seen.append({k.lower(): v for k, v in self.headers.items()})
+                body = json.dumps({"signedTransactionInfo": "over-tls"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")  # the client's chunked decoding, over TLS
+                self.end_headers()
+                for part in (body[:7], body[7:]):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+
+            def log_message(self, *a) -> None:
+                pass
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(pki / f"{stem}.pem"), str(pki / f"{stem}.key"))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # The handshake happens in accept(); a client that refuses the certificate makes accept() raise an OSError
+        # (SSLError), which the server ignores.
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_port
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="session")
+def tls_servers(tls_pki: Path):
+    good, other = TLSServer(tls_pki, "localhost"), TLSServer(tls_pki, "other")
+    yield good, other
+    good.close()
+    other.close()
+
+
+def tls_api(keys: Path, url: str, env: Dict[str, str]) -> Run:
+    # SSL_CERT_FILE / SSL_CERT_DIR empty unless given: the tool's own search of the distribution's CA bundle.
+    e = {"SSL_CERT_FILE": "", "SSL_CERT_DIR": "", **env}
+    return tool("api", "getTransactionInfo", "--param", "transactionId=1", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID,
+                "--issuer-id", ISSUER, "--bundle-id", BUNDLE, "--base-url", url, "--retries", "0", "--timeout", "20", env=e)
+
+
+def test_https_trusts_the_ca_of_ssl_cert_file(keys: Path, tls_pki: Path, tls_servers) -> None:
+    good, _ = tls_servers
+    for host in ("localhost", "127.0.0.1"):  # a DNS name and an IP address, each matched against the certificate
+        before = len(good.requests)
+        r = tls_api(keys, f"https://{host}:{good.port}", {"SSL_CERT_FILE": str(tls_pki / "ca.pem")})
+        assert r.code == 0, r
+        assert r.json() == {"signedTransactionInfo": "over-tls"}
+        headers = good.requests[before]
+        assert headers["host"] == f"{host}:{good.port}", headers
+        assert "accept-encoding" not in headers and headers["authorization"].startswith("Bearer "), headers
+
+
+def test_https_trusts_the_ca_of_ssl_cert_dir(keys: Path, tls_pki: Path, tls_servers, tmp_path: Path) -> None:
+    good, _ = tls_servers
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    (certs / "ca.pem").write_bytes((tls_pki / "ca.pem").read_bytes())
+    if subprocess.run(["openssl", "rehash", str(certs)], capture_output=True).returncode != 0:
+        pytest.skip("SKIPPED: `openssl rehash` is not available to make a hashed certificate folder")
+    r = tls_api(keys, f"https://localhost:{good.port}", {"SSL_CERT_DIR": str(certs)})
+    assert r.code == 0 and r.json() == {"signedTransactionInfo": "over-tls"}, r
+
+
+def test_https_refuses_an_untrusted_certificate(keys: Path, tls_pki: Path, tls_servers) -> None:
+    good, _ = tls_servers
+    # The distribution's CA bundle does not hold the test CA.
+    r = tls_api(keys, f"https://localhost:{good.port}", {})
+    assert r.code == 3, r
+    line = r.error_line()
+    assert "is not trusted" in line and line.startswith("error: TRANSPORT_ERROR ("), line
+    # Nor does another CA given by SSL_CERT_FILE (the server's own certificate is no anchor for the client either).
+    r = tls_api(keys, f"https://localhost:{good.port}", {"SSL_CERT_FILE": str(tls_pki / "other.pem")})
+    assert r.code == 3 and "is not trusted" in r.error_line(), r
+    r = tls_api(keys, f"https://localhost:{good.port}", {"SSL_CERT_FILE": str(tls_pki / "missing.pem")})
+    assert r.code == 3 and "SSL_CERT_FILE" in r.error_line(), r
+
+
+def test_https_refuses_a_certificate_for_another_host(keys: Path, tls_pki: Path, tls_servers) -> None:
+    _, other = tls_servers
+    for host, why in (("localhost", "hostname mismatch"), ("127.0.0.1", "IP address mismatch")):
+        r = tls_api(keys, f"https://{host}:{other.port}", {"SSL_CERT_FILE": str(tls_pki / "ca.pem")})
+        assert r.code == 3, r
+        assert why in r.error_line(), r
+    assert other.requests == [], "a request was sent over a connection whose certificate names another host"
+
+
+# ---- online (OCSP) checks through the tool's HTTP client (Tests/support/ocsp_harness.py) -------------------------------
+
+@pytest.fixture(scope="session")
+def ocsp(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ocsp")
+    try:
+        with served("ocsp_harness.py", "serve", str(out), "--lifetime", "600", ready="READY", stop_seconds=30) as words:
+            yield json.loads(Path(words[0]).read_text())
+    except AssertionError as e:  # the harness needs openssl and faketime
+        pytest.skip(f"SKIPPED: ocsp_harness.py did not start: {e}")
+
+
+@pytest.mark.parametrize("case,code,reason", [("good", 0, None), ("leaf_revoked", 1, "revoked"),
+                                              ("responder_down", 3, "ocsp_unreachable"),
+                                              ("responder_slow", 3, "ocsp_timeout")])
+def test_online_checks_over_the_tools_http_client(ocsp, case: str, code: int, reason: Optional[str]) -> None:
+    c = ocsp["cases"][case]
+    r = tool("verify", "--online", "--ocsp-timeout", "2", "--root", ocsp["root"], "--bundle-id", ocsp["bundleId"],
+             "--environment", "sandbox", c["jws"][0])
+    assert r.code == code, r
+    if reason:
+        assert f"({reason})" in r.error_line(), r
+    else:
+        assert json.loads(r.out)["bundleId"] == ocsp["bundleId"]
