@@ -313,6 +313,9 @@ def render_spec_js(spec: Spec, abi: dict) -> str:
     out.append(f"const ENVIRONMENT_CODES = {json.dumps(env_values)};")
     tr = {c["name"][len("APPSTORE_TRANSPORT_RESULT_"):]: c["value"] for c in abi["constants"]["transportResult"]}
     out.append(f"const TRANSPORT_RESULT = {json.dumps(tr)};")
+    # What the call driver says to do next (appstore_api_call_next's APPSTORE_API_ACTION_*).
+    actions = {c["name"][len("APPSTORE_API_ACTION_"):]: c["value"] for c in abi["constants"]["apiAction"]}
+    out.append(f"const API_ACTION = {json.dumps(actions)};")
     # The response body limits every transport enforces while reading (counted after content decoding).
     limits = {c["name"][len("APPSTORE_LIMIT_"):]: c["value"] for c in abi["constants"]["limit"]}
     out.append(f"const LIMITS = {json.dumps(limits)};")
@@ -333,8 +336,8 @@ def render_spec_js(spec: Spec, abi: dict) -> str:
     out.append("module.exports = {")
     out.append("  " + ", ".join(exports) + ",")
     out.append("  ENUMS, REASONS, STATUSES, VERIFICATION_STATUS_BY_REASON, VERIFICATION_STATUS_BY_STATUS,")
-    out.append("  ENVIRONMENT_CODES, TRANSPORT_RESULT, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS, API_ERROR_ENUMS,")
-    out.append("  RETRYABLE_API_ERRORS,")
+    out.append("  ENVIRONMENT_CODES, TRANSPORT_RESULT, API_ACTION, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS,")
+    out.append("  API_ERROR_ENUMS, RETRYABLE_API_ERRORS,")
     out.append("};")
     return "\n".join(out) + "\n"
 
@@ -403,7 +406,7 @@ def render_endpoints_js(spec: Spec) -> str:
            "/**",
            " * Every App Store Server API and Advanced Commerce API endpoint as a method with Apple's Node name and",
            " * parameter order. The subclass (lib/client.js) supplies _arg, _queryModel, _bytes, _variant, _call, _pages",
-           " * (argument checks, params_json, the sans-I/O exchange with retries, pagination).",
+           " * (argument checks, params_json, the loop over the core's call driver: one answer, or every page).",
            " */",
            "class AppStoreServerAPIEndpoints {"]
     by_name = {ep["name"]: ep for ep in spec.endpoints}
@@ -441,8 +444,7 @@ def render_endpoints_js(spec: Spec) -> str:
                 out.append(f"    const endpoint = {js_str(ep['name'])};")
             out.append("    const params = {};")
             out += _param_lines([p for p in params if p["spec"]["name"] != page_param])
-            out.append(f"    return this._pages(endpoint, params, {js_str(page_param)}, "
-                       f"{js_str(ep['pagination']['field'])});")
+            out.append("    return this._pages(endpoint, params);")
             out.append("  }")
     out.append("}")
     out.append("")

@@ -6,7 +6,7 @@ const { GetTransactionHistoryVersion } = require('./spec.js');
 /**
  * Every App Store Server API and Advanced Commerce API endpoint as a method with Apple's Node name and
  * parameter order. The subclass (lib/client.js) supplies _arg, _queryModel, _bytes, _variant, _call, _pages
- * (argument checks, params_json, the sans-I/O exchange with retries, pagination).
+ * (argument checks, params_json, the loop over the core's call driver: one answer, or every page).
  */
 class AppStoreServerAPIEndpoints {
   /** Get Transaction Info: GET /inApps/v1/transactions/{transactionId} */
@@ -31,7 +31,7 @@ class AppStoreServerAPIEndpoints {
     const params = {};
     this._arg(endpoint, params, "anyTransactionId", anyTransactionId, "string", false);
     this._queryModel(endpoint, params, "transactionHistoryRequest", transactionHistoryRequest, [["startDate", "integer"], ["endDate", "integer"], ["productIds", "string[]"], ["productTypes", "string[]"], ["sort", "string"], ["subscriptionGroupIdentifiers", "string[]"], ["inAppOwnershipType", "string"], ["revoked", "boolean"]]);
-    return this._pages(endpoint, params, "revision", "revision");
+    return this._pages(endpoint, params);
   }
   /** Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId} */
   async getAllSubscriptionStatuses(anyTransactionId, status) {
@@ -54,7 +54,7 @@ class AppStoreServerAPIEndpoints {
     const endpoint = "getRefundHistory";
     const params = {};
     this._arg(endpoint, params, "anyTransactionId", anyTransactionId, "string", false);
-    return this._pages(endpoint, params, "revision", "revision");
+    return this._pages(endpoint, params);
   }
   /** Look Up Order ID: GET /inApps/v1/lookup/{orderId} */
   async lookUpOrderId(orderId) {
@@ -150,7 +150,7 @@ class AppStoreServerAPIEndpoints {
     const endpoint = "getNotificationHistory";
     const params = {};
     this._arg(endpoint, params, "body", notificationHistoryRequest, "object", false);
-    return this._pages(endpoint, params, "paginationToken", "paginationToken");
+    return this._pages(endpoint, params);
   }
   /** Upload Image: PUT /inApps/v1/messaging/image/{imageIdentifier} */
   async uploadImage(imageIdentifier, image, imageSize) {

@@ -664,6 +664,7 @@ const VERIFICATION_STATUS_BY_REASON = {"malformed": 1, "unsupported_alg": 1, "mi
 const VERIFICATION_STATUS_BY_STATUS = {"VERIFICATION_FAILURE": 1, "RETRYABLE_VERIFICATION_FAILURE": 2, "INVALID_APP_IDENTIFIER": 3, "INVALID_ENVIRONMENT": 4, "INVALID_CHAIN_LENGTH": 6, "INVALID_CERTIFICATE": 6, "INVALID_JWT_FORMAT": 1};
 const ENVIRONMENT_CODES = {"Sandbox": 1, "Production": 2, "Xcode": 3, "LocalTesting": 4};
 const TRANSPORT_RESULT = {"OK": 0, "TIMEOUT": 1, "UNREACHABLE": 2, "FAILED": 3};
+const API_ACTION = {"SEND": 1, "WAIT": 2, "DONE": 3};
 const LIMITS = {"API_RESPONSE_BYTES": 16777216, "OCSP_RESPONSE_BYTES": 1048576};
 const VERSION = "0.3.0";
 const ENDPOINTS = {
@@ -713,6 +714,6 @@ const ENUMS = { APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedComme
 module.exports = {
   APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LedgerEntitlementReason, LedgerEventKind, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion, VerificationStatus, LibraryStatus, FailureReason,
   ENUMS, REASONS, STATUSES, VERIFICATION_STATUS_BY_REASON, VERIFICATION_STATUS_BY_STATUS,
-  ENVIRONMENT_CODES, TRANSPORT_RESULT, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS, API_ERROR_ENUMS,
-  RETRYABLE_API_ERRORS,
+  ENVIRONMENT_CODES, TRANSPORT_RESULT, API_ACTION, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS,
+  API_ERROR_ENUMS, RETRYABLE_API_ERRORS,
 };

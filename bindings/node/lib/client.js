@@ -1,27 +1,29 @@
 'use strict';
 // AppStoreServerAPIClient: Apple's constructor, every endpoint method (generated/endpoints.js), and Apple's
-// overridable makeFetchRequest hook, over the library's sans-I/O request builder and response decoder. HTTP is the
-// global fetch (or an injected one); retries follow the library's decision (appstore_api_client_retry_delay_ms,
-// Retry-After included); pages are async iterators. Beyond Apple's library, opt-in: the Sandbox fallback of lookups
-// after Production's transactionIdNotFound or HTTP 401 (appstore_api_client_falls_back / _build_fallback_request)
-// and the client-side rate limit (appstore_api_client_reserve before every attempt); answer() tells which
-// environment answered.
+// overridable makeFetchRequest hook, as a thin loop over the core's call driver (appstore_api_call_*): the driver
+// decides everything between two sends (the rate-limit slot of each attempt, a fresh bearer token per attempt,
+// retries and Retry-After, the Sandbox fallback of lookups and its error text, the following pages); this loop sends
+// with fetch (or the injected fetch, or an overridden makeFetchRequest), waits on timers, and reads the answers.
+// answer() tells which environment answered.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native.js');
 const args = require('./args.js');
-const { convert, guard, isNative, AppStoreServerError } = require('./errors.js');
+const { convert, guard } = require('./errors.js');
 const { AppStoreServerAPIEndpoints } = require('../generated/endpoints.js');
-const { ENVIRONMENT_CODES, Environment, TRANSPORT_RESULT } = require('../generated/spec.js');
+const { API_ACTION, ENVIRONMENT_CODES, Environment } = require('../generated/spec.js');
 const { classify, within, readBody, refuseRedirected, API_BODY_LIMIT } = require('./transport.js');
 const { redact, isPem } = require('./redact.js');
 const { checkSigningKey, newKey, isSigner, syncRefused } = require('./signer.js');
 
 const WHERE = 'AppStoreServerAPIClient';
+// Apple's base URLs, for Apple's urlBase property and the path makeFetchRequest receives (the core has its own).
 const BASE_URLS = {
   [Environment.PRODUCTION]: 'https://api.storekit.apple.com',
   [Environment.SANDBOX]: 'https://api.storekit-sandbox.apple.com',
   [Environment.LOCAL_TESTING]: 'https://local-testing-base-url',
 };
+const ENVIRONMENT_BY_CODE = Object.fromEntries(Object.entries(ENVIRONMENT_CODES).map(([name, code]) => [code, name]));
+const MAX_TIMER_MS = 2147483647; // setTimeout's longest delay
 
 const CHECKS = {
   string: (v) => typeof v === 'string',
@@ -41,13 +43,6 @@ function check(endpoint, name, value, kind) {
 // The environment that answered, for answer(): the endpoint methods keep Apple's return values, so the environment
 // travels beside them in the async context of the answer() call (concurrent calls each have their own).
 const answers = new AsyncLocalStorage();
-
-// The Swift core's wording when a lookup fails in Sandbox after Production did not know the id, or refused the
-// call with HTTP 401 (an app never released in Production).
-const NEITHER = 'Production answered transactionIdNotFound (4040010); then Sandbox: ';
-const NEITHER_401 = 'Production answered HTTP 401 (an app never released there); then Sandbox: ';
-const neither = (production) => (production.httpStatus === 401 && Number(production.apiErrorCode) !== 4040010
-  ? NEITHER_401 : NEITHER);
 
 const ENDPOINT_METHOD_NAMES = new Set(Object.getOwnPropertyNames(AppStoreServerAPIEndpoints.prototype)
   .filter((n) => n !== 'constructor'));
@@ -69,10 +64,6 @@ function rateLimitOption(v) {
   return { maxWaitMs: Number(maxWaitMs), sharePercent: Number(sharePercent) };
 }
 
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 // The order of Apple's makeRequest headers: User-Agent, Authorization, Accept, then Content-Type (with a body).
 const HEADER_ORDER = ['User-Agent', 'Authorization', 'Accept', 'Content-Type'];
 const headerRank = (name) => {
@@ -81,10 +72,10 @@ const headerRank = (name) => {
 };
 
 /**
- * The built request as plain values; environment: where it goes (Sandbox for a fallback request). The headers are
- * an object in the order of Apple's makeRequest (any other header the library adds after them).
+ * A request handle as plain values, with the environment it goes to. The headers are an object in the order of
+ * Apple's makeRequest (any other header the library adds after them).
  */
-function readRequest(h, environment) {
+function readRequest(h, environmentOf) {
   const pairs = [];
   const n = native.api_request_header_count(h);
   for (let i = 0; i < n; i++) pairs.push([native.api_request_header_name(h, i), native.api_request_header_value(h, i)]);
@@ -96,7 +87,7 @@ function readRequest(h, environment) {
     headers,
     body: native.api_request_body(h),
     timeoutMs: native.api_request_timeout_ms(h),
-    environment,
+    environment: environmentOf(native.api_request_url(h)),
   };
 }
 
@@ -175,8 +166,9 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     Object.defineProperty(this, '_fetch', { value: opts.fetch || null });
     Object.defineProperty(this, '_environment', { value: environment });
     this.urlBase = opts.baseUrl != null ? opts.baseUrl.replace(/\/+$/, '') : BASE_URLS[environment];
+    // Where the fallback sends (null without it): requests there are Sandbox's (request.environment).
     Object.defineProperty(this, '_sandboxUrlBase', {
-      value: sandboxBaseUrl !== null ? sandboxBaseUrl.replace(/\/+$/, '') : BASE_URLS[Environment.SANDBOX],
+      value: !sandboxFallback ? null : sandboxBaseUrl !== null ? sandboxBaseUrl.replace(/\/+$/, '') : BASE_URLS[Environment.SANDBOX],
     });
   }
 
@@ -295,128 +287,84 @@ class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
     return variants[value];
   }
 
+  // ---- the call loop: the core's call driver (appstore_api_call_*) decides, this loop moves bytes and waits ----
+
+  /** The clock the driver is given (milliseconds since 1970); tests replace it. */
+  _nowMs() {
+    return Date.now();
+  }
+
+  /** Waits ms on a timer (the event loop keeps running); tests replace it. */
+  async _sleep(ms) {
+    for (let left = ms; left > 0; left -= MAX_TIMER_MS) await new Promise((r) => setTimeout(r, Math.min(left, MAX_TIMER_MS)));
+  }
+
   async _call(endpoint, params, hasResponse) {
-    const { value, environment } = await this._exchange(endpoint, params, null);
-    const sink = answers.getStore();
-    if (sink) sink.environment = environment;
-    return hasResponse ? value : undefined;
+    for await (const value of this._pages(endpoint, params)) return hasResponse ? value : undefined;
   }
 
   /**
-   * One endpoint call: the client's environment (with retries), then, when the library says the final error calls
-   * for it, the Sandbox fallback (with retries); {value, environment}. environment SANDBOX sends to the fallback's
-   * Sandbox directly (the later pages of a lookup that fell back).
+   * One endpoint call, every page of it for a ...Pages iterator: the driver says SEND (the request goes through
+   * Apple's makeFetchRequest hook, the answer or the transport failure back to the driver), WAIT (a rate-limit slot
+   * or a retry's delay) or DONE (a page, and the environment that answered it for answer()); its error is the call's.
    */
-  async _exchange(endpoint, params, environment) {
-    const paramsJson = JSON.stringify(params);
-    if (environment === Environment.SANDBOX && environment !== this._environment) {
-      try {
-        return { value: await this._attempts(endpoint, paramsJson, true), environment };
-      } catch (e) {
-        throw convert(e, 'api');
+  async *_pages(endpoint, params) {
+    const call = guard('api', () => native.api_call_new(this._client, endpoint, JSON.stringify(params)));
+    let failure = null; // what makeFetchRequest threw: the cause of the transport error the driver makes of it
+    try {
+      for (;;) {
+        const step = await native.async.api_call_next(call, this._nowMs()).catch((e) => {
+          throw failure ? Object.assign(e, { cause: failure }) : e;
+        });
+        if (step.action === API_ACTION.SEND) {
+          const { req, apple } = this._readRequest(call);
+          let answer;
+          try {
+            // The timeout bounds the whole exchange, the body's read included (and a makeFetchRequest that ignores it).
+            answer = await within(req.timeoutMs, async (signal) => readResponse(await this.makeFetchRequest(...apple, req), signal));
+          } catch (e) {
+            if (e instanceof TypeError && /makeFetchRequest/.test(e.message)) throw e;
+            // The URL holds the caller's base URL and arguments, and fetch's message may too: no key is shown.
+            failure = isPem(e && e.message) ? new Error(redact(e.message)) : e;
+            native.api_call_receive_failure(call, classify(e), redact(`${req.method} ${req.url}: ${e && e.message ? e.message : e}`));
+            continue;
+          }
+          guard('api', () => native.api_call_receive(call, answer.status, answer.headers, answer.body, this._nowMs()));
+        } else if (step.action === API_ACTION.WAIT) {
+          await this._sleep(Number(step.waitMs));
+        } else {
+          const done = native.api_call_answer(call);
+          const sink = answers.getStore();
+          if (sink) sink.environment = ENVIRONMENT_BY_CODE[done.environment];
+          yield JSON.parse(done.json);
+          if (native.api_call_has_next_page(call) !== 1) return;
+        }
       }
-    }
-    let production;
-    try {
-      return { value: await this._attempts(endpoint, paramsJson, false), environment: this._environment };
-    } catch (e) {
-      // The library decides (fallback on, a lookup, Production's transactionIdNotFound or HTTP 401); errors made
-      // here in JS (transport failures) have no handle and never fall back.
-      if (!isNative(e) || !e.handle || native.api_client_falls_back(this._client, endpoint, e.handle) !== 1)
-        throw convert(e, 'api');
-      production = e;
-    }
-    try {
-      return { value: await this._attempts(endpoint, paramsJson, true), environment: Environment.SANDBOX };
-    } catch (e) {
-      const err = convert(e, 'api');
-      if (err instanceof Error) err.message = neither(production) + err.message;
-      throw err;
-    }
-  }
-
-  /**
-   * The next attempt's request, built (fresh token) and admitted by the rate limit: reserve before every attempt;
-   * a delay is awaited on a timer (never blocking the event loop), then the request is built again so its token is
-   * fresh however long the wait (the library's own call also waits before building). A refusal (RATE_LIMITED /
-   * local_rate_limit) is thrown as the library's error; nothing is sent.
-   */
-  async _request(endpoint, paramsJson, fallback) {
-    const build = () => (fallback ? native.async.api_client_build_fallback_request(this._client, endpoint, paramsJson)
-      : native.async.api_client_build_request(this._client, endpoint, paramsJson));
-    let handle = await build();
-    try {
-      const delay = Number(native.api_client_reserve(this._client, handle));
-      if (delay > 0) {
-        native.close(handle);
-        handle = null;
-        await sleep(delay);
-        handle = await build();
-      }
-      return readRequest(handle, fallback ? Environment.SANDBOX : this._environment);
     } finally {
-      if (handle) native.close(handle);
+      native.close(call);
     }
   }
 
   /**
-   * Sends one environment's request until it succeeds or the library's retry decision says stop; resolves to the
-   * decoded value, rejects with the last error (the library's error object when it has one, for the fallback decision).
+   * The request of a SEND as plain values (`req`: headers in the order of Apple's makeRequest; environment: Sandbox
+   * for a request to the fallback's Sandbox base URL, else the client's) and `apple`: the first five arguments of
+   * Apple's makeFetchRequest (path without base URL and query, URLSearchParams, method, body, headers).
    */
-  async _attempts(endpoint, paramsJson, fallback) {
-    const base = fallback ? this._sandboxUrlBase : this.urlBase;
-    for (let attempt = 1; ; attempt++) {
-      const req = await this._request(endpoint, paramsJson, fallback);
+  _readRequest(call) {
+    const h = native.api_call_request(call);
+    try {
+      const sandbox = (url) => this._sandboxUrlBase !== null && url.startsWith(`${this._sandboxUrlBase}/`) &&
+        !url.startsWith(`${this.urlBase}/`);
+      const req = readRequest(h, (url) => (sandbox(url) ? Environment.SANDBOX : this._environment));
+      const base = sandbox(req.url) ? this._sandboxUrlBase : this.urlBase;
       const q = req.url.indexOf('?');
       const pathAndBase = q < 0 ? req.url : req.url.slice(0, q);
       const path = pathAndBase.startsWith(base) ? pathAndBase.slice(base.length) : new URL(pathAndBase).pathname;
-      const query = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
       const isJson = (req.headers['Content-Type'] || '').startsWith('application/json');
       const body = req.body.length === 0 ? undefined : isJson ? req.body.toString('utf8') : req.body;
-      let answer;
-      try {
-        // The timeout bounds the whole exchange, the body's read included (and a makeFetchRequest that ignores it).
-        answer = await within(req.timeoutMs, async (signal) =>
-          readResponse(await this.makeFetchRequest(path, query, req.method, body, req.headers, req), signal));
-      } catch (e) {
-        if (e instanceof TypeError && /makeFetchRequest/.test(e.message)) throw e;
-        const result = classify(e);
-        const reason = result === TRANSPORT_RESULT.TIMEOUT ? ['transport_timeout', 67]
-          : result === TRANSPORT_RESULT.UNREACHABLE ? ['transport_unreachable', 68] : ['transport_failed', 69];
-        // The URL holds the caller's base URL and arguments, and fetch's message may too: no key is shown.
-        const err = new AppStoreServerError(redact(`${endpoint}: ${req.method} ${req.url}: ${e && e.message ? e.message : e}`),
-          { statusName: 'TRANSPORT_ERROR', status: 21, reasonName: reason[0], reason: reason[1] });
-        err.cause = isPem(e && e.message) ? new Error(redact(e.message)) : e;
-        throw err;
-      }
-      try {
-        return await native.async.api_client_decode_response(this._client, endpoint, answer.status, answer.headers,
-          answer.body);
-      } catch (e) {
-        if (isNative(e) && e.handle) {
-          const delay = native.api_client_retry_delay_ms(this._client, e.handle, attempt);
-          if (delay >= 0) {
-            await sleep(Number(delay));
-            continue;
-          }
-        }
-        throw e;
-      }
-    }
-  }
-
-  async *_pages(endpoint, params, pageParam, field) {
-    let current = params;
-    let environment = null; // after the first page: the environment that answered it, for every later page
-    for (;;) {
-      const a = await this._exchange(endpoint, current, environment);
-      environment = a.environment;
-      const sink = answers.getStore();
-      if (sink) sink.environment = environment;
-      const page = a.value;
-      yield page;
-      if (!page || !page.hasMore || page[field] == null) return;
-      current = { ...params, [pageParam]: page[field] };
+      return { req, apple: [path, new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1)), req.method, body, req.headers] };
+    } finally {
+      native.close(h);
     }
   }
 }

@@ -15,9 +15,8 @@ try {
 // Pool calls resolve with parsed JSON and reject with the library's exceptions directly (no extra Promise step).
 const { convert } = require('./errors.js');
 const KINDS = [[/^verifier_verify_/, 'verify'], [/^receipt_/, 'receipt'], [/^signing_key_/, 'sign'],
-  [/^api_client_build_(fallback_)?request$/, 'api']];
+  [/^api_client_build_request$|^api_call_next$/, 'api']];
 native.configure(JSON.parse, (e, fn) => {
-  if (fn === 'api_client_decode_response') return e; // the client decides on retries with the error's handle
   const kind = KINDS.find(([re]) => re.test(fn));
   return convert(e, kind ? kind[1] : 'config');
 });
