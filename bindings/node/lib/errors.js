@@ -4,6 +4,18 @@
 const spec = require('../generated/spec.js');
 const { redact } = require('./redact.js');
 
+/**
+ * The library's status and reason by name, with their numbers from the generated tables (spec/errors.json):
+ * {statusName, status, reasonName, reason}, the shape of the addon's error objects. An unknown name is a bug here.
+ */
+function detail(statusName, reasonName, extra) {
+  const status = spec.LibraryStatus[statusName];
+  const reason = spec.FailureReason[String(reasonName).toUpperCase()];
+  if (typeof status !== 'number' || typeof reason !== 'number' || spec.REASONS[reason].name !== reasonName)
+    throw new Error(`appstoreserver: no library status ${statusName} / reason ${reasonName} (spec/errors.json)`);
+  return { ...extra, statusName, status, reasonName, reason };
+}
+
 /** Fields the library adds to every error it raises. */
 function detailFields(target, d) {
   target.libraryStatus = d.statusName;
@@ -12,13 +24,15 @@ function detailFields(target, d) {
   target.reasonCode = d.reason;
 }
 
+const INTERNAL = detail('INTERNAL_ERROR', 'internal');
+
 /** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...).
  *  retryAtMs: when the client's own rate limit has a free slot again (RATE_LIMITED / local_rate_limit only). */
 class AppStoreServerError extends Error {
   constructor(message, detail) {
     super(message);
     this.name = 'AppStoreServerError';
-    detailFields(this, detail || { statusName: 'INTERNAL_ERROR', status: 99, reasonName: 'internal', reason: 18 });
+    detailFields(this, detail || INTERNAL);
     if (detail && detail.statusName === 'RATE_LIMITED' && detail.retryAtMs >= 0) this.retryAtMs = detail.retryAtMs;
   }
 }
@@ -152,5 +166,5 @@ function guard(kind, fn) {
   }
 }
 
-module.exports = { AppStoreServerError, VerificationException, APIException, convert, guard, isNative,
+module.exports = { AppStoreServerError, VerificationException, APIException, convert, guard, isNative, detail,
   appleVerificationStatus, keepSignerCause, forgetSignerCause };

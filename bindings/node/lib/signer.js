@@ -7,8 +7,7 @@
 // cannot wait for the thread it blocks, so those refuse.
 const native = require('./native.js');
 const args = require('./args.js');
-const { AppStoreServerError, guard, keepSignerCause, forgetSignerCause } = require('./errors.js');
-const { FailureReason, LibraryStatus } = require('../generated/spec.js');
+const { AppStoreServerError, guard, detail, keepSignerCause, forgetSignerCause } = require('./errors.js');
 
 /** The largest DER ECDSA P-256 signature (the library's signature_cap). */
 const SIGNATURE_CAPACITY = 72;
@@ -154,10 +153,7 @@ function newKey(where, signingKey, keyId, issuerId, bundleId) {
 /** The refusal of a synchronous call on a key held by an external signer (the signer needs this thread). */
 function syncRefused(where, promiseMethod) {
   return new AppStoreServerError(`${where}: a synchronous call cannot use an ExternalSigner: the signer runs on this ` +
-    `thread, which the call would block; use ${promiseMethod}`, {
-    statusName: 'INVALID_KEY', status: LibraryStatus.INVALID_KEY,
-    reasonName: 'signer_failed', reason: FailureReason.SIGNER_FAILED,
-  });
+    `thread, which the call would block; use ${promiseMethod}`, detail('INVALID_KEY', 'signer_failed'));
 }
 
 module.exports = { ExternalSigner, checkSigningKey, newKey, isSigner, syncRefused };

@@ -2,9 +2,9 @@
 // SignedDataVerifier: Apple's constructor and verify methods (generated/verifier.js) on the library's verifier.
 const native = require('./native.js');
 const args = require('./args.js');
-const { convert, guard, isNative, AppStoreServerError, VerificationException, appleVerificationStatus } = require('./errors.js');
+const { convert, guard, isNative, detail, AppStoreServerError, VerificationException, appleVerificationStatus } = require('./errors.js');
 const { SignedDataVerifierOperations } = require('../generated/verifier.js');
-const { ENVIRONMENT_CODES, Environment, LibraryStatus, FailureReason } = require('../generated/spec.js');
+const { ENVIRONMENT_CODES, Environment } = require('../generated/spec.js');
 const { createTransport, fetchTransport } = require('./transport.js');
 
 const WHERE = 'SignedDataVerifier';
@@ -16,13 +16,11 @@ const WHERE = 'SignedDataVerifier';
  * verifier has no library handle and fails here, with the library's status and reason for it.
  */
 function noRootsFailure(environment) {
-  const detail = {
+  const d = detail('VERIFICATION_FAILURE', 'no_trust_anchor', {
     message: `${WHERE}: no root certificates (appleRootCertificates is empty): signed data of the ${environment} ` +
       'environment cannot be verified',
-    statusName: 'VERIFICATION_FAILURE', status: LibraryStatus.VERIFICATION_FAILURE,
-    reasonName: 'no_trust_anchor', reason: FailureReason.NO_TRUST_ANCHOR,
-  };
-  return new VerificationException(appleVerificationStatus(detail), undefined, detail);
+  });
+  return new VerificationException(appleVerificationStatus(d), undefined, d);
 }
 
 function isNoTrustAnchor(e) {
@@ -149,8 +147,7 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
     if (failure) throw failure;
     if (this.enableOnlineChecks) {
       throw new AppStoreServerError(`${WHERE}: a ...Sync call cannot make online (OCSP) checks: they need this thread ` +
-        'for fetch; use the Promise method', { statusName: 'CONFIGURATION_ERROR', status: 2,
-        reasonName: 'online_checks_unavailable', reason: 16 });
+        'for fetch; use the Promise method', detail('CONFIGURATION_ERROR', 'online_checks_unavailable'));
     }
     let json;
     try {

@@ -112,3 +112,22 @@ test('the loaded library is the self-contained one, from the package folder ($OR
   assert.ok(lines.every((l) => l.trim().endsWith(where)), lines[0]);
   assert.ok(!/libswiftCore|libFoundation/.test(maps), 'no shared Swift runtime is loaded');
 });
+
+test('lib/ takes statuses and reasons from the generated tables: no literal numbers', () => {
+  const { detail } = require('../lib/errors.js');
+  const spec = require('../generated/spec.js');
+  const dir = path.join(__dirname, '..', 'lib');
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.js'))) {
+    const src = fs.readFileSync(path.join(dir, file), 'utf8');
+    const literal = /\b(status|reason|libraryStatusCode|reasonCode|statusCode)\s*(:|===?|!==?)\s*\d/.exec(src);
+    assert.equal(literal, null, `lib/${file}: ${literal && literal[0]}`);
+  }
+  assert.deepEqual(detail('TRANSPORT_ERROR', 'transport_timeout'), { statusName: 'TRANSPORT_ERROR',
+    status: spec.LibraryStatus.TRANSPORT_ERROR, reasonName: 'transport_timeout', reason: spec.FailureReason.TRANSPORT_TIMEOUT });
+  assert.equal(spec.STATUSES[spec.LibraryStatus.TRANSPORT_ERROR], 'TRANSPORT_ERROR');
+  assert.throws(() => detail('TRANSPORT_ERROR', 'no_such_reason'), /no library status/);
+  assert.throws(() => detail('NO_SUCH_STATUS', 'internal'), /no library status/);
+  const e = new lib.AppStoreServerError('x');
+  assert.deepEqual([e.libraryStatus, e.libraryStatusCode, e.reason, e.reasonCode],
+    ['INTERNAL_ERROR', spec.LibraryStatus.INTERNAL_ERROR, 'internal', spec.FailureReason.INTERNAL]);
+});
