@@ -114,12 +114,16 @@ def render_enum(name: str, enum: dict) -> list[str]:
     raw = enum["rawType"]
     lines = doc_lines(enum.get("doc"), "")
     lines.append(f"public struct {name}: RawRepresentable, Hashable, Sendable, CustomStringConvertible {{")
+    lines.append("    /// The value as Apple sends it, kept as is when this library version does not know it.")
     lines.append(f"    public let rawValue: {raw}")
+    lines.append("    /// A value from its raw value, known to this library version or not.")
     lines.append(f"    public init(rawValue: {raw}) {{ self.rawValue = rawValue }}")
     lines.append("")
     for case in enum["cases"]:
         value = case["value"]
         literal = swift_string_literal(value) if raw == "String" else str(value)
+        # The spec documents a few cases; the others are named by Apple's value, which the declaration hides.
+        lines.extend(doc_lines(case.get("doc") or f"Raw value `{value}`.", "    "))
         lines.append(f"    public static let {ident(case['name'])} = {name}(rawValue: {literal})")
     lines.append("")
     lines.append("    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.")
@@ -131,6 +135,7 @@ def render_enum(name: str, enum: dict) -> list[str]:
         lines.append(f"    public static let knownValues: [{name}] = [")
         lines.extend(f"        {m}," for m in members)
         lines.append("    ]")
+    lines.append("    /// Whether this library version knows the value (it is one of `knownValues`).")
     lines.append("    public var isKnown: Bool { Self.knownValues.contains(self) }")
     if enum.get("caseNames"):
         lines.append("")
@@ -144,6 +149,7 @@ def render_enum(name: str, enum: dict) -> list[str]:
         lines.append("        default: nil")
         lines.append("        }")
         lines.append("    }")
+    lines.append("    /// The raw value as text.")
     lines.append("    public var description: String { String(describing: rawValue) }")
     lines.append("}")
     lines.append("")
@@ -176,6 +182,8 @@ def render_model(name: str, model: dict, validating: set[str]) -> list[str]:
         optional = "" if field.get("required") else "?"
         lines.append(f"    public var {ident(field['name'])}: {swift_type(field['type'])}{optional}")
     lines.append("")
+    optional_fields = any(not f.get("required") for f in fields)
+    lines.append("    /// A value from its fields" + ("; optional fields default to nil." if optional_fields else "."))
     lines.append("    public init(")
     params = []
     for field in fields:
@@ -460,7 +468,9 @@ def render_errors(spec: Spec) -> str:
         "/// C ABI status codes (`APPSTORE_*` in appstoreserver.h), so they are frozen.",
         "public enum VerificationError: Int32, Hashable, Sendable, CaseIterable {",
     ]
-    b1 += [f"    case {s['name']} = {s['value']}" for s in apple]
+    for s in apple:
+        b1.append(f"    /// {s['doc']}")
+        b1.append(f"    case {s['name']} = {s['value']}")
     b1.append("}")
     b2 = [
         "/// Every status the library reports: `appstore_status` at the C ABI (same values).",
@@ -477,6 +487,7 @@ def render_errors(spec: Spec) -> str:
     b2.append("        }")
     b2.append("    }")
     b2.append("")
+    b2.append("    /// The status of Apple's vocabulary, as a library status (same raw value).")
     b2.append("    public init(_ status: VerificationError) {")
     b2.append("        switch status {")
     b2 += [f"        case .{s['name']}: self = .{ident(camel(s['name']))}" for s in apple]
@@ -594,7 +605,9 @@ def render_endpoints(spec: Spec) -> str:
         e.append(f"    /// {_doc_line(ep)}")
         e.append(f"    case {ident(ep['name'])}")
     e.append("")
+    e.append("    /// Apple's method name (`rawValue`), also the endpoint's name at the C ABI.")
     e.append("    public var name: String { rawValue }")
+    e.append("    /// The endpoint of an Apple method name, or nil for a name this library version does not know.")
     e.append("    public init?(name: String) { self.init(rawValue: name) }")
 
     def prop(decl: str, doc: str, value_of) -> None:
@@ -642,6 +655,7 @@ def render_endpoints(spec: Spec) -> str:
     prop("public var isPaginated: Bool", "Whether the endpoint answers in pages (a continuation parameter and hasMore).",
          lambda ep: "true" if ep.get("pagination") else "false")
     e.append("")
+    e.append("    /// Whether the endpoint is one of the Advanced Commerce API's.")
     e.append("    public var isAdvancedCommerce: Bool { group == .advancedCommerce }")
     e.append("}")
     b.append(e)
@@ -650,6 +664,7 @@ def render_endpoints(spec: Spec) -> str:
          "public enum AppStoreServerAPIRequest: Hashable, Sendable {"]
     for ep in eps:
         params = ", ".join(_assoc(p) for p in ep["parameters"])
+        r.append(f"    /// {_doc_line(ep)}")
         r.append(f"    case {ident(ep['name'])}{'(' + params + ')' if params else ''}")
     r.append("")
     r.append("    public var endpoint: AppStoreServerAPIEndpoint {")

@@ -90,7 +90,9 @@ public enum AppStoreServerAPIEndpoint: String, CaseIterable, Hashable, Sendable 
     /// Request a Transaction Refund: POST /advancedCommerce/v1/transaction/requestRefund/{transactionId}
     case requestTransactionRefund
 
+    /// Apple's method name (`rawValue`), also the endpoint's name at the C ABI.
     public var name: String { rawValue }
+    /// The endpoint of an Apple method name, or nil for a name this library version does not know.
     public init?(name: String) { self.init(rawValue: name) }
 
     /// Apple's documentation title.
@@ -615,47 +617,85 @@ public enum AppStoreServerAPIEndpoint: String, CaseIterable, Hashable, Sendable 
         }
     }
 
+    /// Whether the endpoint is one of the Advanced Commerce API's.
     public var isAdvancedCommerce: Bool { group == .advancedCommerce }
 }
 
 /// One endpoint call with its parameters: what the request builder turns into an `HTTPRequest`.
 public enum AppStoreServerAPIRequest: Hashable, Sendable {
+    /// Get Transaction Info: GET /inApps/v1/transactions/{transactionId}
     case getTransactionInfo(transactionId: String)
+    /// Get Transaction History (version 2): GET /inApps/v2/history/{anyTransactionId}
     case getTransactionHistory(anyTransactionId: String, revision: String?, transactionHistoryRequest: TransactionHistoryRequest)
+    /// Get Transaction History (version 1): GET /inApps/v1/history/{anyTransactionId}
     case getTransactionHistoryV1(anyTransactionId: String, revision: String?, transactionHistoryRequest: TransactionHistoryRequest)
+    /// Get All Subscription Statuses: GET /inApps/v1/subscriptions/{anyTransactionId}
     case getAllSubscriptionStatuses(anyTransactionId: String, status: [Status]?)
+    /// Get Refund History: GET /inApps/v2/refund/lookup/{anyTransactionId}
     case getRefundHistory(anyTransactionId: String, revision: String?)
+    /// Look Up Order ID: GET /inApps/v1/lookup/{orderId}
     case lookUpOrderId(orderId: String)
+    /// Get App Transaction Info: GET /inApps/v1/transactions/appTransactions/{anyTransactionId}
     case getAppTransactionInfo(anyTransactionId: String)
+    /// Finish Transaction: POST /inApps/v1/transactions/{transactionId}/finish
     case finishTransaction(transactionId: String)
+    /// Send Consumption Information (version 1): PUT /inApps/v1/transactions/consumption/{transactionId}
     case sendConsumptionData(transactionId: String, consumptionRequest: ConsumptionRequestV1)
+    /// Send Consumption Information: PUT /inApps/v2/transactions/consumption/{transactionId}
     case sendConsumptionInformation(transactionId: String, consumptionRequest: ConsumptionRequest)
+    /// Set App Account Token: PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken
     case setAppAccountToken(originalTransactionId: String, updateAppAccountTokenRequest: UpdateAppAccountTokenRequest)
+    /// Extend a Subscription Renewal Date: PUT /inApps/v1/subscriptions/extend/{originalTransactionId}
     case extendSubscriptionRenewalDate(originalTransactionId: String, extendRenewalDateRequest: ExtendRenewalDateRequest)
+    /// Extend Subscription Renewal Dates for All Active Subscribers: POST /inApps/v1/subscriptions/extend/mass
     case extendRenewalDateForAllActiveSubscribers(massExtendRenewalDateRequest: MassExtendRenewalDateRequest)
+    /// Get Status of Subscription Renewal Date Extensions: GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}
     case getStatusOfSubscriptionRenewalDateExtensions(requestIdentifier: String, productId: String)
+    /// Request a Test Notification: POST /inApps/v1/notifications/test
     case requestTestNotification
+    /// Get Test Notification Status: GET /inApps/v1/notifications/test/{testNotificationToken}
     case getTestNotificationStatus(testNotificationToken: String)
+    /// Get Notification History: POST /inApps/v1/notifications/history
     case getNotificationHistory(paginationToken: String?, notificationHistoryRequest: NotificationHistoryRequest)
+    /// Upload Image: PUT /inApps/v1/messaging/image/{imageIdentifier}
     case uploadImage(imageIdentifier: UUID, image: [UInt8], imageSize: ImageSize?)
+    /// Delete Image: DELETE /inApps/v1/messaging/image/{imageIdentifier}
     case deleteImage(imageIdentifier: UUID)
+    /// Get Image List: GET /inApps/v1/messaging/image/list
     case getImageList
+    /// Upload Message: PUT /inApps/v1/messaging/message/{messageIdentifier}
     case uploadMessage(messageIdentifier: UUID, uploadMessageRequestBody: UploadMessageRequestBody)
+    /// Delete Message: DELETE /inApps/v1/messaging/message/{messageIdentifier}
     case deleteMessage(messageIdentifier: UUID)
+    /// Get Message List: GET /inApps/v1/messaging/message/list
     case getMessageList
+    /// Configure Default Message: PUT /inApps/v1/messaging/default/{productId}/{locale}
     case configureDefaultMessage(productId: String, locale: String, defaultConfigurationRequest: DefaultConfigurationRequest)
+    /// Delete Default Message: DELETE /inApps/v1/messaging/default/{productId}/{locale}
     case deleteDefaultMessage(productId: String, locale: String)
+    /// Get Default Message: GET /inApps/v1/messaging/default/{productId}/{locale}
     case getDefaultMessage(productId: String, locale: String)
+    /// Configure Realtime URL: PUT /inApps/v1/messaging/realtime/url
     case configureRealtimeURL(realtimeUrlRequest: RealtimeUrlRequest)
+    /// Delete Realtime URL: DELETE /inApps/v1/messaging/realtime/url
     case deleteRealtimeURL
+    /// Get Realtime URL: GET /inApps/v1/messaging/realtime/url
     case getRealtimeURL
+    /// Initiate Performance Test: POST /inApps/v1/messaging/performanceTest
     case initiatePerformanceTest(performanceTestRequest: PerformanceTestRequest)
+    /// Get Performance Test Results: GET /inApps/v1/messaging/performanceTest/result/{requestId}
     case getPerformanceTestResults(requestId: String)
+    /// Cancel a Subscription: POST /advancedCommerce/v1/subscription/cancel/{transactionId}
     case cancelSubscription(transactionId: String, request: AdvancedCommerceSubscriptionCancelRequest)
+    /// Change Subscription Metadata: POST /advancedCommerce/v1/subscription/changeMetadata/{transactionId}
     case changeSubscriptionMetadata(transactionId: String, request: AdvancedCommerceSubscriptionChangeMetadataRequest)
+    /// Change Subscription Price: POST /advancedCommerce/v1/subscription/changePrice/{transactionId}
     case changeSubscriptionPrice(transactionId: String, request: AdvancedCommerceSubscriptionPriceChangeRequest)
+    /// Migrate a Subscription to Advanced Commerce: POST /advancedCommerce/v1/subscription/migrate/{transactionId}
     case migrateSubscription(transactionId: String, request: AdvancedCommerceSubscriptionMigrateRequest)
+    /// Revoke a Subscription: POST /advancedCommerce/v1/subscription/revoke/{transactionId}
     case revokeSubscription(transactionId: String, request: AdvancedCommerceSubscriptionRevokeRequest)
+    /// Request a Transaction Refund: POST /advancedCommerce/v1/transaction/requestRefund/{transactionId}
     case requestTransactionRefund(transactionId: String, request: AdvancedCommerceRequestRefundRequest)
 
     public var endpoint: AppStoreServerAPIEndpoint {

@@ -4,95 +4,184 @@ import FoundationEssentials
 
 /// An App Store Server API error code (errorCode of an error response).
 public struct APIError: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int64
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int64) { self.rawValue = rawValue }
 
+    /// Raw value `4000000`.
     public static let generalBadRequest = APIError(rawValue: 4000000)
+    /// Raw value `4000002`.
     public static let invalidAppIdentifier = APIError(rawValue: 4000002)
+    /// Raw value `4000005`.
     public static let invalidRequestRevision = APIError(rawValue: 4000005)
+    /// Raw value `4000006`.
     public static let invalidTransactionId = APIError(rawValue: 4000006)
+    /// Raw value `4000008`.
     public static let invalidOriginalTransactionId = APIError(rawValue: 4000008)
+    /// Raw value `4000009`.
     public static let invalidExtendByDays = APIError(rawValue: 4000009)
+    /// Raw value `4000010`.
     public static let invalidExtendReasonCode = APIError(rawValue: 4000010)
+    /// Raw value `4000011`.
     public static let invalidRequestIdentifier = APIError(rawValue: 4000011)
+    /// Raw value `4000012`.
     public static let startDateTooFarInPast = APIError(rawValue: 4000012)
+    /// Raw value `4000013`.
     public static let startDateAfterEndDate = APIError(rawValue: 4000013)
+    /// Raw value `4000014`.
     public static let invalidPaginationToken = APIError(rawValue: 4000014)
+    /// Raw value `4000015`.
     public static let invalidStartDate = APIError(rawValue: 4000015)
+    /// Raw value `4000016`.
     public static let invalidEndDate = APIError(rawValue: 4000016)
+    /// Raw value `4000017`.
     public static let paginationTokenExpired = APIError(rawValue: 4000017)
+    /// Raw value `4000018`.
     public static let invalidNotificationType = APIError(rawValue: 4000018)
+    /// Raw value `4000019`.
     public static let multipleFiltersSupplied = APIError(rawValue: 4000019)
+    /// Raw value `4000020`.
     public static let invalidTestNotificationToken = APIError(rawValue: 4000020)
+    /// Raw value `4000021`.
     public static let invalidSort = APIError(rawValue: 4000021)
+    /// Raw value `4000022`.
     public static let invalidProductType = APIError(rawValue: 4000022)
+    /// Raw value `4000023`.
     public static let invalidProductId = APIError(rawValue: 4000023)
+    /// Raw value `4000024`.
     public static let invalidSubscriptionGroupIdentifier = APIError(rawValue: 4000024)
+    /// Raw value `4000025`.
     public static let invalidExcludeRevoked = APIError(rawValue: 4000025)
+    /// Raw value `4000026`.
     public static let invalidInAppOwnershipType = APIError(rawValue: 4000026)
+    /// Raw value `4000027`.
     public static let invalidEmptyStorefrontCountryCodeList = APIError(rawValue: 4000027)
+    /// Raw value `4000028`.
     public static let invalidStorefrontCountryCode = APIError(rawValue: 4000028)
+    /// Raw value `4000030`.
     public static let invalidRevoked = APIError(rawValue: 4000030)
+    /// Raw value `4000031`.
     public static let invalidStatus = APIError(rawValue: 4000031)
+    /// Raw value `4000032`.
     public static let invalidAccountTenure = APIError(rawValue: 4000032)
+    /// Raw value `4000033`.
     public static let invalidAppAccountToken = APIError(rawValue: 4000033)
+    /// Raw value `4000034`.
     public static let invalidConsumptionStatus = APIError(rawValue: 4000034)
+    /// Raw value `4000035`.
     public static let invalidCustomerConsented = APIError(rawValue: 4000035)
+    /// Raw value `4000036`.
     public static let invalidDeliveryStatus = APIError(rawValue: 4000036)
+    /// Raw value `4000037`.
     public static let invalidLifetimeDollarsPurchased = APIError(rawValue: 4000037)
+    /// Raw value `4000038`.
     public static let invalidLifetimeDollarsRefunded = APIError(rawValue: 4000038)
+    /// Raw value `4000039`.
     public static let invalidPlatform = APIError(rawValue: 4000039)
+    /// Raw value `4000040`.
     public static let invalidPlayTime = APIError(rawValue: 4000040)
+    /// Raw value `4000041`.
     public static let invalidSampleContentProvided = APIError(rawValue: 4000041)
+    /// Raw value `4000042`.
     public static let invalidUserStatus = APIError(rawValue: 4000042)
+    /// Raw value `4000043`.
     public static let invalidTransactionNotConsumable = APIError(rawValue: 4000043)
+    /// Raw value `4000047`.
     public static let invalidTransactionTypeNotSupported = APIError(rawValue: 4000047)
+    /// Raw value `4000048`.
     public static let appTransactionIdNotSupported = APIError(rawValue: 4000048)
+    /// Raw value `4000161`.
     public static let invalidImage = APIError(rawValue: 4000161)
+    /// Raw value `4000162`.
     public static let headerTooLong = APIError(rawValue: 4000162)
+    /// Raw value `4000163`.
     public static let bodyTooLong = APIError(rawValue: 4000163)
+    /// Raw value `4000164`.
     public static let invalidLocale = APIError(rawValue: 4000164)
+    /// Raw value `4000175`.
     public static let altTextTooLong = APIError(rawValue: 4000175)
+    /// Raw value `4000183`.
     public static let invalidAppAccountTokenUUID = APIError(rawValue: 4000183)
+    /// Raw value `4000185`.
     public static let familyTransactionNotSupported = APIError(rawValue: 4000185)
+    /// Raw value `4000187`.
     public static let transactionIdNotOriginalTransactionId = APIError(rawValue: 4000187)
+    /// Raw value `4000211`.
     public static let invalidPerformanceTestRequest = APIError(rawValue: 4000211)
+    /// Raw value `4000212`.
     public static let invalidRequestId = APIError(rawValue: 4000212)
+    /// Raw value `4000213`.
     public static let existingPerformanceTestRun = APIError(rawValue: 4000213)
+    /// Raw value `4000215`.
     public static let badRequestRealtimeUrl = APIError(rawValue: 4000215)
+    /// Raw value `4000216`.
     public static let badRequestImageSize = APIError(rawValue: 4000216)
+    /// Raw value `4000218`.
     public static let badRequestTooManyBulletPoints = APIError(rawValue: 4000218)
+    /// Raw value `4000219`.
     public static let badRequestBulletPointTextTooLong = APIError(rawValue: 4000219)
+    /// Raw value `4000224`.
     public static let badRequestAboveImageRequiresAnImage = APIError(rawValue: 4000224)
+    /// Raw value `4030004`.
     public static let subscriptionExtensionIneligible = APIError(rawValue: 4030004)
+    /// Raw value `4030005`.
     public static let subscriptionMaxExtension = APIError(rawValue: 4030005)
+    /// Raw value `4030007`.
     public static let familySharedSubscriptionExtensionIneligible = APIError(rawValue: 4030007)
+    /// Raw value `4030014`.
     public static let maximumNumberOfImagesReached = APIError(rawValue: 4030014)
+    /// Raw value `4030016`.
     public static let maximumNumberOfMessagesReached = APIError(rawValue: 4030016)
+    /// Raw value `4030017`.
     public static let messageNotApproved = APIError(rawValue: 4030017)
+    /// Raw value `4030018`.
     public static let imageNotApproved = APIError(rawValue: 4030018)
+    /// Raw value `4030019`.
     public static let imageInUse = APIError(rawValue: 4030019)
+    /// Raw value `4030026`.
     public static let forbiddenNoPassingTest = APIError(rawValue: 4030026)
+    /// Raw value `4040001`.
     public static let accountNotFound = APIError(rawValue: 4040001)
+    /// Raw value `4040002`.
     public static let accountNotFoundRetryable = APIError(rawValue: 4040002)
+    /// Raw value `4040003`.
     public static let appNotFound = APIError(rawValue: 4040003)
+    /// Raw value `4040004`.
     public static let appNotFoundRetryable = APIError(rawValue: 4040004)
+    /// Raw value `4040005`.
     public static let originalTransactionIdNotFound = APIError(rawValue: 4040005)
+    /// Raw value `4040006`.
     public static let originalTransactionIdNotFoundRetryable = APIError(rawValue: 4040006)
+    /// Raw value `4040007`.
     public static let serverNotificationUrlNotFound = APIError(rawValue: 4040007)
+    /// Raw value `4040008`.
     public static let testNotificationNotFound = APIError(rawValue: 4040008)
+    /// Raw value `4040009`.
     public static let statusRequestNotFound = APIError(rawValue: 4040009)
+    /// Raw value `4040010`.
     public static let transactionIdNotFound = APIError(rawValue: 4040010)
+    /// Raw value `4040014`.
     public static let imageNotFound = APIError(rawValue: 4040014)
+    /// Raw value `4040015`.
     public static let messageNotFound = APIError(rawValue: 4040015)
+    /// Raw value `4040018`.
     public static let performanceTestRunNotFound = APIError(rawValue: 4040018)
+    /// Raw value `4040019`.
     public static let appTransactionDoesNotExistError = APIError(rawValue: 4040019)
+    /// Raw value `4040020`.
     public static let defaultMessageNotFound = APIError(rawValue: 4040020)
+    /// Raw value `4040021`.
     public static let realtimeUrlNotFound = APIError(rawValue: 4040021)
+    /// Raw value `4090000`.
     public static let imageAlreadyExists = APIError(rawValue: 4090000)
+    /// Raw value `4090001`.
     public static let messageAlreadyExists = APIError(rawValue: 4090001)
+    /// Raw value `4290000`.
     public static let rateLimitExceeded = APIError(rawValue: 4290000)
+    /// Raw value `5000000`.
     public static let generalInternal = APIError(rawValue: 5000000)
+    /// Raw value `5000001`.
     public static let generalInternalRetryable = APIError(rawValue: 5000001)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -185,6 +274,7 @@ public struct APIError: RawRepresentable, Hashable, Sendable, CustomStringConver
         .generalInternal,
         .generalInternalRetryable,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     /// The case name of a known value (e.g. for messages), nil for values this version does not know.
@@ -280,6 +370,7 @@ public struct APIError: RawRepresentable, Hashable, Sendable, CustomStringConver
         default: nil
         }
     }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -297,138 +388,270 @@ extension APIError {
 
 /// An Advanced Commerce API error code (errorCode of an error response from an Advanced Commerce endpoint). Names and numbers from Apple's Error messages and codes page (developer.apple.com/documentation/advancedcommerceapi/errorcodes); a case whose number Apple's pages did not show says where it comes from.
 public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int64
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int64) { self.rawValue = rawValue }
 
+    /// Raw value `4000006`.
     public static let invalidTransactionId = AdvancedCommerceAPIError(rawValue: 4000006)
+    /// Raw value `4000028`.
     public static let invalidStorefront = AdvancedCommerceAPIError(rawValue: 4000028)
+    /// Raw value `4000033`.
     public static let invalidAppAccountToken = AdvancedCommerceAPIError(rawValue: 4000033)
+    /// Raw value `4000053`.
     public static let invalidCurrency = AdvancedCommerceAPIError(rawValue: 4000053)
+    /// Raw value `4000063`.
     public static let oneItemNeededInModify = AdvancedCommerceAPIError(rawValue: 4000063)
+    /// Raw value `4000079`.
     public static let nullRequestInfo = AdvancedCommerceAPIError(rawValue: 4000079)
+    /// Raw value `4000080`.
     public static let nullRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000080)
+    /// Raw value `4000081`.
     public static let invalidRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000081)
+    /// Raw value `4000082`.
     public static let invalidConsistencyToken = AdvancedCommerceAPIError(rawValue: 4000082)
+    /// Raw value `4000083`.
     public static let nullVersion = AdvancedCommerceAPIError(rawValue: 4000083)
+    /// Raw value `4000084`.
     public static let unexpectedVersion = AdvancedCommerceAPIError(rawValue: 4000084)
+    /// Raw value `4000085`.
     public static let nullTransactionId = AdvancedCommerceAPIError(rawValue: 4000085)
+    /// Raw value `4000086`.
     public static let negativePrice = AdvancedCommerceAPIError(rawValue: 4000086)
+    /// Raw value `4000087`.
     public static let skuLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000087)
+    /// Raw value `4000088`.
     public static let descriptionLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000088)
+    /// Raw value `4000089`.
     public static let displayNameLengthExceeded = AdvancedCommerceAPIError(rawValue: 4000089)
+    /// Raw value `4000091`.
     public static let negativeProratedPrice = AdvancedCommerceAPIError(rawValue: 4000091)
+    /// Raw value `4000092`.
     public static let nullOfferPeriod = AdvancedCommerceAPIError(rawValue: 4000092)
+    /// Raw value `4000093`.
     public static let nullPeriodCount = AdvancedCommerceAPIError(rawValue: 4000093)
+    /// Raw value `4000094`.
     public static let periodCountNotPositive = AdvancedCommerceAPIError(rawValue: 4000094)
+    /// Raw value `4000095`.
     public static let nullReason = AdvancedCommerceAPIError(rawValue: 4000095)
+    /// Raw value `4000096`.
     public static let invalidPreviousTransactionId = AdvancedCommerceAPIError(rawValue: 4000096)
+    /// Raw value `4000097`.
     public static let repeatedRequestReferenceId = AdvancedCommerceAPIError(rawValue: 4000097)
+    /// Raw value `4000098`.
     public static let nullCurrency = AdvancedCommerceAPIError(rawValue: 4000098)
+    /// Raw value `4000099`.
     public static let nullTaxCode = AdvancedCommerceAPIError(rawValue: 4000099)
+    /// Raw value `4000100`.
     public static let nullStorefront = AdvancedCommerceAPIError(rawValue: 4000100)
+    /// Raw value `4000101`.
     public static let nullItems = AdvancedCommerceAPIError(rawValue: 4000101)
+    /// Raw value `4000102`.
     public static let nullItem = AdvancedCommerceAPIError(rawValue: 4000102)
+    /// Raw value `4000103`.
     public static let nullDescriptors = AdvancedCommerceAPIError(rawValue: 4000103)
+    /// Raw value `4000104`.
     public static let nullPeriod = AdvancedCommerceAPIError(rawValue: 4000104)
+    /// Raw value `4000105`.
     public static let nullSKU = AdvancedCommerceAPIError(rawValue: 4000105)
+    /// Raw value `4000106`.
     public static let nullDisplayName = AdvancedCommerceAPIError(rawValue: 4000106)
+    /// Raw value `4000107`.
     public static let nullDescription = AdvancedCommerceAPIError(rawValue: 4000107)
+    /// Raw value `4000109`.
     public static let nullPrice = AdvancedCommerceAPIError(rawValue: 4000109)
+    /// Raw value `4000110`.
     public static let nullRetainBillingCycle = AdvancedCommerceAPIError(rawValue: 4000110)
+    /// Raw value `4000111`.
     public static let nullEffective = AdvancedCommerceAPIError(rawValue: 4000111)
+    /// Raw value `4000112`.
     public static let nullNewSKU = AdvancedCommerceAPIError(rawValue: 4000112)
+    /// Raw value `4000113`.
     public static let invalidPreviousSubscription = AdvancedCommerceAPIError(rawValue: 4000113)
+    /// Raw value `4000114`.
     public static let productAlreadyExists = AdvancedCommerceAPIError(rawValue: 4000114)
+    /// Raw value `4000115`.
     public static let invalidProductChanges = AdvancedCommerceAPIError(rawValue: 4000115)
+    /// Raw value `4000116`.
     public static let invalidSalable = AdvancedCommerceAPIError(rawValue: 4000116)
+    /// Raw value `4000117`.
     public static let invalidSalableDuration = AdvancedCommerceAPIError(rawValue: 4000117)
+    /// Raw value `4000118`.
     public static let invalidDisplayName = AdvancedCommerceAPIError(rawValue: 4000118)
+    /// Raw value `4000119`.
     public static let invalidDescription = AdvancedCommerceAPIError(rawValue: 4000119)
+    /// Raw value `4000121`.
     public static let invalidProduct = AdvancedCommerceAPIError(rawValue: 4000121)
+    /// Raw value `4000122`.
     public static let invalidSKU = AdvancedCommerceAPIError(rawValue: 4000122)
+    /// Raw value `4000123`.
     public static let invalidRefundType = AdvancedCommerceAPIError(rawValue: 4000123)
+    /// Raw value `4000124`.
     public static let invalidRefundReason = AdvancedCommerceAPIError(rawValue: 4000124)
+    /// Raw value `4000125`.
     public static let invalidChangeReason = AdvancedCommerceAPIError(rawValue: 4000125)
+    /// Raw value `4000126`.
     public static let invalidOfferReason = AdvancedCommerceAPIError(rawValue: 4000126)
+    /// Raw value `4000127`.
     public static let invalidTaxProductCode = AdvancedCommerceAPIError(rawValue: 4000127)
+    /// Raw value `4000128`.
     public static let invalidOfferPeriod = AdvancedCommerceAPIError(rawValue: 4000128)
+    /// Raw value `4000129`.
     public static let invalidOfferPeriodCount = AdvancedCommerceAPIError(rawValue: 4000129)
+    /// Raw value `4000130`.
     public static let invalidRenewalPeriod = AdvancedCommerceAPIError(rawValue: 4000130)
+    /// Raw value `4000131`.
     public static let invalidRenewalPrice = AdvancedCommerceAPIError(rawValue: 4000131)
+    /// Raw value `4000132`.
     public static let invalidAmount = AdvancedCommerceAPIError(rawValue: 4000132)
+    /// Raw value `4000133`.
     public static let mismatchedStorefront = AdvancedCommerceAPIError(rawValue: 4000133)
+    /// Raw value `4000134`.
     public static let missingPricingConfigForStorefront = AdvancedCommerceAPIError(rawValue: 4000134)
+    /// Raw value `4000135`.
     public static let operationNotAllowed = AdvancedCommerceAPIError(rawValue: 4000135)
+    /// Raw value `4000136`.
     public static let moreItemsThanAllowed = AdvancedCommerceAPIError(rawValue: 4000136)
+    /// Raw value `4000137`.
     public static let moreOffersThanAllowed = AdvancedCommerceAPIError(rawValue: 4000137)
+    /// Raw value `4000139`.
     public static let emptyAddChangeItems = AdvancedCommerceAPIError(rawValue: 4000139)
+    /// Raw value `4000140`.
     public static let missingUpdatedItemsWithPeriodChange = AdvancedCommerceAPIError(rawValue: 4000140)
+    /// Raw value `4000141`.
     public static let periodResetWithRetainBillingCycle = AdvancedCommerceAPIError(rawValue: 4000141)
+    /// Raw value `4000142`.
     public static let periodChangeEffectiveConflict = AdvancedCommerceAPIError(rawValue: 4000142)
+    /// Raw value `4000143`.
     public static let multipleOperationsOnSingleSKU = AdvancedCommerceAPIError(rawValue: 4000143)
+    /// Raw value `4000144`.
     public static let removeItemsWithoutAddOrChangeItems = AdvancedCommerceAPIError(rawValue: 4000144)
+    /// Raw value `4000145`.
     public static let removeItemNotFound = AdvancedCommerceAPIError(rawValue: 4000145)
+    /// Raw value `4000146`.
     public static let changeItemNotFound = AdvancedCommerceAPIError(rawValue: 4000146)
+    /// Raw value `4000147`.
     public static let misalignedBillingCycle = AdvancedCommerceAPIError(rawValue: 4000147)
+    /// Raw value `4000148`.
     public static let billingCycleResetWithEffectiveLater = AdvancedCommerceAPIError(rawValue: 4000148)
+    /// Raw value `4000149`.
     public static let periodChangeImmediateWithEffectiveAtNextBillingCycle = AdvancedCommerceAPIError(rawValue: 4000149)
+    /// Raw value `4000150`.
     public static let multiplePrices = AdvancedCommerceAPIError(rawValue: 4000150)
+    /// Raw value `4000151`.
     public static let invalidProratedPrice = AdvancedCommerceAPIError(rawValue: 4000151)
+    /// Raw value `4000152`.
     public static let invalidOfferPrice = AdvancedCommerceAPIError(rawValue: 4000152)
+    /// Raw value `4000153`.
     public static let nullRefundAmount = AdvancedCommerceAPIError(rawValue: 4000153)
+    /// Raw value `4000154`.
     public static let negativeRefundAmount = AdvancedCommerceAPIError(rawValue: 4000154)
+    /// Raw value `4000155`.
     public static let refundAmountWithoutCustom = AdvancedCommerceAPIError(rawValue: 4000155)
+    /// Raw value `4000156`.
     public static let nullRefundReason = AdvancedCommerceAPIError(rawValue: 4000156)
+    /// Raw value `4000157`.
     public static let nullRefundType = AdvancedCommerceAPIError(rawValue: 4000157)
+    /// Raw value `4000158`.
     public static let simulateRefundDeclineOnlyInSandbox = AdvancedCommerceAPIError(rawValue: 4000158)
+    /// Raw value `4000159`.
     public static let nullRefundRisking = AdvancedCommerceAPIError(rawValue: 4000159)
+    /// Raw value `4000160`.
     public static let atLeastOneItem = AdvancedCommerceAPIError(rawValue: 4000160)
+    /// Raw value `4000165`.
     public static let atLeastOneOfDisplayNameOrDescription = AdvancedCommerceAPIError(rawValue: 4000165)
+    /// Raw value `4000166`.
     public static let nullTargetProductId = AdvancedCommerceAPIError(rawValue: 4000166)
+    /// Raw value `4000167`.
     public static let invalidTargetProductId = AdvancedCommerceAPIError(rawValue: 4000167)
+    /// Apple also publishes this code as RemoveAllItemsNotAllowedError
     public static let removalAllNotAllowed = AdvancedCommerceAPIError(rawValue: 4000168)
+    /// Raw value `4000169`.
     public static let nullCurrentSKU = AdvancedCommerceAPIError(rawValue: 4000169)
+    /// Raw value `4000170`.
     public static let currentSKULengthExceeded = AdvancedCommerceAPIError(rawValue: 4000170)
+    /// Raw value `4000171`.
     public static let nullAdvancedCommerceData = AdvancedCommerceAPIError(rawValue: 4000171)
+    /// Raw value `4000172`.
     public static let invalidOperation = AdvancedCommerceAPIError(rawValue: 4000172)
+    /// Raw value `4000173`.
     public static let malformedPayload = AdvancedCommerceAPIError(rawValue: 4000173)
+    /// Raw value `4000174`.
     public static let invalidSignature = AdvancedCommerceAPIError(rawValue: 4000174)
+    /// Raw value `4000176`.
     public static let subscriptionAlreadyMigrated = AdvancedCommerceAPIError(rawValue: 4000176)
+    /// Raw value `4000177`.
     public static let offerPreventsItemMidCycleChange = AdvancedCommerceAPIError(rawValue: 4000177)
+    /// Raw value `4000178`.
     public static let priceChangeNotSupportedThroughModifyItems = AdvancedCommerceAPIError(rawValue: 4000178)
+    /// Raw value `4000179`.
     public static let itemLimitExceeded = AdvancedCommerceAPIError(rawValue: 4000179)
+    /// Raw value `4000180`.
     public static let pendingChangesMismatch = AdvancedCommerceAPIError(rawValue: 4000180)
+    /// Raw value `4000181`.
     public static let pendingRefund = AdvancedCommerceAPIError(rawValue: 4000181)
+    /// Raw value `4000182`.
     public static let proratedOnlyLatestTransaction = AdvancedCommerceAPIError(rawValue: 4000182)
+    /// Raw value `4000184`.
     public static let partialSimulateRefundDecline = AdvancedCommerceAPIError(rawValue: 4000184)
+    /// Raw value `4000186`.
     public static let revokeOnInactiveSubscription = AdvancedCommerceAPIError(rawValue: 4000186)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let dependentSKUsCannotBeShared = AdvancedCommerceAPIError(rawValue: 4000192)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let dependentSKUsCannotBeChained = AdvancedCommerceAPIError(rawValue: 4000193)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let itemCannotBeSpecifiedMultipleTimes = AdvancedCommerceAPIError(rawValue: 4000194)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let priceChangeCannotBeIssuedWhenAlreadyCommunicated = AdvancedCommerceAPIError(rawValue: 4000205)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let invalidPriceForChangeItemInPriceIncrease = AdvancedCommerceAPIError(rawValue: 4000214)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let invalidSKUProvidedMustBeCurrentSKUSetToRenew = AdvancedCommerceAPIError(rawValue: 4000220)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let acaPriceIncreaseIsNotCurrentlySupportedInIndia = AdvancedCommerceAPIError(rawValue: 4000221)
+    /// Raw value `4000222`.
     public static let invalidProratedPriceForChangeItemWithEffectiveLater = AdvancedCommerceAPIError(rawValue: 4000222)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let freeTrialOfferMustUsePeriodCountOfOne = AdvancedCommerceAPIError(rawValue: 4000223)
+    /// Raw value `4010000`.
     public static let unauthorized = AdvancedCommerceAPIError(rawValue: 4010000)
+    /// Raw value `4030008`.
     public static let subscriptionDoesNotExist = AdvancedCommerceAPIError(rawValue: 4030008)
+    /// Raw value `4030009`.
     public static let subscriptionAlreadyExists = AdvancedCommerceAPIError(rawValue: 4030009)
+    /// Raw value `4030010`.
     public static let subscriptionNotEligible = AdvancedCommerceAPIError(rawValue: 4030010)
+    /// Raw value `4030011`.
     public static let subscriptionAlreadyActive = AdvancedCommerceAPIError(rawValue: 4030011)
+    /// Raw value `4030013`.
     public static let productNotOwned = AdvancedCommerceAPIError(rawValue: 4030013)
+    /// Raw value `4030015`.
     public static let inactiveACASub = AdvancedCommerceAPIError(rawValue: 4030015)
+    /// Raw value `4030020`.
     public static let insufficientFunds = AdvancedCommerceAPIError(rawValue: 4030020)
+    /// Raw value `4030021`.
     public static let alreadyRefunded = AdvancedCommerceAPIError(rawValue: 4030021)
+    /// Raw value `4030022`.
     public static let storefrontChange = AdvancedCommerceAPIError(rawValue: 4030022)
+    /// Raw value `4030023`.
     public static let productNotEligible = AdvancedCommerceAPIError(rawValue: 4030023)
+    /// Raw value `4030024`.
     public static let transactionNotRefundable = AdvancedCommerceAPIError(rawValue: 4030024)
+    /// Raw value `4030025`.
     public static let transactionCannotBeRefundedContactSupport = AdvancedCommerceAPIError(rawValue: 4030025)
+    /// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple page)
     public static let migrationNotAllowedWhenPriceIncreaseCommunicated = AdvancedCommerceAPIError(rawValue: 4030027)
+    /// Raw value `4040010`.
     public static let transactionIdNotFound = AdvancedCommerceAPIError(rawValue: 4040010)
+    /// Raw value `4040016`.
     public static let productNotFound = AdvancedCommerceAPIError(rawValue: 4040016)
+    /// Raw value `4290000`.
     public static let rateLimitExceeded = AdvancedCommerceAPIError(rawValue: 4290000)
+    /// Raw value `5000000`.
     public static let generalInternal = AdvancedCommerceAPIError(rawValue: 5000000)
+    /// Raw value `5000001`.
     public static let generalInternalRetryable = AdvancedCommerceAPIError(rawValue: 5000001)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -564,6 +787,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         .generalInternal,
         .generalInternalRetryable,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     /// The case name of a known value (e.g. for messages), nil for values this version does not know.
@@ -702,6 +926,7 @@ public struct AdvancedCommerceAPIError: RawRepresentable, Hashable, Sendable, Cu
         default: nil
         }
     }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -719,16 +944,26 @@ extension AdvancedCommerceAPIError {
 
 /// The age of the customer's account (consumption information V1).
 public struct AccountTenure: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = AccountTenure(rawValue: 0)
+    /// Raw value `1`.
     public static let zeroToThreeDays = AccountTenure(rawValue: 1)
+    /// Raw value `2`.
     public static let threeDaysToTenDays = AccountTenure(rawValue: 2)
+    /// Raw value `3`.
     public static let tenDaysToThirtyDays = AccountTenure(rawValue: 3)
+    /// Raw value `4`.
     public static let thirtyDaysToNinetyDays = AccountTenure(rawValue: 4)
+    /// Raw value `5`.
     public static let ninetyDaysToOneHundredEightyDays = AccountTenure(rawValue: 5)
+    /// Raw value `6`.
     public static let oneHundredEightyDaysToThreeHundredSixtyFiveDays = AccountTenure(rawValue: 6)
+    /// Raw value `7`.
     public static let greaterThanThreeHundredSixtyFiveDays = AccountTenure(rawValue: 7)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -742,7 +977,9 @@ public struct AccountTenure: RawRepresentable, Hashable, Sendable, CustomStringC
         .oneHundredEightyDaysToThreeHundredSixtyFiveDays,
         .greaterThanThreeHundredSixtyFiveDays,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -755,15 +992,21 @@ extension AccountTenure: Codable {
 
 /// When a change to an Advanced Commerce subscription takes effect.
 public struct AdvancedCommerceEffective: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `IMMEDIATELY`.
     public static let immediately = AdvancedCommerceEffective(rawValue: "IMMEDIATELY")
+    /// Raw value `NEXT_BILL_CYCLE`.
     public static let nextBillCycle = AdvancedCommerceEffective(rawValue: "NEXT_BILL_CYCLE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommerceEffective] = [.immediately, .nextBillCycle]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -776,17 +1019,28 @@ extension AdvancedCommerceEffective: Codable {
 
 /// The period of an Advanced Commerce discount offer, as an ISO 8601 duration.
 public struct AdvancedCommerceOfferPeriod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `P3D`.
     public static let p3D = AdvancedCommerceOfferPeriod(rawValue: "P3D")
+    /// Raw value `P1W`.
     public static let p1W = AdvancedCommerceOfferPeriod(rawValue: "P1W")
+    /// Raw value `P2W`.
     public static let p2W = AdvancedCommerceOfferPeriod(rawValue: "P2W")
+    /// Raw value `P1M`.
     public static let p1M = AdvancedCommerceOfferPeriod(rawValue: "P1M")
+    /// Raw value `P2M`.
     public static let p2M = AdvancedCommerceOfferPeriod(rawValue: "P2M")
+    /// Raw value `P3M`.
     public static let p3M = AdvancedCommerceOfferPeriod(rawValue: "P3M")
+    /// Raw value `P6M`.
     public static let p6M = AdvancedCommerceOfferPeriod(rawValue: "P6M")
+    /// Raw value `P9M`.
     public static let p9M = AdvancedCommerceOfferPeriod(rawValue: "P9M")
+    /// Raw value `P1Y`.
     public static let p1Y = AdvancedCommerceOfferPeriod(rawValue: "P1Y")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -801,7 +1055,9 @@ public struct AdvancedCommerceOfferPeriod: RawRepresentable, Hashable, Sendable,
         .p9M,
         .p1Y,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -814,16 +1070,23 @@ extension AdvancedCommerceOfferPeriod: Codable {
 
 /// The reason for an Advanced Commerce discount offer.
 public struct AdvancedCommerceOfferReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `ACQUISITION`.
     public static let acquisition = AdvancedCommerceOfferReason(rawValue: "ACQUISITION")
+    /// Raw value `WIN_BACK`.
     public static let winBack = AdvancedCommerceOfferReason(rawValue: "WIN_BACK")
+    /// Raw value `RETENTION`.
     public static let retention = AdvancedCommerceOfferReason(rawValue: "RETENTION")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommerceOfferReason] = [.acquisition, .winBack, .retention]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -836,19 +1099,29 @@ extension AdvancedCommerceOfferReason: Codable {
 
 /// The duration of a single cycle of an Advanced Commerce auto-renewable subscription, as an ISO 8601 duration.
 public struct AdvancedCommercePeriod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `P1W`.
     public static let p1W = AdvancedCommercePeriod(rawValue: "P1W")
+    /// Raw value `P1M`.
     public static let p1M = AdvancedCommercePeriod(rawValue: "P1M")
+    /// Raw value `P2M`.
     public static let p2M = AdvancedCommercePeriod(rawValue: "P2M")
+    /// Raw value `P3M`.
     public static let p3M = AdvancedCommercePeriod(rawValue: "P3M")
+    /// Raw value `P6M`.
     public static let p6M = AdvancedCommercePeriod(rawValue: "P6M")
+    /// Raw value `P1Y`.
     public static let p1Y = AdvancedCommercePeriod(rawValue: "P1Y")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommercePeriod] = [.p1W, .p1M, .p2M, .p3M, .p6M, .p1Y]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -861,16 +1134,23 @@ extension AdvancedCommercePeriod: Codable {
 
 /// The status of a price increase for an Advanced Commerce subscription item.
 public struct AdvancedCommercePriceIncreaseInfoStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `SCHEDULED`.
     public static let scheduled = AdvancedCommercePriceIncreaseInfoStatus(rawValue: "SCHEDULED")
+    /// Raw value `PENDING`.
     public static let pending = AdvancedCommercePriceIncreaseInfoStatus(rawValue: "PENDING")
+    /// Raw value `ACCEPTED`.
     public static let accepted = AdvancedCommercePriceIncreaseInfoStatus(rawValue: "ACCEPTED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommercePriceIncreaseInfoStatus] = [.scheduled, .pending, .accepted]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -883,16 +1163,23 @@ extension AdvancedCommercePriceIncreaseInfoStatus: Codable {
 
 /// The reason for changing an item of an Advanced Commerce subscription.
 public struct AdvancedCommerceReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `UPGRADE`.
     public static let upgrade = AdvancedCommerceReason(rawValue: "UPGRADE")
+    /// Raw value `DOWNGRADE`.
     public static let downgrade = AdvancedCommerceReason(rawValue: "DOWNGRADE")
+    /// Raw value `APPLY_OFFER`.
     public static let applyOffer = AdvancedCommerceReason(rawValue: "APPLY_OFFER")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommerceReason] = [.upgrade, .downgrade, .applyOffer]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -905,15 +1192,24 @@ extension AdvancedCommerceReason: Codable {
 
 /// The reason for a refund of an Advanced Commerce item.
 public struct AdvancedCommerceRefundReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `UNINTENDED_PURCHASE`.
     public static let unintendedPurchase = AdvancedCommerceRefundReason(rawValue: "UNINTENDED_PURCHASE")
+    /// Raw value `FULFILLMENT_ISSUE`.
     public static let fulfillmentIssue = AdvancedCommerceRefundReason(rawValue: "FULFILLMENT_ISSUE")
+    /// Raw value `UNSATISFIED_WITH_PURCHASE`.
     public static let unsatisfiedWithPurchase = AdvancedCommerceRefundReason(rawValue: "UNSATISFIED_WITH_PURCHASE")
+    /// Raw value `LEGAL`.
     public static let legal = AdvancedCommerceRefundReason(rawValue: "LEGAL")
+    /// Raw value `OTHER`.
     public static let other = AdvancedCommerceRefundReason(rawValue: "OTHER")
+    /// Raw value `MODIFY_ITEMS_REFUND`.
     public static let modifyItemsRefund = AdvancedCommerceRefundReason(rawValue: "MODIFY_ITEMS_REFUND")
+    /// Raw value `SIMULATE_REFUND_DECLINE`.
     public static let simulateRefundDecline = AdvancedCommerceRefundReason(rawValue: "SIMULATE_REFUND_DECLINE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -926,7 +1222,9 @@ public struct AdvancedCommerceRefundReason: RawRepresentable, Hashable, Sendable
         .modifyItemsRefund,
         .simulateRefundDecline,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -939,16 +1237,23 @@ extension AdvancedCommerceRefundReason: Codable {
 
 /// The type of a refund of an Advanced Commerce item.
 public struct AdvancedCommerceRefundType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `FULL`.
     public static let full = AdvancedCommerceRefundType(rawValue: "FULL")
+    /// Raw value `PRORATED`.
     public static let prorated = AdvancedCommerceRefundType(rawValue: "PRORATED")
+    /// Raw value `CUSTOM`.
     public static let custom = AdvancedCommerceRefundType(rawValue: "CUSTOM")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AdvancedCommerceRefundType] = [.full, .prorated, .custom]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -961,17 +1266,25 @@ extension AdvancedCommerceRefundType: Codable {
 
 /// The server environment that signed the data: sandbox, production, Xcode or local testing.
 public struct AppStoreEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `Sandbox`.
     public static let sandbox = AppStoreEnvironment(rawValue: "Sandbox")
+    /// Raw value `Production`.
     public static let production = AppStoreEnvironment(rawValue: "Production")
+    /// Raw value `Xcode`.
     public static let xcode = AppStoreEnvironment(rawValue: "Xcode")
+    /// Raw value `LocalTesting`.
     public static let localTesting = AppStoreEnvironment(rawValue: "LocalTesting")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AppStoreEnvironment] = [.sandbox, .production, .xcode, .localTesting]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -984,15 +1297,21 @@ extension AppStoreEnvironment: Codable {
 
 /// The renewal status of an auto-renewable subscription.
 public struct AutoRenewStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let off = AutoRenewStatus(rawValue: 0)
+    /// Raw value `1`.
     public static let on = AutoRenewStatus(rawValue: 1)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [AutoRenewStatus] = [.off, .on]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1005,15 +1324,21 @@ extension AutoRenewStatus: Codable {
 
 /// The billing plan of a subscription transaction.
 public struct BillingPlanType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `BILLED_UPFRONT`.
     public static let billedUpfront = BillingPlanType(rawValue: "BILLED_UPFRONT")
+    /// Raw value `MONTHLY`.
     public static let monthly = BillingPlanType(rawValue: "MONTHLY")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [BillingPlanType] = [.billedUpfront, .monthly]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1026,13 +1351,20 @@ extension BillingPlanType: Codable {
 
 /// The customer-provided reason for a refund request.
 public struct ConsumptionRequestReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `UNINTENDED_PURCHASE`.
     public static let unintendedPurchase = ConsumptionRequestReason(rawValue: "UNINTENDED_PURCHASE")
+    /// Raw value `FULFILLMENT_ISSUE`.
     public static let fulfillmentIssue = ConsumptionRequestReason(rawValue: "FULFILLMENT_ISSUE")
+    /// Raw value `UNSATISFIED_WITH_PURCHASE`.
     public static let unsatisfiedWithPurchase = ConsumptionRequestReason(rawValue: "UNSATISFIED_WITH_PURCHASE")
+    /// Raw value `LEGAL`.
     public static let legal = ConsumptionRequestReason(rawValue: "LEGAL")
+    /// Raw value `OTHER`.
     public static let other = ConsumptionRequestReason(rawValue: "OTHER")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1043,7 +1375,9 @@ public struct ConsumptionRequestReason: RawRepresentable, Hashable, Sendable, Cu
         .legal,
         .other,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1056,17 +1390,25 @@ extension ConsumptionRequestReason: Codable {
 
 /// How much of an in-app purchase the customer consumed (consumption information V1).
 public struct ConsumptionStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = ConsumptionStatus(rawValue: 0)
+    /// Raw value `1`.
     public static let notConsumed = ConsumptionStatus(rawValue: 1)
+    /// Raw value `2`.
     public static let partiallyConsumed = ConsumptionStatus(rawValue: 2)
+    /// Raw value `3`.
     public static let fullyConsumed = ConsumptionStatus(rawValue: 3)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [ConsumptionStatus] = [.undeclared, .notConsumed, .partiallyConsumed, .fullyConsumed]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1079,13 +1421,20 @@ extension ConsumptionStatus: Codable {
 
 /// Whether the app delivered a consumable in-app purchase and it works (consumption information).
 public struct DeliveryStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `DELIVERED`.
     public static let delivered = DeliveryStatus(rawValue: "DELIVERED")
+    /// Raw value `UNDELIVERED_QUALITY_ISSUE`.
     public static let undeliveredQualityIssue = DeliveryStatus(rawValue: "UNDELIVERED_QUALITY_ISSUE")
+    /// Raw value `UNDELIVERED_WRONG_ITEM`.
     public static let undeliveredWrongItem = DeliveryStatus(rawValue: "UNDELIVERED_WRONG_ITEM")
+    /// Raw value `UNDELIVERED_SERVER_OUTAGE`.
     public static let undeliveredServerOutage = DeliveryStatus(rawValue: "UNDELIVERED_SERVER_OUTAGE")
+    /// Raw value `UNDELIVERED_OTHER`.
     public static let undeliveredOther = DeliveryStatus(rawValue: "UNDELIVERED_OTHER")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1096,7 +1445,9 @@ public struct DeliveryStatus: RawRepresentable, Hashable, Sendable, CustomString
         .undeliveredServerOutage,
         .undeliveredOther,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1109,14 +1460,22 @@ extension DeliveryStatus: Codable {
 
 /// Whether the app delivered a consumable in-app purchase and it works (consumption information V1).
 public struct DeliveryStatusV1: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let deliveredAndWorkingProperly = DeliveryStatusV1(rawValue: 0)
+    /// Raw value `1`.
     public static let didNotDeliverDueToQualityIssue = DeliveryStatusV1(rawValue: 1)
+    /// Raw value `2`.
     public static let deliveredWrongItem = DeliveryStatusV1(rawValue: 2)
+    /// Raw value `3`.
     public static let didNotDeliverDueToServerOutage = DeliveryStatusV1(rawValue: 3)
+    /// Raw value `4`.
     public static let didNotDeliverDueToIngameCurrencyChange = DeliveryStatusV1(rawValue: 4)
+    /// Raw value `5`.
     public static let didNotDeliverForOtherReason = DeliveryStatusV1(rawValue: 5)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1128,7 +1487,9 @@ public struct DeliveryStatusV1: RawRepresentable, Hashable, Sendable, CustomStri
         .didNotDeliverDueToIngameCurrencyChange,
         .didNotDeliverForOtherReason,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1141,13 +1502,20 @@ extension DeliveryStatusV1: Codable {
 
 /// The reason an auto-renewable subscription expired.
 public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `1`.
     public static let customerCancelled = ExpirationIntent(rawValue: 1)
+    /// Raw value `2`.
     public static let billingError = ExpirationIntent(rawValue: 2)
+    /// Raw value `3`.
     public static let customerDidNotConsentToPriceIncrease = ExpirationIntent(rawValue: 3)
+    /// Raw value `4`.
     public static let productNotAvailable = ExpirationIntent(rawValue: 4)
+    /// Raw value `5`.
     public static let other = ExpirationIntent(rawValue: 5)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1158,7 +1526,9 @@ public struct ExpirationIntent: RawRepresentable, Hashable, Sendable, CustomStri
         .productNotAvailable,
         .other,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1171,12 +1541,18 @@ extension ExpirationIntent: Codable {
 
 /// The reason for a subscription renewal date extension.
 public struct ExtendReasonCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = ExtendReasonCode(rawValue: 0)
+    /// Raw value `1`.
     public static let customerSatisfaction = ExtendReasonCode(rawValue: 1)
+    /// Raw value `2`.
     public static let other = ExtendReasonCode(rawValue: 2)
+    /// Raw value `3`.
     public static let serviceIssueOrOutage = ExtendReasonCode(rawValue: 3)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1186,7 +1562,9 @@ public struct ExtendReasonCode: RawRepresentable, Hashable, Sendable, CustomStri
         .other,
         .serviceIssueOrOutage,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1199,15 +1577,21 @@ extension ExtendReasonCode: Codable {
 
 /// Where a Retention Messaging message shows its header.
 public struct HeaderPosition: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `ABOVE_BODY`.
     public static let aboveBody = HeaderPosition(rawValue: "ABOVE_BODY")
+    /// Raw value `ABOVE_IMAGE`.
     public static let aboveImage = HeaderPosition(rawValue: "ABOVE_IMAGE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [HeaderPosition] = [.aboveBody, .aboveImage]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1220,15 +1604,21 @@ extension HeaderPosition: Codable {
 
 /// The size of a Retention Messaging image.
 public struct ImageSize: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `FULL_SIZE`.
     public static let fullSize = ImageSize(rawValue: "FULL_SIZE")
+    /// Raw value `BULLET_POINT`.
     public static let bulletPoint = ImageSize(rawValue: "BULLET_POINT")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [ImageSize] = [.fullSize, .bulletPoint]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1241,16 +1631,23 @@ extension ImageSize: Codable {
 
 /// The review state of an uploaded Retention Messaging image.
 public struct ImageState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `PENDING`.
     public static let pending = ImageState(rawValue: "PENDING")
+    /// Raw value `APPROVED`.
     public static let approved = ImageState(rawValue: "APPROVED")
+    /// Raw value `REJECTED`.
     public static let rejected = ImageState(rawValue: "REJECTED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [ImageState] = [.pending, .approved, .rejected]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1263,15 +1660,21 @@ extension ImageState: Codable {
 
 /// Whether the customer purchased the transaction or has access to it through Family Sharing.
 public struct InAppOwnershipType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `FAMILY_SHARED`.
     public static let familyShared = InAppOwnershipType(rawValue: "FAMILY_SHARED")
+    /// Raw value `PURCHASED`.
     public static let purchased = InAppOwnershipType(rawValue: "PURCHASED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [InAppOwnershipType] = [.familyShared, .purchased]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1284,12 +1687,18 @@ extension InAppOwnershipType: Codable {
 
 /// Why the purchase ledger entitles a customer to a product.
 public struct LedgerEntitlementReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// An auto-renewable subscription in status 1 (subscribed), until its expiresDate.
     public static let active = LedgerEntitlementReason(rawValue: "ACTIVE")
+    /// An auto-renewable subscription in status 4 (billing grace period), until its gracePeriodExpiresDate.
     public static let billingGracePeriod = LedgerEntitlementReason(rawValue: "BILLING_GRACE_PERIOD")
+    /// A non-consumable that is not revoked or refunded.
     public static let nonConsumable = LedgerEntitlementReason(rawValue: "NON_CONSUMABLE")
+    /// A non-renewing subscription that is not revoked or refunded; the app decides how long it lasts.
     public static let nonRenewingSubscription = LedgerEntitlementReason(rawValue: "NON_RENEWING_SUBSCRIPTION")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1299,7 +1708,9 @@ public struct LedgerEntitlementReason: RawRepresentable, Hashable, Sendable, Cus
         .nonConsumable,
         .nonRenewingSubscription,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1312,16 +1723,23 @@ extension LedgerEntitlementReason: Codable {
 
 /// What kind of signed value was ingested into the purchase ledger.
 public struct LedgerEventKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `NOTIFICATION`.
     public static let notification = LedgerEventKind(rawValue: "NOTIFICATION")
+    /// Raw value `TRANSACTION`.
     public static let transaction = LedgerEventKind(rawValue: "TRANSACTION")
+    /// Raw value `RENEWAL_INFO`.
     public static let renewalInfo = LedgerEventKind(rawValue: "RENEWAL_INFO")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [LedgerEventKind] = [.notification, .transaction, .renewalInfo]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1334,16 +1752,26 @@ extension LedgerEventKind: Codable {
 
 /// The customer's total in-app purchase spending across platforms (consumption information V1).
 public struct LifetimeDollarsPurchased: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = LifetimeDollarsPurchased(rawValue: 0)
+    /// Raw value `1`.
     public static let zeroDollars = LifetimeDollarsPurchased(rawValue: 1)
+    /// Raw value `2`.
     public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 2)
+    /// Raw value `3`.
     public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 3)
+    /// Raw value `4`.
     public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 4)
+    /// Raw value `5`.
     public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 5)
+    /// Raw value `6`.
     public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 6)
+    /// Raw value `7`.
     public static let twoThousandDollarsOrGreater = LifetimeDollarsPurchased(rawValue: 7)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1357,7 +1785,9 @@ public struct LifetimeDollarsPurchased: RawRepresentable, Hashable, Sendable, Cu
         .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
         .twoThousandDollarsOrGreater,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1370,16 +1800,26 @@ extension LifetimeDollarsPurchased: Codable {
 
 /// The customer's total refunds across platforms (consumption information V1).
 public struct LifetimeDollarsRefunded: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = LifetimeDollarsRefunded(rawValue: 0)
+    /// Raw value `1`.
     public static let zeroDollars = LifetimeDollarsRefunded(rawValue: 1)
+    /// Raw value `2`.
     public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 2)
+    /// Raw value `3`.
     public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 3)
+    /// Raw value `4`.
     public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 4)
+    /// Raw value `5`.
     public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 5)
+    /// Raw value `6`.
     public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 6)
+    /// Raw value `7`.
     public static let twoThousandDollarsOrGreater = LifetimeDollarsRefunded(rawValue: 7)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1393,7 +1833,9 @@ public struct LifetimeDollarsRefunded: RawRepresentable, Hashable, Sendable, Cus
         .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
         .twoThousandDollarsOrGreater,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1406,16 +1848,23 @@ extension LifetimeDollarsRefunded: Codable {
 
 /// The review state of an uploaded Retention Messaging message.
 public struct MessageState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `PENDING`.
     public static let pending = MessageState(rawValue: "PENDING")
+    /// Raw value `APPROVED`.
     public static let approved = MessageState(rawValue: "APPROVED")
+    /// Raw value `REJECTED`.
     public static let rejected = MessageState(rawValue: "REJECTED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [MessageState] = [.pending, .approved, .rejected]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1428,31 +1877,56 @@ extension MessageState: Codable {
 
 /// The in-app purchase or external purchase event for which the App Store sends a version 2 notification.
 public struct NotificationTypeV2: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `SUBSCRIBED`.
     public static let subscribed = NotificationTypeV2(rawValue: "SUBSCRIBED")
+    /// Raw value `DID_CHANGE_RENEWAL_PREF`.
     public static let didChangeRenewalPref = NotificationTypeV2(rawValue: "DID_CHANGE_RENEWAL_PREF")
+    /// Raw value `DID_CHANGE_RENEWAL_STATUS`.
     public static let didChangeRenewalStatus = NotificationTypeV2(rawValue: "DID_CHANGE_RENEWAL_STATUS")
+    /// Raw value `OFFER_REDEEMED`.
     public static let offerRedeemed = NotificationTypeV2(rawValue: "OFFER_REDEEMED")
+    /// Raw value `DID_RENEW`.
     public static let didRenew = NotificationTypeV2(rawValue: "DID_RENEW")
+    /// Raw value `EXPIRED`.
     public static let expired = NotificationTypeV2(rawValue: "EXPIRED")
+    /// Raw value `DID_FAIL_TO_RENEW`.
     public static let didFailToRenew = NotificationTypeV2(rawValue: "DID_FAIL_TO_RENEW")
+    /// Raw value `GRACE_PERIOD_EXPIRED`.
     public static let gracePeriodExpired = NotificationTypeV2(rawValue: "GRACE_PERIOD_EXPIRED")
+    /// Raw value `PRICE_INCREASE`.
     public static let priceIncrease = NotificationTypeV2(rawValue: "PRICE_INCREASE")
+    /// Raw value `REFUND`.
     public static let refund = NotificationTypeV2(rawValue: "REFUND")
+    /// Raw value `REFUND_DECLINED`.
     public static let refundDeclined = NotificationTypeV2(rawValue: "REFUND_DECLINED")
+    /// Raw value `CONSUMPTION_REQUEST`.
     public static let consumptionRequest = NotificationTypeV2(rawValue: "CONSUMPTION_REQUEST")
+    /// Raw value `RENEWAL_EXTENDED`.
     public static let renewalExtended = NotificationTypeV2(rawValue: "RENEWAL_EXTENDED")
+    /// Raw value `REVOKE`.
     public static let revoke = NotificationTypeV2(rawValue: "REVOKE")
+    /// Raw value `TEST`.
     public static let test = NotificationTypeV2(rawValue: "TEST")
+    /// Raw value `RENEWAL_EXTENSION`.
     public static let renewalExtension = NotificationTypeV2(rawValue: "RENEWAL_EXTENSION")
+    /// Raw value `REFUND_REVERSED`.
     public static let refundReversed = NotificationTypeV2(rawValue: "REFUND_REVERSED")
+    /// Raw value `EXTERNAL_PURCHASE_TOKEN`.
     public static let externalPurchaseToken = NotificationTypeV2(rawValue: "EXTERNAL_PURCHASE_TOKEN")
+    /// Raw value `ONE_TIME_CHARGE`.
     public static let oneTimeCharge = NotificationTypeV2(rawValue: "ONE_TIME_CHARGE")
+    /// Raw value `RESCIND_CONSENT`.
     public static let rescindConsent = NotificationTypeV2(rawValue: "RESCIND_CONSENT")
+    /// Raw value `METADATA_UPDATE`.
     public static let metadataUpdate = NotificationTypeV2(rawValue: "METADATA_UPDATE")
+    /// Raw value `MIGRATION`.
     public static let migration = NotificationTypeV2(rawValue: "MIGRATION")
+    /// Raw value `PRICE_CHANGE`.
     public static let priceChange = NotificationTypeV2(rawValue: "PRICE_CHANGE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1481,7 +1955,9 @@ public struct NotificationTypeV2: RawRepresentable, Hashable, Sendable, CustomSt
         .migration,
         .priceChange,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1494,17 +1970,25 @@ extension NotificationTypeV2: Codable {
 
 /// The payment mode of a discount offer.
 public struct OfferDiscountType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `FREE_TRIAL`.
     public static let freeTrial = OfferDiscountType(rawValue: "FREE_TRIAL")
+    /// Raw value `PAY_AS_YOU_GO`.
     public static let payAsYouGo = OfferDiscountType(rawValue: "PAY_AS_YOU_GO")
+    /// Raw value `PAY_UP_FRONT`.
     public static let payUpFront = OfferDiscountType(rawValue: "PAY_UP_FRONT")
+    /// Raw value `ONE_TIME`.
     public static let oneTime = OfferDiscountType(rawValue: "ONE_TIME")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [OfferDiscountType] = [.freeTrial, .payAsYouGo, .payUpFront, .oneTime]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1517,17 +2001,25 @@ extension OfferDiscountType: Codable {
 
 /// The type of a subscription offer.
 public struct OfferType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `1`.
     public static let introductoryOffer = OfferType(rawValue: 1)
+    /// Raw value `2`.
     public static let promotionalOffer = OfferType(rawValue: 2)
+    /// Raw value `3`.
     public static let offerCode = OfferType(rawValue: 3)
+    /// Raw value `4`.
     public static let winBackOffer = OfferType(rawValue: 4)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [OfferType] = [.introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1540,15 +2032,21 @@ extension OfferType: Codable {
 
 /// Whether an order ID is valid.
 public struct OrderLookupStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let valid = OrderLookupStatus(rawValue: 0)
+    /// Raw value `1`.
     public static let invalid = OrderLookupStatus(rawValue: 1)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [OrderLookupStatus] = [.valid, .invalid]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1561,16 +2059,23 @@ extension OrderLookupStatus: Codable {
 
 /// The state of a Retention Messaging performance test.
 public struct PerformanceTestStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `PENDING`.
     public static let pending = PerformanceTestStatus(rawValue: "PENDING")
+    /// Raw value `PASS`.
     public static let pass = PerformanceTestStatus(rawValue: "PASS")
+    /// Raw value `FAIL`.
     public static let fail = PerformanceTestStatus(rawValue: "FAIL")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [PerformanceTestStatus] = [.pending, .pass, .fail]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1583,16 +2088,23 @@ extension PerformanceTestStatus: Codable {
 
 /// The platform the customer uses (consumption information V1).
 public struct Platform: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = Platform(rawValue: 0)
+    /// Raw value `1`.
     public static let apple = Platform(rawValue: 1)
+    /// Raw value `2`.
     public static let nonApple = Platform(rawValue: 2)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [Platform] = [.undeclared, .apple, .nonApple]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1605,16 +2117,26 @@ extension Platform: Codable {
 
 /// How much time the customer spent in the app (consumption information V1).
 public struct PlayTime: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = PlayTime(rawValue: 0)
+    /// Raw value `1`.
     public static let zeroToFiveMinutes = PlayTime(rawValue: 1)
+    /// Raw value `2`.
     public static let fiveToSixtyMinutes = PlayTime(rawValue: 2)
+    /// Raw value `3`.
     public static let oneToSixHours = PlayTime(rawValue: 3)
+    /// Raw value `4`.
     public static let sixHoursToTwentyFourHours = PlayTime(rawValue: 4)
+    /// Raw value `5`.
     public static let oneDayToFourDays = PlayTime(rawValue: 5)
+    /// Raw value `6`.
     public static let fourDaysToSixteenDays = PlayTime(rawValue: 6)
+    /// Raw value `7`.
     public static let overSixteenDays = PlayTime(rawValue: 7)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1628,7 +2150,9 @@ public struct PlayTime: RawRepresentable, Hashable, Sendable, CustomStringConver
         .fourDaysToSixteenDays,
         .overSixteenDays,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1641,10 +2165,14 @@ extension PlayTime: Codable {
 
 /// Whether an auto-renewable subscription is subject to a price increase the customer has responded to.
 public struct PriceIncreaseStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let customerHasNotResponded = PriceIncreaseStatus(rawValue: 0)
+    /// Raw value `1`.
     public static let customerConsentedOrWasNotifiedWithoutNeedingConsent = PriceIncreaseStatus(rawValue: 1)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1652,7 +2180,9 @@ public struct PriceIncreaseStatus: RawRepresentable, Hashable, Sendable, CustomS
         .customerHasNotResponded,
         .customerConsentedOrWasNotifiedWithoutNeedingConsent,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1665,12 +2195,18 @@ extension PriceIncreaseStatus: Codable {
 
 /// The type of an in-app purchase product.
 public struct ProductType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `Auto-Renewable Subscription`.
     public static let autoRenewableSubscription = ProductType(rawValue: "Auto-Renewable Subscription")
+    /// Raw value `Non-Consumable`.
     public static let nonConsumable = ProductType(rawValue: "Non-Consumable")
+    /// Raw value `Consumable`.
     public static let consumable = ProductType(rawValue: "Consumable")
+    /// Raw value `Non-Renewing Subscription`.
     public static let nonRenewingSubscription = ProductType(rawValue: "Non-Renewing Subscription")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1680,7 +2216,9 @@ public struct ProductType: RawRepresentable, Hashable, Sendable, CustomStringCon
         .consumable,
         .nonRenewingSubscription,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1693,17 +2231,25 @@ extension ProductType: Codable {
 
 /// The Apple platform on which a purchase was made.
 public struct PurchasePlatform: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `iOS`.
     public static let iOS = PurchasePlatform(rawValue: "iOS")
+    /// Raw value `macOS`.
     public static let macOS = PurchasePlatform(rawValue: "macOS")
+    /// Raw value `tvOS`.
     public static let tvOS = PurchasePlatform(rawValue: "tvOS")
+    /// Raw value `visionOS`.
     public static let visionOS = PurchasePlatform(rawValue: "visionOS")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [PurchasePlatform] = [.iOS, .macOS, .tvOS, .visionOS]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1716,15 +2262,21 @@ extension PurchasePlatform: Codable {
 
 /// The date a receipt's certificate chain was validated at.
 public struct ReceiptEffectiveDateSource: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `receiptCreationDate`.
     public static let receiptCreationDate = ReceiptEffectiveDateSource(rawValue: "receiptCreationDate")
+    /// Raw value `now`.
     public static let now = ReceiptEffectiveDateSource(rawValue: "now")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [ReceiptEffectiveDateSource] = [.receiptCreationDate, .now]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1737,16 +2289,23 @@ extension ReceiptEffectiveDateSource: Codable {
 
 /// The refund decision the developer prefers (consumption information).
 public struct RefundPreference: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `DECLINE`.
     public static let decline = RefundPreference(rawValue: "DECLINE")
+    /// Raw value `GRANT_FULL`.
     public static let grantFull = RefundPreference(rawValue: "GRANT_FULL")
+    /// Raw value `GRANT_PRORATED`.
     public static let grantProrated = RefundPreference(rawValue: "GRANT_PRORATED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RefundPreference] = [.decline, .grantFull, .grantProrated]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1759,17 +2318,25 @@ extension RefundPreference: Codable {
 
 /// The refund decision the developer prefers (consumption information V1).
 public struct RefundPreferenceV1: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = RefundPreferenceV1(rawValue: 0)
+    /// Raw value `1`.
     public static let preferGrant = RefundPreferenceV1(rawValue: 1)
+    /// Raw value `2`.
     public static let preferDecline = RefundPreferenceV1(rawValue: 2)
+    /// Raw value `3`.
     public static let noPreference = RefundPreferenceV1(rawValue: 3)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RefundPreferenceV1] = [.undeclared, .preferGrant, .preferDecline, .noPreference]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1782,15 +2349,21 @@ extension RefundPreferenceV1: Codable {
 
 /// The billing plan that applies to the next renewal of a subscription.
 public struct RenewalBillingPlanType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `BILLED_UPFRONT`.
     public static let billedUpfront = RenewalBillingPlanType(rawValue: "BILLED_UPFRONT")
+    /// Raw value `MONTHLY`.
     public static let monthly = RenewalBillingPlanType(rawValue: "MONTHLY")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RenewalBillingPlanType] = [.billedUpfront, .monthly]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1803,15 +2376,21 @@ extension RenewalBillingPlanType: Codable {
 
 /// The reason the App Store refunded a transaction or revoked it from Family Sharing.
 public struct RevocationReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `1`.
     public static let refundedDueToIssue = RevocationReason(rawValue: 1)
+    /// Raw value `0`.
     public static let refundedForOtherReason = RevocationReason(rawValue: 0)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RevocationReason] = [.refundedDueToIssue, .refundedForOtherReason]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1824,16 +2403,23 @@ extension RevocationReason: Codable {
 
 /// The type of refund or revocation that applies to a transaction.
 public struct RevocationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `REFUND_FULL`.
     public static let refundFull = RevocationType(rawValue: "REFUND_FULL")
+    /// Raw value `REFUND_PRORATED`.
     public static let refundProrated = RevocationType(rawValue: "REFUND_PRORATED")
+    /// Raw value `FAMILY_REVOKE`.
     public static let familyRevoke = RevocationType(rawValue: "FAMILY_REVOKE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [RevocationType] = [.refundFull, .refundProrated, .familyRevoke]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1846,19 +2432,32 @@ extension RevocationType: Codable {
 
 /// The outcome of one attempt to send a notification to your server.
 public struct SendAttemptResult: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `SUCCESS`.
     public static let success = SendAttemptResult(rawValue: "SUCCESS")
+    /// Raw value `TIMED_OUT`.
     public static let timedOut = SendAttemptResult(rawValue: "TIMED_OUT")
+    /// Raw value `TLS_ISSUE`.
     public static let tlsIssue = SendAttemptResult(rawValue: "TLS_ISSUE")
+    /// Raw value `CIRCULAR_REDIRECT`.
     public static let circularRedirect = SendAttemptResult(rawValue: "CIRCULAR_REDIRECT")
+    /// Raw value `NO_RESPONSE`.
     public static let noResponse = SendAttemptResult(rawValue: "NO_RESPONSE")
+    /// Raw value `SOCKET_ISSUE`.
     public static let socketIssue = SendAttemptResult(rawValue: "SOCKET_ISSUE")
+    /// Raw value `UNSUPPORTED_CHARSET`.
     public static let unsupportedCharset = SendAttemptResult(rawValue: "UNSUPPORTED_CHARSET")
+    /// Raw value `INVALID_RESPONSE`.
     public static let invalidResponse = SendAttemptResult(rawValue: "INVALID_RESPONSE")
+    /// Raw value `PREMATURE_CLOSE`.
     public static let prematureClose = SendAttemptResult(rawValue: "PREMATURE_CLOSE")
+    /// Raw value `UNSUCCESSFUL_HTTP_RESPONSE_CODE`.
     public static let unsuccessfulHttpResponseCode = SendAttemptResult(rawValue: "UNSUCCESSFUL_HTTP_RESPONSE_CODE")
+    /// Raw value `OTHER`.
     public static let other = SendAttemptResult(rawValue: "OTHER")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1875,7 +2474,9 @@ public struct SendAttemptResult: RawRepresentable, Hashable, Sendable, CustomStr
         .unsuccessfulHttpResponseCode,
         .other,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1888,18 +2489,27 @@ extension SendAttemptResult: Codable {
 
 /// The status of an auto-renewable subscription.
 public struct Status: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `1`.
     public static let active = Status(rawValue: 1)
+    /// Raw value `2`.
     public static let expired = Status(rawValue: 2)
+    /// Raw value `3`.
     public static let billingRetry = Status(rawValue: 3)
+    /// Raw value `4`.
     public static let billingGracePeriod = Status(rawValue: 4)
+    /// Raw value `5`.
     public static let revoked = Status(rawValue: 5)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [Status] = [.active, .expired, .billingRetry, .billingGracePeriod, .revoked]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1912,27 +2522,48 @@ extension Status: Codable {
 
 /// Details about select version 2 notification types.
 public struct Subtype: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `INITIAL_BUY`.
     public static let initialBuy = Subtype(rawValue: "INITIAL_BUY")
+    /// Raw value `RESUBSCRIBE`.
     public static let resubscribe = Subtype(rawValue: "RESUBSCRIBE")
+    /// Raw value `DOWNGRADE`.
     public static let downgrade = Subtype(rawValue: "DOWNGRADE")
+    /// Raw value `UPGRADE`.
     public static let upgrade = Subtype(rawValue: "UPGRADE")
+    /// Raw value `AUTO_RENEW_ENABLED`.
     public static let autoRenewEnabled = Subtype(rawValue: "AUTO_RENEW_ENABLED")
+    /// Raw value `AUTO_RENEW_DISABLED`.
     public static let autoRenewDisabled = Subtype(rawValue: "AUTO_RENEW_DISABLED")
+    /// Raw value `VOLUNTARY`.
     public static let voluntary = Subtype(rawValue: "VOLUNTARY")
+    /// Raw value `BILLING_RETRY`.
     public static let billingRetry = Subtype(rawValue: "BILLING_RETRY")
+    /// Raw value `PRICE_INCREASE`.
     public static let priceIncrease = Subtype(rawValue: "PRICE_INCREASE")
+    /// Raw value `GRACE_PERIOD`.
     public static let gracePeriod = Subtype(rawValue: "GRACE_PERIOD")
+    /// Raw value `PENDING`.
     public static let pending = Subtype(rawValue: "PENDING")
+    /// Raw value `ACCEPTED`.
     public static let accepted = Subtype(rawValue: "ACCEPTED")
+    /// Raw value `BILLING_RECOVERY`.
     public static let billingRecovery = Subtype(rawValue: "BILLING_RECOVERY")
+    /// Raw value `PRODUCT_NOT_FOR_SALE`.
     public static let productNotForSale = Subtype(rawValue: "PRODUCT_NOT_FOR_SALE")
+    /// Raw value `SUMMARY`.
     public static let summary = Subtype(rawValue: "SUMMARY")
+    /// Raw value `FAILURE`.
     public static let failure = Subtype(rawValue: "FAILURE")
+    /// Raw value `UNREPORTED`.
     public static let unreported = Subtype(rawValue: "UNREPORTED")
+    /// Raw value `ACTIVE_TOKEN_REMINDER`.
     public static let activeTokenReminder = Subtype(rawValue: "ACTIVE_TOKEN_REMINDER")
+    /// Raw value `CREATED`.
     public static let created = Subtype(rawValue: "CREATED")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -1957,7 +2588,9 @@ public struct Subtype: RawRepresentable, Hashable, Sendable, CustomStringConvert
         .activeTokenReminder,
         .created,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1970,15 +2603,21 @@ extension Subtype: Codable {
 
 /// The type of an external purchase custom link token (Notifications v2.17); values Apple adds later are kept raw.
 public struct TokenType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `SERVICES`.
     public static let services = TokenType(rawValue: "SERVICES")
+    /// Raw value `ACQUISITION`.
     public static let acquisition = TokenType(rawValue: "ACQUISITION")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [TokenType] = [.services, .acquisition]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -1991,15 +2630,21 @@ extension TokenType: Codable {
 
 /// The sort order of Get Transaction History results (query parameter sort).
 public struct TransactionHistoryOrder: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `ASCENDING`.
     public static let ascending = TransactionHistoryOrder(rawValue: "ASCENDING")
+    /// Raw value `DESCENDING`.
     public static let descending = TransactionHistoryOrder(rawValue: "DESCENDING")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [TransactionHistoryOrder] = [.ascending, .descending]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -2012,12 +2657,18 @@ extension TransactionHistoryOrder: Codable {
 
 /// A product type filter of Get Transaction History (query parameter productType).
 public struct TransactionHistoryProductType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `AUTO_RENEWABLE`.
     public static let autoRenewable = TransactionHistoryProductType(rawValue: "AUTO_RENEWABLE")
+    /// Raw value `NON_RENEWABLE`.
     public static let nonRenewable = TransactionHistoryProductType(rawValue: "NON_RENEWABLE")
+    /// Raw value `CONSUMABLE`.
     public static let consumable = TransactionHistoryProductType(rawValue: "CONSUMABLE")
+    /// Raw value `NON_CONSUMABLE`.
     public static let nonConsumable = TransactionHistoryProductType(rawValue: "NON_CONSUMABLE")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
@@ -2027,7 +2678,9 @@ public struct TransactionHistoryProductType: RawRepresentable, Hashable, Sendabl
         .consumable,
         .nonConsumable,
     ]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -2040,15 +2693,21 @@ extension TransactionHistoryProductType: Codable {
 
 /// Whether a transaction is a customer's purchase or a system-initiated auto-renewable subscription renewal.
 public struct TransactionReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Raw value `PURCHASE`.
     public static let purchase = TransactionReason(rawValue: "PURCHASE")
+    /// Raw value `RENEWAL`.
     public static let renewal = TransactionReason(rawValue: "RENEWAL")
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [TransactionReason] = [.purchase, .renewal]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 
@@ -2061,18 +2720,27 @@ extension TransactionReason: Codable {
 
 /// The status of the customer's account in the app (consumption information V1).
 public struct UserStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
     public let rawValue: Int32
+    /// A value from its raw value, known to this library version or not.
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Raw value `0`.
     public static let undeclared = UserStatus(rawValue: 0)
+    /// Raw value `1`.
     public static let active = UserStatus(rawValue: 1)
+    /// Raw value `2`.
     public static let suspended = UserStatus(rawValue: 2)
+    /// Raw value `3`.
     public static let terminated = UserStatus(rawValue: 3)
+    /// Raw value `4`.
     public static let limitedAccess = UserStatus(rawValue: 4)
 
     /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
     public static let knownValues: [UserStatus] = [.undeclared, .active, .suspended, .terminated, .limitedAccess]
+    /// Whether this library version knows the value (it is one of `knownValues`).
     public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
     public var description: String { String(describing: rawValue) }
 }
 

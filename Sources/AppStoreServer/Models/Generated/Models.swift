@@ -9,6 +9,7 @@ public struct AdvancedCommerceDescriptors: Hashable, Sendable {
     /// The product name, suitable for display to customers.
     public var displayName: String
 
+    /// A value from its fields.
     public init(
         description: String,
         displayName: String
@@ -45,6 +46,7 @@ public struct AdvancedCommerceInfo: Hashable, Sendable {
     /// Advanced Commerce request data.
     public var advancedCommerceData: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil,
         advancedCommerceData: String? = nil
@@ -80,6 +82,7 @@ public struct AdvancedCommerceOffer: Hashable, Sendable {
     /// The reason for the offer.
     public var reason: AdvancedCommerceOfferReason
 
+    /// A value from its fields.
     public init(
         period: AdvancedCommerceOfferPeriod,
         periodCount: Int32,
@@ -130,6 +133,7 @@ public struct AdvancedCommerceOneTimeChargeCreateRequest: Hashable, Sendable {
     /// The tax code of the product.
     public var taxCode: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currency: String,
         item: AdvancedCommerceOneTimeChargeItem,
@@ -201,6 +205,7 @@ public struct AdvancedCommerceOneTimeChargeItem: Hashable, Sendable {
     /// The price, in milliunits of the currency.
     public var price: Int64
 
+    /// A value from its fields.
     public init(
         description: String,
         displayName: String,
@@ -248,6 +253,7 @@ public struct AdvancedCommercePriceIncreaseInfo: Hashable, Sendable {
     /// The status of the price increase.
     public var status: AdvancedCommercePriceIncreaseInfoStatus?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         dependentSKUs: [String]? = nil,
         price: Int64? = nil,
@@ -280,6 +286,7 @@ public struct AdvancedCommerceRefund: Hashable, Sendable {
     /// The type of the refund.
     public var refundType: AdvancedCommerceRefundType?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         refundAmount: Int64? = nil,
         refundDate: Date? = nil,
@@ -319,6 +326,7 @@ public struct AdvancedCommerceRenewalInfo: Hashable, Sendable {
     /// The tax code of the subscription.
     public var taxCode: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         consistencyToken: String? = nil,
         descriptors: AdvancedCommerceDescriptors? = nil,
@@ -364,6 +372,7 @@ public struct AdvancedCommerceRenewalItem: Hashable, Sendable {
     /// A price increase that applies to the item, if any.
     public var priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         sku: String? = nil,
         description: String? = nil,
@@ -403,6 +412,7 @@ public struct AdvancedCommerceRequestInfo: Hashable, Sendable {
     /// A UUID identifying the request; reuse it only to retry the same request.
     public var requestReferenceId: UUID
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         appAccountToken: UUID? = nil,
         consistencyToken: String? = nil,
@@ -444,6 +454,7 @@ public struct AdvancedCommerceRequestRefundItem: Hashable, Sendable {
     /// Whether to revoke access to the item.
     public var revoke: Bool
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         sku: String,
         refundAmount: Int64? = nil,
@@ -492,6 +503,7 @@ public struct AdvancedCommerceRequestRefundRequest: Hashable, Sendable {
     /// The storefront of the purchase, as a three-letter country code.
     public var storefront: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currency: String? = nil,
         items: [AdvancedCommerceRequestRefundItem],
@@ -541,6 +553,7 @@ public struct AdvancedCommerceRequestRefundResponse: Hashable, Sendable {
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedRenewalInfo: String? = nil,
         signedTransactionInfo: String
@@ -566,6 +579,7 @@ public struct AdvancedCommerceSubscriptionCancelRequest: Hashable, Sendable {
     /// The storefront of the purchase, as a three-letter country code.
     public var storefront: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         requestInfo: AdvancedCommerceRequestInfo,
         storefront: String? = nil
@@ -596,6 +610,7 @@ public struct AdvancedCommerceSubscriptionCancelResponse: Hashable, Sendable {
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields.
     public init(
         signedRenewalInfo: String,
         signedTransactionInfo: String
@@ -623,6 +638,7 @@ public struct AdvancedCommerceSubscriptionChangeMetadataDescriptors: Hashable, S
     /// When the change takes effect.
     public var effective: AdvancedCommerceEffective
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         description: String? = nil,
         displayName: String? = nil,
@@ -672,6 +688,7 @@ public struct AdvancedCommerceSubscriptionChangeMetadataItem: Hashable, Sendable
     /// The new SKU of the item.
     public var sku: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currentSku: String,
         description: String? = nil,
@@ -735,6 +752,7 @@ public struct AdvancedCommerceSubscriptionChangeMetadataRequest: Hashable, Senda
     /// The new tax code of the subscription.
     public var taxCode: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         descriptors: AdvancedCommerceSubscriptionChangeMetadataDescriptors? = nil,
         items: [AdvancedCommerceSubscriptionChangeMetadataItem]? = nil,
@@ -793,6 +811,7 @@ public struct AdvancedCommerceSubscriptionChangeMetadataResponse: Hashable, Send
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields.
     public init(
         signedRenewalInfo: String,
         signedTransactionInfo: String
@@ -824,6 +843,7 @@ public struct AdvancedCommerceSubscriptionCreateItem: Hashable, Sendable {
     /// The SKU you define for the item.
     public var sku: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         description: String,
         displayName: String,
@@ -896,6 +916,7 @@ public struct AdvancedCommerceSubscriptionCreateRequest: Hashable, Sendable {
     /// The tax code of the subscription.
     public var taxCode: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currency: String,
         descriptors: AdvancedCommerceDescriptors,
@@ -988,6 +1009,7 @@ public struct AdvancedCommerceSubscriptionMigrateDescriptors: Hashable, Sendable
     /// The item name, suitable for display to customers.
     public var displayName: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         description: String? = nil,
         displayName: String? = nil
@@ -1030,6 +1052,7 @@ public struct AdvancedCommerceSubscriptionMigrateItem: Hashable, Sendable {
     /// The product identifier (SKU) of the item.
     public var sku: String
 
+    /// A value from its fields.
     public init(
         description: String,
         displayName: String,
@@ -1074,6 +1097,7 @@ public struct AdvancedCommerceSubscriptionMigrateRenewalItem: Hashable, Sendable
     /// The product identifier (SKU) of the item.
     public var sku: String
 
+    /// A value from its fields.
     public init(
         description: String,
         displayName: String,
@@ -1126,6 +1150,7 @@ public struct AdvancedCommerceSubscriptionMigrateRequest: Hashable, Sendable {
     /// The tax code of the subscription.
     public var taxCode: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         descriptors: AdvancedCommerceSubscriptionMigrateDescriptors,
         items: [AdvancedCommerceSubscriptionMigrateItem],
@@ -1198,6 +1223,7 @@ public struct AdvancedCommerceSubscriptionMigrateResponse: Hashable, Sendable {
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields.
     public init(
         signedRenewalInfo: String,
         signedTransactionInfo: String
@@ -1231,6 +1257,7 @@ public struct AdvancedCommerceSubscriptionModifyAddItem: Hashable, Sendable {
     /// The SKU you define for the item.
     public var sku: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         description: String,
         displayName: String,
@@ -1303,6 +1330,7 @@ public struct AdvancedCommerceSubscriptionModifyChangeItem: Hashable, Sendable {
     /// The SKU of the new item.
     public var sku: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currentSku: String,
         description: String,
@@ -1375,6 +1403,7 @@ public struct AdvancedCommerceSubscriptionModifyDescriptors: Hashable, Sendable 
     /// When the change takes effect.
     public var effective: AdvancedCommerceEffective
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         description: String? = nil,
         displayName: String? = nil,
@@ -1441,6 +1470,7 @@ public struct AdvancedCommerceSubscriptionModifyInAppRequest: Hashable, Sendable
     /// The transaction identifier of the subscription to change.
     public var transactionId: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         addItems: [AdvancedCommerceSubscriptionModifyAddItem]? = nil,
         changeItems: [AdvancedCommerceSubscriptionModifyChangeItem]? = nil,
@@ -1576,6 +1606,7 @@ public struct AdvancedCommerceSubscriptionModifyPeriodChange: Hashable, Sendable
     /// The new duration of a single subscription cycle.
     public var period: AdvancedCommercePeriod
 
+    /// A value from its fields.
     public init(
         effective: AdvancedCommerceEffective,
         period: AdvancedCommercePeriod
@@ -1599,6 +1630,7 @@ public struct AdvancedCommerceSubscriptionModifyRemoveItem: Hashable, Sendable {
     /// The SKU of the item to remove.
     public var sku: String
 
+    /// A value from its fields.
     public init(
         sku: String
     ) {
@@ -1631,6 +1663,7 @@ public struct AdvancedCommerceSubscriptionPriceChangeItem: Hashable, Sendable {
     /// SKUs whose price change depends on this one.
     public var dependentSKUs: [String]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         sku: String,
         price: Int64,
@@ -1678,6 +1711,7 @@ public struct AdvancedCommerceSubscriptionPriceChangeRequest: Hashable, Sendable
     /// The storefront of the purchase, as a three-letter country code.
     public var storefront: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         currency: String? = nil,
         items: [AdvancedCommerceSubscriptionPriceChangeItem],
@@ -1724,6 +1758,7 @@ public struct AdvancedCommerceSubscriptionPriceChangeResponse: Hashable, Sendabl
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields.
     public init(
         signedRenewalInfo: String,
         signedTransactionInfo: String
@@ -1758,6 +1793,7 @@ public struct AdvancedCommerceSubscriptionReactivateInAppRequest: Hashable, Send
     /// The transaction identifier of the subscription to reactivate.
     public var transactionId: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         items: [AdvancedCommerceSubscriptionReactivateItem]? = nil,
         requestInfo: AdvancedCommerceRequestInfo,
@@ -1825,6 +1861,7 @@ public struct AdvancedCommerceSubscriptionReactivateItem: Hashable, Sendable {
     /// The SKU of the item to reactivate.
     public var sku: String
 
+    /// A value from its fields.
     public init(
         sku: String
     ) {
@@ -1861,6 +1898,7 @@ public struct AdvancedCommerceSubscriptionRevokeRequest: Hashable, Sendable {
     /// The storefront of the purchase, as a three-letter country code.
     public var storefront: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         refundReason: AdvancedCommerceRefundReason,
         refundRiskingPreference: Bool,
@@ -1900,6 +1938,7 @@ public struct AdvancedCommerceSubscriptionRevokeResponse: Hashable, Sendable {
     /// The transaction information signed by the App Store (JWS).
     public var signedTransactionInfo: String
 
+    /// A value from its fields.
     public init(
         signedRenewalInfo: String,
         signedTransactionInfo: String
@@ -1937,6 +1976,7 @@ public struct AdvancedCommerceTransactionInfo: Hashable, Sendable {
     /// The tax rate applied, as a decimal string.
     public var taxRate: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         descriptors: AdvancedCommerceDescriptors? = nil,
         estimatedTax: Int64? = nil,
@@ -1990,6 +2030,7 @@ public struct AdvancedCommerceTransactionItem: Hashable, Sendable {
     /// The time the App Store revoked the item.
     public var revocationDate: Date?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         sku: String? = nil,
         description: String? = nil,
@@ -2032,6 +2073,7 @@ public struct AlternateProduct: Hashable, Sendable {
     /// The billing plan of the offered product.
     public var billingPlanType: BillingPlanType?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil,
         productId: String? = nil,
@@ -2071,6 +2113,7 @@ public struct AppData: Hashable, Sendable {
     /// App transaction information signed by the App Store, in JWS format.
     public var signedAppTransactionInfo: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         appAppleId: Int64? = nil,
         bundleId: String? = nil,
@@ -2102,6 +2145,7 @@ public struct AppReceiptInAppIdentifiers: Hashable, Sendable {
     /// Attribute 1705.
     public var originalTransactionId: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         transactionId: String? = nil,
         originalTransactionId: String? = nil
@@ -2131,6 +2175,7 @@ public struct AppReceiptTransactionIds: Hashable, Sendable {
     /// One entry per in-app purchase record.
     public var inApp: [AppReceiptInAppIdentifiers]
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         firstTransactionId: String? = nil,
         transactionIds: [String],
@@ -2172,6 +2217,7 @@ public struct AppReceiptVerification: Hashable, Sendable {
     /// The signer certificate's subject (OpenSSL one-line form).
     public var signer: String
 
+    /// A value from its fields.
     public init(
         effectiveDate: Date,
         effectiveDateSource: ReceiptEffectiveDateSource,
@@ -2222,6 +2268,7 @@ public struct AppTransaction: Hashable, Sendable {
     /// The platform on which the customer originally purchased the app.
     public var originalPlatform: PurchasePlatform?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         receiptType: AppStoreEnvironment? = nil,
         appAppleId: Int64? = nil,
@@ -2295,6 +2342,7 @@ public struct AppTransactionInfoResponse: Hashable, Sendable {
     /// The app transaction signed by the App Store (JWS).
     public var signedAppTransactionInfo: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedAppTransactionInfo: String? = nil
     ) {
@@ -2319,6 +2367,7 @@ public struct BulletPoint: Hashable, Sendable {
     /// The image's alternative text.
     public var altText: String
 
+    /// A value from its fields.
     public init(
         text: String,
         imageIdentifier: UUID,
@@ -2365,6 +2414,7 @@ public struct CheckTestNotificationResponse: Hashable, Sendable {
     /// The attempts to send the test notification.
     public var sendAttempts: [SendAttemptItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedPayload: String? = nil,
         sendAttempts: [SendAttemptItem]? = nil
@@ -2396,6 +2446,7 @@ public struct ConsumptionRequest: Hashable, Sendable {
     /// Whether you provided a free sample or trial before purchase.
     public var sampleContentProvided: Bool
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         customerConsented: Bool,
         consumptionPercentage: Int32? = nil,
@@ -2460,6 +2511,7 @@ public struct ConsumptionRequestV1: Hashable, Sendable {
     /// The refund decision you prefer.
     public var refundPreference: RefundPreferenceV1?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         customerConsented: Bool,
         consumptionStatus: ConsumptionStatus,
@@ -2546,6 +2598,7 @@ public struct DecodedRealtimeRequestBody: Hashable, Sendable {
     /// The server environment that signed the request.
     public var environment: AppStoreEnvironment
 
+    /// A value from its fields.
     public init(
         originalTransactionId: String,
         appAppleId: Int64,
@@ -2595,6 +2648,7 @@ public struct DefaultConfigurationRequest: Hashable, Sendable {
     /// The default message.
     public var messageIdentifier: UUID?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil
     ) {
@@ -2625,6 +2679,7 @@ public struct DefaultConfigurationResponse: Hashable, Sendable {
     /// The default message.
     public var messageIdentifier: UUID
 
+    /// A value from its fields.
     public init(
         messageIdentifier: UUID
     ) {
@@ -2652,6 +2707,7 @@ public struct ErrorPayload: Hashable, Sendable {
     /// A description of the error.
     public var errorMessage: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         errorCode: Int64? = nil,
         errorMessage: String? = nil
@@ -2679,6 +2735,7 @@ public struct ExtendRenewalDateRequest: Hashable, Sendable {
     /// Your identifier of this request (at most 128 characters).
     public var requestIdentifier: String
 
+    /// A value from its fields.
     public init(
         extendByDays: Int32,
         extendReasonCode: ExtendReasonCode,
@@ -2722,6 +2779,7 @@ public struct ExtendRenewalDateResponse: Hashable, Sendable {
     /// The new renewal date.
     public var effectiveDate: Date?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         originalTransactionId: String? = nil,
         webOrderLineItemId: String? = nil,
@@ -2761,6 +2819,7 @@ public struct ExternalPurchaseToken: Hashable, Sendable {
     /// The time the token expires, in milliseconds since 1970 (kept as a plain integer, as tokenCreationDate), present only for custom link tokens (Notifications v2.17).
     public var tokenExpirationDate: Int64?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         externalPurchaseId: String? = nil,
         tokenCreationDate: Int64? = nil,
@@ -2796,6 +2855,7 @@ public struct GetImageListResponse: Hashable, Sendable {
     /// The uploaded images.
     public var imageIdentifiers: [GetImageListResponseItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         imageIdentifiers: [GetImageListResponseItem]? = nil
     ) {
@@ -2820,6 +2880,7 @@ public struct GetImageListResponseItem: Hashable, Sendable {
     /// The size of the image.
     public var imageSize: ImageSize?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         imageIdentifier: UUID? = nil,
         imageState: ImageState? = nil,
@@ -2853,6 +2914,7 @@ public struct GetMessageListResponse: Hashable, Sendable {
     /// The uploaded messages.
     public var messageIdentifiers: [GetMessageListResponseItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifiers: [GetMessageListResponseItem]? = nil
     ) {
@@ -2875,6 +2937,7 @@ public struct GetMessageListResponseItem: Hashable, Sendable {
     /// The review state of the message.
     public var messageState: MessageState?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil,
         messageState: MessageState? = nil
@@ -2914,6 +2977,7 @@ public struct HistoryResponse: Hashable, Sendable {
     /// Transactions signed by the App Store (JWS).
     public var signedTransactions: [String]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         revision: String? = nil,
         hasMore: Bool? = nil,
@@ -2967,6 +3031,7 @@ public struct InAppPurchaseReceipt: Hashable, Sendable {
     /// Attribute 1719 (auto-renewable subscriptions: in an introductory price period).
     public var isInIntroOfferPeriod: Bool?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         quantity: Int64? = nil,
         productId: String? = nil,
@@ -3060,6 +3125,7 @@ public struct JWSRenewalInfoDecodedPayload: Hashable, Sendable {
     /// The billing plan that applies to the next renewal.
     public var renewalBillingPlanType: RenewalBillingPlanType?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         expirationIntent: ExpirationIntent? = nil,
         originalTransactionId: String? = nil,
@@ -3241,6 +3307,7 @@ public struct JWSTransactionDecodedPayload: Hashable, Sendable {
     /// Transaction information for a subscription with a billing commitment.
     public var commitmentInfo: TransactionCommitmentInfo?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         originalTransactionId: String? = nil,
         transactionId: String? = nil,
@@ -3400,6 +3467,7 @@ public struct LastTransactionsItem: Hashable, Sendable {
     /// The renewal information signed by the App Store (JWS).
     public var signedRenewalInfo: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         status: Status? = nil,
         originalTransactionId: String? = nil,
@@ -3437,6 +3505,7 @@ public struct LedgerConsumableTotal: Hashable, Sendable {
     /// The number of refunded transactions.
     public var refundedTransactions: Int64
 
+    /// A value from its fields.
     public init(
         productId: String,
         purchasedQuantity: Int64,
@@ -3479,6 +3548,7 @@ public struct LedgerCustomer: Hashable, Sendable {
     /// Consumables bought and refunded, per product.
     public var consumables: [LedgerConsumableTotal]
 
+    /// A value from its fields.
     public init(
         customerId: String,
         at: Date,
@@ -3526,6 +3596,7 @@ public struct LedgerDisagreement: Hashable, Sendable {
     /// The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
     public var engineStatus: Status?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         notificationUUID: String,
         notificationType: NotificationTypeV2? = nil,
@@ -3582,6 +3653,7 @@ public struct LedgerEntitlement: Hashable, Sendable {
     /// The subscription's status, 1 or 4 (subscriptions).
     public var status: Status?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         productId: String,
         reason: LedgerEntitlementReason,
@@ -3649,6 +3721,7 @@ public struct LedgerIngestResult: Hashable, Sendable {
     /// Whether appleStatus and engineStatus are equal (present with appleStatus).
     public var agrees: Bool?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         kind: LedgerEventKind,
         stored: Bool,
@@ -3721,6 +3794,7 @@ public struct LedgerPurchase: Hashable, Sendable {
     /// The refunded share, in milliunits of a percent (100000 = 100%).
     public var revocationPercentage: Int32?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         transactionId: String,
         originalTransactionId: String,
@@ -3848,6 +3922,7 @@ public struct LedgerSubscription: Hashable, Sendable {
     /// Its signedDate.
     public var lastNotificationDate: Date?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         originalTransactionId: String,
         at: Date,
@@ -4037,6 +4112,7 @@ public struct LedgerSummary: Hashable, Sendable {
     /// The ones whose status the ledger does not reproduce, ordered by signedDate.
     public var disagreements: [LedgerDisagreement]
 
+    /// A value from its fields.
     public init(
         events: Int64,
         notifications: Int64,
@@ -4089,6 +4165,7 @@ public struct MassExtendRenewalDateRequest: Hashable, Sendable {
     /// The subscription product to extend.
     public var productId: String
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         extendByDays: Int32,
         extendReasonCode: ExtendReasonCode,
@@ -4132,6 +4209,7 @@ public struct MassExtendRenewalDateResponse: Hashable, Sendable {
     /// Your identifier of the request.
     public var requestIdentifier: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         requestIdentifier: String? = nil
     ) {
@@ -4160,6 +4238,7 @@ public struct MassExtendRenewalDateStatusResponse: Hashable, Sendable {
     /// The number of subscriptions that could not be extended.
     public var failedCount: Int64?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         requestIdentifier: String? = nil,
         complete: Bool? = nil,
@@ -4192,6 +4271,7 @@ public struct Message: Hashable, Sendable {
     /// The message to show.
     public var messageIdentifier: UUID?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil
     ) {
@@ -4231,6 +4311,7 @@ public struct NotificationData: Hashable, Sendable {
     /// The customer-provided reason for the refund request.
     public var consumptionRequestReason: ConsumptionRequestReason?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         environment: AppStoreEnvironment? = nil,
         appAppleId: Int64? = nil,
@@ -4282,6 +4363,7 @@ public struct NotificationHistoryRequest: Hashable, Sendable {
     /// Only notifications that did not reach your server.
     public var onlyFailures: Bool?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         startDate: Date,
         endDate: Date,
@@ -4326,6 +4408,7 @@ public struct NotificationHistoryResponse: Hashable, Sendable {
     /// The notifications.
     public var notificationHistory: [NotificationHistoryResponseItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         paginationToken: String? = nil,
         hasMore: Bool? = nil,
@@ -4354,6 +4437,7 @@ public struct NotificationHistoryResponseItem: Hashable, Sendable {
     /// The attempts to send it.
     public var sendAttempts: [SendAttemptItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedPayload: String? = nil,
         sendAttempts: [SendAttemptItem]? = nil
@@ -4379,6 +4463,7 @@ public struct OrderLookupResponse: Hashable, Sendable {
     /// The transactions of the order, signed by the App Store (JWS).
     public var signedTransactions: [String]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         status: OrderLookupStatus? = nil,
         signedTransactions: [String]? = nil
@@ -4410,6 +4495,7 @@ public struct PerformanceTestConfig: Hashable, Sendable {
     /// The success rate your server must meet.
     public var successRateThreshold: Int32
 
+    /// A value from its fields.
     public init(
         maxConcurrentRequests: Int64,
         totalRequests: Int64,
@@ -4442,6 +4528,7 @@ public struct PerformanceTestRequest: Hashable, Sendable {
     /// The original transaction identifier the test requests use.
     public var originalTransactionId: String
 
+    /// A value from its fields.
     public init(
         originalTransactionId: String
     ) {
@@ -4469,6 +4556,7 @@ public struct PerformanceTestResponse: Hashable, Sendable {
     /// The test identifier.
     public var requestId: String
 
+    /// A value from its fields.
     public init(
         config: PerformanceTestConfig,
         requestId: String
@@ -4500,6 +4588,7 @@ public struct PerformanceTestResponseTimes: Hashable, Sendable {
     /// The 99th percentile.
     public var p99: Int64
 
+    /// A value from its fields.
     public init(
         average: Int64,
         p50: Int64,
@@ -4544,6 +4633,7 @@ public struct PerformanceTestResultResponse: Hashable, Sendable {
     /// Failure counts keyed by SendAttemptResult raw value (unknown keys kept).
     public var failures: [String: Int32]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         config: PerformanceTestConfig,
         target: String,
@@ -4586,6 +4676,7 @@ public struct PromotionalOffer: Hashable, Sendable {
     /// A promotional offer V1 signature and what it signed.
     public var promotionalOfferSignatureV1: PromotionalOfferSignatureV1?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         messageIdentifier: UUID? = nil,
         promotionalOfferSignatureV2: String? = nil,
@@ -4631,6 +4722,7 @@ public struct PromotionalOfferSignatureV1: Hashable, Sendable {
     /// The app account token that was signed.
     public var appAccountToken: UUID?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         encodedSignature: String,
         productId: String,
@@ -4680,6 +4772,7 @@ public struct RealtimeRequestBody: Hashable, Sendable {
     /// The signed request (JWS).
     public var signedPayload: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedPayload: String? = nil
     ) {
@@ -4706,6 +4799,7 @@ public struct RealtimeResponseBody: Hashable, Sendable {
     /// Advanced Commerce data.
     public var advancedCommerceInfo: AdvancedCommerceInfo?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         message: Message? = nil,
         alternateProduct: AlternateProduct? = nil,
@@ -4735,6 +4829,7 @@ public struct RealtimeUrlRequest: Hashable, Sendable {
     /// Your realtime URL (at most 256 characters).
     public var realtimeURL: String
 
+    /// A value from its fields.
     public init(
         realtimeURL: String
     ) {
@@ -4763,6 +4858,7 @@ public struct RealtimeUrlResponse: Hashable, Sendable {
     /// Your realtime URL.
     public var realtimeURL: String
 
+    /// A value from its fields.
     public init(
         realtimeURL: String
     ) {
@@ -4787,6 +4883,7 @@ public struct RefundHistoryResponse: Hashable, Sendable {
     /// Whether more pages follow.
     public var hasMore: Bool?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedTransactions: [String]? = nil,
         revision: String? = nil,
@@ -4821,6 +4918,7 @@ public struct RenewalCommitmentInfo: Hashable, Sendable {
     /// The commitment renewal price, in milliunits of the currency.
     public var commitmentRenewalPrice: Int64?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         commitmentAutoRenewProductId: String? = nil,
         commitmentAutoRenewStatus: AutoRenewStatus? = nil,
@@ -4853,6 +4951,7 @@ public struct ResponseBodyV2: Hashable, Sendable {
     /// The signed notification (JWS).
     public var signedPayload: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedPayload: String? = nil
     ) {
@@ -4889,6 +4988,7 @@ public struct ResponseBodyV2DecodedPayload: Hashable, Sendable {
     /// App metadata and signed app transaction information.
     public var appData: AppData?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         notificationType: NotificationTypeV2? = nil,
         subtype: Subtype? = nil,
@@ -4935,6 +5035,7 @@ public struct SendAttemptItem: Hashable, Sendable {
     /// The outcome.
     public var sendAttemptResult: SendAttemptResult?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         attemptDate: Date? = nil,
         sendAttemptResult: SendAttemptResult? = nil
@@ -4958,6 +5059,7 @@ public struct SendTestNotificationResponse: Hashable, Sendable {
     /// The token to check the test notification's status with.
     public var testNotificationToken: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         testNotificationToken: String? = nil
     ) {
@@ -4984,6 +5086,7 @@ public struct StatusResponse: Hashable, Sendable {
     /// The statuses, by subscription group.
     public var data: [SubscriptionGroupIdentifierItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         environment: AppStoreEnvironment? = nil,
         bundleId: String? = nil,
@@ -5015,6 +5118,7 @@ public struct SubscriptionGroupIdentifierItem: Hashable, Sendable {
     /// The latest transaction of each subscription in the group.
     public var lastTransactions: [LastTransactionsItem]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         subscriptionGroupIdentifier: String? = nil,
         lastTransactions: [LastTransactionsItem]? = nil
@@ -5052,6 +5156,7 @@ public struct Summary: Hashable, Sendable {
     /// The number of subscriptions that did not receive the extension.
     public var failedCount: Int64?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         environment: AppStoreEnvironment? = nil,
         appAppleId: Int64? = nil,
@@ -5099,6 +5204,7 @@ public struct TransactionCommitmentInfo: Hashable, Sendable {
     /// The total number of billing periods in the commitment.
     public var totalBillingPeriods: Int32?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         billingPeriodNumber: Int32? = nil,
         commitmentExpiresDate: Date? = nil,
@@ -5142,6 +5248,7 @@ public struct TransactionHistoryRequest: Hashable, Sendable {
     /// Only revoked (true) or only not revoked (false) transactions.
     public var revoked: Bool?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         startDate: Date? = nil,
         endDate: Date? = nil,
@@ -5183,6 +5290,7 @@ public struct TransactionInfoResponse: Hashable, Sendable {
     /// The transaction signed by the App Store (JWS).
     public var signedTransactionInfo: String?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         signedTransactionInfo: String? = nil
     ) {
@@ -5203,6 +5311,7 @@ public struct UpdateAppAccountTokenRequest: Hashable, Sendable {
     /// The new app account token.
     public var appAccountToken: UUID
 
+    /// A value from its fields.
     public init(
         appAccountToken: UUID
     ) {
@@ -5235,6 +5344,7 @@ public struct UploadMessageImage: Hashable, Sendable {
     /// The image's alternative text.
     public var altText: String
 
+    /// A value from its fields.
     public init(
         imageIdentifier: UUID,
         altText: String
@@ -5280,6 +5390,7 @@ public struct UploadMessageRequestBody: Hashable, Sendable {
     /// Bullet points (at most 5).
     public var bulletPoints: [BulletPoint]?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         header: String,
         body: String,
@@ -5354,6 +5465,7 @@ public struct VerifiedAppReceiptFields: Hashable, Sendable {
     /// How the receipt was verified.
     public var verification: AppReceiptVerification
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         bundleId: String? = nil,
         applicationVersion: String? = nil,
@@ -5398,6 +5510,7 @@ public struct VerifiedNotification: Hashable, Sendable {
     /// appData.signedAppTransactionInfo, verified, when present.
     public var appTransaction: AppTransaction?
 
+    /// A value from its fields; optional fields default to nil.
     public init(
         notification: ResponseBodyV2DecodedPayload,
         transaction: JWSTransactionDecodedPayload? = nil,

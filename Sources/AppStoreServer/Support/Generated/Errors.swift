@@ -5,12 +5,19 @@ import FoundationEssentials
 /// Apple's verification status vocabulary (the statuses of spec/errors.json marked "apple"). Raw values are the
 /// C ABI status codes (`APPSTORE_*` in appstoreserver.h), so they are frozen.
 public enum VerificationError: Int32, Hashable, Sendable, CaseIterable {
+    /// the signed data is not genuine or not valid (Apple's VERIFICATION_FAILURE)
     case VERIFICATION_FAILURE = 3
+    /// online checks only: no OCSP answer could be obtained; nothing was learnt about the data, verify again later; never cached
     case RETRYABLE_VERIFICATION_FAILURE = 4
+    /// the data is for another app (bundle id or app Apple ID)
     case INVALID_APP_IDENTIFIER = 5
+    /// the data is from another environment
     case INVALID_ENVIRONMENT = 6
+    /// the x5c chain is missing or not exactly 3 certificates
     case INVALID_CHAIN_LENGTH = 7
+    /// an x5c certificate cannot be read
     case INVALID_CERTIFICATE = 8
+    /// not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report VERIFICATION_FAILURE)
     case INVALID_JWT_FORMAT = 9
 }
 
@@ -77,6 +84,7 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// The status of Apple's vocabulary, as a library status (same raw value).
     public init(_ status: VerificationError) {
         switch status {
         case .VERIFICATION_FAILURE: self = .verificationFailure
