@@ -7,7 +7,10 @@ The library is taken from, in this order:
   2. <repo>/build/dist/libappstoreserver.so.0 (what the README's first command, scripts/build-and-demo, builds);
   3. a CMake build of the repository (needs the Swift toolchain): cmake -S <repo> -B <repo>/build -G Ninja
      -DCMAKE_BUILD_TYPE=Release && ninja -C <repo>/build dist.
-<repo> is the repository this folder (bindings/python) belongs to, or APPSTORESERVER_REPO.
+<repo> is the repository this folder (bindings/python) belongs to, or APPSTORESERVER_REPO. When none of these can
+work (no library, and no swiftc, cmake or ninja on PATH) the build stops with one line saying so, before anything
+else is done: the release wheel (appstoreserver-<version>-py3-none-manylinux_2_28_x86_64.whl, made by
+scripts/release) is what installs without a toolchain.
 
 The repository's LICENSE and THIRD_PARTY_NOTICES are copied into this folder (git-ignored copies) before setuptools
 reads pyproject.toml, whose license-files puts them into the wheel's .dist-info/licenses/ (and into an sdist, which
@@ -18,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+from typing import NoReturn
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -44,11 +48,20 @@ def repo_root() -> str:
     return os.environ.get("APPSTORESERVER_REPO") or os.path.dirname(os.path.dirname(HERE))
 
 
+INSTEAD = ("install the release wheel appstoreserver-{v}-py3-none-manylinux_2_28_x86_64.whl (no toolchain needed), "
+           "or set APPSTORESERVER_LIB to a built self-contained libappstoreserver.so.0")
+
+
+def stop(message: str) -> NoReturn:
+    """Ends the build with one line (SystemExit prints its text without a traceback)."""
+    raise SystemExit(f"appstoreserver: {message}")
+
+
 def find_library() -> str:
     env = os.environ.get("APPSTORESERVER_LIB")
     if env:
         if not os.path.isfile(env):
-            raise RuntimeError(f"APPSTORESERVER_LIB={env}: no such file")
+            stop(f"APPSTORESERVER_LIB={env}: no such file")
         print(f"appstoreserver: bundling {env} (APPSTORESERVER_LIB)")
         return env
     repo = repo_root()
@@ -56,15 +69,25 @@ def find_library() -> str:
     if os.path.isfile(built):
         print(f"appstoreserver: bundling {built}")
         return built
+    instead = INSTEAD.format(v=version())
     if not os.path.isfile(os.path.join(repo, "CMakeLists.txt")):
-        raise RuntimeError(f"{LIB_NAME} not found: set APPSTORESERVER_LIB to the self-contained library, or build from "
-                           "the repository (APPSTORESERVER_REPO)")
+        stop(f"{LIB_NAME} not found and no repository to build it in ({repo}; APPSTORESERVER_REPO): {instead}")
+    missing = [tool for tool in ("swiftc", "cmake", "ninja") if shutil.which(tool) is None]
+    if missing:
+        what = "the Swift toolchain (swiftc)" if "swiftc" in missing else " and ".join(missing)
+        stop(f"cannot build {LIB_NAME} from source: {what} not found on PATH, and no built library "
+             f"({built}). Either {instead}, or install Swift 6.1+ ({', '.join(missing)}) and run "
+             "scripts/build-and-demo first (README, Install)")
     print(f"appstoreserver: {built} missing; building it with CMake (Swift toolchain required)")
     build = os.path.join(repo, "build")
-    subprocess.check_call(["cmake", "-S", repo, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
-    subprocess.check_call(["ninja", "-C", build, "dist"])
+    try:
+        subprocess.check_call(["cmake", "-S", repo, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"])
+        subprocess.check_call(["ninja", "-C", build, "dist"])
+    except subprocess.CalledProcessError as e:
+        stop(f"building {LIB_NAME} with CMake failed ({' '.join(e.cmd[:2])} ... exited with {e.returncode}; "
+             f"its output is above): {instead}")
     if not os.path.isfile(built):
-        raise RuntimeError(f"the CMake build did not produce {built}")
+        stop(f"the CMake build did not produce {built}")
     return built
 
 
@@ -82,7 +105,7 @@ def copy_notices() -> None:
         if in_repo and os.path.isfile(source):
             shutil.copyfile(source, target)
         elif not os.path.isfile(target):
-            raise RuntimeError(f"{name} not found in the repository {repo} (APPSTORESERVER_REPO) nor in {HERE}")
+            stop(f"{name} not found in the repository {repo} (APPSTORESERVER_REPO) nor in {HERE}")
 
 
 class BuildPy(build_py):
@@ -90,11 +113,12 @@ class BuildPy(build_py):
     module the generator no longer writes cannot linger in the wheel)."""
 
     def run(self) -> None:
+        library = find_library()  # first: without one, nothing else is done or printed
         shutil.rmtree(os.path.join(self.build_lib, "appstoreserver"), ignore_errors=True)
         super().run()
         target = os.path.join(self.build_lib, "appstoreserver", LIB_NAME)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(find_library(), target)
+        shutil.copyfile(library, target)
         os.chmod(target, 0o755)
 
 
