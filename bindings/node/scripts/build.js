@@ -15,6 +15,10 @@
 // build makes, or scripts/glibc228/stubs), so the addon, like the library, loads on glibc >= 2.28
 // (docs/platforms.md); elsewhere it is linked against the machine's own glibc.
 //
+// Without what a build needs (a C compiler; to build the library, the Swift toolchain, CMake and Ninja) it stops
+// before doing anything, with one line naming what is missing and the release tarball (appstoreserver-<version>.tgz,
+// made by scripts/release), which installs with neither.
+//
 // Options: --force (rebuild even when a packed addon loads), --quiet.
 'use strict';
 
@@ -39,6 +43,44 @@ function log(msg) {
 function fail(msg) {
   console.error(`appstoreserver: build failed: ${msg}`);
   process.exit(1);
+}
+
+// The executable CMD would run as (PATH lookup), or null.
+function which(cmd) {
+  if (cmd.includes('/')) return fs.existsSync(cmd) ? cmd : null;
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, cmd);
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      if (fs.statSync(file).isFile()) return file;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
+
+function version() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8')).version;
+  } catch {
+    return '<version>';
+  }
+}
+
+// Stops, in one line, when a build cannot start: NEEDS lists what is missing ([] when nothing is).
+function preflight(needs) {
+  if (!needs.length) return;
+  console.error(`appstoreserver: cannot build the addon from source: ${needs.join('; ')}. ` +
+    `Install the release tarball instead (npm install ./appstoreserver-${version()}.tgz: the addon and the library ` +
+    'built in, no compiler or Swift needed), or install what is missing and run scripts/build-and-demo (README, Install)');
+  process.exit(1);
+}
+
+const CC = process.env.CC || 'cc';
+function compilerMissing() {
+  return which(CC) ? [] : [`no C compiler (${CC}${process.env.CC ? ', from $CC' : ''}) on PATH`];
 }
 
 function loads(file) {
@@ -83,6 +125,9 @@ function findLibrary() {
   }
   const dist = path.join(REPO, 'build', 'dist', SONAME);
   if (fs.existsSync(dist)) return dist;
+  const tools = ['swiftc', 'cmake', 'ninja'].filter((t) => !which(t));
+  preflight([...compilerMissing(), ...(tools.length ? [`no built ${dist} and no ${tools.join(', ')} on PATH to build ` +
+    'it (the Swift toolchain, CMake, Ninja; or set APPSTORESERVER_LIB to a built self-contained library)'] : [])]);
   log(`no ${dist}: building it with CMake (target dist; this builds the Swift library)`);
   run('cmake', ['-S', REPO, '-B', path.join(REPO, 'build'), '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release']);
   run('ninja', ['-C', path.join(REPO, 'build'), 'dist']);
@@ -116,7 +161,8 @@ function glibcStubs() {
 }
 
 function compile() {
-  const cc = process.env.CC || 'cc';
+  const cc = CC;
+  preflight(compilerMissing());
   const stubs = glibcStubs();
   const argv = ['-std=c11', '-O2', '-g0', '-Wall', '-Wextra', '-Werror', '-fPIC', '-shared', '-fvisibility=hidden',
     `-I${nodeInclude()}`, `-I${INCLUDE}`, `-I${path.join(PKG, 'generated')}`,
@@ -140,6 +186,8 @@ if (!inRepo) {
     fail('the package carries no libappstoreserver.so.0 / appstoreserver.h to build against');
   compile();
 } else {
+  // Before anything is copied or printed (findLibrary names a missing compiler too when it must build the library).
+  if (process.env.APPSTORESERVER_LIB || fs.existsSync(path.join(REPO, 'build', 'dist', SONAME))) preflight(compilerMissing());
   const lib = findLibrary();
   if (!sameFile(lib, LIB)) {
     fs.copyFileSync(lib, LIB + '.tmp');
