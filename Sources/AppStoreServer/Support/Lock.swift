@@ -52,6 +52,7 @@ public enum ForkGuard {
         depth = d + 1
     }
 
+    /// Leaves the section the matching `enter()` entered.
     @inline(__always)
     public static func leave() {
         let d = depth - 1
@@ -84,6 +85,7 @@ public final class Locked<Value>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value
 
+    /// A lock around `value`.
     public init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
@@ -96,6 +98,7 @@ public final class Locked<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` on the value while holding the lock (inside a `ForkGuard` section).
     public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         ForkGuard.enter()
         defer { ForkGuard.leave() }

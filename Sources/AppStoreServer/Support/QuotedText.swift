@@ -2,6 +2,7 @@
 /// reach one: text that looks like a PEM block (a .p8 pasted where a path, a URL or an identifier goes) is described,
 /// not quoted; anything else is quoted printable and bounded.
 public enum QuotedText {
+    /// What a message says instead of text that looks like key material.
     public static let pemDescription = "<PEM key material, not shown>"
 
     /// `"text"` (control characters dropped, at most `limit` characters), or `pemDescription`.
