@@ -10,19 +10,25 @@ public struct ChainCacheConfiguration: Hashable, Sendable {
     /// How long a verified chain is reused, in seconds. Apple's libraries use 15 minutes.
     public var timeToLive: Int64
 
+    /// A cache of at most `maxEntries` chains, each reused for `timeToLive` seconds (negative values count as 0).
     public init(maxEntries: Int = 32, timeToLive: Int64 = 15 * 60) {
         self.maxEntries = max(0, maxEntries)
         self.timeToLive = max(0, timeToLive)
     }
 
+    /// 32 chains for 15 minutes, as Apple's libraries.
     public static let `default` = ChainCacheConfiguration()
+    /// No cache: every call validates the chain (and, with online checks, asks the responders).
     public static let disabled = ChainCacheConfiguration(maxEntries: 0, timeToLive: 0)
 }
 
 /// Counters of cache use, for tests and monitoring.
 public struct ChainCacheStatistics: Hashable, Sendable {
+    /// Calls that found their chain in the cache.
     public var hits: UInt64 = 0
+    /// Calls that validated their chain.
     public var misses: UInt64 = 0
+    /// Chains in the cache now.
     public var entries: Int = 0
     /// Chains stored so far (only chains of correctly signed payloads are).
     public var insertions: UInt64 = 0

@@ -12,6 +12,7 @@ extension SignedDataVerifier {
         }
     }
 
+    /// Verifies `jws` (compact JWS text) as `kind` and returns the payload JSON exactly as signed.
     public func verifiedPayloadJSON(_ kind: SignedPayloadKind, _ jws: String) -> Result<[UInt8], VerificationFailure> {
         var s = jws
         return s.withUTF8 { verifiedPayloadJSON(kind, UnsafeRawBufferPointer($0)) }

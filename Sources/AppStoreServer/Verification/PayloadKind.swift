@@ -2,10 +2,15 @@ import FoundationEssentials
 
 /// The five kinds of App Store signed payload.
 public enum SignedPayloadKind: String, Hashable, Sendable, CaseIterable {
+    /// A notification V2 payload (`ResponseBodyV2DecodedPayload`).
     case notification
+    /// A signed transaction (`JWSTransactionDecodedPayload`).
     case transaction
+    /// Signed renewal info (`JWSRenewalInfoDecodedPayload`).
     case renewalInfo
+    /// A signed app transaction (`AppTransaction`).
     case appTransaction
+    /// A Retention Messaging realtime request (`DecodedRealtimeRequestBody`).
     case realtimeRequest
 
     var article: String {

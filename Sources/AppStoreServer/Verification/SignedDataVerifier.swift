@@ -11,9 +11,13 @@ import FoundationEssentials
 /// Thread-safe: one instance may be shared by any number of threads. Calls are synchronous: CPU-bound, plus, with
 /// online checks on and no cached answer, up to two OCSP exchanges on the calling thread.
 public final class SignedDataVerifier: Sendable {
+    /// The app's bundle identifier; payloads for another bundle fail (`wrongBundle`).
     public let bundleId: String
+    /// The app's Apple ID, checked in Production (`wrongAppAppleId`).
     public let appAppleId: Int64?
+    /// The environment payloads must come from (`wrongEnvironment`).
     public let environment: AppStoreEnvironment
+    /// Whether chains are checked for revocation with OCSP, at the current time.
     public let enableOnlineChecks: Bool
     /// The transport OCSP requests go through (online checks), if one was given.
     public let transport: (any BlockingHTTPTransport)?
@@ -53,6 +57,7 @@ public final class SignedDataVerifier: Sendable {
                       transport: transport, ocspTimeoutMilliseconds: ocspTimeoutMilliseconds, maxJWSBytes: maxJWSBytes)
     }
 
+    /// A verifier with the roots as bytes; the parameters as for the `Data` form.
     public init(rootCertificates: [[UInt8]], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
                 enableOnlineChecks: Bool, chainCache: ChainCacheConfiguration = .default,
                 transport: (any BlockingHTTPTransport)? = nil,
@@ -93,22 +98,28 @@ public final class SignedDataVerifier: Sendable {
 
     // MARK: Apple's five operations
 
+    /// Verifies and decodes a notification V2 `signedPayload` (Apple's `verifyAndDecodeNotification`).
     public func verifyAndDecodeNotification(signedPayload: String) -> VerificationResult<ResponseBodyV2DecodedPayload> {
         VerificationResult(verify(signedPayload, as: ResponseBodyV2DecodedPayload.self).map(\.value))
     }
 
+    /// Verifies and decodes a signed transaction (Apple's `verifyAndDecodeTransaction`).
     public func verifyAndDecodeTransaction(signedTransaction: String) -> VerificationResult<JWSTransactionDecodedPayload> {
         VerificationResult(verify(signedTransaction, as: JWSTransactionDecodedPayload.self).map(\.value))
     }
 
+    /// Verifies and decodes signed renewal info (Apple's `verifyAndDecodeRenewalInfo`).
     public func verifyAndDecodeRenewalInfo(signedRenewalInfo: String) -> VerificationResult<JWSRenewalInfoDecodedPayload> {
         VerificationResult(verify(signedRenewalInfo, as: JWSRenewalInfoDecodedPayload.self).map(\.value))
     }
 
+    /// Verifies and decodes a signed app transaction (Apple's `verifyAndDecodeAppTransaction`).
     public func verifyAndDecodeAppTransaction(signedAppTransaction: String) -> VerificationResult<AppTransaction> {
         VerificationResult(verify(signedAppTransaction, as: AppTransaction.self).map(\.value))
     }
 
+    /// Verifies and decodes a Retention Messaging realtime request's `signedPayload` (Apple's
+    /// `verifyAndDecodeRealtimeRequest`).
     public func verifyAndDecodeRealtimeRequest(signedPayload: String) -> VerificationResult<DecodedRealtimeRequestBody> {
         VerificationResult(verify(signedPayload, as: DecodedRealtimeRequestBody.self).map(\.value))
     }
@@ -124,15 +135,19 @@ public final class SignedDataVerifier: Sendable {
     public func verifyAndDecodeNotification(signedPayload: String) async -> VerificationResult<ResponseBodyV2DecodedPayload> {
         VerificationResult(verify(signedPayload, as: ResponseBodyV2DecodedPayload.self).map(\.value))
     }
+    /// Async form of `verifyAndDecodeTransaction(signedTransaction:)`.
     public func verifyAndDecodeTransaction(signedTransaction: String) async -> VerificationResult<JWSTransactionDecodedPayload> {
         VerificationResult(verify(signedTransaction, as: JWSTransactionDecodedPayload.self).map(\.value))
     }
+    /// Async form of `verifyAndDecodeRenewalInfo(signedRenewalInfo:)`.
     public func verifyAndDecodeRenewalInfo(signedRenewalInfo: String) async -> VerificationResult<JWSRenewalInfoDecodedPayload> {
         VerificationResult(verify(signedRenewalInfo, as: JWSRenewalInfoDecodedPayload.self).map(\.value))
     }
+    /// Async form of `verifyAndDecodeAppTransaction(signedAppTransaction:)`.
     public func verifyAndDecodeAppTransaction(signedAppTransaction: String) async -> VerificationResult<AppTransaction> {
         VerificationResult(verify(signedAppTransaction, as: AppTransaction.self).map(\.value))
     }
+    /// Async form of `verifyAndDecodeRealtimeRequest(signedPayload:)`.
     public func verifyAndDecodeRealtimeRequest(signedPayload: String) async -> VerificationResult<DecodedRealtimeRequestBody> {
         VerificationResult(verify(signedPayload, as: DecodedRealtimeRequestBody.self).map(\.value))
     }

@@ -55,13 +55,17 @@ public struct UnverifiedSignedData: Sendable, Hashable {
 public struct CertificateInfo: Sendable, Hashable {
     /// OpenSSL's one-line form, e.g. `/CN=Apple Root CA - G3/OU=Apple Certification Authority/O=Apple Inc./C=US`.
     public let subject: String
+    /// The issuer's name, in the same form as `subject`.
     public let issuer: String
     /// The serial number in upper-case hex.
     public let serialNumber: String
+    /// The start of the validity period (nil when it cannot be read).
     public let notBefore: Date?
+    /// The end of the validity period (nil when it cannot be read).
     public let notAfter: Date?
     /// SHA-256 of the DER, upper-case hex pairs separated by colons (the form Apple publishes for its roots).
     public let sha256Fingerprint: String
+    /// The certificate's DER.
     public let der: [UInt8]
 
     /// nil when `der` is not exactly one DER certificate.

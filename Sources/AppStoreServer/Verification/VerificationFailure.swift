@@ -3,10 +3,12 @@
 
 /// A rejected signed payload: Apple's status, our precise reason, and a message naming what failed and why.
 public struct VerificationFailure: AppStoreServerFailure, Hashable {
+    /// Apple's status, as Apple's libraries report it.
     public let status: VerificationError
     public let reason: FailureReason
     public let message: String
 
+    /// A failure with its status, reason and message.
     public init(status: VerificationError, reason: FailureReason, message: String) {
         self.status = status
         self.reason = reason
@@ -32,6 +34,7 @@ public struct VerificationFailure: AppStoreServerFailure, Hashable {
 public struct ConfigurationError: AppStoreServerFailure, Hashable {
     public let reason: FailureReason
     public let message: String
+    /// A configuration error with its reason and message.
     public init(_ reason: FailureReason, _ message: String) {
         self.reason = reason
         self.message = message
@@ -42,7 +45,9 @@ public struct ConfigurationError: AppStoreServerFailure, Hashable {
 
 /// The outcome of a verify-and-decode call, shaped like Apple's `VerificationResult`.
 public enum VerificationResult<T: Sendable>: Sendable {
+    /// The payload verified; its decoded value.
     case valid(T)
+    /// The payload did not verify; why.
     case invalid(VerificationFailure)
 
     /// The decoded value, or the failure thrown.
