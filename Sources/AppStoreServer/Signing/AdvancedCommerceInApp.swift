@@ -2,8 +2,11 @@ import FoundationEssentials
 
 /// One of the four Advanced Commerce in-app request models. Each encodes its `operation` and `version: "1"`.
 public protocol AdvancedCommerceInAppRequest: Sendable {
+    /// The request's `operation` value, e.g. `CREATE_SUBSCRIPTION`.
     static var operation: String { get }
+    /// The request's `version` value (`1`).
     static var version: String { get }
+    /// Checks Apple's documented limits (the generated `validate()` of the model).
     func validate() throws(ModelValidationError)
 }
 
@@ -25,9 +28,11 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
         AdvancedCommerceSubscriptionModifyInAppRequest.self, AdvancedCommerceSubscriptionReactivateInAppRequest.self,
     ]
 
+    /// A creator that signs with `signingKey` for the key id, issuer and bundle id given.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
         base = try JWSSignatureCreator(key: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
+    /// Apple's initializer: the PEM is parsed here (prefer sharing one `SigningKey`).
     public init(signingKey: String, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
         try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }

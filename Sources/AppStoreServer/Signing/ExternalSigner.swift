@@ -9,6 +9,7 @@ import COpenSSL
 /// Called on the thread that asked for the signature, possibly from several threads at once. A thrown error fails that
 /// signature with reason `signerFailed` and the error's description in the message.
 public protocol ES256Signer: Sendable {
+    /// The ECDSA P-256 signature of SHA-256(`message`) (`digest` is that hash), as r‖s or DER.
     func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8]
 }
 

@@ -49,6 +49,7 @@ enum JWSCreation {
 public enum AppStoreServerAPIToken {
     /// Apple rejects tokens that live longer than 60 minutes.
     public static let maximumLifetime: Int64 = 3600
+    /// Five minutes, in seconds.
     public static let defaultLifetime: Int64 = 300
 
     /// Header `alg`, `kid`, `typ: JWT`; claims `iss`, `iat`, `exp`, `aud: appstoreconnect-v1`, `bid`.
@@ -117,6 +118,7 @@ func loadKey(_ pem: String) throws(SigningError) -> SigningKey {
 public struct PromotionalOfferV2SignatureCreator: Sendable {
     let base: JWSSignatureCreator
 
+    /// A creator that signs with `signingKey` for the key id, issuer and bundle id given.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
         base = try JWSSignatureCreator(key: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
@@ -141,9 +143,11 @@ public struct PromotionalOfferV2SignatureCreator: Sendable {
 public struct IntroductoryOfferEligibilitySignatureCreator: Sendable {
     let base: JWSSignatureCreator
 
+    /// A creator that signs with `signingKey` for the key id, issuer and bundle id given.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
         base = try JWSSignatureCreator(key: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
+    /// Apple's initializer: the PEM is parsed here (prefer sharing one `SigningKey`).
     public init(signingKey: String, keyId: String, issuerId: String, bundleId: String) throws(SigningError) {
         try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
@@ -176,6 +180,7 @@ public struct PromotionalOfferSignatureCreator: Sendable {
     let keyId: String
     let bundleId: String
 
+    /// A creator that signs with `signingKey` for the key id and bundle id given.
     public init(signingKey: SigningKey, keyId: String, bundleId: String) throws(SigningError) {
         try JWSCreation.nonEmpty(keyId, "keyId")
         try JWSCreation.nonEmpty(bundleId, "bundleId")

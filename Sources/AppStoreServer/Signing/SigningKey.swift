@@ -3,13 +3,20 @@ import FoundationEssentials
 
 /// Why a signing key could not be loaded. Messages never contain key material.
 public struct SigningKeyError: AppStoreServerFailure, Hashable {
+    /// What is wrong with the key.
     public enum Kind: Int32, Hashable, Sendable {
+        /// No `-----BEGIN PRIVATE KEY-----` block.
         case notPEM = 1
+        /// Encrypted PKCS#8: provide the plain `.p8`.
         case encrypted = 2
+        /// Truncated or corrupt PEM / DER.
         case malformed = 3
+        /// Not an EC key (RSA, Ed25519, ...).
         case notEC = 4
+        /// An EC key, but not on P-256.
         case wrongCurve = 5
     }
+    /// What is wrong with the key.
     public let kind: Kind
     public let message: String
     init(_ kind: Kind, _ message: String) {
@@ -111,6 +118,7 @@ public final class SigningKey: @unchecked Sendable {
     /// The largest PEM input accepted (OpenSSL's memory BIO takes an `Int32` length). A `.p8` key is ~250 bytes.
     static let maximumPEMLength = Int(Int32.max)
 
+    /// A key from the `.p8` PEM text (the text's bytes are cleared once read).
     public convenience init(pem: String) throws(SigningKeyError) {
         var bytes = Array(pem.utf8)
         defer { KeyMemory.cleanse(&bytes) }
