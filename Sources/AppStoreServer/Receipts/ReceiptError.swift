@@ -9,6 +9,7 @@ public struct ReceiptError: AppStoreServerFailure, Hashable {
     public let reason: FailureReason
     public let message: String
 
+    /// An error with its reason and message.
     public init(_ reason: FailureReason, _ message: String) {
         self.reason = reason
         self.message = message

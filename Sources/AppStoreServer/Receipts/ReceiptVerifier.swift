@@ -31,6 +31,7 @@ public final class ReceiptVerifier: Sendable {
         self.bundleId = bundleId
     }
 
+    /// A verifier with the roots as `Data`; the parameters as for the `[[UInt8]]` form.
     public convenience init(rootCertificates: [Data], bundleId: String? = nil) throws(ConfigurationError) {
         try self.init(rootCertificates: rootCertificates.map { [UInt8]($0) }, bundleId: bundleId)
     }
@@ -105,6 +106,7 @@ public final class ReceiptVerifier: Sendable {
 
 /// A verified app receipt: its decoded fields and how it was verified.
 public struct VerifiedAppReceipt: Hashable, Sendable {
+    /// Which date the chain was validated at.
     public enum EffectiveDateSource: String, Hashable, Sendable {
         /// The chain was validated at the receipt's creation date (attribute 12).
         case receiptCreationDate
@@ -112,9 +114,11 @@ public struct VerifiedAppReceipt: Hashable, Sendable {
         case now
     }
 
+    /// The receipt's decoded fields.
     public let receipt: AppReceiptContents
     /// The date the certificate chain was validated at.
     public let effectiveDate: Date
+    /// Where `effectiveDate` comes from.
     public let effectiveDateSource: EffectiveDateSource
     /// The signer certificate's subject (OpenSSL one-line form).
     public let signerSubject: String

@@ -7,6 +7,8 @@ public struct TransactionReceipt: Hashable, Sendable {
     /// (as Apple's libraries return nil / null).
     public let transactionId: String?
 
+    /// Reads the receipt's base64 text. Throws `wrongKind` for an app receipt, `receiptMalformed` when the text or its
+    /// purchase-info is not base64 of UTF-8 text.
     public init(base64 receipt: String) throws(ReceiptError) {
         let outer = try ReceiptBase64.decode(receipt, what: "transaction receipt")
         if ReceiptKind.looksLikePKCS7(outer) {
