@@ -1,5 +1,6 @@
 /// A request model that breaks one of Apple's documented limits. Thrown by the generated `validate()` methods.
 public struct ModelValidationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which limit the field breaks.
     public enum Kind: Hashable, Sendable {
         /// The string has more than `maxLength` characters (Swift `Character`s, as Apple counts).
         case stringTooLong(maxLength: Int)
@@ -13,8 +14,10 @@ public struct ModelValidationError: Error, Hashable, Sendable, CustomStringConve
 
     /// Dotted path of the offending field, e.g. `items[0].SKU` (JSON key names).
     public let field: String
+    /// Which limit the field breaks.
     public let kind: Kind
 
+    /// An error for `field` (its JSON-key path) breaking the `kind` limit.
     public init(field: String, kind: Kind) {
         self.field = field
         self.kind = kind
