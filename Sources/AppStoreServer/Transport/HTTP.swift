@@ -1,7 +1,10 @@
 /// An HTTP header, in order of appearance. Names compare case-insensitively (`HTTPResponse.header(_:)`).
 public struct HTTPHeader: Hashable, Sendable {
+    /// The header's name, as sent.
     public var name: String
+    /// The header's value.
     public var value: String
+    /// A header with its name and value.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -10,10 +13,13 @@ public struct HTTPHeader: Hashable, Sendable {
 
 /// A request the library wants sent: built by the core (API request builders, OCSP), sent by a transport.
 public struct HTTPRequest: Hashable, Sendable {
+    /// The HTTP method (`GET`, `POST`, ...).
     public var method: String
     /// Absolute URL, already percent-encoded.
     public var url: String
+    /// The headers to send, in order.
     public var headers: [HTTPHeader]
+    /// The body to send (empty: none).
     public var body: [UInt8]
     /// How long the whole exchange may take, in milliseconds: a deadline for connecting, sending and reading the
     /// whole answer together, not a limit per read.
@@ -22,6 +28,7 @@ public struct HTTPRequest: Hashable, Sendable {
     /// reading beyond it and fails (`HTTPLimits`).
     public var maxResponseBytes: Int
 
+    /// A request; the limits default to the App Store Server API's.
     public init(method: String, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeoutMilliseconds: UInt32 = 30_000,
                 maxResponseBytes: Int = HTTPLimits.apiResponseBytes) {
         self.method = method
@@ -44,10 +51,14 @@ public enum HTTPLimits {
 
 /// What a transport got back.
 public struct HTTPResponse: Hashable, Sendable {
+    /// The HTTP status code.
     public var status: Int
+    /// The headers received, in order.
     public var headers: [HTTPHeader]
+    /// The body received (after content decoding).
     public var body: [UInt8]
 
+    /// A response with its status, headers and body.
     public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
@@ -64,13 +75,20 @@ public struct HTTPResponse: Hashable, Sendable {
 /// A transport that could not deliver a request. Raw values are the C transport return codes
 /// (`APPSTORE_TRANSPORT_*`).
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Why no response came.
     public enum Kind: Int32, Hashable, Sendable {
+        /// The exchange did not finish within the request's `timeoutMilliseconds`.
         case timeout = 1
+        /// The server could not be reached.
         case unreachable = 2
+        /// Anything else (the request may have reached the server).
         case failed = 3
     }
+    /// Why no response came.
     public let kind: Kind
+    /// What happened, in words.
     public let message: String
+    /// An error of `kind` with a message.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
@@ -84,17 +102,21 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 /// verifier that is using them. Callers that wait for another thread's check of the same chain wait at most twice
 /// the OCSP timeout + 1 s, then check for themselves.
 public protocol BlockingHTTPTransport: Sendable {
+    /// Sends `request` and returns the response, blocking the calling thread.
     func send(_ request: HTTPRequest) throws(TransportError) -> HTTPResponse
 }
 
 /// Sends requests asynchronously — what the Swift async API client uses.
 public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the response.
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
 }
 
 /// Any blocking transport can serve async callers (it blocks the calling task's thread while it runs).
 public struct BlockingTransportAdapter: HTTPTransport {
+    /// The blocking transport that sends.
     public let transport: any BlockingHTTPTransport
+    /// An async transport over `transport`.
     public init(_ transport: any BlockingHTTPTransport) { self.transport = transport }
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         try transport.send(request)
