@@ -667,6 +667,7 @@ def render_endpoints(spec: Spec) -> str:
         r.append(f"    /// {_doc_line(ep)}")
         r.append(f"    case {ident(ep['name'])}{'(' + params + ')' if params else ''}")
     r.append("")
+    r.append("    /// The endpoint this call is of.")
     r.append("    public var endpoint: AppStoreServerAPIEndpoint {")
     r.append("        switch self {")
     for ep in eps:

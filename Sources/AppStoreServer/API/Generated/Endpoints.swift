@@ -698,6 +698,7 @@ public enum AppStoreServerAPIRequest: Hashable, Sendable {
     /// Request a Transaction Refund: POST /advancedCommerce/v1/transaction/requestRefund/{transactionId}
     case requestTransactionRefund(transactionId: String, request: AdvancedCommerceRequestRefundRequest)
 
+    /// The endpoint this call is of.
     public var endpoint: AppStoreServerAPIEndpoint {
         switch self {
         case .getTransactionInfo: .getTransactionInfo
