@@ -44,6 +44,7 @@ public final class AppStoreServerAPICall {
         case over(String)
     }
 
+    /// The client's caller: request builders, retry policy, rate limiter.
     public let caller: AppStoreServerAPICaller
     /// Whether a 2xx body must decode into the endpoint's model before `done` (the C ABI's promise); Swift's typed
     /// methods decode it themselves and turn this off.

@@ -1,6 +1,8 @@
 /// `getTransactionHistory`'s API version (Apple's `GetTransactionHistoryVersion`). v1 is deprecated by Apple.
 public enum GetTransactionHistoryVersion: String, Hashable, Sendable {
+    /// Version 1 (`/inApps/v1/history`), deprecated by Apple.
     case v1
+    /// Version 2 (`/inApps/v2/history`).
     case v2
 }
 

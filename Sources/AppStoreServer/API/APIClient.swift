@@ -8,6 +8,7 @@ import Glibc
 public struct AppStoreServerAPIConfiguration: Hashable, Sendable {
     /// The whole exchange of one attempt; Apple's libraries use 30 s.
     public var timeoutMilliseconds: UInt32
+    /// Retries of Apple's retryable answers; none by default.
     public var retryPolicy: APIRetryPolicy
     /// Replaces the environment's base URLs when set (Advanced Commerce endpoints included).
     public var baseURL: String?
@@ -21,6 +22,7 @@ public struct AppStoreServerAPIConfiguration: Hashable, Sendable {
     /// Client-side rate limiting with Apple's published per-endpoint limits; nil (the default) sends at once.
     public var rateLimit: APIRateLimit?
 
+    /// A configuration; by default a 30 s timeout, Apple's base URLs and every option off.
     public init(timeoutMilliseconds: UInt32 = AppStoreServerAPIRequestBuilder.defaultTimeoutMilliseconds,
                 retryPolicy: APIRetryPolicy = .none, baseURL: String? = nil, sandboxFallback: Bool = false,
                 sandboxBaseURL: String? = nil, rateLimit: APIRateLimit? = nil) {
@@ -38,19 +40,25 @@ public protocol AppStoreServerAPIResponse: Sendable {}
 
 /// A 2xx answer and the environment that gave it (Sandbox when a Production lookup fell back).
 public struct APIAnswer: Sendable {
+    /// The answer as received.
     public let response: HTTPResponse
+    /// The environment that answered.
     public let environment: AppStoreEnvironment
 }
 
 /// Sends built requests through a transport, retrying per the policy, falling back to Sandbox and limiting the
 /// rate when configured. Shared by the async client and the C ABI.
 public struct AppStoreServerAPICaller: Sendable {
+    /// Builds the requests for the client's environment.
     public let builder: AppStoreServerAPIRequestBuilder
+    /// Retries of Apple's retryable answers.
     public let retryPolicy: APIRetryPolicy
     /// The Sandbox builder of a Production client with the Sandbox fallback; nil otherwise.
     public let fallbackBuilder: AppStoreServerAPIRequestBuilder?
+    /// The client-side rate limiter; nil when there is none.
     public let rateLimiter: APIRateLimiter?
 
+    /// A caller over the builders, retry policy and rate limiter given.
     public init(builder: AppStoreServerAPIRequestBuilder, retryPolicy: APIRetryPolicy,
                 fallbackBuilder: AppStoreServerAPIRequestBuilder? = nil, rateLimiter: APIRateLimiter? = nil) {
         self.builder = builder
@@ -173,9 +181,14 @@ public struct AppStoreServerAPICaller: Sendable {
 /// The default transport (AsyncHTTPClient) is in the separate product `AppStoreServerHTTP`, which also adds an
 /// initializer without a transport argument.
 public final class AppStoreServerAPIClient: Sendable {
+    /// Builds each call's requests and judges the answers (retries, Sandbox fallback, rate limit).
     public let caller: AppStoreServerAPICaller
+    /// The transport requests go through.
     public let transport: any HTTPTransport
 
+    /// A client for `bundleId` in `environment`, signing its bearer tokens with `signingKey` (App Store Connect
+    /// key `keyId` of issuer `issuerId`) and sending through `transport`. Throws for the Xcode environment and for a
+    /// configuration it cannot use.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment,
                 transport: any HTTPTransport, configuration: AppStoreServerAPIConfiguration = .init()) throws(AppStoreServerAPIError) {
         self.caller = try AppStoreServerAPICaller(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId,

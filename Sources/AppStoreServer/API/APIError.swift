@@ -4,6 +4,7 @@ import FoundationEssentials
 /// the client refuses, an error answer from Apple (HTTP status, raw error code, its known name, Apple's message,
 /// Retry-After), a success answer that does not decode, or a transport that got no answer.
 public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
+    /// What kind of failure it is.
     public enum Kind: Hashable, Sendable {
         /// A parameter is missing, unknown or of the wrong type (the message names it). Nothing was sent.
         case invalidArgument
@@ -30,6 +31,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case rateLimitedLocally
     }
 
+    /// What kind of failure it is.
     public let kind: Kind
     /// The endpoint of the failed call, when known.
     public let endpoint: AppStoreServerAPIEndpoint?
@@ -48,6 +50,8 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     /// The headers of Apple's answer, in order (empty when there was no answer); `header(_:)` looks one up.
     public let headers: [HTTPHeader]
 
+    /// An error with what is known of the answer; `receivedAtMilliseconds` (default: now) is when it arrived,
+    /// which a delta-seconds `retryAfter` counts from.
     public init(kind: Kind, endpoint: AppStoreServerAPIEndpoint? = nil, message: String, httpStatusCode: Int? = nil,
                 rawApiError: Int64? = nil, errorMessage: String? = nil, retryAfter: RetryAfter? = nil,
                 receivedAtMilliseconds: Int64? = nil, headers: [HTTPHeader] = []) {
@@ -155,6 +159,8 @@ public struct APIRetryPolicy: Hashable, Sendable {
     /// The longest wait between two attempts, Retry-After included.
     public var maxBackoffMilliseconds: UInt32
 
+    /// Up to `maxRetries` retries (negative counts as 0), waiting `initialBackoffMilliseconds` first, doubled for
+    /// each further retry up to `maxBackoffMilliseconds`.
     public init(maxRetries: Int, initialBackoffMilliseconds: UInt32 = 500, maxBackoffMilliseconds: UInt32 = 30_000) {
         self.maxRetries = max(0, maxRetries)
         self.initialBackoffMilliseconds = initialBackoffMilliseconds

@@ -6,6 +6,7 @@ public enum AppStoreServerAPIPagination {
     /// At most this many pages are followed, so a server that never stops cannot loop a client forever.
     public static let maxPages = 100_000
 
+    /// Whether the endpoint answers in pages (`AppStoreServerAPIEndpoint.isPaginated`).
     public static func isPaginated(_ endpoint: AppStoreServerAPIEndpoint) -> Bool { endpoint.isPaginated }
 
     /// The continuation token of the next page (nextPage(after:response:) is generated from spec/endpoints.json):

@@ -11,6 +11,7 @@ public struct APIRateLimit: Hashable, Sendable {
     /// Applied to Apple's limits, e.g. 0.5 when two processes share one key; in (0, 1].
     public var share: Double
 
+    /// A limit that waits up to `maxWaitMilliseconds` for a slot, with `share` of Apple's limits.
     public init(maxWaitMilliseconds: UInt32, share: Double = 1) {
         self.maxWaitMilliseconds = maxWaitMilliseconds
         self.share = share
@@ -26,6 +27,7 @@ public struct APIRateLimit: Hashable, Sendable {
 /// A call reserves the earliest slot at which the window holds room, so waiting callers are served in the order
 /// they asked, and the limit holds in every window, not just on average.
 public final class APIRateLimiter: Sendable {
+    /// The limit applied.
     public let limit: APIRateLimit
     private let buckets = Locked([Key: [Int64]]())
 
@@ -34,6 +36,7 @@ public final class APIRateLimiter: Sendable {
         let sandbox: Bool
     }
 
+    /// A limiter applying `limit`; throws a configuration error when its share is not in (0, 1].
     public init(_ limit: APIRateLimit) throws(AppStoreServerAPIError) {
         guard limit.share > 0, limit.share <= 1 else {
             throw .configuration(.invalidArgument, "the rate limit share must be in (0, 1], got \(limit.share)")

@@ -2,7 +2,9 @@ import FoundationEssentials
 
 /// Base URLs of the App Store Server API (Apple's libraries, 2026).
 public enum AppStoreServerAPIBaseURL {
+    /// Apple's Production base URL.
     public static let production = "https://api.storekit.apple.com"
+    /// Apple's Sandbox base URL.
     public static let sandbox = "https://api.storekit-sandbox.apple.com"
     /// Apple's libraries use this placeholder for unit tests; point `baseURL` at a local server instead.
     public static let localTesting = "https://local-testing-base-url"
@@ -10,6 +12,7 @@ public enum AppStoreServerAPIBaseURL {
     /// api.storekit.apple.com hosts the App Store Server API moved to on 2026-05-05 (its changelog; the old hosts
     /// stay supported). Sources: developer.apple.com/documentation/advancedcommerceapi, each endpoint's URL lines.
     public static let advancedCommerceProduction = "https://api.storekit.itunes.apple.com"
+    /// The Advanced Commerce API's Sandbox host (see `advancedCommerceProduction`).
     public static let advancedCommerceSandbox = "https://api.storekit-sandbox.itunes.apple.com"
 
     /// The Advanced Commerce base URL of an environment (LocalTesting: the placeholder).
@@ -41,19 +44,27 @@ public enum AppStoreServerAPIBaseURL {
 /// Builds the HTTP request of an endpoint call: URL (base + percent-encoded path + query), headers with a fresh
 /// ES256 bearer token, JSON body. Sans-I/O and thread-safe.
 public struct AppStoreServerAPIRequestBuilder: Sendable {
+    /// The key bearer tokens are signed with.
     public let signingKey: SigningKey
+    /// The key's identifier in App Store Connect (the tokens' `kid`).
     public let keyId: String
+    /// The issuer identifier in App Store Connect (the tokens' `iss`).
     public let issuerId: String
+    /// The app's bundle identifier (the tokens' `bid`).
     public let bundleId: String
+    /// The environment requests are for.
     public let environment: AppStoreEnvironment
     /// Where App Store Server API requests go.
     public let baseURL: String
     /// Where Advanced Commerce API requests go: the environment's Advanced Commerce host, or `baseURL` when it was
     /// given explicitly.
     public let advancedCommerceBaseURL: String
+    /// The time one attempt's whole exchange may take, in milliseconds.
     public let timeoutMilliseconds: UInt32
 
+    /// The `User-Agent` of every request.
     public static let userAgent = "appstoreserver/\(AppStoreServerVersion.string)"
+    /// 30 s, as Apple's libraries.
     public static let defaultTimeoutMilliseconds: UInt32 = 30_000
 
     /// - Parameter baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
@@ -205,6 +216,7 @@ enum APIRequestHooks {
 /// RFC 3986 percent-encoding: everything but the unreserved characters (ALPHA DIGIT - . _ ~) is encoded, so a
 /// value can never change the path structure or the query ("/", "?", "#", "&", "=", "+", "%" are all encoded).
 public enum PercentEncoding {
+    /// `s` with every byte but the unreserved characters percent-encoded.
     public static func encode(_ s: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []

@@ -6,6 +6,7 @@ import Glibc
 /// informs you when you can next send a request" (Identifying rate limits); a proxy in between may send the standard
 /// forms instead, delta-seconds or an HTTP-date (RFC 9110). All three are read; anything else is ignored.
 public struct RetryAfter: Hashable, Sendable {
+    /// Which of the three forms the header had.
     public enum Form: String, Hashable, Sendable {
         /// Apple's form: an absolute UNIX time in milliseconds.
         case unixMilliseconds
@@ -15,6 +16,7 @@ public struct RetryAfter: Hashable, Sendable {
         case httpDate
     }
 
+    /// Which of the three forms the header had.
     public let form: Form
     /// When the next request may be sent, in milliseconds since 1970.
     public let atMilliseconds: Int64
