@@ -1,6 +1,7 @@
 """The base of the generated models (appstoreserver/models/) and the helpers their generated code calls.
 
-A model keeps its fields as plain instance attributes named like Apple's (the JSON keys, camelCase). Every
+A model keeps its fields as plain instance attributes named like Apple's (the JSON keys, camelCase), declared with
+their types as class-level annotations (generated: what type checkers read; they create no class attribute). Every
 enum-typed field has a raw twin (`type` / `rawType`): the raw value as Apple sent it, kept even when this version
 does not know it (the main field is then None). Assigning either twin updates the other, as in Apple's library.
 `from_dict` fills the attributes directly (no per-field setters), which keeps decoding cheap: it is on the path of
@@ -12,7 +13,7 @@ built and when such a field is assigned (`_CHECKS`, generated with the limits of
 from __future__ import annotations
 
 from enum import Enum, EnumMeta
-from typing import Any, Dict, Iterable, List, Mapping, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Tuple, Type, TypeVar
 from uuid import UUID
 
 from ._generated import limits
@@ -213,20 +214,24 @@ class Model:
         for name, (check, *args) in self._CHECKS.items():
             check(d.get(name), *args)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        check = self._CHECKS.get(name)
-        if check is not None:  # attrs' define validates an assignment too
-            check[0](value, *check[1:])
-        twin = self._TWINS.get(name)
-        if twin is None:
-            object.__setattr__(self, name, value)
-            return
-        other, enum, kind, is_raw = twin
-        d = self.__dict__
-        if is_raw:
-            d[other], d[name] = _pair_values(enum, kind, None, value, True)
-        else:
-            d[name], d[other] = _pair_values(enum, kind, value, None, False)
+    # Hidden from type checkers (only there: at run time it is the same method), so that they read the generated
+    # annotations alone: an attribute a model does not declare is an error, as with Apple's attrs classes.
+    if not TYPE_CHECKING:
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            check = self._CHECKS.get(name)
+            if check is not None:  # attrs' define validates an assignment too
+                check[0](value, *check[1:])
+            twin = self._TWINS.get(name)
+            if twin is None:
+                object.__setattr__(self, name, value)
+                return
+            other, enum, kind, is_raw = twin
+            d = self.__dict__
+            if is_raw:
+                d[other], d[name] = _pair_values(enum, kind, None, value, True)
+            else:
+                d[name], d[other] = _pair_values(enum, kind, value, None, False)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
