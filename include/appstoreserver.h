@@ -905,6 +905,58 @@ appstore_status appstore_verifier_options_set_transport(appstore_verifier_option
                                                         APPSTORE_OPTIONAL const appstore_transport *transport, uint32_t timeout_ms,
                                                         appstore_error **err_out);
 
+/* ---- Purchase ledger ------------------------------------------------------------------------------------ */
+/* A durable record of verified App Store data and, from it, what each customer is entitled to at any instant
+ * (docs/ledger.md: the rules and their sources in Apple's documentation, the tables, the guarantees). Only values the
+ * ledger's verifier accepts enter: each is stored exactly as received (so the state can be rebuilt and re-verified),
+ * and the state keeps, per transaction and per subscription, every signed version ordered by signedDate, so the same
+ * events in any order, and any number of times, give the same answers. One handle may be shared by threads (calls
+ * are serialized inside); several processes may open one SQLite file (each catches up with the others' writes). */
+typedef struct appstore_ledger appstore_ledger;
+
+/* Opens the ledger at `url`, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+ * "sqlite::memory:" (lives until appstore_ledger_free). The schema is created or migrated and the state rebuilt from
+ * the stored events. Values are verified with `verifier` (the ledger keeps its own reference: free yours whenever).
+ * Failure: APPSTORE_INVALID_ARGUMENT (a URL it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer
+ * schema), APPSTORE_INTERNAL_ERROR (storage; the message is SQLite's). */
+appstore_status appstore_ledger_open(const char *url, const appstore_verifier *verifier, appstore_ledger **ledger_out,
+                                     appstore_error **err_out);
+/* Closes the database and frees the ledger. NULL is ignored. */
+void appstore_ledger_free(appstore_ledger *ledger);
+
+/* Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a
+ * transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+ * renewal info (Get All Subscription Statuses). `jws`/`jws_len` as for the verify calls (at most the verifier's
+ * max_jws_bytes, checked before any byte is read). Returns once the event is durable (committed with SQLite
+ * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
+ * *result_out (optional) receives what happened: "stored" is false when the same payload was already there, and for a
+ * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate). */
+appstore_status appstore_ledger_ingest_notification(appstore_ledger *ledger, const char *jws, size_t jws_len,
+                                                    APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
+                                                    appstore_error **err_out);
+appstore_status appstore_ledger_ingest_transaction(appstore_ledger *ledger, const char *jws, size_t jws_len,
+                                                   APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
+                                                   appstore_error **err_out);
+appstore_status appstore_ledger_ingest_renewal_info(appstore_ledger *ledger, const char *jws, size_t jws_len,
+                                                    APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
+                                                    appstore_error **err_out);
+
+/* One subscription (its originalTransactionId) at `at_ms` (milliseconds since 1970; 0 = now): Apple's status (1-5),
+ * product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
+ * Every fact signed at or before that instant counts, later ones do not. *json_out is "null" when the ledger knows
+ * nothing of it then. */
+appstore_status appstore_ledger_query_subscription(const appstore_ledger *ledger, const char *original_transaction_id,
+                                                   int64_t at_ms, char **json_out APPSTORE_JSON(LedgerSubscription),
+                                                   appstore_error **err_out);
+/* One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at `at_ms`
+ * (0 = now): the products they are entitled to, each with why and until when, their subscriptions, their one-time
+ * purchases, and consumables bought and refunded. An unknown customer has empty lists. */
+appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, const char *customer_id, int64_t at_ms,
+                                               char **json_out APPSTORE_JSON(LedgerCustomer), appstore_error **err_out);
+/* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate. */
+appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
+                                              char **json_out APPSTORE_JSON(LedgerSummary), appstore_error **err_out);
+
 #ifdef __cplusplus
 }
 #endif

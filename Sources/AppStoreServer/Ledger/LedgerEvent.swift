@@ -61,6 +61,30 @@ public struct LedgerEvent: Sendable {
         }
     }
 
+    /// Verifies `jws` (compact JWS bytes, e.g. from C) as `kind`. The size limit is checked before a byte is read, and
+    /// the bytes become the stored string only once verified (a verified JWS is base64url text).
+    public static func verify(_ kind: LedgerEventKind, bytes jws: UnsafeRawBufferPointer,
+                              with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {
+        let identity = LedgerIdentity(verifier)
+        let text = { String(decoding: jws, as: UTF8.self) }
+        switch kind {
+        case .transaction:
+            return verifier.verify(jws, as: JWSTransactionDecodedPayload.self).map { v in
+                LedgerEvent(kind: .transaction, signed: text(), signedDate: v.value.signedDate.map(Timestamp.milliseconds),
+                            notification: nil, transaction: TransactionVersion(v.value, payload: v.payloadJSON),
+                            renewalInfo: nil, payload: v.payloadJSON, identity: identity)
+            }
+        case .renewalInfo:
+            return verifier.verify(jws, as: JWSRenewalInfoDecodedPayload.self).map { v in
+                LedgerEvent(kind: .renewalInfo, signed: text(), signedDate: v.value.signedDate.map(Timestamp.milliseconds),
+                            notification: nil, transaction: nil, renewalInfo: RenewalVersion(v.value, payload: v.payloadJSON),
+                            payload: v.payloadJSON, identity: identity)
+            }
+        default:
+            return verifier.verifyDeep(jws).map { LedgerEvent(notification: $0, signed: text(), identity: identity) }
+        }
+    }
+
     init(kind: LedgerEventKind, signed: String, signedDate: Int64?, notification: NotificationFacts?,
          transaction: TransactionVersion?, renewalInfo: RenewalVersion?, payload: [UInt8], identity: LedgerIdentity) {
         self.kind = kind

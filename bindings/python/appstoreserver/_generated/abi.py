@@ -108,6 +108,14 @@ PROTOTYPES = {
     "appstore_api_client_call_ext": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_int32), POINTER(c_void_p)]),
     "appstore_api_client_call_all_pages": (c_int32, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_verifier_options_set_transport": (c_int32, [c_void_p, c_void_p, c_uint32, POINTER(c_void_p)]),
+    "appstore_ledger_open": (c_int32, [c_char_p, c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_free": (None, [c_void_p]),
+    "appstore_ledger_ingest_notification": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_ingest_transaction": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_ingest_renewal_info": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_subscription": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_customer": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_summary": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
 }
 
 # handle type: its free function (None: borrowed, valid only during a callback)
@@ -123,6 +131,7 @@ HANDLES = {
     "appstore_api_client": "appstore_api_client_free",
     "appstore_api_request": "appstore_api_request_free",
     "appstore_api_call": "appstore_api_call_free",
+    "appstore_ledger": "appstore_ledger_free",
 }
 
 # constants: version

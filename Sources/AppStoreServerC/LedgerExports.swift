@@ -1,0 +1,93 @@
+import AppStoreServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The purchase ledger (include/appstoreserver.h, "Purchase ledger"): an opaque handle over `Ledger`, which locks
+// internally, so one handle may be shared by threads. Results cross as JSON of the spec's Ledger* models.
+
+/// The object behind `appstore_ledger *`.
+final class LedgerBox: Sendable {
+    let ledger: Ledger
+    init(_ ledger: Ledger) { self.ledger = ledger }
+}
+
+@c(appstore_ledger_open)
+public func appstoreLedgerOpen(_ url: UnsafePointer<CChar>?, _ verifier: OpaquePointer?,
+                               _ out: UnsafeMutablePointer<OpaquePointer?>?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let u = try utf8String(url, "url")
+        let v = try handle(verifier, VerifierBox.self, "verifier")
+        guard let out else { throw CFailure.argument("ledger_out is NULL") }
+        out.pointee = retained(LedgerBox(try Ledger.open(u, verifier: v.verifier)))
+    }
+}
+
+@c(appstore_ledger_free)
+public func appstoreLedgerFree(_ ledger: OpaquePointer?) { release(ledger, LedgerBox.self) }
+
+private func ingestExport(_ kind: LedgerEventKind, _ ledger: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                          _ resultOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let input = try bytes(jws.map(UnsafeRawPointer.init), jwsLen, "jws")
+        let event = try LedgerEvent.verify(kind, bytes: input, with: box.ledger.verifier).get()
+        try outputString(resultOut, try box.ledger.ingest(event).json())
+    }
+}
+
+@c(appstore_ledger_ingest_notification)
+public func appstoreLedgerIngestNotification(_ ledger: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                             _ resultOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    ingestExport(.notification, ledger, jws, jwsLen, resultOut, errOut)
+}
+
+@c(appstore_ledger_ingest_transaction)
+public func appstoreLedgerIngestTransaction(_ ledger: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                            _ resultOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    ingestExport(.transaction, ledger, jws, jwsLen, resultOut, errOut)
+}
+
+@c(appstore_ledger_ingest_renewal_info)
+public func appstoreLedgerIngestRenewalInfo(_ ledger: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
+                                            _ resultOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    ingestExport(.renewalInfo, ledger, jws, jwsLen, resultOut, errOut)
+}
+
+/// at_ms: milliseconds since 1970, 0 = now.
+private func instant(_ atMs: Int64) throws(CFailure) -> Int64? {
+    guard atMs >= 0 else { throw .argument("at_ms must be >= 0 (0 = now), got \(atMs)") }
+    return atMs == 0 ? nil : atMs
+}
+
+@c(appstore_ledger_query_subscription)
+public func appstoreLedgerQuerySubscription(_ ledger: OpaquePointer?, _ originalTransactionId: UnsafePointer<CChar>?,
+                                            _ atMs: Int64, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let id = try utf8String(originalTransactionId, "original_transaction_id")
+        let out = try requireOut(jsonOut, "json_out")
+        let answer = try box.ledger.subscription(id, at: try instant(atMs))
+        out.pointee = try mallocCString(answer?.json() ?? Array("null".utf8))
+    }
+}
+
+@c(appstore_ledger_query_customer)
+public func appstoreLedgerQueryCustomer(_ ledger: OpaquePointer?, _ customerId: UnsafePointer<CChar>?, _ atMs: Int64,
+                                        _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let id = try utf8String(customerId, "customer_id")
+        let out = try requireOut(jsonOut, "json_out")
+        out.pointee = try mallocCString(try box.ledger.customer(id, at: try instant(atMs)).json())
+    }
+}
+
+@c(appstore_ledger_query_summary)
+public func appstoreLedgerQuerySummary(_ ledger: OpaquePointer?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let out = try requireOut(jsonOut, "json_out")
+        out.pointee = try mallocCString(try box.ledger.summary().json())
+    }
+}

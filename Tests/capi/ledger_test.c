@@ -1,0 +1,277 @@
+/*
+ * The purchase ledger through the C ABI (appstore_ledger_*), run against both library flavours:
+ *   - every expectation of Tests/support/lifecycles.py's scenarios (written from Apple's documentation), with the
+ *     notifications and the history catch-up ingested, as JSON of the spec's Ledger* models;
+ *   - the oracle: zero disagreements over every scenario and random lifecycle;
+ *   - idempotence: everything ingested again is "stored": false and changes nothing;
+ *   - refused input (forged, tampered, wrong bundle, wrong environment, malformed, wrong kind, oversized): the
+ *     verifier's status and reason, outputs untouched, the ledger unchanged;
+ *   - argument errors, and a reopened database giving the same answers.
+ * Usage: ledger_test TESTPKI_DIR LIFECYCLES_DIR WORK_DIR
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi_util.h"
+
+static capi_tally T = {"ledger", 0, 0};
+#define S(x) ((x) ? (x) : "(null)")
+
+typedef appstore_status (*ingest_fn)(appstore_ledger *, const char *, size_t, char **, appstore_error **);
+
+static ingest_fn ingest_for(const char *kind) {
+    if (strcmp(kind, "TRANSACTION") == 0) return appstore_ledger_ingest_transaction;
+    if (strcmp(kind, "RENEWAL_INFO") == 0) return appstore_ledger_ingest_renewal_info;
+    return appstore_ledger_ingest_notification;
+}
+
+/* Ingests one value; returns "stored" (1/0) or -1 on failure (reported). */
+static int ingest(appstore_ledger *l, const char *kind, const char *jws) {
+    char *result = NULL;
+    appstore_error *err = NULL;
+    appstore_status st = ingest_for(kind)(l, jws, strlen(jws), &result, &err);
+    if (!capi_check(&T, st == APPSTORE_OK, "ingest", "%s: %s", kind, appstore_error_message(err))) {
+        appstore_error_free(err);
+        return -1;
+    }
+    json_t *r = json_loads(result, 0, NULL);
+    int stored = json_is_true(json_object_get(r, "stored"));
+    json_decref(r);
+    appstore_string_free(result);
+    return stored;
+}
+
+/* Ingests a lifecycle's notifications and history; the number of values stored. */
+static int ingest_lifecycle(appstore_ledger *l, json_t *lc) {
+    int stored = 0;
+    size_t i, j;
+    json_t *n, *page, *t;
+    json_array_foreach(json_object_get(lc, "notifications"), i, n) {
+        stored += ingest(l, "NOTIFICATION", json_string_value(json_object_get(n, "signed"))) == 1;
+    }
+    json_t *h = json_object_get(lc, "history");
+    json_array_foreach(json_object_get(h, "pages"), i, page) {
+        json_array_foreach(json_object_get(page, "signedTransactions"), j, t) {
+            stored += ingest(l, "TRANSACTION", json_string_value(t)) == 1;
+        }
+    }
+    json_array_foreach(json_object_get(h, "signedRenewalInfos"), i, t) {
+        stored += ingest(l, "RENEWAL_INFO", json_string_value(t)) == 1;
+    }
+    return stored;
+}
+
+static char *query(appstore_ledger *l, const char *what, const char *id, int64_t at) {
+    char *json = NULL;
+    appstore_error *err = NULL;
+    appstore_status st = strcmp(what, "subscription") == 0 ? appstore_ledger_query_subscription(l, id, at, &json, &err)
+                         : strcmp(what, "customer") == 0   ? appstore_ledger_query_customer(l, id, at, &json, &err)
+                                                           : appstore_ledger_query_summary(l, &json, &err);
+    capi_check(&T, st == APPSTORE_OK && json != NULL, "query", "%s %s: %s", what, id ? id : "", appstore_error_message(err));
+    appstore_error_free(err);
+    return json;
+}
+
+/* The expectation's fields are a subset of the answer ("absent": missing; lists matched by productId). */
+static int matches(json_t *answer, json_t *want, char *why, size_t why_len) {
+    const char *key;
+    json_t *w;
+    json_object_foreach(want, key, w) {
+        if (!strcmp(key, "at") || !strcmp(key, "subscription") || !strcmp(key, "customer") || !strcmp(key, "rule") ||
+            !strcmp(key, "deliveries"))
+            continue;
+        json_t *got = json_object_get(answer, key);
+        if (json_is_string(w) && !strcmp(json_string_value(w), "absent")) {
+            if (got) { snprintf(why, why_len, "%s: expected absent", key); return 0; }
+            continue;
+        }
+        if (json_is_array(w)) {
+            if (json_array_size(got) != json_array_size(w)) { snprintf(why, why_len, "%s: count differs", key); return 0; }
+            size_t i, j;
+            json_t *x, *g;
+            json_array_foreach(w, i, x) {
+                int found = 0;
+                json_array_foreach(got, j, g) {
+                    if (json_equal(json_object_get(g, "productId"), json_object_get(x, "productId"))) {
+                        if (!matches(g, x, why, why_len)) return 0;
+                        found = 1;
+                    }
+                }
+                if (!found) { snprintf(why, why_len, "%s: no entry for %s", key, json_string_value(json_object_get(x, "productId"))); return 0; }
+            }
+            continue;
+        }
+        if (!json_equal(got, w)) { snprintf(why, why_len, "%s differs", key); return 0; }
+    }
+    return 1;
+}
+
+static void check_expectations(appstore_ledger *l, json_t *scenario) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(scenario, "expect"), i, e) {
+        int64_t at = json_integer_value(json_object_get(e, "at"));
+        const char *sub = json_string_value(json_object_get(e, "subscription"));
+        char *json = query(l, sub ? "subscription" : "customer", sub ? sub : json_string_value(json_object_get(e, "customer")), at);
+        json_t *answer = json_loads(json ? json : "null", 0, NULL);
+        char why[256] = "";
+        capi_check(&T, answer && matches(answer, e, why, sizeof why), "expectation", "%s at %lld (%s): %s: %s",
+                   json_string_value(json_object_get(scenario, "name")), (long long)at,
+                   json_string_value(json_object_get(e, "rule")), why, json);
+        json_decref(answer);
+        appstore_string_free(json);
+    }
+}
+
+static appstore_ledger *open_ledger(const char *url, appstore_verifier *v) {
+    appstore_ledger *l = NULL;
+    appstore_error *err = NULL;
+    capi_check(&T, appstore_ledger_open(url, v, &l, &err) == APPSTORE_OK, "open", "%s: %s", url, appstore_error_message(err));
+    appstore_error_free(err);
+    return l;
+}
+
+static void expect_failure(appstore_status st, appstore_error *err, appstore_status want, const char *want_reason,
+                           const char *what) {
+    capi_check(&T, st == want && err && appstore_error_status(err) == want &&
+                   (!want_reason || !strcmp(appstore_reason_name(appstore_error_reason(err)), want_reason)),
+               "refused", "%s: got %s (%s): %s", what, appstore_status_name(st),
+               err ? appstore_reason_name(appstore_error_reason(err)) : "-", appstore_error_message(err));
+    appstore_error_free(err);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s TESTPKI_DIR LIFECYCLES_DIR WORK_DIR\n", argv[0]);
+        return 2;
+    }
+    size_t root_len = 0;
+    char *root_path = capi_join(argv[1], "root.der");
+    unsigned char *root = capi_read_file(root_path, &root_len);
+    char *lc_path = capi_join(argv[2], "lifecycles.json");
+    json_error_t jerr;
+    json_t *doc = json_load_file(lc_path, 0, &jerr);
+    if (!root || !doc) {
+        fprintf(stderr, "FAIL cannot read %s or %s: %s\n", root_path, lc_path, jerr.text);
+        return 1;
+    }
+    appstore_verifier *v = capi_sandbox_verifier(root, root_len, json_string_value(json_object_get(doc, "bundleId")), -1);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/ledger.db", argv[3]);
+    remove(db);
+    char url[4200];
+    snprintf(url, sizeof url, "sqlite:%s", db);
+    appstore_ledger *l = open_ledger(url, v);
+    if (!v || !l) return capi_finish(&T);
+
+    /* 1. scenarios: every expectation, with both deliveries ingested */
+    size_t i;
+    json_t *s;
+    int stored = 0;
+    json_array_foreach(json_object_get(doc, "scenarios"), i, s) stored += ingest_lifecycle(l, s);
+    json_array_foreach(json_object_get(doc, "scenarios"), i, s) check_expectations(l, s);
+
+    /* 2. random lifecycles, and the oracle over everything */
+    json_array_foreach(json_object_get(doc, "random"), i, s) stored += ingest_lifecycle(l, s);
+    char *summary = query(l, "summary", NULL, 0);
+    json_t *sj = json_loads(summary, 0, NULL);
+    capi_check(&T, json_array_size(json_object_get(sj, "disagreements")) == 0 &&
+                       json_integer_value(json_object_get(sj, "checkedNotifications")) > 300 &&
+                       json_integer_value(json_object_get(sj, "events")) == stored,
+               "oracle", "%s", summary);
+    printf("ledger: %d values stored, summary %s\n", stored, summary);
+    json_decref(sj);
+
+    /* 3. idempotence: all again, nothing stored, nothing changed */
+    int again = 0;
+    json_array_foreach(json_object_get(doc, "scenarios"), i, s) again += ingest_lifecycle(l, s);
+    json_array_foreach(json_object_get(doc, "random"), i, s) again += ingest_lifecycle(l, s);
+    char *summary2 = query(l, "summary", NULL, 0);
+    capi_check(&T, again == 0 && summary2 && !strcmp(summary, summary2), "idempotent", "%d stored again", again);
+    appstore_string_free(summary2);
+
+    /* 4. refused input: the verifier's reason, outputs untouched, the ledger unchanged */
+    json_t *first = json_array_get(json_object_get(doc, "scenarios"), 0);
+    const char *customer = json_string_value(json_object_get(json_array_get(json_object_get(first, "expect"), 4), "customer"));
+    char *before = query(l, "customer", customer, 1900000000000LL);
+    json_t *bad;
+    json_array_foreach(json_object_get(doc, "bad"), i, bad) {
+        const char *kind = json_string_value(json_object_get(bad, "kind"));
+        json_int_t over = json_integer_value(json_object_get(bad, "oversizedBytes"));
+        char *big = NULL;
+        const char *jws = json_string_value(json_object_get(bad, "signed"));
+        size_t len = jws ? strlen(jws) : 0;
+        if (over > 0) {
+            big = malloc((size_t)over);
+            memset(big, 'a', (size_t)over);
+            jws = big;
+            len = (size_t)over;
+        }
+        char *result = (char *)0x1;  /* sentinel: must stay untouched */
+        appstore_error *err = NULL;
+        appstore_status st = ingest_for(kind)(l, jws, len, &result, &err);
+        capi_check(&T, result == (char *)0x1, "outputs untouched", "%s", json_string_value(json_object_get(bad, "name")));
+        const char *want_status = json_string_value(json_object_get(bad, "status"));
+        capi_check(&T, st != APPSTORE_OK && !strcmp(appstore_status_name(st), want_status) &&
+                           !strcmp(appstore_reason_name(appstore_error_reason(err)), json_string_value(json_object_get(bad, "reason"))),
+                   "bad input refused", "%s: %s (%s): %s", json_string_value(json_object_get(bad, "name")),
+                   appstore_status_name(st), appstore_reason_name(appstore_error_reason(err)), appstore_error_message(err));
+        appstore_error_free(err);
+        free(big);
+    }
+    char *after = query(l, "summary", NULL, 0);
+    char *after_customer = query(l, "customer", customer, 1900000000000LL);
+    capi_check(&T, after && !strcmp(after, summary), "unchanged by refused input", "%s", S(after));
+    capi_check(&T, after_customer && before && !strcmp(after_customer, before), "customer unchanged", "%s", S(after_customer));
+    appstore_string_free(after);
+    appstore_string_free(after_customer);
+
+    /* 5. argument errors */
+    char *out = NULL;
+    appstore_error *err = NULL;
+#define EXPECT_FAIL(call, want, reason, what)                                                                          \
+    do {                                                                                                               \
+        err = NULL;                                                                                                    \
+        appstore_status st_ = (call);                                                                                  \
+        expect_failure(st_, err, want, reason, what);                                                                  \
+    } while (0)
+    EXPECT_FAIL(appstore_ledger_query_customer(NULL, "x", 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger");
+    EXPECT_FAIL(appstore_ledger_query_customer(l, NULL, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL customer");
+    EXPECT_FAIL(appstore_ledger_query_customer(l, "\xff\xfe", 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "not UTF-8");
+    EXPECT_FAIL(appstore_ledger_query_subscription(l, "1", -5, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "negative at_ms");
+    EXPECT_FAIL(appstore_ledger_query_summary(l, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL json_out");
+    EXPECT_FAIL(appstore_ledger_ingest_notification(l, NULL, 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL jws");
+    EXPECT_FAIL(appstore_ledger_ingest_transaction(NULL, "a.b.c", 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger ingest");
+    capi_check(&T, out == NULL, "outputs untouched", "argument errors");
+    appstore_ledger *l2 = NULL;
+    EXPECT_FAIL(appstore_ledger_open("postgresql://localhost/x", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "postgresql URL");
+    EXPECT_FAIL(appstore_ledger_open("/tmp/no-scheme.db", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "no scheme");
+    EXPECT_FAIL(appstore_ledger_open(url, NULL, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL verifier");
+    EXPECT_FAIL(appstore_ledger_open("sqlite:/nonexistent-dir/a/b.db", v, &l2, &err), APPSTORE_INTERNAL_ERROR, "internal", "unopenable file");
+    capi_check(&T, l2 == NULL, "outputs untouched", "open failures");
+    char *unknown = query(l, "subscription", "no-such-subscription", 0);
+    capi_check(&T, unknown && !strcmp(unknown, "null"), "unknown subscription", "%s", S(unknown));
+    appstore_string_free(unknown);
+
+    /* 6. reopened (and a second handle on the same file): the same answers */
+    appstore_ledger *r = open_ledger(url, v);
+    char *reopened = r ? query(r, "summary", NULL, 0) : NULL;
+    char *reopened_customer = r ? query(r, "customer", customer, 1900000000000LL) : NULL;
+    capi_check(&T, reopened && !strcmp(reopened, summary), "reopened", "%s", S(reopened));
+    capi_check(&T, reopened_customer && before && !strcmp(reopened_customer, before), "reopened customer", "%s", S(reopened_customer));
+    appstore_string_free(reopened);
+    appstore_string_free(reopened_customer);
+    appstore_ledger_free(r);
+
+    appstore_string_free(before);
+    appstore_string_free(summary);
+    appstore_ledger_free(l);
+    appstore_ledger_free(NULL);
+    appstore_verifier_free(v);
+    json_decref(doc);
+    free(root);
+    free(root_path);
+    free(lc_path);
+    return capi_finish(&T);
+}
