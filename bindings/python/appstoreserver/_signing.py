@@ -8,11 +8,14 @@ from __future__ import annotations
 import inspect
 import threading
 from ctypes import byref, c_size_t, c_void_p, memmove, string_at
-from typing import Any, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from . import _args
 from ._generated import abi
 from ._native import Handle, lib, new_handle, read_error, take_string
+
+if TYPE_CHECKING:  # imported where used at run time (error_from)
+    from ._generated.errors import AppStoreStatus, FailureReason
 
 Signer = Callable[[bytes, bytes], bytes]
 """An external signer's function: sign(message, digest) -> the ECDSA P-256 signature of SHA-256(message), as DER or
@@ -65,7 +68,8 @@ class SigningError(ValueError):
     request that breaks Apple's limits: .status (AppStoreStatus) / .reason (FailureReason) / .message say which. When
     an external signer raised, that exception is the __cause__."""
 
-    def __init__(self, message: str, status: Any = None, reason: Any = None):
+    def __init__(self, message: str, status: Optional[AppStoreStatus] = None,
+                 reason: Optional[FailureReason] = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status

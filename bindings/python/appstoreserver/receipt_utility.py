@@ -11,7 +11,7 @@ from ctypes import byref, c_char_p, c_size_t, c_void_p
 from typing import Any, List, Optional
 
 from . import _args
-from ._generated.errors import AppStoreStatus
+from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import lib, new_handle, read_error, take_string
 from .models.AppReceiptTransactionIds import AppReceiptTransactionIds
 from .models.VerifiedAppReceiptFields import VerifiedAppReceiptFields
@@ -31,7 +31,8 @@ class ReceiptException(ValueError):
     """A receipt that cannot be read (a ValueError, as Apple's library raises): .status (AppStoreStatus), .reason
     (FailureReason) and .message say why."""
 
-    def __init__(self, message: str, status: Any = None, reason: Any = None):
+    def __init__(self, message: str, status: Optional[AppStoreStatus] = None,
+                 reason: Optional[FailureReason] = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
