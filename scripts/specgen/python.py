@@ -205,19 +205,26 @@ def render_enum(spec: Spec, name: str, enum: dict, cls: str | None = None) -> li
     return out
 
 
+def module_doc(cls: str, kind: str, doc: str | None) -> list[str]:
+    """The docstring of a model's or enum's module (pdoc lists modules by it; scripts/api-reference checks it)."""
+    return doc_block(f"{cls} ({kind}): {doc}" if doc else f"{cls} ({kind}).", "")
+
+
 def render_enum_module(spec: Spec, name: str) -> str:
     enum = spec.enums[name]
     imp = "from enum import Enum\n" if enum["rawType"] == "String" else "from enum import IntEnum\n"
     body = render_enum(spec, name, enum)
-    return "\n".join([HEADER, imp, "from .._model import AppStoreServerLibraryEnumMeta", "", ""] + body) + "\n"
+    return "\n".join([HEADER, *module_doc(class_name(name), "enum", enum.get("doc")), imp,
+                      "from .._model import AppStoreServerLibraryEnumMeta", "", ""] + body) + "\n"
 
 
 def render_alias_module(spec: Spec, alias: str, target: str) -> str:
     enum = spec.enums[target]
     imp = "from enum import Enum\n" if enum["rawType"] == "String" else "from enum import IntEnum\n"
-    body = render_enum(spec, target, dict(enum, doc=f"Apple's name for the values of {class_name(target)} in "
-                                                     f"a notification's first send attempt."), cls=alias)
-    return "\n".join([HEADER, imp, "from .._model import AppStoreServerLibraryEnumMeta", "", ""] + body) + "\n"
+    doc = f"Apple's name for the values of {class_name(target)} in a notification's first send attempt."
+    body = render_enum(spec, target, dict(enum, doc=doc), cls=alias)
+    return "\n".join([HEADER, *module_doc(alias, "enum", doc), imp,
+                      "from .._model import AppStoreServerLibraryEnumMeta", "", ""] + body) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -496,7 +503,7 @@ def render_model_module(spec: Spec, name: str) -> str:
             twins.append(f"        {pystr(f.attr)}: ({pystr(f.twin)}, {enum_cls}, {pystr(kind)}, False),")
             twins.append(f"        {pystr(f.twin)}: ({pystr(f.attr)}, {enum_cls}, {pystr(kind)}, True),")
 
-    head = [HEADER, "from __future__ import annotations", "",
+    head = [HEADER, *module_doc(cls, "model", model.get("doc")), "from __future__ import annotations", "",
             "from typing import Any, Dict, List, Mapping, Optional  # noqa: F401",
             "from uuid import UUID  # noqa: F401", ""]
     if own_enums:
