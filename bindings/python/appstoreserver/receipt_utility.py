@@ -109,6 +109,7 @@ class ReceiptVerifier:
         self._h = handle.ptr
 
     def verify(self, app_receipt: str) -> VerifiedAppReceiptFields:
+        """The fields of the base64 app receipt `app_receipt` once verified; raises VerificationException otherwise."""
         import json
 
         data = _args.text_or_bytes(app_receipt, "app_receipt")
