@@ -52,6 +52,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------------------------------- */
 
 /* @generated version: scripts/generate from spec/; do not edit by hand */
+/* The header's version (the VERSION file); appstore_version() is the loaded library's. */
 #define APPSTORE_VERSION_MAJOR 0
 #define APPSTORE_VERSION_MINOR 3
 #define APPSTORE_VERSION_PATCH 0
@@ -63,6 +64,7 @@ const char *appstore_version(void);
 
 /* ---- Status codes (frozen values) ----------------------------------------------------------------------- */
 
+/* A status: APPSTORE_OK or one of the failure codes below. */
 typedef int32_t appstore_status;
 
 /* @generated statuses: scripts/generate from spec/; do not edit by hand */
@@ -106,6 +108,7 @@ const char *appstore_status_name(appstore_status status);
 
 /* ---- Failure reasons (finer than statuses; frozen values) ----------------------------------------------- */
 
+/* A failure reason: one of the APPSTORE_REASON_* codes below. */
 typedef int32_t appstore_reason;
 
 /* @generated reasons: scripts/generate from spec/; do not edit by hand */
@@ -203,6 +206,8 @@ const char *appstore_reason_name(appstore_reason reason);
 
 /* ---- Errors --------------------------------------------------------------------------------------------- */
 
+/* The detail of a failed call, when err_out is not NULL (see CONVENTIONS): status, reason, message and, for API
+ * calls, what Apple answered. */
 typedef struct appstore_error appstore_error;
 
 /* Accessors; each returns 0 / "" when err is NULL. The message is owned by err and lives until
@@ -238,10 +243,11 @@ void appstore_string_free(char *s);
 
 /* ---- Verifier ------------------------------------------------------------------------------------------- */
 
+/* The environment signed data comes from and API calls go to: one of APPSTORE_ENVIRONMENT_*. */
 typedef int32_t appstore_environment;
 
-#define APPSTORE_ENVIRONMENT_SANDBOX 1
-#define APPSTORE_ENVIRONMENT_PRODUCTION 2
+#define APPSTORE_ENVIRONMENT_SANDBOX 1        /* Apple's Sandbox */
+#define APPSTORE_ENVIRONMENT_PRODUCTION 2     /* Apple's Production */
 #define APPSTORE_ENVIRONMENT_XCODE 3          /* StoreKit testing in Xcode: signatures are not checked */
 #define APPSTORE_ENVIRONMENT_LOCAL_TESTING 4  /* local testing: signatures are not checked */
 
@@ -457,11 +463,13 @@ typedef struct appstore_http_response appstore_http_response;
 #define APPSTORE_LIMIT_API_RESPONSE_BYTES 16777216
 #define APPSTORE_LIMIT_OCSP_RESPONSE_BYTES 1048576
 
+/* What a transport callback returns: OK when it obtained a response, otherwise why there is none. */
 #define APPSTORE_TRANSPORT_RESULT_OK 0
 #define APPSTORE_TRANSPORT_RESULT_TIMEOUT 1
 #define APPSTORE_TRANSPORT_RESULT_UNREACHABLE 2
 #define APPSTORE_TRANSPORT_RESULT_FAILED 3
 
+/* The transport callback described above: one HTTP exchange, reported through `response`. */
 typedef int32_t (*appstore_transport_fn)(void *user_data, const char *method, const char *url, const char *headers,
                                          size_t headers_len, const uint8_t *body, size_t body_len,
                                          uint32_t timeout_ms, appstore_http_response *response);
@@ -815,6 +823,7 @@ appstore_status appstore_api_client_decode_response(const appstore_api_client *c
  * loop: calls of different threads interleave in whatever order they come. */
 typedef struct appstore_api_call appstore_api_call;
 
+/* What appstore_api_call_next asks the host to do: one of APPSTORE_API_ACTION_*. */
 typedef int32_t appstore_api_action;
 
 #define APPSTORE_API_ACTION_SEND 1  /* send appstore_api_call_request, then report with _receive or _receive_failure */

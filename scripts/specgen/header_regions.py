@@ -91,7 +91,8 @@ def version_parts() -> tuple[int, int, int]:
 
 def region_version(spec: Spec) -> list[str]:
     major, minor, patch = version_parts()
-    return [f"#define APPSTORE_VERSION_MAJOR {major}", f"#define APPSTORE_VERSION_MINOR {minor}",
+    return ["/* The header's version (the VERSION file); appstore_version() is the loaded library's. */",
+            f"#define APPSTORE_VERSION_MAJOR {major}", f"#define APPSTORE_VERSION_MINOR {minor}",
             f"#define APPSTORE_VERSION_PATCH {patch}", f'#define APPSTORE_VERSION_STRING "{major}.{minor}.{patch}"']
 
 
