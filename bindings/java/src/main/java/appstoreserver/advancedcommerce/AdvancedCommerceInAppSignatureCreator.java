@@ -1,0 +1,49 @@
+package appstoreserver.advancedcommerce;
+
+import appstoreserver.internal.Abi;
+import appstoreserver.internal.Json;
+import appstoreserver.internal.Signing;
+import appstoreserver.model.AdvancedCommerceInAppRequest;
+import appstoreserver.signature.JWSSignatureCreator;
+import appstoreserver.signature.SigningKey;
+
+import java.io.IOException;
+
+/**
+ * Advanced Commerce in-app request signatures (a JWS with aud "advanced-commerce-api"; Apple's class). The request is
+ * checked against Apple's documented limits before it is signed (an IllegalArgumentException naming the field, e.g.
+ * {@code items[0].SKU}), and keys the model does not know are refused rather than dropped.
+ */
+public class AdvancedCommerceInAppSignatureCreator extends JWSSignatureCreator {
+    private static final String AUDIENCE = "advanced-commerce-api";
+
+    /**
+     * @param signingKey Your private key downloaded from App Store Connect
+     * @param keyId Your private key ID from App Store Connect
+     * @param issuerId Your issuer ID from the Keys page in App Store Connect
+     * @param bundleId Your app's bundle ID
+     */
+    public AdvancedCommerceInAppSignatureCreator(String signingKey, String keyId, String issuerId, String bundleId) {
+        super(AUDIENCE, signingKey, keyId, issuerId, bundleId);
+    }
+
+    /** Beyond Apple: signatures made with a key you hold (e.g. one held in a KMS). */
+    public AdvancedCommerceInAppSignatureCreator(SigningKey signingKey) {
+        super(AUDIENCE, signingKey);
+    }
+
+    /**
+     * Create an Advanced Commerce in-app signed request.
+     *
+     * @param advancedCommerceInAppRequest The request to be signed.
+     * @return The signed JWS
+     * @throws IOException the request cannot be written as JSON (Apple's declared exception)
+     */
+    public String createSignature(AdvancedCommerceInAppRequest advancedCommerceInAppRequest) throws IOException {
+        if (advancedCommerceInAppRequest == null) {
+            throw new IllegalArgumentException("advancedCommerceInAppRequest cannot be null");
+        }
+        byte[] json = Json.write(advancedCommerceInAppRequest);
+        return Signing.call(signingKey(), h -> Abi.signing_key_create_advanced_commerce_in_app(h, json));
+    }
+}
