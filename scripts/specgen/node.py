@@ -13,7 +13,7 @@ description (include/appstoreserver.abi.json).
     index.mjs      the ESM entry: every runtime export of the CommonJS module as a named export
     abi.h          the addon's marshalling tables: handle kinds (free functions, names), and per C function its
                    parameters (kind, handle kind, value type, linked length / count slots) and a typed trampoline that
-                   calls it from a slot frame; src/addon.c holds only the generic marshalling helpers
+                   calls it from a slot frame; src/ holds only generic code (src/marshal.c includes the tables)
 
 Names that differ between the spec and Apple's Node library, Apple's Node-only names, and JavaScript's reserved
 words are this renderer's business (tables below); typescript.py renders the declarations from the same tables.
@@ -517,9 +517,10 @@ def render_esm(spec: Spec) -> str:
 
 # Functions the generic marshalling does not serve, and why (the addon does these by hand or not at all).
 C_MANUAL = {
-    "appstore_transport_new": "takes a C callback: the addon's fetch bridge (src/addon.c, transport_*)",
+    "appstore_transport_new": "takes a C callback: the addon's fetch bridge (src/fetch_bridge.c, transportNew)",
     "appstore_string_free": "the marshalling frees every string it converts",
-    "appstore_signing_key_new_with_signer": "takes a C signer callback (keys in a KMS/HSM): not offered in Node yet",
+    "appstore_signing_key_new_with_signer": "takes a C signer callback: the addon's signer bridge (src/signer_bridge.c, "
+                                            "signerKeyNew; lib/signer.js's ExternalSigner)",
 }
 VALUE_TYPES = {"int32_t": "I32", "appstore_status": "I32", "appstore_reason": "I32", "appstore_environment": "I32",
                "appstore_api_action": "I32",
@@ -630,21 +631,26 @@ def render_abi_c(abi: dict) -> str:
     handles = abi["handles"]
     max_slots = max(len(f["slots"]) for f in served)
     out = [MARK_C,
-           "/* The Node addon's marshalling tables: included once by bindings/node/src/addon.c, which defines the types",
-           " * (asb_*), the generic marshalling and the frame. One entry per C function of the ABI description; each",
-           " * trampoline calls its function with the values the marshalling put into the frame's slots. */",
+           "/* The Node addon's marshalling tables. Every file of bindings/node/src includes this (through addon.h, which",
+           " * defines the types asb_*) for the handle kinds and counts; the one file that defines ASB_ABI_TABLES",
+           " * (src/marshal.c, the generic marshalling) also gets the tables: the handle kinds' names and free functions,",
+           " * and one entry per C function of the ABI description, whose trampoline calls the function with the values",
+           " * the marshalling put into the frame's slots. */",
            "",
            f"#if ASB_MAX_SLOTS < {max_slots}",
-           f"#error \"a function of the ABI has {max_slots} parameters: raise ASB_MAX_SLOTS in src/addon.c\"",
+           f"#error \"a function of the ABI has {max_slots} parameters: raise ASB_MAX_SLOTS in src/addon.h\"",
            "#endif",
-           f"#define ASB_HANDLE_KINDS {len(handles)}",
-           "static const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {"]
+           f"#define ASB_HANDLE_KINDS {len(handles)}"]
+    for i, h in enumerate(handles):
+        out.append(f"#define ASB_H_{h['name'][len('appstore_'):].upper()} {i}")
+    out.append(f"#define ASB_FUNCTIONS {len(served)}")
+    out.append("")
+    out.append("#ifdef ASB_ABI_TABLES")
+    out.append("const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {")
     for h in handles:
         free = f"(asb_free_fn){h['free']}" if h["free"] else "NULL"
         out.append(f"    {{\"{h['name']}\", {free}}},")
     out.append("};")
-    for i, h in enumerate(handles):
-        out.append(f"#define ASB_H_{h['name'][len('appstore_'):].upper()} {i}")
     out.append("")
     for f in served:
         slots = f["slots"]
@@ -708,12 +714,12 @@ def render_abi_c(abi: dict) -> str:
             out.append("    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},")
         out.append("};")
     out.append("")
-    out.append(f"#define ASB_FUNCTIONS {len(served)}")
-    out.append("static const asb_function asb_functions[ASB_FUNCTIONS] = {")
+    out.append("const asb_function asb_functions[ASB_FUNCTIONS] = {")
     for f in served:
         out.append(f"    {{\"{f['js']}\", ASB_RET_{f['ret']}, ASB_VT_{f['rvt'] or 'NONE'}, {len(f['slots'])}, "
                    f"asb_params_{f['js']}, asb_call_{f['js']}}},")
     out.append("};")
+    out.append("#endif /* ASB_ABI_TABLES */")
     out.append("")
     out.append("/* Not served by the generic marshalling:")
     out += [f" *   {s}" for s in skipped]

@@ -19,7 +19,9 @@
 // before doing anything, with one line naming what is missing and the release tarball (appstoreserver-<version>.tgz,
 // made by scripts/release), which installs with neither.
 //
-// Options: --force (rebuild even when a packed addon loads), --quiet.
+// Options: --force (rebuild even when a packed addon loads), --quiet, --test (only the test build,
+// build/Release/appstoreserver-test.node: the same sources plus src/trace.c, -DAPPSTORE_ADDON_TRACE; run-tests makes it
+// after the package's build, and it is never packed).
 'use strict';
 
 const fs = require('fs');
@@ -31,6 +33,10 @@ const REPO = path.resolve(PKG, '..', '..');
 const OUT = path.join(PKG, 'build', 'Release');
 const INCLUDE = path.join(PKG, 'build', 'include');
 const ADDON = path.join(OUT, 'appstoreserver.node');
+const TEST_ADDON = path.join(OUT, 'appstoreserver-test.node');
+// src/addon.h names what each file holds; trace.c goes into the test build only.
+const SOURCES = ['addon.c', 'marshal.c', 'handles.c', 'fetch_bridge.c', 'signer_bridge.c'];
+const TEST_SOURCES = ['trace.c'];
 const LIB = path.join(OUT, 'libappstoreserver.so.0');
 const SONAME = 'libappstoreserver.so.0';
 const args = new Set(process.argv.slice(2));
@@ -160,22 +166,34 @@ function glibcStubs() {
   }
 }
 
-function compile() {
+function compile(test = false) {
   const cc = CC;
   preflight(compilerMissing());
   const stubs = glibcStubs();
+  const out = test ? TEST_ADDON : ADDON;
+  const sources = test ? [...SOURCES, ...TEST_SOURCES] : SOURCES;
   const argv = ['-std=c11', '-O2', '-g0', '-Wall', '-Wextra', '-Werror', '-fPIC', '-shared', '-fvisibility=hidden',
+    ...(test ? ['-DAPPSTORE_ADDON_TRACE'] : []),
     `-I${nodeInclude()}`, `-I${INCLUDE}`, `-I${path.join(PKG, 'generated')}`,
-    path.join(PKG, 'src', 'addon.c'), '-o', ADDON + '.tmp', LIB,
-    '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', '-Wl,-soname,appstoreserver.node', '-lpthread'];
+    ...sources.map((f) => path.join(PKG, 'src', f)), '-o', out + '.tmp', LIB,
+    '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', `-Wl,-soname,${path.basename(out)}`, '-lpthread'];
   // Before the system's folders: -lpthread and the implicit -lc bind to 2.28's versions.
   if (stubs) argv.splice(argv.indexOf('-o'), 0, `-L${stubs}`);
   run(cc, argv);
-  fs.renameSync(ADDON + '.tmp', ADDON);
+  fs.renameSync(out + '.tmp', out);
 }
 
 fs.mkdirSync(OUT, { recursive: true });
 fs.mkdirSync(INCLUDE, { recursive: true });
+
+if (args.has('--test')) {
+  if (!fs.existsSync(LIB) || !fs.existsSync(path.join(INCLUDE, 'appstoreserver.h')))
+    fail('--test builds against the package build (build/Release, build/include): run the build without it first');
+  compile(true);
+  if (!loads(TEST_ADDON)) fail(`${TEST_ADDON} does not load`);
+  log(`built ${path.relative(process.cwd(), TEST_ADDON) || TEST_ADDON}`);
+  process.exit(0);
+}
 
 if (!inRepo) {
   if (!args.has('--force') && fs.existsSync(ADDON) && fs.existsSync(LIB) && loads(ADDON)) {

@@ -31,10 +31,12 @@ test('npm pack, then install offline into a scratch project without a toolchain,
     { cwd: PKG, env, encoding: 'utf8' }));
   const files = packed[0].files.map((f) => f.path);
   for (const want of ['package.json', 'index.js', 'index.d.ts', 'generated/index.mjs', 'generated/types.d.ts',
-    'lib/client.js', 'src/addon.c', 'scripts/build.js', 'build/Release/appstoreserver.node',
+    'lib/client.js', 'src/addon.h', 'src/addon.c', 'src/marshal.c', 'src/handles.c', 'src/fetch_bridge.c',
+    'src/signer_bridge.c', 'scripts/build.js', 'build/Release/appstoreserver.node',
     'build/Release/libappstoreserver.so.0', 'build/include/appstoreserver.h', 'LICENSE', 'THIRD_PARTY_NOTICES'])
     assert.ok(files.includes(want), `the tarball has ${want}`);
   assert.ok(!files.some((f) => f.startsWith('test/') || f.includes('node_modules')), 'no tests or node_modules in the tarball');
+  assert.ok(!files.includes('build/Release/appstoreserver-test.node'), 'no test build of the addon in the tarball');
   const tgz = path.join(work, packed[0].filename);
   t.diagnostic(`${packed[0].filename}: ${files.length} files, ${(packed[0].size / 1048576).toFixed(1)} MB`);
   // LICENSE and THIRD_PARTY_NOTICES (what the bundled library contains), byte for byte the repository's, and

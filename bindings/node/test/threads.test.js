@@ -1,7 +1,7 @@
 'use strict';
 // Concurrency: Promise verifications run on the libuv pool and really overlap (timestamps taken by the pool threads
-// themselves), the event loop keeps running meanwhile, and worker_threads each load the addon and share nothing but
-// the library.
+// themselves: the trace of the addon's test build, build/Release/appstoreserver-test.node), the event loop keeps
+// running meanwhile, and worker_threads each load the addon and share nothing but the library.
 const test = require('node:test');
 const assert = require('assert/strict');
 const fs = require('fs');
@@ -9,7 +9,16 @@ const path = require('path');
 const { Worker } = require('worker_threads');
 const lib = require('..');
 const native = require('../lib/native.js');
-const { testpki, readTrimmed } = require('./helpers.js');
+const { ENVIRONMENT_CODES } = require('../generated/spec.js');
+const { PKG, testpki, readTrimmed } = require('./helpers.js');
+
+const SHIPPED_ADDON = path.join(PKG, 'build', 'Release', 'appstoreserver.node');
+const TEST_ADDON = path.join(PKG, 'build', 'Release', 'appstoreserver-test.node');
+/** The addon's test build (src/trace.c compiled in), which run-tests makes (node scripts/build.js --test). */
+function testAddon() {
+  assert.ok(fs.existsSync(TEST_ADDON), `${TEST_ADDON} is missing: run ./run-tests (or node scripts/build.js --test)`);
+  return require(TEST_ADDON);
+}
 
 let dir;
 let root;
@@ -32,16 +41,25 @@ test('two Promise verifications run at the same time on two pool threads',
   // Cache off: every call validates the chain (~1-2 ms of CPU). The pool threads record wall-clock start/end and their
   // own CPU time. Two calls ran in parallel when, in one round, their CPU time adds up to clearly more than the wall
   // time the round spanned (one core cannot do that; a lock inside the library would serialise them to ratio 1).
-  const v = verifier({ chainCache: { maxEntries: 0, ttlSeconds: 0 } });
+  // The test build's own verifier (its handles are its own), made as lib/verifier.js makes one.
+  const t = testAddon();
+  const o = t.verifier_options_new();
+  t.verifier_options_add_root(o, (pki(), root));
+  t.verifier_options_set_bundle_id(o, 'com.example.testpki');
+  t.verifier_options_set_environment(o, ENVIRONMENT_CODES[lib.Environment.SANDBOX]);
+  t.verifier_options_set_chain_cache(o, 0, 0);
+  const v = t.verifier_new(o);
+  t.close(o);
   const jws = readTrimmed(path.join(pki(), 'jws', 'tx-valid.jws'));
   const parallel = [];
   let rounds = 0;
   const deadline = Date.now() + 15000; // a busy machine may leave no two cores free for a while
   while (parallel.length < 5 && Date.now() < deadline) {
     rounds++;
-    native.trace(true);
-    await Promise.all([v.verifyAndDecodeTransaction(jws), v.verifyAndDecodeTransaction(jws)]);
-    const calls = native.trace(false).filter((c) => c.fn === 'verifier_verify_transaction');
+    t.trace(true);
+    const both = await Promise.all([t.async.verifier_verify_transaction(v, jws), t.async.verifier_verify_transaction(v, jws)]);
+    const calls = t.trace(false).filter((c) => c.fn === 'verifier_verify_transaction');
+    for (const json of both) assert.equal(JSON.parse(json).transactionId, '2000000912345678');
     assert.equal(calls.length, 2);
     const [a, b] = calls;
     assert.ok(a.end > a.start && b.end > b.start && a.cpu > 0 && b.cpu > 0);
@@ -50,6 +68,15 @@ test('two Promise verifications run at the same time on two pool threads',
     if (a.thread !== b.thread && ratio > 1.3) parallel.push(ratio.toFixed(2));
   }
   assert.ok(parallel.length >= 5, `two calls used more than one core in only ${parallel.length} of ${rounds} rounds`);
+  t.close(v);
+});
+
+test('the trace is in the test build only: the shipped addon has no trace symbols and no trace()', () => {
+  assert.equal(native.trace, undefined);
+  assert.equal(typeof testAddon().trace, 'function');
+  const symbols = (file) => ['asb_js_trace', 'trace_ring'].filter((s) => fs.readFileSync(file).includes(s));
+  assert.deepEqual(symbols(TEST_ADDON), ['asb_js_trace', 'trace_ring']); // the names are there when compiled in
+  assert.deepEqual(symbols(SHIPPED_ADDON), []);
 });
 
 test('the event loop is not blocked by Promise verifications', async () => {
