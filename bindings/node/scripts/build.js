@@ -19,6 +19,9 @@
 // before doing anything, with one line naming what is missing and the release tarball (appstoreserver-<version>.tgz,
 // made by scripts/release), which installs with neither.
 //
+// The addon is linked with -z nodelete: a Node worker that alone loaded it would otherwise unload it (and the library
+// it needs) at exit while thread-exit destructors still point into them.
+//
 // Options: --force (rebuild even when a packed addon loads), --quiet, --test (only the test build,
 // build/Release/appstoreserver-test.node: the same sources plus src/trace.c, -DAPPSTORE_ADDON_TRACE; run-tests makes it
 // after the package's build, and it is never packed).
@@ -176,7 +179,7 @@ function compile(test = false) {
     ...(test ? ['-DAPPSTORE_ADDON_TRACE'] : []),
     `-I${nodeInclude()}`, `-I${INCLUDE}`, `-I${path.join(PKG, 'generated')}`,
     ...sources.map((f) => path.join(PKG, 'src', f)), '-o', out + '.tmp', LIB,
-    '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', `-Wl,-soname,${path.basename(out)}`, '-lpthread'];
+    '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', `-Wl,-soname,${path.basename(out)}`, '-Wl,-z,nodelete', '-lpthread'];
   // Before the system's folders: -lpthread and the implicit -lc bind to 2.28's versions.
   if (stubs) argv.splice(argv.indexOf('-o'), 0, `-L${stubs}`);
   run(cc, argv);

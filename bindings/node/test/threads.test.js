@@ -1,11 +1,13 @@
 'use strict';
 // Concurrency: Promise verifications run on the libuv pool and really overlap (timestamps taken by the pool threads
 // themselves: the trace of the addon's test build, build/Release/appstoreserver-test.node), the event loop keeps
-// running meanwhile, and worker_threads each load the addon and share nothing but the library.
+// running meanwhile, and worker_threads each load the addon and share nothing but the library, also when a worker
+// alone loads it and is terminated.
 const test = require('node:test');
 const assert = require('assert/strict');
 const fs = require('fs');
 const path = require('path');
+const { spawnSync } = require('child_process');
 const { Worker } = require('worker_threads');
 const lib = require('..');
 const native = require('../lib/native.js');
@@ -153,6 +155,46 @@ test('a worker that exits while its verifications are in flight does not take th
   const v = verifier();
   const t = await v.verifyAndDecodeTransaction(readTrimmed(path.join(dir, 'jws', 'tx-valid.jws')));
   assert.equal(t.transactionId, '2000000912345678');
+});
+
+test('a worker that alone loads the package, verifies and is terminated, again and again: the process lives', () => {
+  // In a child whose main thread never loads the addon: each worker's environment is the only one using it, so Node
+  // unloads the addon when the worker goes. The addon and the library stay mapped (-z nodelete): the thread-exit
+  // destructors the library's Swift runtime registered on the worker's thread must not point at unmapped code.
+  pki();
+  const child = `
+    const { Worker } = require('worker_threads');
+    const code = ${JSON.stringify(`
+      const { parentPort, workerData } = require('worker_threads');
+      const fs = require('fs');
+      const lib = require(${JSON.stringify(PKG)});
+      const v = new lib.SignedDataVerifier([fs.readFileSync(workerData.dir + '/root.der')], false,
+        lib.Environment.SANDBOX, 'com.example.testpki');
+      const jws = fs.readFileSync(workerData.dir + '/jws/tx-valid.jws', 'utf8').trim();
+      v.verifyAndDecodeTransaction(jws).then((t) => parentPort.postMessage(t.transactionId + ' ' + v.verifyAndDecodeTransactionSync(jws).transactionId));
+      setInterval(() => {}, 1000); // until terminated
+    `)};
+    (async () => {
+      for (let i = 0; i < 6; i++) {
+        const w = new Worker(code, { eval: true, workerData: { dir: ${JSON.stringify(dir)} } });
+        const got = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+        if (got !== '2000000912345678 2000000912345678') throw new Error('worker ' + i + ': ' + got);
+        await w.terminate();
+      }
+      if (Object.keys(require.cache).some((f) => f.startsWith(${JSON.stringify(PKG)}))) throw new Error('the main thread loaded it');
+      console.log('terminated 6');
+    })().catch((e) => { console.error(e); process.exit(2); });
+  `;
+  const run = spawnSync(process.execPath, ['-e', child], { encoding: 'utf8', timeout: 120000 });
+  assert.equal(run.signal, null, `the child died of ${run.signal}: ${run.stderr}`);
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout.trim(), 'terminated 6');
+  const flags = (file) => {
+    const r = spawnSync('readelf', ['-d', file], { encoding: 'utf8' });
+    return r.status === 0 ? /FLAGS_1.*NODELETE/.test(r.stdout) : null;
+  };
+  const addonFlag = flags(SHIPPED_ADDON);
+  if (addonFlag !== null) assert.ok(addonFlag, 'the addon is linked with -z nodelete');
 });
 
 test('close() while Promise calls are in flight: they complete, later calls throw', async () => {
