@@ -64,7 +64,12 @@ public final class AppStoreServerAPICall {
     /// The error of the last attempt while a retry or the fallback is pending (what an interrupted wait reports).
     public private(set) var lastError: AppStoreServerAPIError?
 
-    /// - Parameter environment: `.sandbox` sends a fallback client's call to Sandbox directly.
+    /// A call of `request` through `caller`.
+    /// - Parameters:
+    ///   - caller: the client's caller (request builders, retry policy, rate limiter).
+    ///   - request: the endpoint and its parameters.
+    ///   - environment: `.sandbox` sends a fallback client's call to Sandbox directly.
+    ///   - checksBody: whether a 2xx body must decode into the endpoint's model before `done`.
     public init(caller: AppStoreServerAPICaller, request: AppStoreServerAPIRequest, environment: AppStoreEnvironment? = nil,
                 checksBody: Bool = true) {
         self.caller = caller

@@ -67,8 +67,16 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
     /// 30 s, as Apple's libraries.
     public static let defaultTimeoutMilliseconds: UInt32 = 30_000
 
-    /// - Parameter baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
-    ///   Advanced Commerce endpoints too.
+    /// A builder for the key, app and environment given.
+    /// - Parameters:
+    ///   - signingKey: the key bearer tokens are signed with.
+    ///   - keyId: the key's identifier in App Store Connect.
+    ///   - issuerId: the issuer identifier in App Store Connect.
+    ///   - bundleId: the app's bundle identifier.
+    ///   - environment: the environment requests are for (Xcode has no server and is refused).
+    ///   - baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
+    ///     Advanced Commerce endpoints too.
+    ///   - timeoutMilliseconds: the time one attempt's whole exchange may take.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
                 environment: AppStoreEnvironment, baseURL: String? = nil,
                 timeoutMilliseconds: UInt32 = defaultTimeoutMilliseconds) throws(AppStoreServerAPIError) {
