@@ -36,6 +36,7 @@ public final class SignedDataVerifier: Sendable {
     /// - Parameters:
     ///   - rootCertificates: root certificates, DER or PEM text (several certificates each), the only trust anchors (for App Store data: Apple Root CA - G3, `AppleRootCertificate.appleRootCAG3`);
     ///     may be empty for `.xcode` and `.localTesting`, which skip signature checks.
+    ///   - bundleId: the app's bundle identifier; payloads for another app fail.
     ///   - appAppleId: required when `environment` is `.production`.
     ///   - environment: `.sandbox`, `.production`, `.xcode` or `.localTesting` (the last two skip signature checks,
     ///     as Apple's libraries do).
