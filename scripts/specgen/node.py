@@ -139,7 +139,7 @@ HAND_WRITTEN_EXPORTS = [
     "AppStoreServerAPIClient", "APIException", "SignedDataVerifier", "VerificationException", "ReceiptUtility",
     "PromotionalOfferSignatureCreator", "PromotionalOfferV2SignatureCreator",
     "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceInAppSignatureCreator",
-    "AppStoreServerError", "ReceiptVerifier", "version", "libraryVersion",
+    "AppStoreServerError", "ReceiptVerifier", "ExternalSigner", "version", "libraryVersion",
 ]
 GENERATED_EXPORTS = ["APIError", "GetTransactionHistoryVersion", "VerificationStatus", "LibraryStatus",
                      "FailureReason"]
