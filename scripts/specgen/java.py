@@ -162,7 +162,7 @@ def java_problems(spec: Spec) -> list[str]:
         for m in models:
             if m not in spec.models:
                 problems.append(f"java_apple.json interfaces.{iface}: {m} is not a spec model")
-    for table in ("fieldTypes", "memberNames", "extraAccessors", "mapKeyEnums", "constructorTypes"):
+    for table in ("fieldTypes", "memberNames", "extraAccessors", "mapKeyEnums", "parameterTypes", "listAdders"):
         for mf in APPLE[table]:
             m, f = mf.split(".", 1)
             if m not in spec.models or not any(x["name"] == f for x in spec.models[m]["fields"]):
@@ -246,7 +246,7 @@ class Field:
                 self.api = f"Map<{class_name(key_enum)}, {value}>"
         else:
             self.storage = self.api = element_type(spec, tname)
-        self.ctor_type = APPLE["constructorTypes"].get(f"{model}.{f['name']}", self.api)
+        self.ctor_type = APPLE["parameterTypes"].get(f"{model}.{f['name']}", self.api)
 
 
 def element_type(spec: Spec, tname: str) -> str:
@@ -258,7 +258,7 @@ def element_type(spec: Spec, tname: str) -> str:
 def _imports(text: str, own_package: str) -> list[str]:
     wanted = []
     checks = [
-        ("java.util.List", r"\bList<"), ("java.util.Map", r"\bMap<"), ("java.util.UUID", r"\bUUID\b"),
+        ("java.util.List", r"\bList<"), ("java.util.ArrayList", r"\bArrayList<"), ("java.util.Map", r"\bMap<"), ("java.util.UUID", r"\bUUID\b"),
         ("java.util.Objects", r"\bObjects\."), ("java.util.LinkedHashMap", r"\bLinkedHashMap<"),
         ("java.util.Collections", r"\bCollections\."),
         ("com.fasterxml.jackson.annotation.JsonAnyGetter", r"@JsonAnyGetter"),
@@ -401,10 +401,21 @@ def render_model(spec: Spec, name: str) -> str:
     for fd in fields:
         n, C = fd.name, cap(fd.name)
         body.append("")
-        body.append(f"    public {cls} {n}({fd.api} {n}) {{")
+        body.append(f"    public {cls} {n}({fd.ctor_type} {n}) {{")
         body.append(f"        this.{n} = {_set_expr(fd, n)};")
         body.append("        return this;")
         body.append("    }")
+        adder = APPLE["listAdders"].get(f"{name}.{fd.spec_field['name']}")
+        if adder:
+            element = fd.api[len("List<"):-1]
+            body += ["",
+                     f"    public {cls} {adder}({element} item) {{",
+                     f"        if (this.{n} == null) {{",
+                     f"            this.{n} = new ArrayList<>();",
+                     "        }",
+                     f"        this.{n}.add(item);",
+                     "        return this;",
+                     "    }"]
         body.append("")
         extra = [f"@return {n}"]
         if fd.enum:

@@ -26,6 +26,11 @@ public class AdvancedCommerceDescriptors {
     public AdvancedCommerceDescriptors() {
     }
 
+    public AdvancedCommerceDescriptors(String description, String displayName) {
+        this.description = Objects.requireNonNull(description, "description");
+        this.displayName = Objects.requireNonNull(displayName, "displayName");
+    }
+
     public AdvancedCommerceDescriptors description(String description) {
         this.description = description;
         return this;

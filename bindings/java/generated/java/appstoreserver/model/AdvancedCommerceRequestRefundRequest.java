@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -62,6 +63,14 @@ public class AdvancedCommerceRequestRefundRequest {
 
     public AdvancedCommerceRequestRefundRequest items(List<AdvancedCommerceRequestRefundItem> items) {
         this.items = items;
+        return this;
+    }
+
+    public AdvancedCommerceRequestRefundRequest addItem(AdvancedCommerceRequestRefundItem item) {
+        if (this.items == null) {
+            this.items = new ArrayList<>();
+        }
+        this.items.add(item);
         return this;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -60,6 +61,14 @@ public class AdvancedCommerceSubscriptionChangeMetadataRequest {
 
     public AdvancedCommerceSubscriptionChangeMetadataRequest items(List<AdvancedCommerceSubscriptionChangeMetadataItem> items) {
         this.items = items;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionChangeMetadataRequest addItem(AdvancedCommerceSubscriptionChangeMetadataItem item) {
+        if (this.items == null) {
+            this.items = new ArrayList<>();
+        }
+        this.items.add(item);
         return this;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -112,6 +113,14 @@ public class AdvancedCommerceSubscriptionCreateRequest implements AdvancedCommer
 
     public AdvancedCommerceSubscriptionCreateRequest items(List<AdvancedCommerceSubscriptionCreateItem> items) {
         this.items = items;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionCreateRequest addItem(AdvancedCommerceSubscriptionCreateItem item) {
+        if (this.items == null) {
+            this.items = new ArrayList<>();
+        }
+        this.items.add(item);
         return this;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -73,6 +74,14 @@ public class AdvancedCommerceSubscriptionMigrateRequest {
         return this;
     }
 
+    public AdvancedCommerceSubscriptionMigrateRequest addItem(AdvancedCommerceSubscriptionMigrateItem item) {
+        if (this.items == null) {
+            this.items = new ArrayList<>();
+        }
+        this.items.add(item);
+        return this;
+    }
+
     /**
      * The items of the migrated subscription.
      *
@@ -88,6 +97,14 @@ public class AdvancedCommerceSubscriptionMigrateRequest {
 
     public AdvancedCommerceSubscriptionMigrateRequest renewalItems(List<AdvancedCommerceSubscriptionMigrateRenewalItem> renewalItems) {
         this.renewalItems = renewalItems;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionMigrateRequest addRenewalItem(AdvancedCommerceSubscriptionMigrateRenewalItem item) {
+        if (this.renewalItems == null) {
+            this.renewalItems = new ArrayList<>();
+        }
+        this.renewalItems.add(item);
         return this;
     }
 

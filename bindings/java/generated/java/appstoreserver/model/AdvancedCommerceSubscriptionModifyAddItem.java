@@ -99,7 +99,7 @@ public class AdvancedCommerceSubscriptionModifyAddItem {
         this.offer = offer;
     }
 
-    public AdvancedCommerceSubscriptionModifyAddItem price(Long price) {
+    public AdvancedCommerceSubscriptionModifyAddItem price(long price) {
         this.price = price;
         return this;
     }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -85,6 +86,14 @@ public class AdvancedCommerceSubscriptionModifyInAppRequest implements AdvancedC
         return this;
     }
 
+    public AdvancedCommerceSubscriptionModifyInAppRequest addAddItem(AdvancedCommerceSubscriptionModifyAddItem item) {
+        if (this.addItems == null) {
+            this.addItems = new ArrayList<>();
+        }
+        this.addItems.add(item);
+        return this;
+    }
+
     /**
      * Items to add; omit rather than send an empty list.
      *
@@ -100,6 +109,14 @@ public class AdvancedCommerceSubscriptionModifyInAppRequest implements AdvancedC
 
     public AdvancedCommerceSubscriptionModifyInAppRequest changeItems(List<AdvancedCommerceSubscriptionModifyChangeItem> changeItems) {
         this.changeItems = changeItems;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionModifyInAppRequest addChangeItem(AdvancedCommerceSubscriptionModifyChangeItem item) {
+        if (this.changeItems == null) {
+            this.changeItems = new ArrayList<>();
+        }
+        this.changeItems.add(item);
         return this;
     }
 
@@ -172,6 +189,14 @@ public class AdvancedCommerceSubscriptionModifyInAppRequest implements AdvancedC
 
     public AdvancedCommerceSubscriptionModifyInAppRequest removeItems(List<AdvancedCommerceSubscriptionModifyRemoveItem> removeItems) {
         this.removeItems = removeItems;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionModifyInAppRequest addRemoveItem(AdvancedCommerceSubscriptionModifyRemoveItem item) {
+        if (this.removeItems == null) {
+            this.removeItems = new ArrayList<>();
+        }
+        this.removeItems.add(item);
         return this;
     }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -73,6 +74,14 @@ public class AdvancedCommerceSubscriptionPriceChangeItem {
 
     public AdvancedCommerceSubscriptionPriceChangeItem dependentSKUs(List<String> dependentSKUs) {
         this.dependentSKUs = dependentSKUs;
+        return this;
+    }
+
+    public AdvancedCommerceSubscriptionPriceChangeItem addDependentSKU(String item) {
+        if (this.dependentSKUs == null) {
+            this.dependentSKUs = new ArrayList<>();
+        }
+        this.dependentSKUs.add(item);
         return this;
     }
 

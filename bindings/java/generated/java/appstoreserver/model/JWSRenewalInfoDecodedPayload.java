@@ -7,6 +7,7 @@ import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -491,6 +492,14 @@ public class JWSRenewalInfoDecodedPayload implements DecodedSignedData {
 
     public JWSRenewalInfoDecodedPayload eligibleWinBackOfferIds(List<String> eligibleWinBackOfferIds) {
         this.eligibleWinBackOfferIds = eligibleWinBackOfferIds;
+        return this;
+    }
+
+    public JWSRenewalInfoDecodedPayload addEligibleWinBackOfferId(String item) {
+        if (this.eligibleWinBackOfferIds == null) {
+            this.eligibleWinBackOfferIds = new ArrayList<>();
+        }
+        this.eligibleWinBackOfferIds.add(item);
         return this;
     }
 

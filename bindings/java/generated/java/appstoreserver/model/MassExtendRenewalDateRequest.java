@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -106,6 +107,14 @@ public class MassExtendRenewalDateRequest {
 
     public MassExtendRenewalDateRequest storefrontCountryCodes(List<String> storefrontCountryCodes) {
         this.storefrontCountryCodes = storefrontCountryCodes;
+        return this;
+    }
+
+    public MassExtendRenewalDateRequest addStorefrontCountryCodesItem(String item) {
+        if (this.storefrontCountryCodes == null) {
+            this.storefrontCountryCodes = new ArrayList<>();
+        }
+        this.storefrontCountryCodes.add(item);
         return this;
     }
 

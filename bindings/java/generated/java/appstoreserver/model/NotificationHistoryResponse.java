@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -68,6 +69,14 @@ public class NotificationHistoryResponse {
 
     public NotificationHistoryResponse notificationHistory(List<NotificationHistoryResponseItem> notificationHistory) {
         this.notificationHistory = notificationHistory;
+        return this;
+    }
+
+    public NotificationHistoryResponse addNotificationHistoryItem(NotificationHistoryResponseItem item) {
+        if (this.notificationHistory == null) {
+            this.notificationHistory = new ArrayList<>();
+        }
+        this.notificationHistory.add(item);
         return this;
     }
 

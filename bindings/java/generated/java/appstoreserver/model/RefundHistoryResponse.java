@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -32,6 +33,14 @@ public class RefundHistoryResponse {
 
     public RefundHistoryResponse signedTransactions(List<String> signedTransactions) {
         this.signedTransactions = signedTransactions;
+        return this;
+    }
+
+    public RefundHistoryResponse addSignedTransactionsItem(String item) {
+        if (this.signedTransactions == null) {
+            this.signedTransactions = new ArrayList<>();
+        }
+        this.signedTransactions.add(item);
         return this;
     }
 

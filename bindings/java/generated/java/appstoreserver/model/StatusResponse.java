@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -103,6 +104,14 @@ public class StatusResponse {
 
     public StatusResponse data(List<SubscriptionGroupIdentifierItem> data) {
         this.data = data;
+        return this;
+    }
+
+    public StatusResponse addDataItem(SubscriptionGroupIdentifierItem item) {
+        if (this.data == null) {
+            this.data = new ArrayList<>();
+        }
+        this.data.add(item);
         return this;
     }
 

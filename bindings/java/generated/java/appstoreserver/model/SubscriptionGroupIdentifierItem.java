@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -47,6 +48,14 @@ public class SubscriptionGroupIdentifierItem {
 
     public SubscriptionGroupIdentifierItem lastTransactions(List<LastTransactionsItem> lastTransactions) {
         this.lastTransactions = lastTransactions;
+        return this;
+    }
+
+    public SubscriptionGroupIdentifierItem addLastTransactionsItem(LastTransactionsItem item) {
+        if (this.lastTransactions == null) {
+            this.lastTransactions = new ArrayList<>();
+        }
+        this.lastTransactions.add(item);
         return this;
     }
 
