@@ -55,10 +55,10 @@ set(CPACK_COMPONENT_DEB_DEVELOPMENT_GROUP dev)
 set(APPSTORE_DEB_LIB "libappstoreserver${PROJECT_VERSION_MAJOR}")
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME "${APPSTORE_DEB_LIB}")
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-# Written out rather than from dpkg-shlibdeps, which says libc6 (>= 2.35): it reads symbol versions only, and the
-# library's packed relative relocations (DT_RELR, -z pack-relative-relocs) need glibc >= 2.36 (GLIBC_ABI_DT_RELR).
-# Tests/consumers/run checks that this covers everything dpkg-shlibdeps finds.
-set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libc6 (>= 2.36), libgcc-s1 (>= 3.3), libstdc++6 (>= 11)")
+# Written out: the packaged library is the self-contained one, linked against glibc 2.28's symbol set with libstdc++
+# and libgcc inside (scripts/check-glibc proves it), so glibc is its only dependency. Tests/consumers/run checks that
+# this covers everything dpkg-shlibdeps finds.
+set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libc6 (>= 2.28)")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)   # DEBIAN/shlibs and the ldconfig calls (a global setting)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_LIB_DESCRIPTION "App Store server toolkit - C library
