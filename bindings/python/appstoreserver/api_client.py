@@ -647,6 +647,7 @@ class AsyncAppStoreServerAPIClient(BaseAppStoreServerAPIClient, AsyncEndpointMet
             self.http_client = None
 
     async def async_close(self) -> None:
+        """Closes the httpx client this client made (Apple's method); nothing to close with the urllib fallback."""
         if self.http_client is not None:
             await self.http_client.aclose()
 
