@@ -12,8 +12,11 @@ system OpenSSL needed at run time).
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import LIBRARY_VERSION, library_path
 from ._signing import ExternalSigner, Signer, SigningError
+from .roots import (AppleRootCertificate, apple_receipt_root_certificates, apple_root_certificate_details,
+                    apple_root_certificates)
 
 __version__ = LIBRARY_VERSION
 
-__all__ = ["AppStoreStatus", "ExternalSigner", "FailureReason", "LIBRARY_VERSION", "Signer", "SigningError",
-           "__version__", "library_path"]
+__all__ = ["AppStoreStatus", "AppleRootCertificate", "ExternalSigner", "FailureReason", "LIBRARY_VERSION", "Signer",
+           "SigningError", "__version__", "apple_receipt_root_certificates", "apple_root_certificate_details",
+           "apple_root_certificates", "library_path"]
