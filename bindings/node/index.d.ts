@@ -1,6 +1,8 @@
 // Declarations of the appstoreserver Node package: Apple's Node library API (same names, constructor argument order
 // and method signatures) on the appstoreserver core. The models, enums, endpoint methods and verify methods are
-// generated from the spec (generated/types.d.ts); the classes below are written by hand.
+// generated from the spec (generated/types.d.ts; the endpoint and verify methods as interfaces the classes below
+// merge); the classes below are written by hand, and test/types.test.js compiles them with tsc --strict against the
+// JavaScript: every export, every class member and every enum member, both ways.
 import {
     AppStoreServerAPIEndpoints,
     SignedDataVerifierOperations,
@@ -38,6 +40,9 @@ export declare class AppStoreServerError extends Error implements LibraryErrorDe
     reasonCode?: number;
     /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED" only). */
     retryAtMs?: number;
+    /** What caused it, when something did: the exception of fetch (or of an overridden makeFetchRequest) for a
+     *  transport failure, what an external signer threw. */
+    cause?: unknown;
     constructor(message: string, detail?: object);
 }
 
@@ -162,15 +167,23 @@ export interface SignedDataVerifierOptions {
 
 /** Apple's SignedDataVerifier. The verify methods (generated) return Promises that run on the libuv thread pool;
  *  the ...Sync methods run on the calling thread (and refuse online checks, which need this thread for fetch). */
-export declare class SignedDataVerifier extends SignedDataVerifierOperations {
+export declare class SignedDataVerifier {
     /** Apple's argument order. appleRootCertificates: DER (or PEM) of the trusted roots (Apple Root CA - G3). */
     constructor(appleRootCertificates: Uint8Array[], enableOnlineChecks: boolean, environment: Environment,
                 bundleId: string, appAppleId?: number, options?: SignedDataVerifierOptions);
+    /** The constructor's arguments (the roots as DER). */
+    protected readonly rootCertificates: Uint8Array[];
+    protected readonly enableOnlineChecks: boolean;
+    protected readonly environment: Environment;
+    protected readonly bundleId: string;
+    protected readonly appAppleId: number | undefined | null;
     /** Chain cache counters since the verifier was created. */
     cacheStats(): { hits: number; misses: number; entries: number };
     /** Frees the library's verifier now (calls in flight complete first); later calls throw. */
     close(): void;
 }
+/** The verify methods (generated). */
+export interface SignedDataVerifier extends SignedDataVerifierOperations {}
 
 export interface AppStoreServerAPIClientOptions {
     /** The fetch of the default makeFetchRequest (default: the global fetch). */
@@ -221,10 +234,14 @@ type PageOf<I> = I extends AsyncIterableIterator<infer P> ? P : never;
 
 /** Apple's AppStoreServerAPIClient: every endpoint method (generated, Apple's names and parameter order), plus
  *  `...Pages` async iterators for the paginated endpoints and the Advanced Commerce API endpoints. */
-export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {
+export declare class AppStoreServerAPIClient {
     /** Apple's argument order; signingKey is the .p8 PEM text, or an ExternalSigner. */
     constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string, environment: Environment,
                 options?: AppStoreServerAPIClientOptions);
+    /** The App Store Server API's base URL of the client's environment (options.baseUrl when given), no trailing
+     *  slash: what Apple's makeFetchRequest puts before `path`. The Sandbox fallback and the Advanced Commerce
+     *  endpoints use other hosts: an override should send to `request.url`. */
+    protected urlBase: string;
     /** Apple's hook: sends one request, resolves to a fetch Response. Override it to use another HTTP stack. It gets
      *  Apple's arguments (headers User-Agent, Authorization, Accept, then Content-Type with a body), plus `request`:
      *  what the library built, whose `url` is the one to use (Sandbox fallback, Advanced Commerce hosts). */
@@ -248,6 +265,8 @@ export declare class AppStoreServerAPIClient extends AppStoreServerAPIEndpoints 
      *  signature fail with reason "signer_failed"). */
     close(): void;
 }
+/** The endpoint methods (generated). */
+export interface AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {}
 
 /** Apple's PromotionalOfferSignatureCreator (StoreKit 1 promotional offer signature, base64 DER ECDSA). With an
  *  ExternalSigner as signingKey, use createSignatureAsync (createSignature refuses it); the same for the creators

@@ -149,8 +149,9 @@ def param_type(spec: Spec, p: dict) -> str:
 
 def render_endpoints(spec: Spec) -> list[str]:
     out = ["/** Every App Store Server API and Advanced Commerce API endpoint, with Apple's Node names and parameter",
-           " *  order; AppStoreServerAPIClient extends it. */",
-           "export declare abstract class AppStoreServerAPIEndpoints {"]
+           " *  order; AppStoreServerAPIClient's declaration merges it (an interface: the package exports no value of",
+           " *  this name). */",
+           "export interface AppStoreServerAPIEndpoints {"]
     for ep in spec.endpoints:
         if ep["name"] in node.MERGED_AWAY:
             continue
@@ -195,8 +196,9 @@ def render_endpoints(spec: Spec) -> list[str]:
 
 def render_verifier(abi: dict) -> list[str]:
     out = ["/** The verify operations of SignedDataVerifier: Promises run on the libuv thread pool; ...Sync run on the",
-           " *  calling thread. A failure rejects (throws) with VerificationException. */",
-           "export declare abstract class SignedDataVerifierOperations {"]
+           " *  calling thread. A failure rejects (throws) with VerificationException. SignedDataVerifier's declaration",
+           " *  merges it (an interface: the package exports no value of this name). */",
+           "export interface SignedDataVerifierOperations {"]
     for op in node.verify_operations(abi):
         out.append(f"    {op['method']}({op['param']}: string): Promise<{op['model']}>;")
         out.append(f"    {op['method']}Sync({op['param']}: string): {op['model']};")

@@ -2224,8 +2224,9 @@ export interface AbstractAdvancedCommerceInAppRequest extends AdvancedCommerceRe
 }
 
 /** Every App Store Server API and Advanced Commerce API endpoint, with Apple's Node names and parameter
- *  order; AppStoreServerAPIClient extends it. */
-export declare abstract class AppStoreServerAPIEndpoints {
+ *  order; AppStoreServerAPIClient's declaration merges it (an interface: the package exports no value of
+ *  this name). */
+export interface AppStoreServerAPIEndpoints {
     /** Get Transaction Info: GET /inApps/v1/transactions/{transactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
     getTransactionInfo(transactionId: string): Promise<TransactionInfoResponse>;
     /** Get Transaction History; version v1: GET /inApps/v1/history/{anyTransactionId} (Apple's default; deprecated by Apple); version v2: GET /inApps/v2/history/{anyTransactionId}. Sandbox fallback: with the option sandboxFallback, a Production transactionIdNotFound (4040010) or HTTP 401 is asked again in Sandbox (answer() tells which environment answered). */
@@ -2307,8 +2308,9 @@ export declare abstract class AppStoreServerAPIEndpoints {
 }
 
 /** The verify operations of SignedDataVerifier: Promises run on the libuv thread pool; ...Sync run on the
- *  calling thread. A failure rejects (throws) with VerificationException. */
-export declare abstract class SignedDataVerifierOperations {
+ *  calling thread. A failure rejects (throws) with VerificationException. SignedDataVerifier's declaration
+ *  merges it (an interface: the package exports no value of this name). */
+export interface SignedDataVerifierOperations {
     verifyAndDecodeNotification(signedPayload: string): Promise<ResponseBodyV2DecodedPayload>;
     verifyAndDecodeNotificationSync(signedPayload: string): ResponseBodyV2DecodedPayload;
     verifyAndDecodeTransaction(signedTransactionInfo: string): Promise<JWSTransactionDecodedPayload>;

@@ -1,7 +1,8 @@
 'use strict';
 // The TypeScript declarations: `tsc --noEmit --strict` on index.d.ts, the generated types.d.ts and TypeScript code
 // written against Apple's Node library (every export of Apple's index imported by name; Apple's README usage), and a
-// file with type errors must fail. Without tsc (Debian node-typescript), the declarations are parsed instead.
+// file with type errors must fail; the hand-written declarations compiled against the JavaScript they describe, both
+// ways (the drift check, below). Without tsc (Debian node-typescript) the drift check fails and the rest is parsed.
 const test = require('node:test');
 const assert = require('assert/strict');
 const fs = require('fs');
@@ -14,10 +15,10 @@ const tsc = spawnSync('tsc', ['--version'], { encoding: 'utf8' });
 const HAVE_TSC = tsc.status === 0;
 if (!HAVE_TSC) console.log('*** tsc not found (Debian node-typescript): the declarations are parsed, not type-checked ***');
 
-function project(files) {
+function project(files, pkgDir = PKG) {
   const dir = fs.mkdtempSync(path.join(tmpdir(), 'ts-'));
   fs.mkdirSync(path.join(dir, 'node_modules'));
-  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'appstoreserver'));
+  fs.symlinkSync(pkgDir, path.join(dir, 'node_modules', 'appstoreserver'));
   fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { strict: true, noEmit: true, target: 'es2020', module: 'commonjs', moduleResolution: 'node',
       lib: ['es2020', 'dom'], types: [] },
@@ -240,5 +241,130 @@ test('the declarations name every export (parsed)', () => {
   }
   for (const name of Object.keys(require('..'))) {
     assert.match(text, new RegExp(`export (declare )?(class|enum|interface|type|const) ${name}\\b`), `ours: ${name}`);
+  }
+});
+
+// ---- drift: the hand-written declarations (index.d.ts) against the JavaScript they describe ----------------------
+// tsc --strict compiles a file made from the package's runtime objects: every export, every member of every exported
+// class (methods on the prototype chain, fields of a constructed instance), every enum member, both ways. Without tsc
+// it fails: scripts/install-deps installs Debian's node-typescript.
+
+const pkg = require('..');
+const { detail } = require('../lib/errors.js');
+const { signingKeys, testpki: pkiDir } = require('./helpers.js');
+
+/** One instance of each exported class, made the way callers make them (every optional field set). */
+function samples() {
+  const key = fs.readFileSync(path.join(signingKeys(), 'p256.p8'), 'utf8');
+  const root = fs.readFileSync(path.join(pkiDir(), 'root.der'));
+  const E = pkg.Environment;
+  return {
+    AppStoreServerAPIClient: new pkg.AppStoreServerAPIClient(key, 'k', 'i', 'b', E.SANDBOX),
+    APIException: new pkg.APIException(429, 4290000, 'x', { ...detail('API_ERROR', 'rate_limited'), message: 'm',
+      apiErrorName: 'rateLimitExceeded', retryAtMs: 5, retryAfter: 1, headers: [['a', 'b']] }),
+    SignedDataVerifier: new pkg.SignedDataVerifier([root], false, E.SANDBOX, 'b', 1),
+    VerificationException: new pkg.VerificationException(pkg.VerificationStatus.FAILURE, new Error('c'),
+      { ...detail('VERIFICATION_FAILURE', 'bad_signature'), message: 'm' }),
+    ReceiptUtility: new pkg.ReceiptUtility(),
+    PromotionalOfferSignatureCreator: new pkg.PromotionalOfferSignatureCreator(key, 'k', 'b'),
+    PromotionalOfferV2SignatureCreator: new pkg.PromotionalOfferV2SignatureCreator(key, 'k', 'i', 'b'),
+    IntroductoryOfferEligibilitySignatureCreator: new pkg.IntroductoryOfferEligibilitySignatureCreator(key, 'k', 'i', 'b'),
+    AdvancedCommerceInAppSignatureCreator: new pkg.AdvancedCommerceInAppSignatureCreator(key, 'k', 'i', 'b'),
+    // cause: as the client sets it on a transport failure (lib/client.js), the signer bridge on a signer's failure.
+    AppStoreServerError: Object.assign(new pkg.AppStoreServerError('m', { ...detail('RATE_LIMITED', 'local_rate_limit'),
+      retryAtMs: 1 }), { cause: new Error('c') }),
+    ReceiptVerifier: new pkg.ReceiptVerifier([root], 'b'),
+    ExternalSigner: new pkg.ExternalSigner(() => new Uint8Array(64), '-----BEGIN PUBLIC KEY-----'),
+  };
+}
+
+/** The public members of a class: its prototype chain's (to Object or Error) and a sample instance's own. */
+function members(cls, sample) {
+  const names = new Set();
+  for (let p = cls.prototype; p && p !== Object.prototype && p !== Error.prototype; p = Object.getPrototypeOf(p))
+    for (const n of Object.getOwnPropertyNames(p)) names.add(n);
+  for (const n of Object.getOwnPropertyNames(sample)) names.add(n);
+  return [...names].filter((n) => n !== 'constructor' && !n.startsWith('_')).sort();
+}
+
+const union = (names) => (names.length ? names.map((n) => JSON.stringify(n)).join(' | ') : 'never');
+
+/** The TypeScript file that holds the declarations against the JavaScript, and the facts it was made from. */
+function driftFile() {
+  const made = samples();
+  let n = 0;
+  // Names left over fail to compile, each named: "Property 'X' is missing in type '{}'".
+  const none = (names) => `const left${n++}: LeftOver<${names}> = {};`;
+  const lines = ["import * as pkg from 'appstoreserver';",
+    "type LeftOver<T extends PropertyKey> = { [K in T]: 'left over' };",
+    'declare function see(...values: unknown[]): void;',
+    `type JsExports = ${union(Object.keys(pkg))};`,
+    none('Exclude<keyof typeof pkg, JsExports>') + ' // declared, not exported by the JavaScript',
+    none('Exclude<JsExports, keyof typeof pkg>') + ' // exported by the JavaScript, not declared'];
+  const facts = { classes: {}, enums: {}, values: [] };
+  for (const [name, value] of Object.entries(pkg)) {
+    if (typeof value === 'function') {
+      assert.ok(made[name], `a sample of the class ${name} (add one to samples())`);
+      const names = members(value, made[name]);
+      facts.classes[name] = names;
+      lines.push(`declare const ${name}_: InstanceType<typeof pkg.${name}>;`);
+      // Every member of the JavaScript is declared (element access reaches protected and private ones too).
+      lines.push(`see(${names.map((n) => `${name}_[${JSON.stringify(n)}]`).join(', ') || ''});`);
+      // Every public member declared is in the JavaScript.
+      lines.push(none(`Exclude<keyof InstanceType<typeof pkg.${name}>, ${union(names)}>`));
+      const statics = Object.getOwnPropertyNames(value).filter((k) => !['length', 'name', 'prototype'].includes(k));
+      lines.push(none(`Exclude<keyof typeof pkg.${name}, ${union([...statics, 'prototype'])}>`));
+      lines.push(none(`Exclude<${union(statics)}, keyof typeof pkg.${name}>`));
+    } else if (value !== null && typeof value === 'object') {
+      const keys = Object.keys(value).filter((k) => !/^\d+$/.test(k)); // numeric enums map values back to names
+      facts.enums[name] = keys;
+      lines.push(none(`Exclude<keyof typeof pkg.${name}, ${union(keys)}>`));
+      lines.push(none(`Exclude<${union(keys)}, keyof typeof pkg.${name}>`));
+      for (const k of keys) {
+        const v = value[k];
+        lines.push(`const ${name}_${k}: ${typeof v === 'number' ? 'number' : 'string'} = pkg.${name}.${k}; see(${name}_${k});`);
+      }
+    } else {
+      facts.values.push(name);
+      lines.push(`const ${name}_: ${typeof value} = pkg.${name}; see(${name}_);`);
+    }
+  }
+  for (const m of Object.values(made)) if (typeof m.close === 'function') m.close();
+  return { text: lines.join('\n') + '\n', facts };
+}
+
+test('tsc --strict: the declarations and the JavaScript name the same exports, class members and enum members', () => {
+    assert.ok(HAVE_TSC, 'tsc is required for this check: install Debian node-typescript (scripts/install-deps)');
+    const { text, facts } = driftFile();
+    assert.ok(Object.keys(facts.classes).length >= 12 && Object.keys(facts.enums).length >= 50, JSON.stringify(facts));
+    assert.ok(facts.classes.AppStoreServerAPIClient.includes('getTransactionInfo') &&
+      facts.classes.AppStoreServerAPIClient.includes('makeFetchRequest') &&
+      facts.classes.SignedDataVerifier.includes('verifyAndDecodeTransactionSync'), 'members of the generated bases too');
+    const r = check(project({ 'drift.ts': text }));
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
+
+test('the drift check fails when the declarations and the JavaScript differ', { skip: !HAVE_TSC && 'no tsc' }, () => {
+  const { text } = driftFile();
+  // Each case: what the declarations or the JavaScript would have, and the name tsc's error must give.
+  // The package's declarations with one more class (a copy of index.d.ts, generated/types.d.ts, package.json).
+  const extra = fs.mkdtempSync(path.join(tmpdir(), 'pkg-'));
+  fs.mkdirSync(path.join(extra, 'generated'));
+  for (const f of ['package.json', path.join('generated', 'types.d.ts')]) fs.copyFileSync(path.join(PKG, f), path.join(extra, f));
+  fs.writeFileSync(path.join(extra, 'index.d.ts'), fs.readFileSync(path.join(PKG, 'index.d.ts'), 'utf8') +
+    'export declare class NotInTheJs {}\n');
+  const cases = [
+    [{ 'drift.ts': text }, /NotInTheJs/, extra], // an export declared, not in the JavaScript
+    [{ 'drift.ts': text.replace(/type JsExports = /, 'type JsExports = "Extra" | ') }, /Extra/], // the reverse
+    [{ 'drift.ts': text.replace('AppStoreServerAPIClient_["answer"]',
+      'AppStoreServerAPIClient_["answer"], AppStoreServerAPIClient_["notDeclared"]') }, /notDeclared/], // a JS member
+    [{ 'drift.ts': text.replace(' | "createBearerTokenAsync"', '') }, /createBearerTokenAsync/], // a declared member
+    [{ 'drift.ts': text.replace('"ACTIVE" | ', '') }, /ACTIVE/], // an enum member
+  ];
+  for (const [files, want, pkgDir] of cases) {
+    assert.ok(pkgDir || files['drift.ts'] !== text, String(want));
+    const r = check(project(files, pkgDir));
+    assert.notEqual(r.status, 0, `not caught: ${want}`);
+    assert.match(r.stdout, want);
   }
 });
