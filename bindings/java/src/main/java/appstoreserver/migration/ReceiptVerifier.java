@@ -47,9 +47,9 @@ public class ReceiptVerifier implements AutoCloseable {
     /**
      * Verifies a base64 app receipt and returns its fields.
      *
-     * @throws VerificationException the receipt is not genuine or not for this app (getStatus() in Apple's vocabulary,
-     *                               getReason() precise: BAD_SIGNATURE, UNTRUSTED_CHAIN, EXPIRED, WRONG_BUNDLE, ...)
-     * @throws IllegalArgumentException the receipt cannot be read at all (RECEIPT_MALFORMED, WRONG_KIND)
+     * @throws VerificationException the receipt is not genuine, not for this app, or not a receipt (getStatus() in
+     *                               Apple's vocabulary, getAppStoreStatus() and getReason() precise: BAD_SIGNATURE,
+     *                               UNTRUSTED_CHAIN, EXPIRED, WRONG_BUNDLE, RECEIPT_MALFORMED, WRONG_KIND, ...)
      */
     public VerifiedAppReceiptFields verify(String appReceipt) throws VerificationException {
         byte[] receipt = Args.text(appReceipt, "appReceipt");
@@ -58,10 +58,6 @@ public class ReceiptVerifier implements AutoCloseable {
         try {
             json = Abi.receipt_verifier_verify(h, receipt);
         } catch (NativeError e) {
-            if (e.status == appstoreserver.AppStoreStatus.INVALID_RECEIPT.getValue()
-                    && e.reason != appstoreserver.FailureReason.UNDECODABLE_PAYLOAD.getValue()) {
-                throw new IllegalArgumentException("Invalid App Receipt: " + e.detail, Errors.library(e));
-            }
             if (e.status == appstoreserver.AppStoreStatus.INVALID_ARGUMENT.getValue()) {
                 throw Errors.library(e);
             }

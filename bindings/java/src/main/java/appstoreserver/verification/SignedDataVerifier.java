@@ -172,7 +172,8 @@ public class SignedDataVerifier implements AutoCloseable {
             try {
                 v = Abi.verifier_new(opts);
             } catch (NativeError e) {
-                throw new IllegalArgumentException(e.detail);
+                boolean badRoot = e.reason == FailureReason.BAD_CERTIFICATE.getValue();
+                throw new IllegalArgumentException((badRoot ? "rootCertificates: " : "") + e.detail);
             }
             this.handle = new NativeHandle("SignedDataVerifier", v, Abi::verifier_free, transport);
         } finally {
