@@ -286,3 +286,39 @@ test('bearer tokens: ES256, Apple\'s claims', () => {
 test('Xcode has no App Store Server API', () => {
   assert.throws(() => new lib.AppStoreServerAPIClient(key, 'k', 'i', 'b', lib.Environment.XCODE), /Xcode is not a supported environment/);
 });
+
+test('a makeFetchRequest that resolves to no Response is a TypeError, thrown as it is; every call handle is freed', async () => {
+  const native = require('../lib/native.js');
+  class Broken extends lib.AppStoreServerAPIClient {
+    async makeFetchRequest() {
+      return { body: 'not a Response' };
+    }
+  }
+  const c = new Broken(key, MOCK.keyId, MOCK.issuerId, MOCK.bundleId, lib.Environment.LOCAL_TESTING, { maxRetries: 2 });
+  // The calls the loop makes, and the handles it closes.
+  const made = [];
+  const closed = new Set();
+  const { api_call_new: callNew, close } = native;
+  native.api_call_new = (...a) => {
+    const h = callNew(...a);
+    made.push(h);
+    return h;
+  };
+  native.close = (h) => {
+    closed.add(h);
+    return close(h);
+  };
+  try {
+    const typeError = (e) => e instanceof TypeError && /makeFetchRequest must resolve to a Response/.test(e.message);
+    await assert.rejects(c.getTransactionInfo('1'), typeError);
+    await assert.rejects((async () => {
+      for await (const page of c.getRefundHistoryPages('1')) assert.fail(`a page: ${JSON.stringify(page)}`);
+    })(), typeError);
+  } finally {
+    native.api_call_new = callNew;
+    native.close = close;
+    c.close();
+  }
+  assert.equal(made.length, 2);
+  assert.ok(made.every((h) => closed.has(h)), 'a call handle was left open');
+});
