@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -787,6 +788,15 @@ int cli_http_send(const char *method, const char *url, const char *const *header
   conn_t *k = NULL;
   char *head = NULL;
   struct addrinfo *addrs = NULL;
+  /* OpenSSL writes with send(..., 0): a peer that closes while the request is sent would raise SIGPIPE, whose
+   * default action ends the process. Blocked on this thread for the exchange; one it raised is discarded after. */
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  sigemptyset(&pending);
+  sigpending(&pending);
+  int pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
   if (parse_url(&c, url, &u) < 0) goto done;
   size_t head_len = 0;
   head = build_head(&c, method, &u, header_names, header_values, header_count, body_len, &head_len);
@@ -817,6 +827,12 @@ done:
   free(head);
   free(u.target_buf);
   ERR_clear_error();
+  if (!pipe_was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, NULL);
   if (c.kind != CLI_HTTP_OK) {
     cli_http_response_free(out);
     return c.kind;
