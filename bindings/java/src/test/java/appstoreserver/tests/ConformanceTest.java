@@ -32,7 +32,7 @@ class ConformanceTest {
     @AfterAll
     static void report() {
         if (!Support.conformancePresent()) {
-            System.out.println("java conformance: " + MISSING);
+            Support.note("conformance-missing", "java conformance: " + MISSING);
         }
         TALLY.write();
     }

@@ -167,6 +167,19 @@ public final class Support {
         }
     }
 
+    /** A line for the end of the run (run-tests prints these notes with the tallies). */
+    public static void note(String name, String line) {
+        System.out.println(line);
+        String dir = System.getProperty("appstoreserver.tally");
+        if (dir != null) {
+            try {
+                Files.writeString(Paths.get(dir, name + ".txt"), line + "\n");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
+
     /** Counts of one group of cases, written where run-tests prints them (the closing lines of the run). */
     public static final class Tally {
         private final String name;
