@@ -157,7 +157,12 @@ public class SignedDataVerifier implements AutoCloseable {
                 set(() -> Abi.verifier_options_set_max_jws_bytes(opts, options.maxJwsBytes));
             }
             if (enableOnlineChecks) {
-                long[] made = Abi.transport_new_bridge(new JdkTransport(options.httpClient));
+                long[] made;
+                try {
+                    made = Abi.transport_new_bridge(new JdkTransport(options.httpClient));
+                } catch (NativeError e) {
+                    throw Errors.library(e);
+                }
                 bridge = new NativeHandle("transport context", made[1], Abi::bridge_context_free);
                 transport = new NativeHandle("transport", made[0], Abi::transport_free, bridge);
                 bridge.close(); // the transport handle keeps it
