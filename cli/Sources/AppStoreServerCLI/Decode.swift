@@ -106,7 +106,7 @@ struct Roots: ParsableCommand {
             for root in [AppleRoot.g3, AppleRoot.incRoot] {
                 let der = try root.der()
                 let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-                Output.line("# \(root.name)\n# SHA-256 \(root.sha256)\n-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----")
+                Output.line("# \(root.name)\n# SHA-256 \(try root.certificate().sha256Fingerprint)\n-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----")
             }
         }
     }
