@@ -112,6 +112,20 @@ export declare class ExternalSigner {
     readonly timeoutMs: number;
 }
 
+/** One of Apple's roots as the library carries it (fingerprint-checked). */
+export interface AppleRootCertificate {
+    name: string;
+    /** SHA-256 of the DER, upper-case hex pairs separated by colons, as Apple publishes it. */
+    sha256Fingerprint: string;
+    der: Uint8Array;
+}
+/** Apple Root CA - G3 (DER), the anchor of App Store signed data, checked against Apple's published fingerprint. */
+export declare function appleRootCertificates(): Uint8Array[];
+/** Apple Inc. Root (DER), the anchor of app receipts. */
+export declare function appleReceiptRootCertificates(): Uint8Array[];
+/** Every root the library carries, with its name and fingerprint. */
+export declare function appleRootCertificateDetails(): AppleRootCertificate[];
+
 /** A .p8 PEM (App Store Connect's key file, as text) or an ExternalSigner. */
 export type SigningKey = string | ExternalSigner;
 

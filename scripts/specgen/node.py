@@ -139,7 +139,8 @@ HAND_WRITTEN_EXPORTS = [
     "AppStoreServerAPIClient", "APIException", "SignedDataVerifier", "VerificationException", "ReceiptUtility",
     "PromotionalOfferSignatureCreator", "PromotionalOfferV2SignatureCreator",
     "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceInAppSignatureCreator",
-    "AppStoreServerError", "ReceiptVerifier", "ExternalSigner", "version", "libraryVersion",
+    "AppStoreServerError", "ReceiptVerifier", "ExternalSigner", "appleRootCertificates", "appleReceiptRootCertificates",
+    "appleRootCertificateDetails", "version", "libraryVersion",
 ]
 GENERATED_EXPORTS = ["APIError", "GetTransactionHistoryVersion", "VerificationStatus", "LibraryStatus",
                      "FailureReason"]

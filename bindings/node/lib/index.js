@@ -8,6 +8,7 @@ const { VerificationException, APIException, AppStoreServerError } = require('./
 const signing = require('./signing.js');
 const { ReceiptUtility, ReceiptVerifier } = require('./receipts.js');
 const { ExternalSigner } = require('./signer.js');
+const roots = require('./roots.js');
 
 module.exports = {
   AppStoreServerAPIClient,
@@ -22,6 +23,9 @@ module.exports = {
   AppStoreServerError,
   ReceiptVerifier,
   ExternalSigner,
+  appleRootCertificates: roots.appleRootCertificates,
+  appleReceiptRootCertificates: roots.appleReceiptRootCertificates,
+  appleRootCertificateDetails: roots.appleRootCertificateDetails,
   /** The package version. */
   version: require('../package.json').version,
   /** The version of the loaded libappstoreserver. */

@@ -27,15 +27,9 @@ function isNoTrustAnchor(e) {
   return isNative(e) && e.statusName === 'CONFIGURATION_ERROR' && e.reasonName === 'no_trust_anchor';
 }
 
-/** DER of a root given as DER bytes or PEM text (Apple's library takes both, as Node's X509Certificate does). */
+/** A root as given: DER bytes or PEM text with one or more certificates (the library reads both). */
 function rootDer(v, i) {
-  const b = args.bytes(WHERE, `appleRootCertificates[${i}]`, v);
-  const head = Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, 64)).toString('latin1');
-  if (!head.includes('-----BEGIN')) return b;
-  const text = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
-  const m = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/.exec(text);
-  if (!m) throw new AppStoreServerError(`${WHERE}: appleRootCertificates[${i}] is PEM without a CERTIFICATE block`);
-  return Buffer.from(m[1].replace(/\s+/g, ''), 'base64');
+  return args.bytes(WHERE, `appleRootCertificates[${i}]`, v);
 }
 
 // Online verifications wait on a pool thread for the JS thread's fetch. Fetch may itself need the pool (DNS
