@@ -1,0 +1,227 @@
+"""The purchase ledger: who is entitled to what, at any instant, from signed App Store data only (docs/ledger.md).
+
+    from appstoreserver.ledger import Ledger
+
+    with Ledger.open("sqlite:/var/lib/app/ledger.db", verifier) as ledger:
+        ledger.ingest_notification(body["signedPayload"])        # returns once the event is durable
+        customer = ledger.customer(app_account_token)             # now; or at=milliseconds since 1970 / a datetime
+        for e in customer.entitlements or []:
+            print(e.productId, e.reason, e.until)
+
+Every value is verified with the ledger's SignedDataVerifier before it is stored; a value the verifier refuses raises
+its VerificationException (Apple's `status`, this library's `appstore_status`, `reason`, `message`) and changes
+nothing. Answers are the generated models (LedgerSubscription, LedgerCustomer, LedgerSummary, LedgerIngestResult).
+One ledger may be shared by threads: calls are serialized inside the library and run without the GIL.
+"""
+
+from __future__ import annotations
+
+import json
+from ctypes import byref, c_void_p
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import Any, Callable, Optional, Type, Union
+
+from . import _args
+from ._generated.errors import AppStoreStatus, FailureReason
+from ._native import ErrorInfo, Handle, lib, read_error, take_string
+from .models.LedgerCustomer import LedgerCustomer
+from .models.LedgerIngestResult import LedgerIngestResult
+from .models.LedgerSubscription import LedgerSubscription
+from .models.LedgerSummary import LedgerSummary
+from .signed_data_verifier import SignedDataVerifier, VerificationException, exception_from
+
+__all__ = ["Ledger", "LedgerError", "LedgerCustomer", "LedgerIngestResult", "LedgerSubscription", "LedgerSummary",
+           "VerificationException"]
+
+Instant = Union[int, datetime, None]
+
+# The statuses a refused value comes with: the verifier's (spec/errors.json, the verification family).
+_VERIFICATION_STATUSES = {AppStoreStatus.VERIFICATION_FAILURE, AppStoreStatus.RETRYABLE_VERIFICATION_FAILURE,
+                          AppStoreStatus.INVALID_APP_IDENTIFIER, AppStoreStatus.INVALID_ENVIRONMENT,
+                          AppStoreStatus.INVALID_CHAIN_LENGTH, AppStoreStatus.INVALID_CERTIFICATE,
+                          AppStoreStatus.INVALID_JWT_FORMAT}
+
+
+class LedgerError(Exception):
+    """The ledger cannot be opened or written: a database of a newer schema (CONFIGURATION_ERROR), or storage failed
+    (INTERNAL_ERROR with the database's own message: I/O error, disk full, a corrupt file). Nothing was acknowledged.
+
+    appstore_status  AppStoreStatus
+    reason           FailureReason
+    message          what failed, in words
+    """
+
+    def __init__(self, appstore_status: Any, reason: Any, message: str):
+        super().__init__(message)
+        self.appstore_status = appstore_status
+        self.reason = reason
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"LedgerError(appstore_status={self.appstore_status!s}, reason={self.reason!s}, message={self.message!r})"
+
+
+def _enum_or_int(enum: Any, value: int) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        return value
+
+
+def _failure(info: ErrorInfo, data: bytes = b"") -> Exception:
+    """The exception for a failed ledger call: the verifier's for refused input, ValueError for an argument the
+    ledger cannot use (a URL), LedgerError for the database."""
+    if info.status in _VERIFICATION_STATUSES:
+        return exception_from(info, data)
+    if info.status == AppStoreStatus.INVALID_ARGUMENT:
+        return ValueError(info.message)
+    return LedgerError(_enum_or_int(AppStoreStatus, info.status), _enum_or_int(FailureReason, info.reason),
+                       info.message)
+
+
+def _instant(at: Instant) -> int:
+    """at: None (now), milliseconds since 1970, or a datetime (naive means UTC) -> the C ABI's at_ms (0 = now)."""
+    if at is None:
+        return 0
+    if isinstance(at, datetime):
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=timezone.utc)
+        ms = int(round(at.timestamp() * 1000))
+    else:
+        ms = _args.integer(at, "at")  # type: ignore[assignment]
+    if ms is None or ms <= 0:
+        raise ValueError(f"at must be an instant after 1970 (milliseconds since 1970 or a datetime), got {at!r}")
+    return ms
+
+
+class Ledger:
+    """A purchase ledger (docs/ledger.md): verified App Store data in, who is entitled to what out, durably.
+
+    Open one with Ledger.open(url, verifier). Close it with close() or a `with` block (closing twice is fine; a call
+    on a closed ledger raises ValueError).
+    """
+
+    __slots__ = ("_handle", "_verifier", "_url")
+
+    def __init__(self, url: str, verifier: SignedDataVerifier):
+        """Opens (creating it if needed) the ledger at `url`: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+        "sqlite::memory:" (lives until close()). The schema is created or migrated and the state rebuilt from the
+        stored events. Every value is verified with `verifier`."""
+        u = _args.text(url, "url")
+        if not isinstance(verifier, SignedDataVerifier):
+            raise TypeError(f"verifier must be a SignedDataVerifier, not {type(verifier).__name__}")
+        if verifier._handle is None:
+            # A verifier without roots refuses everything (Apple's behaviour); a ledger over it could store nothing.
+            assert verifier._failure is not None
+            raise ValueError(f"the verifier cannot verify anything: {verifier._failure.message}")
+        out = c_void_p()
+        err = c_void_p()
+        st = lib.appstore_ledger_open(u, verifier._h, byref(out), byref(err))
+        if st != 0:
+            raise _failure(read_error(err, st)) from None
+        self._handle = Handle(out.value, "appstore_ledger_free")  # type: ignore[arg-type]
+        self._verifier = verifier
+        self._url = url
+
+    @classmethod
+    def open(cls, url: str, verifier: SignedDataVerifier) -> "Ledger":
+        """Opens (creating it if needed) the ledger at `url` ("sqlite:/path/to/ledger.db", "sqlite::memory:"),
+        verifying every value with `verifier`."""
+        return cls(url, verifier)
+
+    @property
+    def url(self) -> str:
+        """The URL the ledger was opened with."""
+        return self._url
+
+    @property
+    def verifier(self) -> SignedDataVerifier:
+        """The verifier every ingested value goes through."""
+        return self._verifier
+
+    # ---- ingest -----------------------------------------------------------------------------------------------
+
+    def ingest_notification(self, signed_payload: Union[str, bytes]) -> LedgerIngestResult:
+        """Verifies an App Store Server Notification V2 signedPayload deeply (its signedTransactionInfo and
+        signedRenewalInfo too) and records it; returns once it is durable. `stored` is False when the same payload
+        was already there; appleStatus / engineStatus / agrees: the oracle (Apple's data.status against the ledger's
+        status at the notification's signedDate). A refused value raises the verifier's VerificationException."""
+        return self._ingest(_ingest_notification, signed_payload, "signed_payload")
+
+    def ingest_transaction(self, signed_transaction: Union[str, bytes]) -> LedgerIngestResult:
+        """Verifies a signed transaction (from the app, Get Transaction History, Get Transaction Info, Get All
+        Subscription Statuses) and records it; returns once it is durable."""
+        return self._ingest(_ingest_transaction, signed_transaction, "signed_transaction")
+
+    def ingest_renewal_info(self, signed_renewal_info: Union[str, bytes]) -> LedgerIngestResult:
+        """Verifies a signed renewal info (Get All Subscription Statuses) and records it; returns once it is
+        durable."""
+        return self._ingest(_ingest_renewal, signed_renewal_info, "signed_renewal_info")
+
+    def _ingest(self, fn: Callable[..., int], signed: Any, name: str) -> LedgerIngestResult:
+        data = _args.text_or_bytes(signed, name)
+        h = self._handle.ptr
+        out = c_void_p()
+        err = c_void_p()
+        st = fn(h, data, len(data), byref(out), byref(err))
+        if st != 0:
+            raise _failure(read_error(err, st), data) from None
+        return LedgerIngestResult.from_dict(json.loads(take_string(out)))
+
+    # ---- queries ----------------------------------------------------------------------------------------------
+
+    def subscription(self, original_transaction_id: str, at: Instant = None) -> Optional[LedgerSubscription]:
+        """The subscription `original_transaction_id` at `at` (None: now; milliseconds since 1970 or a datetime):
+        Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family
+        sharing, revocation. Every fact signed at or before that instant counts, later ones do not. None when the
+        ledger knows no transaction of it then."""
+        key = _args.text(original_transaction_id, "original_transaction_id")
+        data = self._query(_query_subscription, key, _instant(at))
+        return None if data is None else LedgerSubscription.from_dict(data)
+
+    def customer(self, customer_id: str, at: Instant = None) -> LedgerCustomer:
+        """The customer `customer_id` (an appAccountToken, in any case; or the originalTransactionId of purchases
+        without one) at `at` (None: now): the products they are entitled to, each with why and until when, their
+        subscriptions, one-time purchases, and consumables bought and refunded. An unknown customer has empty
+        lists."""
+        key = _args.text(customer_id, "customer_id")
+        return LedgerCustomer.from_dict(self._query(_query_customer, key, _instant(at)))
+
+    def summary(self) -> LedgerSummary:
+        """Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their
+        signedDate (`disagreements`)."""
+        return LedgerSummary.from_dict(self._query(_query_summary))
+
+    def _query(self, fn: Callable[..., int], *args: Any) -> Any:
+        h = self._handle.ptr
+        out = c_void_p()
+        err = c_void_p()
+        st = fn(h, *args, byref(out), byref(err))
+        if st != 0:
+            raise _failure(read_error(err, st)) from None
+        return json.loads(take_string(out))
+
+    # ---- lifetime ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the database and frees the ledger (what was acknowledged is on disk already). Idempotent."""
+        self._handle.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({self._url!r})"
+
+
+_ingest_notification = lib.appstore_ledger_ingest_notification
+_ingest_transaction = lib.appstore_ledger_ingest_transaction
+_ingest_renewal = lib.appstore_ledger_ingest_renewal_info
+_query_subscription = lib.appstore_ledger_query_subscription
+_query_customer = lib.appstore_ledger_query_customer
+_query_summary = lib.appstore_ledger_query_summary

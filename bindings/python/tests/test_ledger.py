@@ -1,0 +1,344 @@
+"""The purchase ledger from Python (appstoreserver.ledger) over Tests/support/lifecycles.py's signed lifecycles:
+
+- every expectation of the hand-written scenarios (written there from Apple's documentation, never from the ledger's
+  output), for each delivery it holds for: the notifications, the history catch-up, both;
+- the oracle: zero disagreements over every scenario and random lifecycle;
+- idempotence (everything again: stored False, nothing changed), order independence (reversed and shuffled);
+- refused input (forged, tampered, wrong bundle, wrong environment, malformed, wrong kind, oversized): the verifier's
+  VerificationException with its status and reason, the ledger unchanged;
+- arguments, closing, reopening a database, threads sharing one ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from appstoreserver import AppStoreStatus, FailureReason
+from appstoreserver.ledger import Ledger, LedgerError
+from appstoreserver.models.Environment import Environment
+from appstoreserver.models.LedgerCustomer import LedgerCustomer
+from appstoreserver.models.LedgerEntitlementReason import LedgerEntitlementReason
+from appstoreserver.models.LedgerEventKind import LedgerEventKind
+from appstoreserver.models.LedgerSubscription import LedgerSubscription
+from appstoreserver.models.Status import Status
+from appstoreserver.signed_data_verifier import SignedDataVerifier, VerificationException
+from conftest import SUPPORT, get_testpki_dir
+
+_docs: List[Dict[str, Any]] = []
+
+
+def lifecycles() -> Dict[str, Any]:
+    """lifecycles.json, generated once per run over the run's test PKI (at collection: the scenario list is fixed)."""
+    if not _docs:
+        out = Path(tempfile.mkdtemp(prefix="appstoreserver-lifecycles-"))
+        r = subprocess.run([sys.executable, str(SUPPORT / "lifecycles.py"), str(get_testpki_dir()), str(out)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"lifecycles.py failed:\n{r.stdout}\n{r.stderr}")
+        _docs.append(json.loads((out / "lifecycles.json").read_text(encoding="utf-8")))
+    return _docs[0]
+
+
+SCENARIOS = {s["name"]: s for s in lifecycles()["scenarios"]}
+DELIVERIES = ("notifications", "history", "both")
+SKIP = {"at", "subscription", "customer", "rule", "deliveries"}
+
+
+@pytest.fixture(scope="module")
+def verifier() -> SignedDataVerifier:
+    root = (get_testpki_dir() / "root.der").read_bytes()
+    doc = lifecycles()
+    return SignedDataVerifier([root], False, Environment.SANDBOX, doc["bundleId"])
+
+
+def signed(lifecycle: Dict[str, Any], delivery: str) -> List[Tuple[str, str]]:
+    """A lifecycle's signed values for one delivery, as (kind, jws)."""
+    out: List[Tuple[str, str]] = []
+    if delivery != "history":
+        out += [("NOTIFICATION", n["signed"]) for n in lifecycle["notifications"]]
+    if delivery != "notifications":
+        h = lifecycle["history"]
+        out += [("TRANSACTION", t) for page in h["pages"] for t in page["signedTransactions"]]
+        out += [("RENEWAL_INFO", r) for r in h["signedRenewalInfos"]]
+    return out
+
+
+def ingest(ledger: Ledger, kind: str, jws: str) -> Any:
+    if kind == "TRANSACTION":
+        return ledger.ingest_transaction(jws)
+    if kind == "RENEWAL_INFO":
+        return ledger.ingest_renewal_info(jws)
+    return ledger.ingest_notification(jws)
+
+
+def mismatches(answer: Optional[Dict[str, Any]], want: Dict[str, Any]) -> List[str]:
+    """The expectation's fields are a subset of the answer ("absent": missing; lists matched by productId)."""
+    if answer is None:
+        return ["no answer (unknown)"]
+    problems = []
+    for key, w in want.items():
+        if key in SKIP:
+            continue
+        got = answer.get(key)
+        if w == "absent":
+            if key in answer:
+                problems.append(f"{key}: expected absent, got {got!r}")
+        elif isinstance(w, list):
+            if not isinstance(got, list) or len(got) != len(w):
+                problems.append(f"{key}: expected {len(w)} entries, got {got!r}")
+                continue
+            for x in w:
+                same = [g for g in got if g.get("productId") == x.get("productId")]
+                if not same:
+                    problems.append(f"{key}: no entry for {x.get('productId')}")
+                for g in same:
+                    problems += [f"{key}[{x.get('productId')}].{p}" for p in mismatches(g, x)]
+        elif got != w:
+            problems.append(f"{key}: expected {w!r}, got {got!r}")
+    return problems
+
+
+def answer_for(ledger: Ledger, e: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    if "subscription" in e:
+        s = ledger.subscription(e["subscription"], at=e["at"])
+        return None if s is None else s.to_dict()
+    return ledger.customer(e["customer"], at=e["at"]).to_dict()
+
+
+def applies(e: Dict[str, Any], delivery: str, history_date: int) -> bool:
+    deliveries = e.get("deliveries") or (list(DELIVERIES) if e["at"] >= history_date else ["notifications", "both"])
+    return delivery in deliveries
+
+
+# ---- Apple's documented states --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delivery", DELIVERIES)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_matches_apples_documentation(verifier: SignedDataVerifier, tmp_path: Path, name: str,
+                                               delivery: str) -> None:
+    scenario = SCENARIOS[name]
+    with Ledger.open(f"sqlite:{tmp_path / 'ledger.db'}", verifier) as ledger:
+        for kind, jws in signed(scenario, delivery):
+            r = ingest(ledger, kind, jws)
+            assert r.stored is True and r.kind == LedgerEventKind(kind)
+            if r.appleStatus is not None:  # the oracle, per notification
+                assert r.agrees is True, f"{name}: {r}"
+        checked = 0
+        failures = []
+        for e in scenario["expect"]:
+            if not applies(e, delivery, scenario["historyDate"]):
+                continue
+            checked += 1
+            failures += [f"at {e['at']} ({e['rule']}): {p}" for p in mismatches(answer_for(ledger, e), e)]
+        assert not failures, "\n".join(failures)
+        if delivery != "history":
+            assert checked > 0
+            assert ledger.summary().disagreements == []
+
+
+def test_oracle_agrees_with_apple_on_every_lifecycle(verifier: SignedDataVerifier) -> None:
+    doc = lifecycles()
+    everything = doc["scenarios"] + doc["random"]
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        stored = sum(ingest(ledger, k, j).stored for lc in everything for k, j in signed(lc, "both"))
+        summary = ledger.summary()
+    assert summary.disagreements == []
+    assert summary.checkedNotifications is not None and summary.checkedNotifications > 300
+    assert summary.events == stored
+    assert summary.notifications == sum(len(lc["notifications"]) for lc in everything)
+
+
+# ---- properties -----------------------------------------------------------------------------------------------
+
+
+def _all_answers(ledger: Ledger, scenarios: List[Dict[str, Any]]) -> List[Optional[Dict[str, Any]]]:
+    return [answer_for(ledger, e) for s in scenarios for e in s["expect"]]
+
+
+def test_idempotent(verifier: SignedDataVerifier) -> None:
+    doc = lifecycles()
+    values = [v for lc in doc["scenarios"] + doc["random"][:5] for v in signed(lc, "both")]
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        for k, j in values:
+            ingest(ledger, k, j)
+        summary = ledger.summary().to_dict()
+        answers = _all_answers(ledger, doc["scenarios"])
+        again = [ingest(ledger, k, j) for k, j in values]
+        assert [r.stored for r in again] == [False] * len(values)
+        assert ledger.summary().to_dict() == summary
+        assert _all_answers(ledger, doc["scenarios"]) == answers
+
+
+def test_order_independent(verifier: SignedDataVerifier) -> None:
+    doc = lifecycles()
+    values = [v for lc in doc["scenarios"] for v in signed(lc, "both")]
+    results = []
+    for order in ("as delivered", "reversed", "shuffled"):
+        vs = list(values)
+        if order == "reversed":
+            vs.reverse()
+        elif order == "shuffled":
+            random.Random(21).shuffle(vs)
+        with Ledger.open("sqlite::memory:", verifier) as ledger:
+            for k, j in vs:
+                ingest(ledger, k, j)
+            results.append((ledger.summary().to_dict(), _all_answers(ledger, doc["scenarios"])))
+    assert results[1] == results[0]
+    assert results[2] == results[0]
+
+
+# ---- refused input --------------------------------------------------------------------------------------------
+
+
+def test_bad_input_is_refused_with_the_verifiers_reason(verifier: SignedDataVerifier) -> None:
+    doc = lifecycles()
+    first = doc["scenarios"][0]
+    customer = next(e["customer"] for e in first["expect"] if "customer" in e)
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        for k, j in signed(first, "both"):
+            ingest(ledger, k, j)
+        before = (ledger.summary().to_dict(), ledger.customer(customer, at=1_900_000_000_000).to_dict())
+        assert len(doc["bad"]) >= 9
+        for bad in doc["bad"]:
+            jws = "a" * bad["oversizedBytes"] if bad.get("oversizedBytes") else bad["signed"]
+            with pytest.raises(VerificationException) as caught:
+                ingest(ledger, bad["kind"], jws)
+            x = caught.value
+            assert x.appstore_status == AppStoreStatus[bad["status"]], f"{bad['name']}: {x!r}"
+            assert x.reason == FailureReason[bad["reason"].upper()], f"{bad['name']}: {x!r}"
+            assert x.message
+        after = (ledger.summary().to_dict(), ledger.customer(customer, at=1_900_000_000_000).to_dict())
+        assert after == before
+
+
+def test_the_verifiers_identity_decides(tmp_path: Path) -> None:
+    """A ledger whose verifier is for another app refuses every value with the verifier's reason."""
+    root = (get_testpki_dir() / "root.der").read_bytes()
+    other = SignedDataVerifier([root], False, Environment.SANDBOX, "com.example.other")
+    jws = SCENARIOS["renewals-voluntary-expiry"]["notifications"][0]["signed"]
+    with Ledger.open("sqlite::memory:", other) as ledger:
+        with pytest.raises(VerificationException) as caught:
+            ledger.ingest_notification(jws)
+        assert caught.value.reason == FailureReason.WRONG_BUNDLE
+        assert ledger.summary().events == 0
+
+
+# ---- the surface ----------------------------------------------------------------------------------------------
+
+
+def test_results_are_the_generated_models(verifier: SignedDataVerifier) -> None:
+    s = SCENARIOS["renewals-voluntary-expiry"]
+    e = next(x for x in s["expect"] if "subscription" in x and x.get("status") == 1)
+    c = next(x for x in s["expect"] if "customer" in x and x.get("entitlements"))
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        r = ledger.ingest_notification(s["notifications"][0]["signed"])
+        assert r.kind == LedgerEventKind.NOTIFICATION and r.notificationUUID
+        for k, j in signed(s, "both"):
+            ingest(ledger, k, j)
+        sub = ledger.subscription(e["subscription"], at=e["at"])
+        assert isinstance(sub, LedgerSubscription) and sub.status == Status.ACTIVE and sub.entitled is True
+        cust = ledger.customer(c["customer"], at=c["at"])
+        assert isinstance(cust, LedgerCustomer) and cust.entitlements
+        assert cust.entitlements[0].reason in (LedgerEntitlementReason.ACTIVE,
+                                               LedgerEntitlementReason.BILLING_GRACE_PERIOD)
+        # at: milliseconds or a datetime (naive = UTC), the same instant
+        when = datetime.fromtimestamp(c["at"] / 1000, tz=timezone.utc)
+        assert ledger.customer(c["customer"], at=when).to_dict() == cust.to_dict()
+        assert ledger.customer(c["customer"], at=when.replace(tzinfo=None)).to_dict() == cust.to_dict()
+        # a token in any case
+        assert ledger.customer(c["customer"].upper(), at=c["at"]).to_dict()["entitlements"] == \
+            cust.to_dict()["entitlements"]
+        # now
+        assert ledger.customer(c["customer"]).at is not None
+        assert ledger.subscription("no-such-subscription") is None
+        unknown = ledger.customer("no-such-customer")
+        assert unknown.entitlements == [] and unknown.subscriptions == [] and unknown.purchases == []
+
+
+def test_arguments(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    for url in ("mysql://localhost/x", str(tmp_path / "no-scheme.db"), "sqlite:"):
+        with pytest.raises(ValueError):
+            Ledger.open(url, verifier)
+    with pytest.raises(TypeError):
+        Ledger.open(42, verifier)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Ledger.open("sqlite::memory:", "not a verifier")  # type: ignore[arg-type]
+    with pytest.raises(LedgerError) as caught:
+        Ledger.open("sqlite:/nonexistent-dir/a/b.db", verifier)
+    assert caught.value.appstore_status == AppStoreStatus.INTERNAL_ERROR and caught.value.message
+    with pytest.raises(ValueError):
+        Ledger.open("sqlite::memory:", SignedDataVerifier([], False, Environment.SANDBOX, "com.example.app"))
+    ledger = Ledger.open("sqlite::memory:", verifier)
+    assert ledger.url == "sqlite::memory:" and ledger.verifier is verifier
+    with pytest.raises(TypeError):
+        ledger.ingest_notification(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ledger.customer(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ledger.subscription("1", at="yesterday")  # type: ignore[arg-type]
+    for at in (-5, 0):
+        with pytest.raises(ValueError):
+            ledger.subscription("1", at=at)
+    with pytest.raises(ValueError):
+        ledger.customer("a\x00b")
+    ledger.close()
+    ledger.close()  # twice is fine
+    with pytest.raises(ValueError):
+        ledger.summary()
+    with pytest.raises(ValueError):
+        ledger.ingest_transaction("a.b.c")
+
+
+def test_reopened_database_gives_the_same_answers(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    doc = lifecycles()
+    url = f"sqlite://{tmp_path / 'ledger.db'}"
+    with Ledger.open(url, verifier) as ledger:
+        for lc in doc["scenarios"]:
+            for k, j in signed(lc, "notifications"):
+                ingest(ledger, k, j)
+        summary = ledger.summary().to_dict()
+        answers = _all_answers(ledger, doc["scenarios"])
+        with Ledger.open(url, verifier) as second:  # another handle on the same file, while the first is open
+            assert second.summary().to_dict() == summary
+    with Ledger.open(url, verifier) as reopened:
+        assert reopened.summary().to_dict() == summary
+        assert _all_answers(reopened, doc["scenarios"]) == answers
+
+
+def test_threads_share_one_ledger(verifier: SignedDataVerifier) -> None:
+    doc = lifecycles()
+    values = [v for lc in doc["random"][:16] for v in signed(lc, "both")]
+    with Ledger.open("sqlite::memory:", verifier) as one:
+        for k, j in values:
+            ingest(one, k, j)
+        expected = one.summary().to_dict()
+    errors: List[BaseException] = []
+    with Ledger.open("sqlite::memory:", verifier) as shared:
+        def work(seed: int) -> None:
+            try:
+                vs = list(values)
+                random.Random(seed).shuffle(vs)
+                for k, j in vs:
+                    ingest(shared, k, j)
+                    shared.summary()
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert shared.summary().to_dict() == expected

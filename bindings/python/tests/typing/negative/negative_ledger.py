@@ -1,0 +1,11 @@
+# Deliberate type errors in ledger code (see negative_models.py). Type-checked, never run.
+from appstoreserver.ledger import Ledger
+from appstoreserver.models.Environment import Environment
+from appstoreserver.signed_data_verifier import SignedDataVerifier
+
+verifier = SignedDataVerifier([b""], False, Environment.SANDBOX, "com.example")
+ledger = Ledger.open("sqlite::memory:", verifier)
+sub = ledger.subscription("1")
+print(sub.status)  # E: union-attr
+ledger.customer("token", at="yesterday")  # E: arg-type
+count: str = ledger.summary().events  # E: assignment
