@@ -16,7 +16,8 @@ checks that every artifact carries both.
                                           share/doc/appstoreserver/)
   packaging/notices.py check-sources      THIRD_PARTY_NOTICES part 1 names every package of cli/Package.resolved
                                           (when the tool has been built), and no other: a dependency added or
-                                          removed must update the notices
+                                          removed must update the notices; part 3 has a section for every
+                                          licence BINARIES names, and none that no binary names
   packaging/notices.py self-test          the checks accept good artifacts and sources and refuse tampered ones
 
 Used by packaging/deb.cmake, Tests/consumers/run (install tree, .debs, check-sources, self-test),
@@ -51,30 +52,35 @@ OWN_COPYRIGHT = "2026 The appstoreserver authors"
 _SWIFT = "Apache-2.0 with Swift-runtime-library exception"
 _GCC = "GPL-3+ with GCC-runtime-library exception"
 _GLIBC = "LGPL-2.1+ with glibc-link exception"
+# SQLite is in the public domain, not under a licence: named as Debian's own copyright file for libsqlite3 names it
+# (Copyright: D. Richard Hipp; License: public-domain, with a standalone paragraph saying so).
+_SQLITE = "D. Richard Hipp <drh@hwaci.com>"
+_PUBLIC_DOMAIN = "public-domain"
 BINARIES = [
     {
         "files": "usr/lib/libappstoreserver.so.* usr/lib/*/libappstoreserver.so.*",
         "copyright": [OWN_COPYRIGHT, "1998-2026 The OpenSSL Project", "1995-1998 Eric A. Young, Tim J. Hudson",
                       "2014-2025 Apple Inc. and the Swift project authors", "Free Software Foundation, Inc.",
                       "2015-2016 Wojciech Muła, Alfred Klomp, Daniel Lemire", "2016 Nick Galbreath",
-                      "Unicode, Inc."],
-        "licenses": ["MIT", "Apache-2.0", _SWIFT, _GCC, _GLIBC, "Unicode-3.0", "BSD-2-clause"],
+                      "Unicode, Inc.", _SQLITE],
+        "licenses": ["MIT", "Apache-2.0", _SWIFT, _GCC, _GLIBC, "Unicode-3.0", "BSD-2-clause", _PUBLIC_DOMAIN],
         "comment": "The self-contained library (THIRD_PARTY_NOTICES, part 1 [A]): appstoreserver with OpenSSL 3's "
-                   "libcrypto, the Swift runtime and standard library, FoundationEssentials, libdispatch, GCC's "
-                   "libstdc++ and libgcc and glibc's libc_nonshared.a linked in statically.",
+                   "libcrypto, SQLite (public domain), the Swift runtime and standard library, "
+                   "FoundationEssentials, libdispatch, GCC's libstdc++ and libgcc and glibc's libc_nonshared.a "
+                   "linked in statically.",
     },
     {
         "files": "usr/bin/appstoreserver",
-        "copyright": [OWN_COPYRIGHT, "2014-2026 Apple Inc. and the Swift, SwiftNIO, AsyncHTTPClient and Swift "
-                      "package projects' authors", "2016 and later Unicode, Inc. and others",
-                      "1998-2026 The OpenSSL Project Authors, The BoringSSL Authors",
-                      "1995-2026 Jean-loup Gailly and Mark Adler", "2018 Fedor Indutny",
-                      "Free Software Foundation, Inc.", "2015-2016 Wojciech Muła, Alfred Klomp, Daniel Lemire",
-                      "2016 Nick Galbreath"],
-        "licenses": ["MIT", "Apache-2.0", _SWIFT, _GCC, _GLIBC, "Unicode-3.0", "BSD-2-clause", "Zlib"],
-        "comment": "The command-line tool (THIRD_PARTY_NOTICES, part 1 [F]): appstoreserver with the Swift runtime, "
-                   "Foundation, ICU, SwiftNIO, BoringSSL (swift-nio-ssl), AsyncHTTPClient, swift-argument-parser "
-                   "and the other packages listed there linked in statically.",
+        "copyright": [OWN_COPYRIGHT, "1998-2026 The OpenSSL Project", "1995-1998 Eric A. Young, Tim J. Hudson",
+                      "2014-2025 Apple Inc. and the Swift project authors", "Free Software Foundation, Inc.",
+                      "2015-2016 Wojciech Muła, Alfred Klomp, Daniel Lemire", "2016 Nick Galbreath",
+                      "Unicode, Inc.", _SQLITE],
+        "licenses": ["MIT", "Apache-2.0", _SWIFT, _GCC, _GLIBC, "Unicode-3.0", "BSD-2-clause", _PUBLIC_DOMAIN],
+        "comment": "The command-line tool (THIRD_PARTY_NOTICES, part 1 [F]): appstoreserver and its HTTP client with "
+                   "OpenSSL 3's libssl and libcrypto, SQLite (public domain), the Swift runtime and standard "
+                   "library, FoundationEssentials, libdispatch, swift-argument-parser, GCC's libstdc++ and libgcc, "
+                   "glibc's libc_nonshared.a and glibc 2.28's start file (from zig) linked in statically; it needs "
+                   "only glibc at run time.",
     },
 ]
 
@@ -333,6 +339,12 @@ def check_sources(notices: str | None = None, resolved_path: Path = REPO / "cli"
         print(f"notices: {resolved_path} not found (the tool is not built here): its packages not compared")
     try:
         debian_copyright(_read(LICENSE), notices)
+        # A licence no binary contains any more (a dependency dropped) leaves part 3 with it.
+        named = {name for binary in BINARIES for name in binary["licenses"]}
+        for name in licence_sections(notices):
+            if name != "MIT" and name not in named:
+                problems.append(f"THIRD_PARTY_NOTICES part 3 has License: {name}, which no binary of "
+                                f"packaging/notices.py BINARIES names")
     except ValueError as e:
         problems.append(str(e))
     return problems
@@ -360,8 +372,11 @@ def self_test() -> Problems:
         resolved.write_text(json.dumps({"pins": [{"identity": i, "state": {"version": v}} for i, v in pins]}))
         if check_sources(text, resolved):
             failures.append("self-test: check-sources refuses THIRD_PARTY_NOTICES with its own packages resolved")
-        for name, changed in [("a package gone", re.sub(r"swift-nio-http2 [0-9.]+", "swift-nio-http2", text, count=1)),
-                              ("a stale package", text.replace("\nPART 2.", "    swift-stale 1.0.0\n\nPART 2.", 1))]:
+        stale_licence = f"\n{'=' * 78}\nLicense: Zlib\n{'=' * 78}\n\nzlib\n"
+        for name, changed in [("a package gone",
+                               re.sub(r"swift-argument-parser [0-9.]+", "swift-argument-parser", text, count=1)),
+                              ("a stale package", text.replace("\nPART 2.", "    swift-stale 1.0.0\n\nPART 2.", 1)),
+                              ("a licence section no binary names", text + stale_licence)]:
             if not check_sources(changed, resolved):
                 failures.append(f"self-test: check-sources, {name}: accepted, but it must be refused")
 
