@@ -31,7 +31,7 @@ foreach(deb IN LISTS CPACK_PACKAGE_FILES)
         file(REMOVE_RECURSE "${dir}")
         string(REPLACE "${dir}" "" packaged "${entry}")
         message(FATAL_ERROR "${packaged} needs ${CMAKE_MATCH_1} (the toolchain's shared Swift runtime, which no "
-                            "Debian package provides): build it with swift build --static-swift-stdlib")
+                            "Debian package provides): build the tool with cli/build")
       endif()
     endif()
   endforeach()

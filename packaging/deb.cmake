@@ -62,10 +62,12 @@ set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libc6 (>= 2.28)")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)   # DEBIAN/shlibs and the ldconfig calls (a global setting)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_LIB_DESCRIPTION "App Store server toolkit - C library
-Verifies and decodes App Store signed data (notifications V2, transactions, renewal info, app transactions),
-creates App Store signatures, calls the App Store Server API and reads legacy receipts. This is the
-self-contained build: the Swift runtime and OpenSSL's libcrypto are linked in and only the appstore_* C API
-is exported, so it needs neither a Swift toolchain nor libssl3.")
+Verifies and decodes App Store signed data (notifications V2, transactions,
+renewal info, app transactions), creates App Store signatures, calls the App
+Store Server API, reads legacy receipts and keeps a purchase ledger. This is
+the self-contained build: the Swift runtime, OpenSSL's libcrypto, SQLite,
+libstdc++ and libgcc are linked in and only the appstore_* C API is exported,
+so it needs only glibc: no Swift toolchain, no libssl3, no libsqlite3.")
 
 appstore_deb_doc("${APPSTORE_DEB_LIB}" deb_runtime)
 
@@ -85,11 +87,14 @@ if(APPSTORE_TOOL OR APPSTORE_TOOL_COMPLETIONS_DIR)
   appstore_deb_doc(appstoreserver deb_tool)
   set(CPACK_DEBIAN_TOOL_PACKAGE_NAME appstoreserver)
   set(CPACK_DEBIAN_TOOL_PACKAGE_SECTION utils)
-  # Its dependencies from dpkg-shlibdeps; deb-fixup.cmake refuses it if it needs the toolchain's shared Swift
-  # runtime (build it with swift build --static-swift-stdlib).
+  # Its dependencies from dpkg-shlibdeps: libc6 only, since cli/build links everything else in statically (as
+  # libc6 (>= 2.34): dpkg-shlibdeps maps libpthread's and libdl's symbols to 2.34, though the tool needs 2.28);
+  # deb-fixup.cmake refuses it if it needs the toolchain's shared Swift runtime.
   set(CPACK_DEBIAN_TOOL_PACKAGE_SHLIBDEPS ON)
   set(CPACK_DEBIAN_TOOL_DESCRIPTION "App Store server toolkit - command-line tool
-The appstoreserver command and its shell completions.")
+The appstoreserver command and its shell completions. One binary that needs
+only glibc: the Swift runtime, OpenSSL's libssl and libcrypto and SQLite are
+linked in.")
 endif()
 
 # No Swift runtime dependency in any package; Installed-Size counted once per file.
