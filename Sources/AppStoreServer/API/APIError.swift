@@ -108,7 +108,6 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
     /// Apple's retryable error codes; HTTP 429 is retried by status, whatever its code.
     public static let retryableCodes: Set<Int64> = Set(APIError.retryable.map(\.rawValue) + AdvancedCommerceAPIError.retryable.map(\.rawValue))
 
-    public var description: String { message }
 
     public var statusCode: AppStoreStatus {
         switch kind {

@@ -22,7 +22,6 @@ public struct SigningError: AppStoreServerFailure, Hashable {
         self.message = message
     }
     static func argument(_ message: String) -> SigningError { SigningError(.invalidArgument, message) }
-    public var description: String { message }
 
     public var statusCode: AppStoreStatus {
         switch kind {

@@ -23,7 +23,6 @@ public struct SigningKeyError: AppStoreServerFailure, Hashable {
         self.kind = kind
         self.message = message
     }
-    public var description: String { message }
     public var statusCode: AppStoreStatus { .invalidKey }
     public var reason: FailureReason {
         switch kind {

@@ -26,11 +26,17 @@ function detailFields(target, d) {
 
 const INTERNAL = detail('INTERNAL_ERROR', 'internal');
 
+/** What an error says: the library's precise message, then its reason ("... [bad_signature]"), as Python's do. */
+function spoken(message, detail) {
+  const reason = detail && detail.reasonName;
+  return reason && reason !== 'none' && !String(message).endsWith(`[${reason}]`) ? `${message} [${reason}]` : message;
+}
+
 /** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...).
  *  retryAtMs: when the client's own rate limit has a free slot again (RATE_LIMITED / local_rate_limit only). */
 class AppStoreServerError extends Error {
   constructor(message, detail) {
-    super(message);
+    super(spoken(message, detail));
     this.name = 'AppStoreServerError';
     detailFields(this, detail || INTERNAL);
     if (detail && detail.statusName === 'RATE_LIMITED' && detail.retryAtMs >= 0) this.retryAtMs = detail.retryAtMs;
@@ -41,7 +47,7 @@ class AppStoreServerError extends Error {
  *  `reason` ("bad_signature", ...), `message`, `libraryStatus` ("INVALID_CHAIN_LENGTH", ...). */
 class VerificationException extends Error {
   constructor(status, cause, detail) {
-    super(detail ? detail.message : '');
+    super(detail ? spoken(detail.message, detail) : '');
     this.name = 'VerificationException';
     this.status = status;
     this.cause = cause;
@@ -70,7 +76,7 @@ function headerObject(pairs) {
  */
 class APIException extends Error {
   constructor(httpStatusCode, apiError = null, errorMessage = null, detail) {
-    super(detail ? detail.message : '');
+    super(detail ? spoken(detail.message, detail) : '');
     this.name = 'APIException';
     this.httpStatusCode = httpStatusCode;
     this.apiError = apiError;

@@ -60,3 +60,13 @@ test('roots that are neither DER nor PEM certificates are refused, saying why', 
     assert.match(String(err.message), /root certificate 0/, String(err.message));
   }
 });
+
+test('what an error says: the precise message, then the reason', async () => {
+  const v = new lib.SignedDataVerifier([fs.readFileSync(path.join(testpki(), 'root.der'))], false, 'Sandbox', 'com.other.app');
+  await assert.rejects(v.verifyAndDecodeTransaction(readTrimmed(path.join(testpki(), 'jws/tx-valid.jws'))), (e) => {
+    assert.equal(e.reason, 'wrong_bundle');
+    assert.match(e.message, /bundle.* \[wrong_bundle\]$/);
+    assert.match(String(e), /^VerificationException: .* \[wrong_bundle\]$/);
+    return true;
+  });
+});

@@ -231,7 +231,7 @@ class Unavailable extends Error {
 
 const wrongKey = kms({ key: other.privateKey });
 const BAD_SIGNERS = {
-  'throws': [() => { throw new Unavailable('KMS unavailable'); }, /the external signer failed: it threw Unavailable: KMS unavailable$/, Unavailable],
+  'throws': [() => { throw new Unavailable('KMS unavailable'); }, /the external signer failed: it threw Unavailable: KMS unavailable \[signer_failed\]$/, Unavailable],
   'throws a string': [() => { throw 'busy'; }, /it threw busy/, 'busy'], // eslint-disable-line no-throw-literal
   'rejects': [() => Promise.reject(new Unavailable('throttled')), /its Promise rejected with Unavailable: throttled/, Unavailable],
   'returns undefined': [() => undefined, /it returned undefined, not a Buffer/],
@@ -371,7 +371,7 @@ test('API requests signed by the signer: the mock server checks the bearer token
   const counter = { sent: 0 };
   const failing = coreClient(new lib.ExternalSigner(() => { throw new Unavailable('KMS unavailable'); }, testPublic), mock.url, counter);
   await assert.rejects(native.async.api_client_call(failing.client, 'getTransactionInfo', params), (e) => {
-    signerFailed(e, /^bearer token: the external signer failed: it threw Unavailable: KMS unavailable$/);
+    signerFailed(e, /^bearer token: the external signer failed: it threw Unavailable: KMS unavailable \[signer_failed\]$/);
     assert.ok(e.cause instanceof Unavailable);
     return true;
   });
