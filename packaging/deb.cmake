@@ -87,10 +87,11 @@ if(APPSTORE_TOOL OR APPSTORE_TOOL_COMPLETIONS_DIR)
   appstore_deb_doc(appstoreserver deb_tool)
   set(CPACK_DEBIAN_TOOL_PACKAGE_NAME appstoreserver)
   set(CPACK_DEBIAN_TOOL_PACKAGE_SECTION utils)
-  # Its dependencies from dpkg-shlibdeps: libc6 only, since cli/build links everything else in statically (as
-  # libc6 (>= 2.34): dpkg-shlibdeps maps libpthread's and libdl's symbols to 2.34, though the tool needs 2.28);
-  # deb-fixup.cmake refuses it if it needs the toolchain's shared Swift runtime.
-  set(CPACK_DEBIAN_TOOL_PACKAGE_SHLIBDEPS ON)
+  # Written out, as the library's: cli/build links everything but glibc in statically, against glibc 2.28's symbol
+  # set (dpkg-shlibdeps would say libc6 (>= 2.34): it maps libpthread's and libdl's symbols to the release that merged
+  # them into libc). Tests/consumers/run checks the binary's real floor; deb-fixup.cmake refuses a tool that needs
+  # the toolchain's shared Swift runtime.
+  set(CPACK_DEBIAN_TOOL_PACKAGE_DEPENDS "libc6 (>= 2.28)")
   set(CPACK_DEBIAN_TOOL_DESCRIPTION "App Store server toolkit - command-line tool
 The appstoreserver command and its shell completions. One binary that needs
 only glibc: the Swift runtime, OpenSSL's libssl and libcrypto and SQLite are
