@@ -13,6 +13,10 @@ import {
     AppReceiptTransactionIds,
     VerifiedAppReceiptFields,
     AbstractAdvancedCommerceInAppRequest,
+    LedgerCustomer,
+    LedgerIngestResult,
+    LedgerSubscription,
+    LedgerSummary,
 } from './generated/types';
 
 export * from './generated/types';
@@ -328,5 +332,43 @@ export declare class ReceiptVerifier {
     constructor(rootCertificates: Uint8Array[], bundleId?: string | null);
     verify(appReceipt: string): Promise<VerifiedAppReceiptFields>;
     verifySync(appReceipt: string): VerifiedAppReceiptFields;
+    close(): void;
+}
+
+/** A point in time for the ledger's queries: a Date, or milliseconds since 1970. Omitted: now. */
+export type LedgerInstant = Date | number;
+
+/**
+ * The purchase ledger (beyond Apple's libraries; docs/ledger.md): verified App Store data in, who is entitled to what
+ * at any instant out, durably. Every value goes through the ledger's SignedDataVerifier; a refused one rejects with
+ * its VerificationException and changes nothing. Opening, ingesting and the queries run on the libuv thread pool.
+ */
+export declare class Ledger {
+    /** Internal (the library's handle): use Ledger.open(url, verifier). */
+    constructor(handle: never, url: string, verifier: SignedDataVerifier);
+    /** Opens (creating it if needed) the ledger at "sqlite:/path/to/ledger.db" (also "sqlite:///path") or
+     *  "sqlite::memory:"; the schema is migrated and the state rebuilt from the stored events. */
+    static open(url: string, verifier: SignedDataVerifier): Promise<Ledger>;
+    /** Ledger.open on the calling thread. */
+    static openSync(url: string, verifier: SignedDataVerifier): Ledger;
+    /** The URL it was opened with. */
+    readonly url: string;
+    /** The verifier every ingested value goes through. */
+    readonly verifier: SignedDataVerifier;
+    /** Verifies a notification's signedPayload deeply and records it; resolves once it is durable (stored: false
+     *  when the same payload was already there; appleStatus / engineStatus / agrees: the oracle). */
+    ingestNotification(signedPayload: string | Uint8Array): Promise<LedgerIngestResult>;
+    /** Verifies a signed transaction and records it; resolves once it is durable. */
+    ingestTransaction(signedTransaction: string | Uint8Array): Promise<LedgerIngestResult>;
+    /** Verifies a signed renewal info and records it; resolves once it is durable. */
+    ingestRenewalInfo(signedRenewalInfo: string | Uint8Array): Promise<LedgerIngestResult>;
+    /** The subscription at `at` (default now); null when the ledger knows no transaction of it then. */
+    subscription(originalTransactionId: string, at?: LedgerInstant | null): Promise<LedgerSubscription | null>;
+    /** The customer (an appAccountToken, or the originalTransactionId of purchases without one) at `at`: the
+     *  products they are entitled to, why and until when, their subscriptions, purchases and consumables. */
+    customer(customerId: string, at?: LedgerInstant | null): Promise<LedgerCustomer>;
+    /** Counts, and the oracle's disagreements with Apple's data.status. */
+    summary(): Promise<LedgerSummary>;
+    /** Closes the database and frees the ledger (calls in flight complete first); later calls reject. */
     close(): void;
 }

@@ -140,7 +140,7 @@ HAND_WRITTEN_EXPORTS = [
     "PromotionalOfferSignatureCreator", "PromotionalOfferV2SignatureCreator",
     "IntroductoryOfferEligibilitySignatureCreator", "AdvancedCommerceInAppSignatureCreator",
     "AppStoreServerError", "ReceiptVerifier", "ExternalSigner", "appleRootCertificates", "appleReceiptRootCertificates",
-    "appleRootCertificateDetails", "version", "libraryVersion",
+    "appleRootCertificateDetails", "Ledger", "version", "libraryVersion",
 ]
 GENERATED_EXPORTS = ["APIError", "GetTransactionHistoryVersion", "VerificationStatus", "LibraryStatus",
                      "FailureReason"]

@@ -7,7 +7,7 @@ export const {
   AppStoreServerAPIClient, APIException, SignedDataVerifier, VerificationException, ReceiptUtility,
   PromotionalOfferSignatureCreator, PromotionalOfferV2SignatureCreator, IntroductoryOfferEligibilitySignatureCreator,
   AdvancedCommerceInAppSignatureCreator, AppStoreServerError, ReceiptVerifier, ExternalSigner, appleRootCertificates,
-  appleReceiptRootCertificates, appleRootCertificateDetails, version, libraryVersion, APIError,
+  appleReceiptRootCertificates, appleRootCertificateDetails, Ledger, version, libraryVersion, APIError,
   AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod,
   AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus,
   AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus,

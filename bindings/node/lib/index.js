@@ -9,6 +9,7 @@ const signing = require('./signing.js');
 const { ReceiptUtility, ReceiptVerifier } = require('./receipts.js');
 const { ExternalSigner } = require('./signer.js');
 const roots = require('./roots.js');
+const { Ledger } = require('./ledger.js');
 
 module.exports = {
   AppStoreServerAPIClient,
@@ -23,6 +24,7 @@ module.exports = {
   AppStoreServerError,
   ReceiptVerifier,
   ExternalSigner,
+  Ledger,
   appleRootCertificates: roots.appleRootCertificates,
   appleReceiptRootCertificates: roots.appleReceiptRootCertificates,
   appleRootCertificateDetails: roots.appleRootCertificateDetails,

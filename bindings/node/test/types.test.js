@@ -93,7 +93,8 @@ import { SignedDataVerifier, Environment, AppStoreServerAPIClient, VerifiedNotif
   FailureReasonName, VerificationException, ReceiptVerifier, VerifiedAppReceiptFields, AppReceiptTransactionIds,
   ReceiptUtility, AdvancedCommerceSubscriptionCancelResponse, HistoryResponse, Answer, TransactionInfoResponse,
   RefundHistoryResponse, AppStoreServerError, RateLimitOptions, APIException, ExternalSigner, Signer,
-  PromotionalOfferV2SignatureCreator } from 'appstoreserver';
+  PromotionalOfferV2SignatureCreator, Ledger, LedgerCustomer, LedgerSubscription, LedgerIngestResult,
+  LedgerEntitlementReason, Status } from 'appstoreserver';
 async function signers(kms: { sign(digest: Buffer): Promise<Buffer> }, publicKeyDer: Buffer) {
   const signer = new ExternalSigner((data: Buffer, digest: Buffer) => kms.sign(digest), publicKeyDer, { timeoutMs: 2000 });
   const plain: Signer = (message) => message;
@@ -137,6 +138,18 @@ async function extras(v: SignedDataVerifier, c: AppStoreServerAPIClient, r: Rece
   console.log(limit, answered.value.signedTransactionInfo);
 }
 console.log(extras);
+async function ledger(v: SignedDataVerifier, body: { signedPayload: string }, token: string) {
+  const l: Ledger = await Ledger.open('sqlite:/var/lib/app/ledger.db', v);
+  const r: LedgerIngestResult = await l.ingestNotification(body.signedPayload);
+  if (r.agrees === false) console.log(r.appleStatus, r.engineStatus);
+  const c: LedgerCustomer = await l.customer(token, new Date());
+  for (const e of c.entitlements) if (e.reason === LedgerEntitlementReason.BILLING_GRACE_PERIOD) console.log(e.productId, e.until);
+  const s: LedgerSubscription | null = await l.subscription('1', 1750000000000);
+  if (s !== null && s.status === Status.ACTIVE) console.log(s.expiresDate);
+  console.log((await l.summary()).disagreements.length, l.url, Ledger.openSync('sqlite::memory:', v).url);
+  l.close();
+}
+console.log(ledger);
 `;
 
 // Apple-style code reading the fields Apple's TypeScript declares required, without optional checks (under --strict
@@ -275,6 +288,7 @@ function samples() {
       retryAtMs: 1 }), { cause: new Error('c') }),
     ReceiptVerifier: new pkg.ReceiptVerifier([root], 'b'),
     ExternalSigner: new pkg.ExternalSigner(() => new Uint8Array(64), '-----BEGIN PUBLIC KEY-----'),
+    Ledger: pkg.Ledger.openSync('sqlite::memory:', new pkg.SignedDataVerifier([root], false, E.SANDBOX, 'b')),
   };
 }
 

@@ -1,0 +1,163 @@
+'use strict';
+// The purchase ledger (docs/ledger.md): verified App Store data in, who is entitled to what out, durably. Every call
+// that touches the database (open, ingest, queries) runs on the libuv thread pool (native.async.*) and returns a
+// Promise; the ledger is locked inside the library, so calls from several Promises at once are safe.
+const native = require('./native.js');
+const args = require('./args.js');
+const { convert, guard } = require('./errors.js');
+const { SignedDataVerifier } = require('./verifier.js');
+
+const WHERE = 'Ledger';
+
+/** The C ABI's at_ms: 0 = now; a Date or milliseconds since 1970 (> 0). Throws a TypeError / RangeError. */
+function instant(where, at) {
+  if (at === undefined || at === null) return 0;
+  let ms = at;
+  if (at instanceof Date) ms = at.getTime();
+  else if (typeof at === 'bigint') ms = Number(at);
+  else if (typeof at !== 'number') throw args.fail(where, 'at', 'a Date or milliseconds since 1970', at);
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new RangeError(`${where}: at must be an instant after 1970 (a Date or milliseconds since 1970), got ${String(at)}`);
+  return ms;
+}
+
+/** The verifier's library handle, or the reason there is none. */
+function verifierHandle(verifier) {
+  if (!(verifier instanceof SignedDataVerifier))
+    throw args.fail(WHERE, 'verifier', 'a SignedDataVerifier', verifier);
+  const failure = verifier._withoutHandle('ledger_open');
+  if (failure) {
+    // A verifier without roots refuses everything; a ledger over it could store nothing.
+    throw new TypeError(`${WHERE}: the verifier cannot verify anything: ${failure.message}`);
+  }
+  return verifier._handle;
+}
+
+/** Runs a pool call; a synchronous throw (a closed handle, an argument the addon refuses) becomes a rejection. */
+function pool(fn, kind, ...a) {
+  try {
+    return native.async[fn](...a);
+  } catch (e) {
+    return Promise.reject(convert(e, kind));
+  }
+}
+
+class Ledger {
+  /** Use Ledger.open(url, verifier) (or Ledger.openSync). */
+  constructor(handle, url, verifier) {
+    if (!handle || typeof url !== 'string' || !(verifier instanceof SignedDataVerifier))
+      throw new TypeError(`${WHERE}: use Ledger.open(url, verifier)`);
+    Object.defineProperty(this, '_handle', { value: handle });
+    Object.defineProperty(this, '_closed', { value: false, writable: true });
+    /** The URL the ledger was opened with. */
+    this.url = url;
+    /** The verifier every ingested value goes through. */
+    this.verifier = verifier;
+  }
+
+  /**
+   * Opens (creating it if needed) the ledger at `url`: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+   * "sqlite::memory:" (lives until close()). The schema is created or migrated and the state rebuilt from the stored
+   * events, on the thread pool. Every value is verified with `verifier`.
+   */
+  static open(url, verifier) {
+    let h;
+    try {
+      args.string(`${WHERE}.open`, 'url', url);
+      h = verifierHandle(verifier);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return pool('ledger_open', 'config', url, h).then((handle) => new Ledger(handle, url, verifier));
+  }
+
+  /** Ledger.open on the calling thread (opening rebuilds the state from every stored event: prefer open()). */
+  static openSync(url, verifier) {
+    args.string(`${WHERE}.openSync`, 'url', url);
+    const h = verifierHandle(verifier);
+    return new Ledger(guard('config', () => native.ledger_open(url, h)), url, verifier);
+  }
+
+  _ingest(fn, jws, name) {
+    if (typeof jws !== 'string' && !(jws instanceof Uint8Array))
+      return Promise.reject(args.fail(`${WHERE}.${name}`, 'signed', 'a string (or Buffer)', jws));
+    try {
+      return pool(fn, 'verify', this._live(name), jws);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  _live(name) {
+    if (this._closed) throw new Error(`${WHERE}.${name}: the ledger is closed`);
+    return this._handle;
+  }
+
+  /**
+   * Verifies an App Store Server Notification V2 signedPayload deeply (its signedTransactionInfo and
+   * signedRenewalInfo too) and records it. Resolves to a LedgerIngestResult once the event is durable ("stored":
+   * false when the same payload was already there; appleStatus / engineStatus / agrees: the oracle). A value the
+   * verifier refuses rejects with its VerificationException and changes nothing.
+   */
+  ingestNotification(signedPayload) {
+    return this._ingest('ledger_ingest_notification', signedPayload, 'ingestNotification');
+  }
+
+  /** Verifies a signed transaction (from the app, Get Transaction History, Get Transaction Info, Get All
+   *  Subscription Statuses) and records it; resolves once it is durable. */
+  ingestTransaction(signedTransaction) {
+    return this._ingest('ledger_ingest_transaction', signedTransaction, 'ingestTransaction');
+  }
+
+  /** Verifies a signed renewal info (Get All Subscription Statuses) and records it; resolves once it is durable. */
+  ingestRenewalInfo(signedRenewalInfo) {
+    return this._ingest('ledger_ingest_renewal_info', signedRenewalInfo, 'ingestRenewalInfo');
+  }
+
+  /**
+   * The subscription `originalTransactionId` at `at` (undefined: now; a Date or milliseconds since 1970): Apple's
+   * status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing,
+   * revocation. Resolves to null when the ledger knows no transaction of it then.
+   */
+  subscription(originalTransactionId, at) {
+    try {
+      args.string(`${WHERE}.subscription`, 'originalTransactionId', originalTransactionId);
+      return pool('ledger_query_subscription', 'config', this._live('subscription'), originalTransactionId,
+        instant(`${WHERE}.subscription`, at));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * The customer `customerId` (an appAccountToken, in any case; or the originalTransactionId of purchases without
+   * one) at `at` (undefined: now): the products they are entitled to, each with why and until when, their
+   * subscriptions, one-time purchases, and consumables bought and refunded (an unknown customer has empty lists).
+   */
+  customer(customerId, at) {
+    try {
+      args.string(`${WHERE}.customer`, 'customerId', customerId);
+      return pool('ledger_query_customer', 'config', this._live('customer'), customerId, instant(`${WHERE}.customer`, at));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Counts, and the oracle: the notifications whose data.status the ledger does not reproduce (disagreements). */
+  summary() {
+    try {
+      return pool('ledger_query_summary', 'config', this._live('summary'));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Closes the database and frees the ledger (after calls in flight complete); later calls reject. */
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    native.close(this._handle);
+  }
+}
+
+module.exports = { Ledger };
