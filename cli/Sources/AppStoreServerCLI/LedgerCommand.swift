@@ -1,0 +1,367 @@
+import AppStoreServer
+import ArgumentParser
+import FoundationEssentials
+
+/// `appstoreserver ledger`: the purchase ledger (docs/ledger.md) from the command line, over the Swift `Ledger`.
+struct LedgerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "Record verified App Store data in a purchase ledger; show who is entitled to what.",
+        discussion: """
+            The ledger keeps every verified notification, transaction and renewal info (SQLite) and answers, for any \
+            instant, a subscription's status (Apple's 1-5) and a customer's entitlements (docs/ledger.md). The same \
+            ledger as the library's in every language: a database written here is read by Python, Node, C and Swift.
+
+            --db names the ledger: sqlite:/path/ledger.db, or a plain path (default: $APPSTORE_LEDGER).
+
+            EXAMPLES
+              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app --environment production \\
+                  --app-apple-id 1234 notification.json history-page.json
+              appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              appstoreserver ledger show --db ledger.db 2000000123456789 --at 2025-04-01T00:00:00Z
+              appstoreserver ledger show --db ledger.db            # counts, and the oracle's disagreements
+            """,
+        subcommands: [Ingest.self, Show.self, Entitlements.self]
+    )
+
+    /// Where the ledger is.
+    struct DatabaseOptions: ParsableArguments {
+        @Option(help: ArgumentHelp("The ledger: sqlite:/path/ledger.db or a path (default: $APPSTORE_LEDGER).", valueName: "url"))
+        var db: String?
+
+        func url() throws(ToolFailure) -> String {
+            let value = try fromEnvironment(db, "APPSTORE_LEDGER", option: "--db")
+            // A plain path is a SQLite file (a URL names its scheme before the first colon, a path has a slash first).
+            if let colon = value.firstIndex(of: ":"), !value[..<colon].contains("/") { return value }
+            return "sqlite:" + value
+        }
+    }
+
+    /// `--at`: milliseconds since 1970 or an ISO 8601 date-time; nil: now.
+    struct InstantOptions: ParsableArguments {
+        @Option(help: ArgumentHelp("The instant asked about: an ISO 8601 date-time (2025-04-01T00:00:00Z) or milliseconds since 1970 (default: now).", valueName: "time"))
+        var at: String?
+
+        func milliseconds() throws(ToolFailure) -> Int64? {
+            guard let at else { return nil }
+            if let ms = Int64(at), ms > 0 { return ms }
+            if let date = try? Date(at, strategy: .iso8601) {
+                return Int64((date.timeIntervalSince1970 * 1000).rounded())
+            }
+            throw .usage("--at \(QuotedText.quote(at)): expected an ISO 8601 date-time (2025-04-01T00:00:00Z) or milliseconds since 1970")
+        }
+    }
+
+    static func open(_ url: String, _ verifier: SignedDataVerifier) throws(ToolFailure) -> Ledger {
+        do { return try Ledger.open(url, verifier: verifier) } catch { throw ToolFailure(error) }
+    }
+
+    /// The ledger for queries: they verify nothing (what is stored was verified when it was ingested), so its
+    /// verifier's identity does not matter.
+    static func openForQueries(_ db: DatabaseOptions) throws(ToolFailure) -> Ledger {
+        let root = try AppleRoot.g3.der()
+        let verifier: SignedDataVerifier
+        do {
+            verifier = try SignedDataVerifier(rootCertificates: [root], bundleId: "-", appAppleId: nil,
+                                              environment: .sandbox, enableOnlineChecks: false, transport: nil)
+        } catch {
+            throw ToolFailure(error)
+        }
+        return try open(try db.url(), verifier)
+    }
+}
+
+extension ToolFailure {
+    init(_ f: LedgerError) {
+        let exit: ExitStatus = switch f.statusCode {
+        case .invalidArgument: .usage
+        case .configurationError: .configuration
+        default: .internal
+        }
+        self.init(f, exit)
+    }
+}
+
+// MARK: ingest
+
+extension LedgerCommand {
+    enum IngestKind: String, ExpressibleByArgument, CaseIterable {
+        case auto, notification, transaction
+        case renewalInfo = "renewal-info"
+    }
+
+    struct Ingest: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify signed values and record them in the ledger.",
+            discussion: """
+                Each FILE (or stdin) holds compact JWS values, one per line, or JSON: a notification body \
+                ({"signedPayload": …}), a Get Transaction History page ({"signedTransactions": […]}), a Get All \
+                Subscription Statuses answer (every signedTransactionInfo and signedRenewalInfo in it), or JSON \
+                lines of these. Every value is verified (a notification deeply) with your app's identity, then \
+                recorded; each is durable before the next is read. Ingesting a value again changes nothing.
+
+                stdout: one JSON line per value (LedgerIngestResult: kind, stored, the oracle's appleStatus / \
+                engineStatus / agrees). stderr: a refused value's status and reason (the others are still \
+                recorded; the exit status is then 1), and the totals.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("Files of signed values, or - (the default) for stdin.", valueName: "file"))
+        var files: [String] = []
+        @Option(help: "The kind of bare JWS lines: auto | notification | transaction | renewal-info (JSON members name their own).")
+        var kind: IngestKind = .auto
+        @Option(help: "The app's bundle id (default: $APPSTORE_BUNDLE_ID).")
+        var bundleId: String?
+        @Option(help: "The app's App Apple ID (required for production).")
+        var appAppleId: Int64?
+        @Option(help: "production | sandbox | xcode | local-testing (default: $APPSTORE_ENVIRONMENT).")
+        var environment: EnvironmentOption?
+        @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: the bundled Apple root).", valueName: "file"))
+        var roots: [String] = []
+        @OptionGroup var database: DatabaseOptions
+
+        func run() throws {
+            try reporting {
+                let url = try database.url()
+                let verifier = try makeVerifier()
+                let ledger = try LedgerCommand.open(url, verifier)
+                var counts = (stored: 0, again: 0, refused: 0, disagreements: 0)
+                for file in files.isEmpty ? ["-"] : files {
+                    let values = try SignedValues.read(file, bareKind: kind)
+                    for v in values {
+                        do {
+                            let r: LedgerIngestResult
+                            switch v.kind {
+                            case .notification: r = try ledger.ingest(notification: v.jws)
+                            case .transaction: r = try ledger.ingest(transaction: v.jws)
+                            default: r = try ledger.ingest(renewalInfo: v.jws)
+                            }
+                            if r.stored { counts.stored += 1 } else { counts.again += 1 }
+                            if r.agrees == false { counts.disagreements += 1 }
+                            Output.line(String(decoding: r.json(), as: UTF8.self))
+                        } catch let f as VerificationFailure {
+                            counts.refused += 1
+                            Output.error("error: \(f.statusCode.name) (\(f.reason.name)): \(v.source): \(f.message)")
+                        } catch let f as LedgerError {
+                            throw ToolFailure(f)
+                        } catch {
+                            throw ToolFailure(.internal, status: "INTERNAL_ERROR", reason: "internal", "\(v.source): \(error)")
+                        }
+                    }
+                }
+                let total = counts.stored + counts.again + counts.refused
+                Output.error("ledger: \(total) value\(total == 1 ? "" : "s"): \(counts.stored) stored, \(counts.again) already there, "
+                             + "\(counts.refused) refused; \(counts.disagreements) disagreeing with Apple's status")
+                if counts.refused > 0 { throw ExitCode(ExitStatus.invalid.rawValue) }
+            }
+        }
+
+        func makeVerifier() throws(ToolFailure) -> SignedDataVerifier {
+            let bundle = try fromEnvironment(bundleId, "APPSTORE_BUNDLE_ID", option: "--bundle-id")
+            let env: AppStoreEnvironment
+            if let environment {
+                env = environment.environment
+            } else if let e = ProcessInfo.processInfo.environment["APPSTORE_ENVIRONMENT"]?.lowercased(), !e.isEmpty {
+                guard let option = EnvironmentOption(rawValue: e) else {
+                    throw .usage("APPSTORE_ENVIRONMENT=\(e): use production, sandbox, xcode or local-testing")
+                }
+                env = option.environment
+            } else {
+                throw .usage("missing --environment (or set APPSTORE_ENVIRONMENT): the ledger records data of one environment")
+            }
+            let (ders, _) = try trustAnchors(roots, default: .g3)
+            do {
+                return try SignedDataVerifier(rootCertificates: ders, bundleId: bundle, appAppleId: appAppleId,
+                                              environment: env, enableOnlineChecks: false, transport: nil)
+            } catch {
+                throw ToolFailure(error)
+            }
+        }
+    }
+}
+
+/// The signed values of one input: bare JWS lines, or JSON (one value or JSON lines) whose `signed…` members name
+/// their kinds.
+struct SignedValues {
+    let kind: LedgerEventKind
+    let jws: String
+    /// Where it came from, for messages: "file:line" or "file: signedTransactions[3]".
+    let source: String
+
+    static func read(_ file: String, bareKind: LedgerCommand.IngestKind) throws(ToolFailure) -> [SignedValues] {
+        let name = file == "-" ? "stdin" : file
+        let text = try Input.text(try Input.read(file, what: "signed values"), what: name)
+        if text.hasPrefix("{") || text.hasPrefix("[") {
+            if let whole = JSONValue.parse(text) {
+                var out: [SignedValues] = []
+                // An answer with none (an empty history page) is fine; JSON without any of the members is not input.
+                guard collect(whole, name, &out) else {
+                    throw .noInput("\(name): no signed value found in the JSON (signedPayload, signedTransactions, signedTransactionInfo, signedRenewalInfo)")
+                }
+                return out
+            }
+        }
+        var out: [SignedValues] = []
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(raw).trimmed()
+            guard !line.isEmpty else { continue }
+            let where_ = "\(name):\(i + 1)"
+            if line.hasPrefix("{") || line.hasPrefix("[") {
+                guard let value = JSONValue.parse(line) else {
+                    throw ToolFailure(.invalid, status: "INVALID_JWT_FORMAT", reason: "malformed", "\(where_): not JSON")
+                }
+                guard collect(value, where_, &out) else { throw .noInput("\(where_): no signed value in this JSON line") }
+            } else {
+                out.append(SignedValues(kind: bare(line, bareKind), jws: line, source: where_))
+            }
+        }
+        guard !out.isEmpty else { throw .noInput("\(name) holds no signed value") }
+        return out
+    }
+
+    /// A bare JWS's kind: as asked, or from its payload's keys (the verifier then checks it is that kind).
+    static func bare(_ jws: String, _ asked: LedgerCommand.IngestKind) -> LedgerEventKind {
+        switch asked {
+        case .notification: return .notification
+        case .transaction: return .transaction
+        case .renewalInfo: return .renewalInfo
+        case .auto:
+            switch (try? UnverifiedSignedData.read(jws).get())?.kind {
+            case .transaction?: return .transaction
+            case .renewalInfo?: return .renewalInfo
+            default: return .notification  // and a malformed value is refused as a notification, with its reason
+            }
+        }
+    }
+
+    /// Appends the signed values in `value`; whether it holds any member that carries them (even none).
+    @discardableResult
+    static func collect(_ value: JSONValue, _ source: String, _ out: inout [SignedValues]) -> Bool {
+        var found = false
+        switch value {
+        case .string(let s) where s.split(separator: ".", omittingEmptySubsequences: false).count == 3:
+            out.append(SignedValues(kind: bare(s, .auto), jws: s, source: source))
+            found = true
+        case .array(let items):
+            for (i, item) in items.enumerated() { found = collect(item, "\(source)[\(i)]", &out) || found }
+        case .object(let members):
+            if let s = value["signedPayload"]?.stringValue {
+                out.append(SignedValues(kind: .notification, jws: s, source: "\(source): signedPayload"))
+                return true
+            }
+            for (key, member) in members {
+                let here = "\(source): \(key)"
+                switch (key, member) {
+                case ("signedTransactionInfo", .string(let s)), ("signedTransaction", .string(let s)):
+                    out.append(SignedValues(kind: .transaction, jws: s, source: here))
+                    found = true
+                case ("signedRenewalInfo", .string(let s)):
+                    out.append(SignedValues(kind: .renewalInfo, jws: s, source: here))
+                    found = true
+                case ("lastTransactions", .array(let items)) where items.isEmpty:
+                    found = true  // a Get All Subscription Statuses answer without any
+                case ("signedTransactions", .array(let items)):
+                    for (i, item) in items.enumerated() {
+                        if case .string(let s) = item {
+                            out.append(SignedValues(kind: .transaction, jws: s, source: "\(here)[\(i)]"))
+                        }
+                    }
+                    found = true
+                case (_, .array), (_, .object):
+                    found = collect(member, here, &out) || found
+                default:
+                    break
+                }
+            }
+        default:
+            break
+        }
+        return found
+    }
+}
+
+// MARK: queries
+
+extension LedgerCommand {
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A subscription's state (Apple's status, product, expiry, grace, renewal, revocation), or the ledger's counts.",
+            discussion: """
+                With ORIGINAL_TRANSACTION_ID: the subscription at --at (default now) as JSON (LedgerSubscription), \
+                or null when the ledger knows no transaction of it then. Without: the ledger's counts and the \
+                oracle's disagreements with Apple's data.status (LedgerSummary).
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The subscription's originalTransactionId (default: the ledger's counts).", valueName: "original-transaction-id"))
+        var originalTransactionId: String?
+        @OptionGroup var instant: InstantOptions
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            try reporting {
+                if originalTransactionId == nil && instant.at != nil {
+                    throw ToolFailure.usage("--at is for a subscription: name one")
+                }
+                let at = try instant.milliseconds()
+                let ledger = try LedgerCommand.openForQueries(database)
+                do throws(LedgerError) {
+                    guard let id = originalTransactionId else {
+                        Output.json(try ledger.summary().json(), output)
+                        return
+                    }
+                    guard let s = try ledger.subscription(id, at: at) else {
+                        Output.error("note: the ledger knows no transaction of subscription \(QuotedText.quote(id)) at that instant")
+                        Output.line("null")
+                        return
+                    }
+                    Output.json(s.json(), output)
+                } catch {
+                    throw ToolFailure(error)
+                }
+            }
+        }
+    }
+
+    struct Entitlements: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What a customer is entitled to, why, and until when.",
+            discussion: """
+                CUSTOMER is an appAccountToken (any case), or the originalTransactionId of purchases made without one. \
+                Prints the customer at --at (default now) as JSON (LedgerCustomer: entitlements, subscriptions, \
+                one-time purchases, consumables), or with --summary one line per entitled product.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("An appAccountToken, or an originalTransactionId.", valueName: "customer"))
+        var customer: String
+        @Flag(help: "One line per entitled product (product, why, until) instead of JSON.")
+        var summary = false
+        @OptionGroup var instant: InstantOptions
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            try reporting {
+                let at = try instant.milliseconds()
+                let ledger = try LedgerCommand.openForQueries(database)
+                let c: LedgerCustomer
+                do throws(LedgerError) {
+                    c = try ledger.customer(customer, at: at)
+                } catch {
+                    throw ToolFailure(error)
+                }
+                guard summary else {
+                    Output.json(c.json(), output)
+                    return
+                }
+                if c.entitlements.isEmpty { Output.line("no entitlements at \(iso8601(c.at))") }
+                for e in c.entitlements {
+                    let until = e.until.map { "until \(iso8601($0))" } ?? "no end"
+                    Output.line("\(e.productId.padded(to: 40)) \(e.reason.rawValue.padded(to: 26)) \(until)")
+                }
+            }
+        }
+    }
+}

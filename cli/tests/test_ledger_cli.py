@@ -1,0 +1,204 @@
+"""`appstoreserver ledger ingest|show|entitlements` over Tests/support/lifecycles.py's signed lifecycles:
+
+- every scenario's expectations (written there from Apple's documentation, never from the ledger's output), with
+  the notifications (JSON lines of notification bodies) and the history catch-up (Get Transaction History pages,
+  a Get All Subscription Statuses answer) ingested through the tool, read back with `show` and `entitlements`;
+- the oracle over every lifecycle (zero disagreements), idempotence (everything again: stored false);
+- refused input: the verifier's status and reason on stderr, exit 1, the other values recorded, nothing else changed;
+- usage: --db and its environment variable, a missing identity, --at, an unknown subscription, --summary lines.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from test_cli import SUPPORT, USAGE, Run, tool
+
+SKIP = {"at", "subscription", "customer", "rule", "deliveries"}
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ledger-testpki")
+    subprocess.run([sys.executable, str(SUPPORT / "testpki.py"), str(out)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def doc(pki: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
+    out = tmp_path_factory.mktemp("lifecycles")
+    subprocess.run([sys.executable, str(SUPPORT / "lifecycles.py"), str(pki), str(out)], check=True, capture_output=True)
+    return json.loads((out / "lifecycles.json").read_text())
+
+
+def identity(pki: Path, doc: Dict[str, Any]) -> List[str]:
+    return ["--bundle-id", doc["bundleId"], "--environment", "sandbox", "--root", str(pki / "root.der")]
+
+
+def files_for(lc: Dict[str, Any], folder: Path) -> List[str]:
+    """A lifecycle as a user would have it on disk: notification bodies as JSON lines, each history page as Apple
+    answers it, the renewal infos as a Get All Subscription Statuses answer."""
+    folder.mkdir(parents=True, exist_ok=True)
+    notes = folder / "notifications.jsonl"
+    notes.write_text("".join(json.dumps({"signedPayload": n["signed"]}) + "\n" for n in lc["notifications"]))
+    paths = [str(notes)]
+    for i, page in enumerate(lc["history"]["pages"]):
+        p = folder / f"history-{i}.json"
+        p.write_text(json.dumps({"revision": str(i), "hasMore": False, "bundleId": "x", "environment": "Sandbox",
+                                 "signedTransactions": page["signedTransactions"]}))
+        paths.append(str(p))
+    statuses = folder / "statuses.json"
+    statuses.write_text(json.dumps({"environment": "Sandbox", "data": [{"subscriptionGroupIdentifier": "g",
+        "lastTransactions": [{"status": 1, "originalTransactionId": "x", "signedRenewalInfo": r}
+                             for r in lc["history"]["signedRenewalInfos"]]}]}))
+    paths.append(str(statuses))
+    return paths
+
+
+def mismatches(answer: Any, want: Dict[str, Any]) -> List[str]:
+    """The expectation's fields are a subset of the answer ("absent": missing; lists matched by productId)."""
+    if answer is None:
+        return ["no answer (null)"]
+    problems = []
+    for key, w in want.items():
+        if key in SKIP:
+            continue
+        got = answer.get(key)
+        if w == "absent":
+            if key in answer:
+                problems.append(f"{key}: expected absent, got {got!r}")
+        elif isinstance(w, list):
+            if not isinstance(got, list) or len(got) != len(w):
+                problems.append(f"{key}: expected {len(w)} entries, got {got!r}")
+                continue
+            for x in w:
+                same = [g for g in got if g.get("productId") == x.get("productId")]
+                if not same:
+                    problems.append(f"{key}: no entry for {x.get('productId')}")
+                for g in same:
+                    problems += [f"{key}[{x.get('productId')}].{p}" for p in mismatches(g, x)]
+        elif got != w:
+            problems.append(f"{key}: expected {w!r}, got {got!r}")
+    return problems
+
+
+def ingest(db: str, pki: Path, doc: Dict[str, Any], *files: str) -> Run:
+    return tool("ledger", "ingest", "--db", db, *identity(pki, doc), *files)
+
+
+def results(r: Run) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in r.out.splitlines() if line.strip()]
+
+
+def test_scenarios_through_the_tool(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    db = str(tmp_path / "ledger.db")
+    stored = 0
+    for lc in doc["scenarios"]:
+        r = ingest(db, pki, doc, *files_for(lc, tmp_path / lc["name"]))
+        assert r.code == 0, r
+        rs = results(r)
+        assert all(x["stored"] for x in rs), r
+        assert all(x.get("agrees", True) for x in rs), r
+        stored += len(rs)
+        assert "0 refused; 0 disagreeing" in r.err
+    failures = []
+    checked = 0
+    for lc in doc["scenarios"]:
+        for e in lc["expect"]:
+            if "subscription" in e:
+                r = tool("ledger", "show", "--db", f"sqlite:{db}", e["subscription"], "--at", str(e["at"]))
+            else:
+                r = tool("ledger", "entitlements", "--db", db, e["customer"], "--at", str(e["at"]))
+            assert r.code == 0, r
+            checked += 1
+            failures += [f"{lc['name']} at {e['at']} ({e['rule']}): {p}" for p in mismatches(r.json(), e)]
+    assert not failures, "\n".join(failures)
+    assert checked >= 40
+    summary = tool("ledger", "show", "--db", db).json()
+    assert summary["events"] == stored and summary["disagreements"] == []
+
+
+def test_oracle_and_idempotence(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    everything = doc["scenarios"] + doc["random"]
+    # Every lifecycle's notifications in one file of bare JWS lines, the kinds told from the payloads.
+    bare = tmp_path / "all.jws"
+    bare.write_text("".join(n["signed"] + "\n" for lc in everything for n in lc["notifications"]))
+    db = f"sqlite:{tmp_path / 'ledger.db'}"
+    first = ingest(db, pki, doc, str(bare))
+    assert first.code == 0, first
+    rs = results(first)
+    assert len(rs) == sum(len(lc["notifications"]) for lc in everything)
+    assert all(x["stored"] and x["kind"] == "NOTIFICATION" for x in rs)
+    summary = tool("ledger", "show", "--db", db).json()
+    assert summary["disagreements"] == [] and summary["checkedNotifications"] > 300, summary
+    again = ingest(db, pki, doc, str(bare))
+    assert again.code == 0 and not any(x["stored"] for x in results(again)), again
+    assert f"{len(rs)} already there" in again.err
+    assert tool("ledger", "show", "--db", db).json() == summary
+
+
+def test_refused_input(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    db = str(tmp_path / "ledger.db")
+    first = doc["scenarios"][0]
+    assert ingest(db, pki, doc, *files_for(first, tmp_path / "first")).code == 0
+    before = tool("ledger", "show", "--db", db).json()
+    bad = [b for b in doc["bad"] if "signed" in b]
+    assert len(bad) >= 8
+    for b in bad:
+        f = tmp_path / f"{b['name']}.jws"
+        f.write_text(b["signed"] + "\n")
+        kind = {"NOTIFICATION": "notification", "TRANSACTION": "transaction"}[b["kind"]]
+        r = tool("ledger", "ingest", "--db", db, *identity(pki, doc), "--kind", kind, str(f))
+        assert r.code == 1, (b["name"], r)
+        assert r.error_line().startswith(f"error: {b['status']} ({b['reason']}): "), (b["name"], r)
+        assert r.out == "" and "1 refused" in r.err
+    # A refused value among good ones: the good ones are recorded, the exit status says one was refused.
+    good = doc["scenarios"][1]["notifications"][0]["signed"]
+    mixed = tmp_path / "mixed.jws"
+    mixed.write_text(bad[0]["signed"] + "\n" + good + "\n")
+    r = tool("ledger", "ingest", "--db", db, *identity(pki, doc), str(mixed))
+    assert r.code == 1 and len(results(r)) == 1 and results(r)[0]["stored"], r
+    assert f"{mixed}:1" in r.error_line()
+    after = tool("ledger", "show", "--db", db).json()
+    assert after["events"] == before["events"] + 1
+
+
+def test_usage(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    s = doc["scenarios"][0]
+    db = str(tmp_path / "ledger.db")
+    notes = files_for(s, tmp_path / "s")[0]
+    assert tool("ledger", "ingest", *identity(pki, doc), notes).code == USAGE  # no --db
+    r = tool("ledger", "ingest", *identity(pki, doc), notes, env={"APPSTORE_LEDGER": db})
+    assert r.code == 0, r
+    assert tool("ledger", "ingest", "--db", db, "--bundle-id", doc["bundleId"], notes).code == USAGE  # no environment
+    r = tool("ledger", "ingest", "--db", db, "--root", str(pki / "root.der"), notes,
+             env={"APPSTORE_BUNDLE_ID": doc["bundleId"], "APPSTORE_ENVIRONMENT": "sandbox"})
+    assert r.code == 0 and "4 already there" in r.err, r
+    r = tool("ledger", "ingest", "--db", db, "--bundle-id", doc["bundleId"], "--environment", "sandbox", notes)
+    assert r.code == 1 and "untrusted_chain" in r.err, r  # the bundled Apple root does not anchor the test PKI
+    assert tool("ledger", "show", "--db", "mysql://localhost/x").code == USAGE
+    assert tool("ledger", "show", "--db", db, "1", "--at", "yesterday").code == USAGE
+    assert tool("ledger", "show", "--db", db, "--at", "2025-01-01T00:00:00Z").code == USAGE
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"nothing": 1}')
+    assert tool("ledger", "ingest", "--db", db, *identity(pki, doc), str(empty)).code == 66
+    unknown = tool("ledger", "show", "--db", db, "no-such-subscription")
+    assert unknown.code == 0 and unknown.out.strip() == "null" and "knows no transaction" in unknown.err
+    e = next(x for x in s["expect"] if "customer" in x and x.get("entitlements"))
+    iso = tool("ledger", "entitlements", "--db", db, e["customer"], "--at", "2025-04-17T00:00:00Z").json()
+    ms = tool("ledger", "entitlements", "--db", db, e["customer"], "--at", "1744848000000").json()
+    assert iso == ms and iso["at"] == 1744848000000
+    lines = tool("ledger", "entitlements", "--db", db, e["customer"], "--at", str(e["at"]), "--summary")
+    assert lines.code == 0
+    for want in e["entitlements"]:
+        assert any(l.split()[:2] == [want["productId"], want["reason"]] for l in lines.out.splitlines()), lines
+    nothing = tool("ledger", "entitlements", "--db", db, "no-such-customer", "--summary")
+    assert nothing.out.startswith("no entitlements at "), nothing
+    help_ = tool("ledger", "--help")
+    assert help_.code == 0 and "ingest" in help_.out and "entitlements" in help_.out
