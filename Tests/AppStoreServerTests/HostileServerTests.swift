@@ -53,8 +53,8 @@ import AppStoreServerHTTP
         #expect(String(decoding: caught.body, as: UTF8.self).contains("\"count\": 0"))
     }
 
-    /// The drip lasts 60 s (a per-read timeout never fires): finishing within a few seconds of the 1.5 s timeout
-    /// shows a deadline. The bound leaves room for a machine whose other tests hold the cooperative threads.
+    /// The drip lasts 60 s (a per-read timeout never fires): finishing well before it ends shows a deadline. The bound
+    /// (25 s) leaves room for a 2-core machine whose other tests and builds hold the cooperative threads (14 s seen).
     @Test(arguments: ["drip-200", "dripall-200"])
     func theTimeoutIsADeadline(behaviour: String) async throws {
         let client = try Self.client(behaviour, timeoutMs: 1500)
@@ -65,7 +65,7 @@ import AppStoreServerHTTP
         } catch {
             #expect(error.kind == .transport(.timeout), "\(error)")
         }
-        #expect(ContinuousClock.now - start < .seconds(12))
+        #expect(ContinuousClock.now - start < .seconds(25))
         // The blocking transport (online checks) too.
         let (port, _) = try #require(Self.ports)
         let blockingStart = ContinuousClock.now
@@ -73,7 +73,7 @@ import AppStoreServerHTTP
             _ = try AsyncHTTPClientBlockingTransport().send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)/\(behaviour)/ocsp",
                                                                         timeoutMilliseconds: 1500))
         }
-        #expect(ContinuousClock.now - blockingStart < .seconds(12))
+        #expect(ContinuousClock.now - blockingStart < .seconds(25))
     }
 
     @Test func bodiesAreBoundedAndNeverInflated() async throws {
