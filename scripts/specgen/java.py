@@ -6,7 +6,9 @@
                                       and a getRawX() twin, unknown values and unknown JSON keys kept; Jackson
                                       annotations; equals/hashCode/toString), the library's own models (deep
                                       notifications, receipts) beside them
-    java/appstoreserver/client/       APIError (Apple's names) and AdvancedCommerceAPIError
+    java/appstoreserver/client/       APIError (Apple's names) and AdvancedCommerceAPIError; the API client's endpoint
+                                      methods (java_client.py: GetTransactionHistoryVersion, EndpointRequests,
+                                      AppStoreServerAPIEndpoints, WithEnvironment)
     java/appstoreserver/verification/ VerificationStatus (Apple's Java enum) and AppleVerificationStatus: the status Apple's
                                       Java library reports for each of the library's failures (VERIFICATION_STATUS_BY_REASON)
     java/appstoreserver/              AppStoreStatus and FailureReason (the library's statuses and reasons)
@@ -30,6 +32,7 @@ import json
 import re
 from pathlib import Path
 
+from . import java_client
 from .python import upper_snake
 from .spec import Spec, is_map, type_refs
 
@@ -1078,4 +1081,5 @@ def outputs(spec: Spec, abi_text: str) -> dict[str, str]:
     files[f"{JAVA}/internal/Abi.java"] = render_abi_java(abi)
     files[f"{JAVA}/internal/AbiConstants.java"] = render_abi_constants(spec, abi)
     files[f"{C_OUT}/abi_jni.h"] = render_abi_c(abi)
+    files.update(java_client.outputs(spec))
     return files

@@ -104,27 +104,62 @@ public final class JdkTransport implements TransportBridge {
      * the body refused past limit bytes. Never throws for network trouble: the result says what happened.
      */
     public Result send(String method, String url, String headers, byte[] body, int timeoutMs, long limit) {
-        long deadline = System.nanoTime() + Math.max(1, timeoutMs) * 1_000_000L;
-        HttpRequest request;
-        try {
-            HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofMillis(Math.max(1, timeoutMs)));
-            for (String line : headers.split("\r\n")) {
-                int colon = line.indexOf(':');
-                if (colon <= 0) {
-                    continue;
-                }
-                try {
-                    b.header(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
-                } catch (IllegalArgumentException restricted) {
-                    // Host, Content-Length, Connection, ...: HttpClient sets them itself.
-                }
+        List<String[]> list = new ArrayList<>();
+        for (String line : headers.split("\r\n")) {
+            int colon = line.indexOf(':');
+            if (colon > 0) {
+                list.add(new String[] {line.substring(0, colon).trim(), line.substring(colon + 1).trim()});
             }
-            b.method(method, body == null || body.length == 0 ? HttpRequest.BodyPublishers.noBody()
-                    : HttpRequest.BodyPublishers.ofByteArray(body));
-            request = b.build();
+        }
+        Answer a;
+        try {
+            a = fetch(method, url, list, body, timeoutMs, limit);
         } catch (IllegalArgumentException e) {
             return Result.failed(AbiConstants.TRANSPORT_RESULT_FAILED);
+        } catch (IOException e) {
+            return Result.failed(classify(e));
         }
+        return new Result(AbiConstants.TRANSPORT_RESULT_OK, a.status, a.headers, a.body);
+    }
+
+    /** An answer: its status, headers (name and value, in the order received) and body. */
+    public static final class Answer {
+        public final int status;
+        public final List<String[]> headers;
+        public final byte[] body;
+
+        Answer(int status, List<String[]> headers, byte[] body) {
+            this.status = status;
+            this.headers = headers;
+            this.body = body;
+        }
+    }
+
+    /**
+     * One exchange, throwing what went wrong: HttpTimeoutException once the deadline (timeoutMs from now, for all of
+     * it) passes, InterruptedIOException when the thread is interrupted (its flag kept), an IOException for a body
+     * over limit bytes or an answer reached through a redirect, else the HttpClient's own exception. A plain http://
+     * URL is asked in HTTP/1.1 (no h2c upgrade). Headers HttpClient sets itself (Host, Content-Length, ...) are
+     * skipped; an unusable URL or header is an IllegalArgumentException.
+     */
+    public Answer fetch(String method, String url, List<String[]> headers, byte[] body, long timeoutMs, long limit)
+            throws IOException {
+        long ms = Math.max(1, timeoutMs);
+        long deadline = System.nanoTime() + ms * 1_000_000L;
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofMillis(ms));
+        if (url.regionMatches(true, 0, "http:", 0, 5)) {
+            b.version(HttpClient.Version.HTTP_1_1);
+        }
+        for (String[] h : headers) {
+            try {
+                b.header(h[0], h[1]);
+            } catch (IllegalArgumentException restricted) {
+                // Host, Content-Length, Connection, ...: HttpClient sets them itself.
+            }
+        }
+        b.method(method, body == null || body.length == 0 ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofByteArray(body));
+        HttpRequest request = b.build();
         CompletableFuture<HttpResponse<byte[]>> future =
                 client.sendAsync(request, info -> new Limited(info, limit, deadline));
         HttpResponse<byte[]> answer;
@@ -133,16 +168,22 @@ public final class JdkTransport implements TransportBridge {
             answer = future.get(Math.max(0, left), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             future.cancel(true);
-            return Result.failed(AbiConstants.TRANSPORT_RESULT_TIMEOUT);
+            throw new HttpTimeoutException("no complete answer within " + ms + " ms");
         } catch (InterruptedException e) {
             future.cancel(true);
             Thread.currentThread().interrupt();
-            return Result.failed(AbiConstants.TRANSPORT_RESULT_FAILED);
-        } catch (ExecutionException | CancellationException e) {
-            return Result.failed(classify(e.getCause() != null ? e.getCause() : e));
+            throw new java.io.InterruptedIOException("interrupted while waiting for the answer");
+        } catch (CancellationException e) {
+            throw new IOException("the exchange was cancelled", e);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause() != null ? e.getCause() : e;
+            if (c instanceof IOException) {
+                throw (IOException) c;
+            }
+            throw new IOException(c.toString(), c);
         }
         if (answer.previousResponse().isPresent()) {
-            return Result.failed(AbiConstants.TRANSPORT_RESULT_FAILED); // a redirect was followed: not the server's answer
+            throw new IOException("the answer came through a redirect, which is never followed");
         }
         List<String[]> list = new ArrayList<>();
         for (Map.Entry<String, List<String>> h : answer.headers().map().entrySet()) {
@@ -157,19 +198,24 @@ public final class JdkTransport implements TransportBridge {
             }
         }
         byte[] data = answer.body();
-        return new Result(AbiConstants.TRANSPORT_RESULT_OK, answer.statusCode(), list, data == null ? new byte[0] : data);
+        return new Answer(answer.statusCode(), list, data == null ? new byte[0] : data);
     }
 
-    private static int classify(Throwable t) {
+    /**
+     * The transport result an exchange's exception stands for: UNREACHABLE (no connection: refused, unknown host,
+     * connect timeout), TIMEOUT (HttpTimeoutException, a socket timeout), else FAILED.
+     */
+    public static int classify(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
             if (c instanceof BodyTooLarge) {
                 return AbiConstants.TRANSPORT_RESULT_FAILED;
             }
             if (c instanceof HttpConnectTimeoutException || c instanceof ConnectException
-                    || c instanceof UnknownHostException || c instanceof UnresolvedAddressException) {
+                    || c instanceof UnknownHostException || c instanceof UnresolvedAddressException
+                    || c instanceof java.net.NoRouteToHostException) {
                 return AbiConstants.TRANSPORT_RESULT_UNREACHABLE;
             }
-            if (c instanceof HttpTimeoutException) {
+            if (c instanceof HttpTimeoutException || c instanceof java.net.SocketTimeoutException) {
                 return AbiConstants.TRANSPORT_RESULT_TIMEOUT;
             }
         }
