@@ -244,6 +244,40 @@ import Testing
         #expect(throws: LedgerError.self) { _ = try Ledger.open(url, verifier: LedgerFixtures.verifier) }
     }
 
+    /// Group commit: eight threads ingesting at once (every value twice, in different orders) into one file: each
+    /// call returns its own result, each distinct value is stored exactly once, and the state is the sequential one.
+    @Test func concurrentCallersShareCommits() throws {
+        let (url, _) = Self.temporaryURL("group-commit")
+        let lifecycles = Array(LedgerFixtures.random.prefix(6)) + LedgerFixtures.scenarios.prefix(4)
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "both") }
+        let instants = lifecycles.flatMap { LedgerFixtures.instants($0) }.sorted().enumerated().filter { $0.offset % 5 == 0 }.map(\.element)
+        var reference = LedgerState()
+        for (kind, signed) in all { reference.apply(try LedgerEvent.verify(kind, signed, with: LedgerFixtures.verifier).get()) }
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let stored = Locked(0)
+        let failures = Locked([String]())
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            var order = Array(all.indices)
+            var rng = SplitMix64(state: UInt64(worker + 1))
+            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, rng.below(i + 1)) }
+            for i in order where i % 8 == worker || i % 8 == (worker + 3) % 8 {
+                do {
+                    let r = try ingest(ledger, all[i].0, all[i].1)
+                    if r.stored { stored.withLock { $0 += 1 } }
+                    if r.kind != all[i].0 { failures.withLock { $0.append("#\(i): kind \(r.kind)") } }
+                } catch {
+                    failures.withLock { $0.append("#\(i): \(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(stored.withLock { $0 } == Set(all.map(\.1)).count)
+        #expect(try ledger.summary().events == Int64(Set(all.map(\.1)).count))
+        #expect(LedgerFixtures.fingerprint(try ledger.state(), instants: instants) == LedgerFixtures.fingerprint(reference, instants: instants))
+        let reopened = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        #expect(LedgerFixtures.fingerprint(try reopened.state(), instants: instants) == LedgerFixtures.fingerprint(reference, instants: instants))
+    }
+
     @Test func refusesURLsItCannotOpen() {
         for url in ["postgresql://localhost/ledger", "sqlite:", "/tmp/x.db", "sqlite:/nonexistent-dir/sub/ledger.db"] {
             #expect(throws: LedgerError.self, "\(url)") { _ = try Ledger.open(url, verifier: LedgerFixtures.verifier) }

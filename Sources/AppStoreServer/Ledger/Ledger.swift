@@ -19,12 +19,21 @@ public final class Ledger: Sendable {
     public let url: String
     let identity: LedgerIdentity
     private let core: Locked<Core>
+    /// Verified events waiting for a commit (group commit, below), each with its ticket.
+    private let waiting = Locked(Waiting())
 
     struct Core {
         let store: LedgerStore
         var state = LedgerState()
         var lastEventId: Int64 = 0
         var dataVersion: Int64 = 0
+        /// What each committed (or failed) ticket's caller gets, until it takes it.
+        var outcomes: [UInt64: Result<LedgerIngestResult, LedgerError>] = [:]
+    }
+
+    struct Waiting {
+        var lastTicket: UInt64 = 0
+        var events: [(ticket: UInt64, event: LedgerEvent)] = []
     }
 
     private init(url: String, verifier: SignedDataVerifier, store: LedgerStore) {
@@ -73,29 +82,66 @@ public final class Ledger: Sendable {
 
     /// Records an event already verified by a verifier for the same app (bundle id, app Apple ID, environment).
     /// Returns after the event is durable; `stored` is false when the same payload was already in the ledger.
+    ///
+    /// Group commit: callers that arrive while another caller's commit is waiting for the disk queue their events;
+    /// the next caller to get the lock commits every queued event in one transaction (one fsync), and each caller
+    /// returns only once the transaction holding its event has committed. One caller at a time is exactly one event
+    /// per transaction; several at once share the disk's wait without any event being acknowledged early. A batch
+    /// that fails fails every event in it (none is acknowledged).
     public func ingest(_ event: LedgerEvent) throws(LedgerError) -> LedgerIngestResult {
         guard event.identity == identity else {
             throw .argument("the event was verified for \(event.identity.bundleId) (\(event.identity.environment.rawValue)); "
                 + "this ledger's verifier accepts \(identity.bundleId) (\(identity.environment.rawValue))")
         }
+        let ticket = waiting.withLock { w in
+            w.lastTicket += 1
+            w.events.append((w.lastTicket, event))
+            return w.lastTicket
+        }
         return try core.withLock { c throws(LedgerError) in
-            // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then this event: the
+            // Not committed by the caller that held the lock before: this event is still queued, so commit it with
+            // everything queued behind it.
+            if c.outcomes[ticket] == nil {
+                let batch = waiting.withLock { w in
+                    defer { w.events.removeAll(keepingCapacity: true) }
+                    return w.events
+                }
+                commit(batch, &c)
+            }
+            return try c.outcomes.removeValue(forKey: ticket)!.get()
+        }
+    }
+
+    /// Stores `batch` in one transaction, then applies what was stored and records each ticket's outcome.
+    private func commit(_ batch: [(ticket: UInt64, event: LedgerEvent)], _ c: inout Core) {
+        var ids: [Int64?] = []
+        do throws(LedgerError) {
+            // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then these events: the
             // state always applies events in the order the database holds them.
             try c.store.db.execute("BEGIN IMMEDIATE", "cannot start a ledger transaction")
-            let id: Int64?
             do throws(LedgerError) {
                 try catchUp(&c)
-                id = c.state.applied.contains(event.payload)
-                    ? nil : try c.store.insert(event, receivedAt: Timestamp.nowMilliseconds())
+                let now = Timestamp.nowMilliseconds()
+                for (_, event) in batch {
+                    // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again.
+                    ids.append(c.state.applied.contains(event.key) ? nil : try c.store.insert(event, receivedAt: now))
+                }
                 try c.store.db.execute("COMMIT", "cannot commit the ledger transaction")
             } catch {
                 try? c.store.db.execute("ROLLBACK", "rollback")
                 throw error
             }
-            guard let id else { return c.state.ingestResult(for: event, stored: false) }
+        } catch {
+            for (ticket, _) in batch { c.outcomes[ticket] = .failure(error) }
+            return
+        }
+        for ((_, event), id) in zip(batch, ids) {
+            guard let id else { continue }
             c.state.apply(event)
             c.lastEventId = max(c.lastEventId, id)
-            return c.state.ingestResult(for: event, stored: true)
+        }
+        for ((ticket, event), id) in zip(batch, ids) {
+            c.outcomes[ticket] = .success(c.state.ingestResult(for: event, stored: id != nil))
         }
     }
 

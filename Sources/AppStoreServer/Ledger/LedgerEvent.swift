@@ -19,9 +19,11 @@ public struct LedgerEvent: Sendable {
     let payload: [UInt8]
     /// Who verified it (bundle id, app Apple ID, environment), so a ledger refuses events verified for another app.
     let identity: LedgerIdentity
+    /// SHA-256 of the payload: the event's identity (in storage as hex, in the state as this key).
+    let key: LedgerDigest.Key
 
     /// The hex SHA-256 of the payload: the event's identity in storage.
-    public var payloadDigest: String { LedgerDigest.sha256Hex(payload) }
+    public var payloadDigest: String { key.hex }
 
     /// A notification, deep-verified: the notification and the transaction and renewal info nested in it.
     public static func verify(notification signedPayload: String,
@@ -95,6 +97,7 @@ public struct LedgerEvent: Sendable {
         self.renewalInfo = renewalInfo
         self.payload = payload
         self.identity = identity
+        self.key = LedgerDigest.key(payload)
     }
 
     init(notification d: DeepVerified, signed: String, identity: LedgerIdentity) {

@@ -22,15 +22,15 @@ public struct LedgerState: Sendable {
     var customerRenewals: [String: Set<String>] = [:]
     /// originalTransactionId -> notification UUIDs about it.
     var subscriptionNotifications: [String: Set<String>] = [:]
-    /// Payloads applied so far (an event's identity).
-    var applied: Set<[UInt8]> = []
+    /// The payloads applied so far, by their SHA-256 (an event's identity).
+    var applied: Set<LedgerDigest.Key> = []
 
     public init() {}
 
     /// Applies a verified event; true when the state changed (false: the event, or every fact it carries, was known).
     @discardableResult
     public mutating func apply(_ event: LedgerEvent) -> Bool {
-        guard applied.insert(event.payload).inserted else { return false }
+        guard applied.insert(event.key).inserted else { return false }
         var changed = true
         if let n = event.notification { changed = add(n) }
         if let t = event.transaction { changed = add(t) || changed }
