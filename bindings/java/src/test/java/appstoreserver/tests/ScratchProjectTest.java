@@ -25,11 +25,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ScratchProjectTest {
     static final String MAIN = String.join("\n",
+            "import appstoreserver.client.AppStoreServerAPIClient;",
+            "import appstoreserver.client.BaseAppStoreServerAPIClient;",
             "import appstoreserver.model.Environment;",
             "import appstoreserver.model.ResponseBodyV2DecodedPayload;",
             "import appstoreserver.verification.SignedDataVerifier;",
             "import appstoreserver.verification.VerificationException;",
             "import java.io.FileInputStream;",
+            "import java.io.IOException;",
             "import java.io.InputStream;",
             "import java.nio.file.Files;",
             "import java.nio.file.Paths;",
@@ -46,6 +49,15 @@ class ScratchProjectTest {
             "            verifier.verifyAndDecodeTransaction(jws);",
             "        } catch (VerificationException e) {",
             "            System.out.println(\"refused \" + e.getStatus());",
+            "        }",
+            "        if (args.length > 1) {  // the API client, made as with Apple's library; port 9 refuses the connection",
+            "            String p8 = Files.readString(Paths.get(args[1]));",
+            "            try (AppStoreServerAPIClient client = new AppStoreServerAPIClient(p8, \"ABC123DEFG\", \"57246542-96fe-1a63-e053-0824d011072a\",",
+            "                    \"com.example.app\", Environment.SANDBOX, new BaseAppStoreServerAPIClient.Options().baseUrl(\"http://127.0.0.1:9\"))) {",
+            "                client.getTransactionInfo(\"1\");",
+            "            } catch (IOException e) {",
+            "                System.out.println(\"client \" + e.getClass().getSimpleName() + \" \" + e.getSuppressed()[0]);",
+            "            }",
             "        }",
             "        for (String line : Files.readAllLines(Paths.get(\"/proc/self/maps\"))) {",
             "            if (line.contains(\"libappstoreserver\")) {",
@@ -95,9 +107,12 @@ class ScratchProjectTest {
         Files.writeString(dir.resolve("Main.java"), MAIN);
         String cp = "lib/*";
         run(dir, List.of("javac", "--release", "11", "-cp", cp, "Main.java"));
-        String out = run(dir, List.of("java", "-cp", cp + ":.", "Main", Support.testpki().toString()));
+        String out = run(dir, List.of("java", "-cp", cp + ":.", "Main", Support.testpki().toString(),
+                Support.keys().resolve("p256.p8").toString()));
         assertTrue(out.contains("notification DID_RENEW com.example.testpki"), out);
         assertTrue(out.contains("refused INVALID_APP_IDENTIFIER"), out);
+        assertTrue(out.contains("client ConnectException appstoreserver.AppStoreServerException: TRANSPORT_ERROR "
+                + "(transport_unreachable)"), out);
         assertTrue(out.contains("/appstoreserver-") && out.contains("libappstoreserver.so.0 (deleted)"),
                 "the library is not the extracted, deleted copy:\n" + out);
         assertTrue(out.contains("libappstoreserver_jni.so (deleted)"), out);
