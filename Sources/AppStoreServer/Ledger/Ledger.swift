@@ -19,21 +19,14 @@ public final class Ledger: Sendable {
     public let url: String
     let identity: LedgerIdentity
     private let core: Locked<Core>
-    /// Verified events waiting for a commit (group commit, below), each with its ticket.
-    private let waiting = Locked(Waiting())
+    /// Verified events waiting for a commit (group commit: `ingest`).
+    private let commits = CommitQueue<LedgerEvent, Result<LedgerIngestResult, LedgerError>>()
 
     struct Core {
         let store: LedgerStore
         var state = LedgerState()
         var lastEventId: Int64 = 0
         var dataVersion: Int64 = 0
-        /// What each committed (or failed) ticket's caller gets, until it takes it.
-        var outcomes: [UInt64: Result<LedgerIngestResult, LedgerError>] = [:]
-    }
-
-    struct Waiting {
-        var lastTicket: UInt64 = 0
-        var events: [(ticket: UInt64, event: LedgerEvent)] = []
     }
 
     private init(url: String, verifier: SignedDataVerifier, store: LedgerStore) {
@@ -83,37 +76,22 @@ public final class Ledger: Sendable {
     /// Records an event already verified by a verifier for the same app (bundle id, app Apple ID, environment).
     /// Returns after the event is durable; `stored` is false when the same payload was already in the ledger.
     ///
-    /// Group commit: callers that arrive while another caller's commit is waiting for the disk queue their events;
-    /// the next caller to get the lock commits every queued event in one transaction (one fsync), and each caller
-    /// returns only once the transaction holding its event has committed. One caller at a time is exactly one event
-    /// per transaction; several at once share the disk's wait without any event being acknowledged early. A batch
-    /// that fails fails every event in it (none is acknowledged).
+    /// Group commit (`CommitQueue`): callers that arrive while another caller's commit waits for the disk queue their
+    /// events, and the next commit stores all of them in one transaction (one fsync); each caller returns once the
+    /// transaction holding its event has committed. A caller alone is one event per transaction. A batch that fails
+    /// fails every event in it (none is acknowledged).
     public func ingest(_ event: LedgerEvent) throws(LedgerError) -> LedgerIngestResult {
         guard event.identity == identity else {
             throw .argument("the event was verified for \(event.identity.bundleId) (\(event.identity.environment.rawValue)); "
                 + "this ledger's verifier accepts \(identity.bundleId) (\(identity.environment.rawValue))")
         }
-        let ticket = waiting.withLock { w in
-            w.lastTicket += 1
-            w.events.append((w.lastTicket, event))
-            return w.lastTicket
-        }
-        return try core.withLock { c throws(LedgerError) in
-            // Not committed by the caller that held the lock before: this event is still queued, so commit it with
-            // everything queued behind it.
-            if c.outcomes[ticket] == nil {
-                let batch = waiting.withLock { w in
-                    defer { w.events.removeAll(keepingCapacity: true) }
-                    return w.events
-                }
-                commit(batch, &c)
-            }
-            return try c.outcomes.removeValue(forKey: ticket)!.get()
-        }
+        return try commits.submit(event) { batch in
+            core.withLock { c in commit(batch.map(\.event), &c) }
+        }.get()
     }
 
-    /// Stores `batch` in one transaction, then applies what was stored and records each ticket's outcome.
-    private func commit(_ batch: [(ticket: UInt64, event: LedgerEvent)], _ c: inout Core) {
+    /// Stores `batch` in one transaction, then applies what was stored; each event's outcome, in order.
+    private func commit(_ batch: [LedgerEvent], _ c: inout Core) -> [Result<LedgerIngestResult, LedgerError>] {
         var ids: [Int64?] = []
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then these events: the
@@ -122,7 +100,7 @@ public final class Ledger: Sendable {
             do throws(LedgerError) {
                 try catchUp(&c)
                 let now = Timestamp.nowMilliseconds()
-                for (_, event) in batch {
+                for event in batch {
                     // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again.
                     ids.append(c.state.applied.contains(event.key) ? nil : try c.store.insert(event, receivedAt: now))
                 }
@@ -132,17 +110,14 @@ public final class Ledger: Sendable {
                 throw error
             }
         } catch {
-            for (ticket, _) in batch { c.outcomes[ticket] = .failure(error) }
-            return
+            return batch.map { _ in .failure(error) }
         }
-        for ((_, event), id) in zip(batch, ids) {
+        for (event, id) in zip(batch, ids) {
             guard let id else { continue }
             c.state.apply(event)
             c.lastEventId = max(c.lastEventId, id)
         }
-        for ((ticket, event), id) in zip(batch, ids) {
-            c.outcomes[ticket] = .success(c.state.ingestResult(for: event, stored: id != nil))
-        }
+        return zip(batch, ids).map { event, id in .success(c.state.ingestResult(for: event, stored: id != nil)) }
     }
 
     /// Applies the events stored after the last one applied (by another process, or all of them on open).

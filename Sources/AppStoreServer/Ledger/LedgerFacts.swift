@@ -27,6 +27,8 @@ struct TransactionVersion: SignedVersion {
     let purchaseDate: Int64?
     let expiresDate: Int64?
     let revocationDate: Int64?
+    /// The customer: the appAccountToken (lowercase), else the originalTransactionId (made once: queries read it often).
+    let customerId: String
 
     init(_ value: JWSTransactionDecodedPayload, payload: [UInt8]) {
         self.value = value
@@ -38,13 +40,12 @@ struct TransactionVersion: SignedVersion {
         purchaseDate = value.purchaseDate.map(Timestamp.milliseconds)
         expiresDate = value.expiresDate.map(Timestamp.milliseconds)
         revocationDate = value.revocationDate.map(Timestamp.milliseconds)
+        customerId = LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId)
     }
 
     var isAutoRenewable: Bool { value.type == .autoRenewableSubscription }
     /// Revoked (refunded, or taken back from Family Sharing) at instant `t`.
     func isRevoked(at t: Int64) -> Bool { revocationDate.map { $0 <= t } ?? false }
-    /// The customer: the appAccountToken (lowercase), else the originalTransactionId.
-    var customerId: String { LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId) }
 }
 
 /// One signed renewal info of a subscription.
@@ -54,6 +55,7 @@ struct RenewalVersion: SignedVersion {
     let signedDate: Int64
     let originalTransactionId: String
     let gracePeriodExpiresDate: Int64?
+    let customerId: String
 
     init(_ value: JWSRenewalInfoDecodedPayload, payload: [UInt8]) {
         self.value = value
@@ -61,9 +63,8 @@ struct RenewalVersion: SignedVersion {
         signedDate = value.signedDate.map(Timestamp.milliseconds) ?? 0
         originalTransactionId = value.originalTransactionId ?? ""
         gracePeriodExpiresDate = value.gracePeriodExpiresDate.map(Timestamp.milliseconds)
+        customerId = LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId)
     }
-
-    var customerId: String { LedgerCustomerKey.of(token: value.appAccountToken, original: originalTransactionId) }
 }
 
 /// What the engine keeps of a notification: its identity, when it was signed, what Apple said the status was, and
@@ -104,7 +105,22 @@ public enum LedgerCustomerKey {
 
     /// A caller's customer id in the ledger's form: a UUID is compared in lowercase.
     public static func normalize(_ id: String) -> String {
-        UUID(uuidString: id) != nil ? id.lowercased() : id
+        isUUID(id) ? id.lowercased() : id
+    }
+
+    /// 8-4-4-4-12 hexadecimal digits (what UUID(uuidString:) accepts, without its scanf on every query).
+    static func isUUID(_ s: String) -> Bool {
+        var n = 0
+        for c in s.utf8 {
+            switch n {
+            case 8, 13, 18, 23: guard c == UInt8(ascii: "-") else { return false }
+            default:
+                guard (c >= 0x30 && c <= 0x39) || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66) else { return false }
+            }
+            n += 1
+            if n > 36 { return false }
+        }
+        return n == 36
     }
 }
 
