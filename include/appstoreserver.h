@@ -117,7 +117,7 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_MALFORMED 1
 #define APPSTORE_REASON_UNSUPPORTED_ALG 2 /* alg is not ES256 [VERIFICATION_FAILURE] */
 #define APPSTORE_REASON_MISSING_X5C 3 /* no x5c header [INVALID_CHAIN_LENGTH] */
-#define APPSTORE_REASON_CHAIN_LENGTH 4 /* x5c is not exactly 3 certificates [INVALID_CHAIN_LENGTH] */
+#define APPSTORE_REASON_CHAIN_LENGTH 4 /* x5c has certificates, but not exactly 3 [INVALID_CHAIN_LENGTH] */
 /* x5c entry not base64 / not DER / leaf key not P-256 [INVALID_CERTIFICATE/CONFIGURATION_ERROR] */
 #define APPSTORE_REASON_BAD_CERTIFICATE 5
 /* no root certificates configured [VERIFICATION_FAILURE/CONFIGURATION_ERROR] */
@@ -155,6 +155,7 @@ typedef int32_t appstore_reason;
 /* an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature
  * [INVALID_KEY] */
 #define APPSTORE_REASON_SIGNER_FAILED 27
+#define APPSTORE_REASON_EMPTY_X5C 28 /* the x5c header is an empty list (no certificates) [INVALID_CHAIN_LENGTH] */
 /* receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT] */
 #define APPSTORE_REASON_RECEIPT_MALFORMED 40
 /* with APPSTORE_NOT_FOUND: the receipt has no transaction id [NOT_FOUND] */

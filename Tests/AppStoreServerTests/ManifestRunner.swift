@@ -112,7 +112,7 @@ struct ManifestRunner {
         case "signature_invalid": return ["bad_signature"]
         case "unsupported_alg": return ["unsupported_alg"]
         case "missing_x5c": return ["missing_x5c"]
-        case "chain_length": return ["chain_length"]
+        case "chain_length": return ["chain_length", "empty_x5c"]
         case "invalid_certificate": return ["bad_certificate"]
         case "chain_untrusted": return ["untrusted_chain"]
         // A chain that is wrong in any way: unanchored, expired, wrong shape (e.g. Xcode's 1-certificate x5c).

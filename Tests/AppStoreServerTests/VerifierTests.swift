@@ -320,6 +320,26 @@ func fixture(_ id: String) throws -> String { try Paths.text(Paths.testPKI.appen
 }
 
 @Suite struct HostileHeaderTests {
+    /// The x5c header's shape, each with its reason: absent or null (missingX5c), an empty list (emptyX5c, which
+    /// Apple's Python reports unlike a short chain), a list of other than 3 (chainLength).
+    @Test func x5cShapes() throws {
+        let s = try TestSigner()
+        let v = try s.verifier()
+        let cases: [(Any?, FailureReason)] = [(nil, .missingX5c), (NSNull(), .missingX5c), ([String](), .emptyX5c),
+                                              (Array(s.x5c.prefix(1)), .chainLength), (s.x5c + [s.x5c[2]], .chainLength)]
+        for (x5c, reason) in cases {
+            var header: [String: Any] = ["alg": "ES256", "typ": "JWT"]
+            if let x5c { header["x5c"] = x5c }
+            let jws = try s.sign(TestSigner.transaction(), header: header)
+            guard case .invalid(let f) = v.verifyAndDecodeTransaction(signedTransaction: jws) else {
+                Issue.record("x5c \(String(describing: x5c)): accepted"); continue
+            }
+            #expect(f.reason == reason, "x5c \(String(describing: x5c)): \(f)")
+            #expect(f.status == .INVALID_CHAIN_LENGTH, "x5c \(String(describing: x5c)): \(f)")
+            #expect(f.statusCode == .invalidChainLength)
+        }
+    }
+
     /// An attacker-chosen alg is quoted only as a short printable prefix in the message.
     @Test func longOrControlCharacterAlgIsNotEchoed() throws {
         let s = try TestSigner()

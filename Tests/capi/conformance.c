@@ -241,7 +241,7 @@ static char *signed_payload(const char *jws, size_t len) {
 /* Reasons that satisfy a semantic error class of the shared manifest; NULL-terminated, or NULL when unmapped. */
 static const char *const *accepted_reasons(const char *error_class) {
     static const char *const sig[] = {"bad_signature", NULL}, *const alg[] = {"unsupported_alg", NULL},
-                             *const x5c[] = {"missing_x5c", NULL}, *const len[] = {"chain_length", NULL},
+                             *const x5c[] = {"missing_x5c", NULL}, *const len[] = {"chain_length", "empty_x5c", NULL},
                              *const cert[] = {"bad_certificate", NULL}, *const untrusted[] = {"untrusted_chain", NULL},
                              *const invalid[] = {"untrusted_chain", "expired", "missing_marker_oid", "chain_length", NULL},
                              *const expired[] = {"expired", NULL}, *const anchor[] = {"no_trust_anchor", NULL},

@@ -652,6 +652,7 @@ static void garbage_inputs(const appstore_verifier *v) {
     size_t hdr_cap = 2 * big + 512;
     char *hdr = malloc(hdr_cap);
     char *jws_huge_len, *jws_huge_len8, *jws_indef, *jws_huge_cert, *jws_huge_alg, *jws_deep_header, *jws_deep_payload;
+    char *jws_x5c_empty, *jws_x5c_one, *jws_x5c_null;
 #define WITH_HEADER(out, ...)                                                            \
     do {                                                                                 \
         snprintf(hdr, hdr_cap, __VA_ARGS__);                                             \
@@ -669,6 +670,10 @@ static void garbage_inputs(const appstore_verifier *v) {
     WITH_HEADER(jws_huge_alg, "{\"alg\":\"%s\",\"x5c\":[]}", e100k);
     char *brackets = repeat('[', big);
     WITH_HEADER(jws_deep_header, "{\"alg\":\"ES256\",\"x5c\":%s", brackets);
+    /* The x5c header's shape: empty (its own reason: Apple's Python reports it unlike a short chain), one entry, null. */
+    WITH_HEADER(jws_x5c_empty, "{\"alg\":\"ES256\",\"x5c\":[]}");
+    WITH_HEADER(jws_x5c_one, "{\"alg\":\"ES256\",\"x5c\":[\"%s\"]}", h4);
+    WITH_HEADER(jws_x5c_null, "{\"alg\":\"ES256\",\"x5c\":null}");
 #undef WITH_HEADER
     /* Unbalanced nesting 100k deep in the payload (header fine). */
     char *deep_payload = repeat('[', big);
@@ -694,6 +699,9 @@ static void garbage_inputs(const appstore_verifier *v) {
          "bad_certificate"},
         {"alg 100 KB long", jws_huge_alg, strlen(jws_huge_alg), APPSTORE_VERIFICATION_FAILURE, "unsupported_alg"},
         {"header nested 100k deep", jws_deep_header, strlen(jws_deep_header), APPSTORE_INVALID_JWT_FORMAT, "malformed"},
+        {"x5c empty list", jws_x5c_empty, strlen(jws_x5c_empty), APPSTORE_INVALID_CHAIN_LENGTH, "empty_x5c"},
+        {"x5c of one entry", jws_x5c_one, strlen(jws_x5c_one), APPSTORE_INVALID_CHAIN_LENGTH, "chain_length"},
+        {"x5c null", jws_x5c_null, strlen(jws_x5c_null), APPSTORE_INVALID_CHAIN_LENGTH, "missing_x5c"},
     };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         for (size_t f = 0; f < NVERIFY; f++) run_isolated(VERIFY[f].name, VERIFY[f].fn, v, &list[i]);
@@ -734,6 +742,9 @@ static void garbage_inputs(const appstore_verifier *v) {
     free(jws_huge_alg);
     free(brackets);
     free(jws_deep_header);
+    free(jws_x5c_empty);
+    free(jws_x5c_one);
+    free(jws_x5c_null);
     free(deep_payload);
     free(jws_deep_payload);
 }

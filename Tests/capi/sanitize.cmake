@@ -107,7 +107,7 @@ if(APPSTORE_SANITIZE STREQUAL "address")
   san_executable(san_sign_error_paths "${CAPI_SRC}/sign_error_paths.c")
   san_executable(san_signer_test "${CAPI_SRC}/signer_test.c")
   target_link_libraries(san_signer_test PRIVATE OpenSSL::Crypto)
-  san_test(san_c_conformance_testpki san_conformance "${TESTPKI_DIR}" --min-cases 165)
+  san_test(san_c_conformance_testpki san_conformance "${TESTPKI_DIR}" --min-cases 169)
   san_test(san_c_conformance_shared san_conformance "${CONFORMANCE_DIR}" --skip-if-missing --expect-cases 85)
   san_test(san_c_error_paths san_error_paths "${TESTPKI_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/spec/errors.json")
   # The 64 KiB-stack cases are about production builds: ASan's instrumentation needs several times the stack.

@@ -64,11 +64,11 @@ add_test(NAME version_check COMMAND capi_version_check "${CMAKE_CURRENT_SOURCE_D
 # The system-linked runs write their outcomes; the self-contained runs must reproduce them exactly (fixtures order
 # the runs and make a single -R selection pull in what it needs).
 add_test(NAME c_conformance_testpki
-         COMMAND capi_conformance "${TESTPKI_DIR}" --min-cases 165 --dump "${CAPI_BIN}/conformance_testpki.tsv")
+         COMMAND capi_conformance "${TESTPKI_DIR}" --min-cases 169 --dump "${CAPI_BIN}/conformance_testpki.tsv")
 set_tests_properties(c_conformance_testpki PROPERTIES
   FIXTURES_REQUIRED testpki FIXTURES_SETUP capi_conformance_testpki_dump)
 add_test(NAME c_conformance_testpki_selfcontained
-         COMMAND capi_conformance_selfcontained "${TESTPKI_DIR}" --min-cases 165
+         COMMAND capi_conformance_selfcontained "${TESTPKI_DIR}" --min-cases 169
                  --compare "${CAPI_BIN}/conformance_testpki.tsv")
 set_tests_properties(c_conformance_testpki_selfcontained PROPERTIES
   FIXTURES_REQUIRED "testpki;capi_conformance_testpki_dump")
@@ -103,7 +103,7 @@ set_tests_properties(c_demo_valgrind PROPERTIES FIXTURES_REQUIRED testpki TIMEOU
 # The demo only walks success paths; the fixture manifest drives every failure path (error objects, config errors).
 add_test(NAME c_conformance_testpki_valgrind
          COMMAND Python3::Interpreter "${CAPI_SRC}/run_valgrind.py" $<TARGET_FILE:capi_conformance> "${TESTPKI_DIR}"
-                 --min-cases 165)
+                 --min-cases 169)
 set_tests_properties(c_conformance_testpki_valgrind PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 1800)
 
 # --- 7. the shipped self-contained library ---------------------------------------------------------------------

@@ -56,6 +56,7 @@ REASON_STATUS = {
     "unsupported_alg": "VERIFICATION_FAILURE",
     "missing_x5c": "INVALID_CHAIN_LENGTH",
     "chain_length": "INVALID_CHAIN_LENGTH",
+    "empty_x5c": "INVALID_CHAIN_LENGTH",
     "bad_certificate": "INVALID_CERTIFICATE",
     "untrusted_chain": "VERIFICATION_FAILURE",
     "expired": "VERIFICATION_FAILURE",
@@ -68,7 +69,7 @@ REASON_STATUS = {
     "wrong_environment": "INVALID_ENVIRONMENT",
 }
 CONFIG_REASONS = ("no_trust_anchor", "invalid_argument", "online_checks_unavailable")
-CRYPTO_REASONS = ("malformed", "unsupported_alg", "missing_x5c", "chain_length",
+CRYPTO_REASONS = ("malformed", "unsupported_alg", "missing_x5c", "empty_x5c", "chain_length",
                   "bad_certificate", "untrusted_chain", "expired",
                   "missing_marker_oid", "bad_signature")
 
@@ -762,7 +763,8 @@ def build(pki: PKI) -> Suite:
           "missing_x5c", note="x5c renamed to x5cwrong (Apple's missingX5CHeaderClaim shape)")
     S.add("tx-chain-length-2", T, sign(tx, key, [pki.leaf, pki.inter]), "chain_length")
     S.add("tx-chain-length-4", T, sign(tx, key, chain + [pki.root]), "chain_length")
-    S.add("tx-chain-length-0", T, sign(tx, key, []), "chain_length")
+    S.add("tx-x5c-empty", T, sign(tx, key, []), "empty_x5c",
+          note="x5c is an empty list: its own reason (Apple's Python reports it unlike a short chain)")
     S.add("tx-x5c-leaf-not-base64", T,
           sign(tx, key, ["*** not base64 ***", pki.inter, pki.root]), "bad_certificate")
     S.add("tx-x5c-intermediate-not-der", T,
@@ -1018,6 +1020,7 @@ def build(pki: PKI) -> Suite:
         "malformed": lambda p: ".".join(sign(p, key, chain).split(".")[:2]),
         "unsupported_alg": lambda p: sign(p, key, chain, alg="ES384"),
         "missing_x5c": lambda p: sign(p, key, None),
+        "empty_x5c": lambda p: sign(p, key, []),
         "chain_length": lambda p: sign(p, key, [pki.leaf, pki.inter]),
         "bad_certificate": lambda p: sign(p, key, ["not base64!", pki.inter, pki.root]),
         "untrusted_chain": lambda p: sign(p, pki.forged_leaf_key,
@@ -1146,6 +1149,8 @@ def crypto_check(jws: str, roots, effective_date_of, now):
     if "x5c" not in hdr:
         return "missing_x5c", payload
     x5c = hdr["x5c"]
+    if x5c == []:
+        return "empty_x5c", payload
     if not isinstance(x5c, list) or len(x5c) != 3:
         return "chain_length", payload
     try:

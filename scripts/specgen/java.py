@@ -66,7 +66,7 @@ VERIFICATION_STATUS = ["OK", "VERIFICATION_FAILURE", "RETRYABLE_VERIFICATION_FAI
 # Every verification reason (families 1-39 and 80-99) must have an entry or be listed in UNMAPPED_REASONS.
 VERIFICATION_STATUS_BY_REASON = {
     "malformed": "VERIFICATION_FAILURE", "unsupported_alg": "VERIFICATION_FAILURE",
-    "missing_x5c": "VERIFICATION_FAILURE", "chain_length": "INVALID_CHAIN_LENGTH",
+    "missing_x5c": "VERIFICATION_FAILURE", "chain_length": "INVALID_CHAIN_LENGTH", "empty_x5c": "INVALID_CHAIN_LENGTH",
     "bad_certificate": "INVALID_CERTIFICATE", "no_trust_anchor": "INVALID_CHAIN",
     "untrusted_chain": "INVALID_CHAIN", "expired": "INVALID_CHAIN", "missing_marker_oid": "INVALID_CHAIN",
     "bad_signature": "VERIFICATION_FAILURE", "undecodable_payload": "VERIFICATION_FAILURE",

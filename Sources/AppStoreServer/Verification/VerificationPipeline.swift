@@ -153,6 +153,12 @@ extension SignedDataVerifier {
         guard let x5c = header.x5c else {
             return .failure(VerificationFailure(.missingX5c, "JWS header has no x5c certificate chain"))
         }
+        guard !x5c.isEmpty else {
+            // Its own reason: Apple's libraries report an empty x5c differently from a chain of the wrong length
+            // (Python: VERIFICATION_FAILURE), so the bindings need not look inside the JWS to tell them apart.
+            return .failure(VerificationFailure(.emptyX5c,
+                "x5c is an empty list; exactly 3 certificates (leaf, intermediate, root) are required"))
+        }
         guard x5c.count == 3 else {
             return .failure(VerificationFailure(.chainLength,
                 "x5c has \(x5c.count) certificates; exactly 3 (leaf, intermediate, root) are required"))

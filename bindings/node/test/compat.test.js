@@ -59,6 +59,7 @@ test('Apple\'s status semantics where its Node library differs from the C ABI\'s
   const S = lib.VerificationStatus;
   assert.equal(appleVerificationStatus({ reasonName: 'chain_length', statusName: 'INVALID_CHAIN_LENGTH' }), S.INVALID_CERTIFICATE);
   assert.equal(appleVerificationStatus({ reasonName: 'missing_x5c', statusName: 'INVALID_CHAIN_LENGTH' }), S.INVALID_CERTIFICATE);
+  assert.equal(appleVerificationStatus({ reasonName: 'empty_x5c', statusName: 'INVALID_CHAIN_LENGTH' }), S.INVALID_CERTIFICATE);
   assert.equal(appleVerificationStatus({ reasonName: 'expired', statusName: 'VERIFICATION_FAILURE' }), S.INVALID_CERTIFICATE);
   assert.equal(appleVerificationStatus({ reasonName: 'undecodable_payload', statusName: 'INVALID_JWT_FORMAT' }), S.FAILURE);
   assert.equal(appleVerificationStatus({ reasonName: 'malformed', statusName: 'INVALID_JWT_FORMAT' }), S.VERIFICATION_FAILURE);

@@ -14,7 +14,7 @@ const OPERATIONS = new Set(['verifyAndDecodeNotification', 'verifyAndDecodeTrans
 // Semantic error classes of the shared manifest -> the reasons that satisfy them (as Tests/capi/conformance.c).
 const CLASSES = {
   signature_invalid: ['bad_signature'], unsupported_alg: ['unsupported_alg'], missing_x5c: ['missing_x5c'],
-  chain_length: ['chain_length'], invalid_certificate: ['bad_certificate'], chain_untrusted: ['untrusted_chain'],
+  chain_length: ['chain_length', 'empty_x5c'], invalid_certificate: ['bad_certificate'], chain_untrusted: ['untrusted_chain'],
   chain_invalid: ['untrusted_chain', 'expired', 'missing_marker_oid', 'chain_length'], expired: ['expired'],
   no_trust_anchor: ['no_trust_anchor'], wrong_bundle: ['wrong_bundle'], wrong_app_apple_id: ['wrong_app_id'],
   wrong_environment: ['wrong_environment'], wrong_kind: ['wrong_kind'], malformed_jws: ['malformed'],

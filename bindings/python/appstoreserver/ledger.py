@@ -69,11 +69,11 @@ def _enum_or_int(enum: Any, value: int) -> Any:
         return value
 
 
-def _failure(info: ErrorInfo, data: bytes = b"") -> Exception:
+def _failure(info: ErrorInfo) -> Exception:
     """The exception for a failed ledger call: the verifier's for refused input, ValueError for an argument the
     ledger cannot use (a URL), LedgerError for the database."""
     if info.status in _VERIFICATION_STATUSES:
-        return exception_from(info, data)
+        return exception_from(info)
     if info.status == AppStoreStatus.INVALID_ARGUMENT:
         return ValueError(info.message)
     return LedgerError(_enum_or_int(AppStoreStatus, info.status), _enum_or_int(FailureReason, info.reason),
@@ -166,7 +166,7 @@ class Ledger:
         err = c_void_p()
         st = fn(h, data, len(data), byref(out), byref(err))
         if st != 0:
-            raise _failure(read_error(err, st), data) from None
+            raise _failure(read_error(err, st)) from None
         return LedgerIngestResult.from_dict(json.loads(take_string(out)))
 
     # ---- queries ----------------------------------------------------------------------------------------------

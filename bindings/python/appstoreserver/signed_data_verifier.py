@@ -8,7 +8,6 @@ VerificationStatus Apple's Python library reports for the case) plus this librar
 
 from __future__ import annotations
 
-import base64
 import json
 from ctypes import byref, c_uint64, c_void_p, string_at
 from enum import IntEnum
@@ -85,23 +84,11 @@ _APPLE_STATUS = {
 }
 
 
-def _x5c_empty(jws: bytes) -> bool:
-    """Whether the JWS header has an empty x5c list (Apple's Python checks this before the chain length)."""
-    try:
-        head = jws.split(b".", 1)[0]
-        header = json.loads(base64.urlsafe_b64decode(head + b"=" * (-len(head) % 4)))
-        return isinstance(header, dict) and header.get("x5c") == []
-    except Exception:  # noqa: BLE001 - a header that does not decode is not an empty x5c
-        return False
-
-
-def apple_status(status: int, reason: int, jws: bytes = b"") -> VerificationStatus:
+def apple_status(status: int, reason: int) -> VerificationStatus:
     """The VerificationStatus Apple's Python library reports for a failure with this status and reason: it
     rejects a missing or empty x5c header before counting certificates (VERIFICATION_FAILURE) and reports a
     verifier without roots as INVALID_CERTIFICATE."""
-    if reason == FailureReason.MISSING_X5C:
-        return VerificationStatus.VERIFICATION_FAILURE
-    if reason == FailureReason.CHAIN_LENGTH and jws and _x5c_empty(jws):
+    if reason in (FailureReason.MISSING_X5C, FailureReason.EMPTY_X5C):
         return VerificationStatus.VERIFICATION_FAILURE
     if reason == FailureReason.NO_TRUST_ANCHOR:
         return VerificationStatus.INVALID_CERTIFICATE
@@ -118,8 +105,8 @@ def _enum_or_int(enum: Any, value: int) -> Any:
         return value
 
 
-def exception_from(info: ErrorInfo, jws: bytes = b"") -> VerificationException:
-    return VerificationException(apple_status(info.status, info.reason, jws), _enum_or_int(FailureReason, info.reason),
+def exception_from(info: ErrorInfo) -> VerificationException:
+    return VerificationException(apple_status(info.status, info.reason), _enum_or_int(FailureReason, info.reason),
                                  info.message, _enum_or_int(AppStoreStatus, info.status))
 
 
@@ -288,12 +275,12 @@ class SignedDataVerifier:
             data = _args.text_or_bytes(signed, name)
         if self._handle is None:
             assert self._failure is not None
-            raise exception_from(self._failure, data)
+            raise exception_from(self._failure)
         out = c_void_p()
         err = c_void_p()
         st = fn(self._h, data, len(data), byref(out), byref(err))
         if st != 0:
-            raise exception_from(read_error(err, st), data) from None
+            raise exception_from(read_error(err, st)) from None
         p = out.value
         if not p:  # pragma: no cover - the library sets the output on success
             raise RuntimeError("the library returned no output")

@@ -108,7 +108,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case unsupportedAlgorithm = 2
     /// no x5c header
     case missingX5c = 3
-    /// x5c is not exactly 3 certificates
+    /// x5c has certificates, but not exactly 3
     case chainLength = 4
     /// x5c entry not base64 / not DER / leaf key not P-256
     case badCertificate = 5
@@ -156,6 +156,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case inputTooLarge = 26
     /// an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature
     case signerFailed = 27
+    /// the x5c header is an empty list (no certificates)
+    case emptyX5c = 28
     /// receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes
     case receiptMalformed = 40
     /// with APPSTORE_NOT_FOUND: the receipt has no transaction id
@@ -244,6 +246,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .signingFailed: "signing_failed"
         case .inputTooLarge: "input_too_large"
         case .signerFailed: "signer_failed"
+        case .emptyX5c: "empty_x5c"
         case .receiptMalformed: "receipt_malformed"
         case .noTransactionId: "no_transaction_id"
         case .signerMissing: "signer_missing"
@@ -306,6 +309,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .signingFailed: [.internalError]
         case .inputTooLarge: [.invalidJwtFormat, .invalidReceipt, .invalidArgument]
         case .signerFailed: [.invalidKey]
+        case .emptyX5c: [.invalidChainLength]
         case .receiptMalformed: [.invalidReceipt]
         case .noTransactionId: [.notFound]
         case .signerMissing: [.verificationFailure]
@@ -349,7 +353,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     var status: VerificationError {
         switch self {
         case .malformed, .undecodablePayload, .inputTooLarge: .INVALID_JWT_FORMAT
-        case .missingX5c, .chainLength: .INVALID_CHAIN_LENGTH
+        case .missingX5c, .chainLength, .emptyX5c: .INVALID_CHAIN_LENGTH
         case .badCertificate: .INVALID_CERTIFICATE
         case .wrongBundle, .wrongAppAppleId, .wrongKind: .INVALID_APP_IDENTIFIER
         case .wrongEnvironment: .INVALID_ENVIRONMENT

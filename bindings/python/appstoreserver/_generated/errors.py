@@ -57,7 +57,7 @@ class FailureReason(IntEnum):
     MISSING_X5C = 3
     """no x5c header [INVALID_CHAIN_LENGTH]"""
     CHAIN_LENGTH = 4
-    """x5c is not exactly 3 certificates [INVALID_CHAIN_LENGTH]"""
+    """x5c has certificates, but not exactly 3 [INVALID_CHAIN_LENGTH]"""
     BAD_CERTIFICATE = 5
     """x5c entry not base64 / not DER / leaf key not P-256 [INVALID_CERTIFICATE, CONFIGURATION_ERROR]"""
     NO_TRUST_ANCHOR = 6
@@ -104,6 +104,8 @@ class FailureReason(IntEnum):
     """the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts: 16 MiB of base64); refused before it is read [INVALID_JWT_FORMAT, INVALID_RECEIPT, INVALID_ARGUMENT]"""
     SIGNER_FAILED = 27
     """an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256 signature [INVALID_KEY]"""
+    EMPTY_X5C = 28
+    """the x5c header is an empty list (no certificates) [INVALID_CHAIN_LENGTH]"""
     RECEIPT_MALFORMED = 40
     """receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes [INVALID_RECEIPT]"""
     NO_TRANSACTION_ID = 41

@@ -31,7 +31,7 @@ public enum FailureReason {
      */
     MISSING_X5C(3, "missing_x5c", false),
     /**
-     * x5c is not exactly 3 certificates
+     * x5c has certificates, but not exactly 3
      *
      * Statuses: INVALID_CHAIN_LENGTH.
      */
@@ -174,6 +174,12 @@ public enum FailureReason {
      * Statuses: INVALID_KEY.
      */
     SIGNER_FAILED(27, "signer_failed", false),
+    /**
+     * the x5c header is an empty list (no certificates)
+     *
+     * Statuses: INVALID_CHAIN_LENGTH.
+     */
+    EMPTY_X5C(28, "empty_x5c", false),
     /**
      * receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes
      *

@@ -20,6 +20,7 @@ final class AppleVerificationStatus {
             case 26: // input_too_large
                 return VerificationStatus.VERIFICATION_FAILURE;
             case 4: // chain_length
+            case 28: // empty_x5c
                 return VerificationStatus.INVALID_CHAIN_LENGTH;
             case 5: // bad_certificate
                 return VerificationStatus.INVALID_CERTIFICATE;

@@ -48,7 +48,7 @@ final class ManifestRunner {
      * (SignedDataVerifier.decodeSignedObject, ChainVerifier, the JDK's PKIX and OCSP checks): a JWT that does not
      * decode, a missing x5c, a payload Jackson refuses, an alg other than ES256 and a bad signature are
      * VERIFICATION_FAILURE; an x5c entry that does not parse INVALID_CERTIFICATE; a chain of other than three
-     * certificates INVALID_CHAIN_LENGTH; every PKIX failure INVALID_CHAIN. Written independently of
+     * certificates (an empty x5c included) INVALID_CHAIN_LENGTH; every PKIX failure INVALID_CHAIN. Written independently of
      * scripts/specgen/java.py, which generates the binding's table; this one checks it.
      */
     static final Map<String, VerificationStatus> APPLE_JAVA_STATUS = Map.ofEntries(
@@ -56,6 +56,7 @@ final class ManifestRunner {
             Map.entry("unsupported_alg", VerificationStatus.VERIFICATION_FAILURE),
             Map.entry("missing_x5c", VerificationStatus.VERIFICATION_FAILURE),
             Map.entry("chain_length", VerificationStatus.INVALID_CHAIN_LENGTH),
+            Map.entry("empty_x5c", VerificationStatus.INVALID_CHAIN_LENGTH),
             Map.entry("bad_certificate", VerificationStatus.INVALID_CERTIFICATE),
             Map.entry("untrusted_chain", VerificationStatus.INVALID_CHAIN),
             Map.entry("expired", VerificationStatus.INVALID_CHAIN),
@@ -72,7 +73,7 @@ final class ManifestRunner {
     /** The shared manifest's error classes and the reasons that satisfy them (Tests/capi/conformance.c). */
     static final Map<String, Set<String>> ERROR_CLASSES = Map.ofEntries(
             Map.entry("signature_invalid", Set.of("bad_signature")), Map.entry("unsupported_alg", Set.of("unsupported_alg")),
-            Map.entry("missing_x5c", Set.of("missing_x5c")), Map.entry("chain_length", Set.of("chain_length")),
+            Map.entry("missing_x5c", Set.of("missing_x5c")), Map.entry("chain_length", Set.of("chain_length", "empty_x5c")),
             Map.entry("invalid_certificate", Set.of("bad_certificate")),
             Map.entry("chain_untrusted", Set.of("untrusted_chain")),
             Map.entry("chain_invalid", Set.of("untrusted_chain", "expired", "missing_marker_oid", "chain_length")),
