@@ -66,3 +66,29 @@ def render_endpoints(spec: Spec) -> str:
 
 def outputs(spec: Spec) -> dict[str, str]:
     return {"docs/errors.md": render_errors(spec), "docs/endpoints.md": render_endpoints(spec)}
+
+
+# Counts stated in hand-written prose, checked against the spec (scripts/generate --check fails when one is wrong):
+# (file, pattern with one number group, what the number must be).
+PROSE_COUNTS = [
+    ("docs/api.md", r"All (\d+) endpoints of Apple's libraries",
+     lambda spec: sum(1 for e in spec.endpoints if e["group"] != "advancedCommerce")),
+    ("docs/api.md", r"plus the (\d+) Advanced Commerce server endpoints",
+     lambda spec: sum(1 for e in spec.endpoints if e["group"] == "advancedCommerce")),
+]
+
+
+def prose_problems(spec: Spec) -> list[str]:
+    """Numbers the docs state about the spec that no longer match it (or a statement that is gone)."""
+    import re
+
+    from .spec import ROOT
+
+    problems = []
+    for rel, pattern, count in PROSE_COUNTS:
+        m = re.search(pattern, (ROOT / rel).read_text(encoding="utf-8"))
+        if not m:
+            problems.append(f"{rel}: the statement /{pattern}/ is gone (update PROSE_COUNTS in scripts/specgen/docs.py)")
+        elif int(m.group(1)) != count(spec):
+            problems.append(f"{rel}: says {m.group(1)} where the spec has {count(spec)} (/{pattern}/)")
+    return problems
