@@ -279,7 +279,8 @@ import Testing
     }
 
     @Test func refusesURLsItCannotOpen() {
-        for url in ["postgresql://localhost/ledger", "sqlite:", "/tmp/x.db", "sqlite:/nonexistent-dir/sub/ledger.db"] {
+        for url in ["mysql://localhost/ledger", "postgresql://127.0.0.1:1/ledger?connect_timeout=3", "sqlite:", "/tmp/x.db",
+                    "sqlite:/nonexistent-dir/sub/ledger.db"] {
             #expect(throws: LedgerError.self, "\(url)") { _ = try Ledger.open(url, verifier: LedgerFixtures.verifier) }
         }
     }

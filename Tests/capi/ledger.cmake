@@ -5,6 +5,9 @@
 #                                Apple's documentation, bad inputs
 #   c_ledger                     scenarios' expectations, oracle, idempotence, refused input, argument errors, reopen
 #   c_ledger_selfcontained       the same through the self-contained library (SQLite linked in statically)
+#   c_ledger_postgresql          a real PostgreSQL server (Debian's postgresql, started on loopback in a temporary
+#                                directory; SKIPPED where it cannot run): two processes ingesting overlapping streams
+#                                give exactly the single-process SQLite state (Tests/capi/ledger_postgresql.py)
 #   c_ledger_crash               a writer killed with SIGKILL mid-stream, 25 times: no acknowledged event lost, integrity,
 #                                the final state equal to a clean ingest (the long run: ledger_crash.py --kills=1000,
 #                                recorded in docs/ledger.md)
@@ -26,3 +29,7 @@ add_test(NAME c_ledger_crash
                  "${TESTPKI_DIR}" "${LEDGER_FIXTURES_DIR}" "${CAPI_BIN}/ledger-crash" --kills=25)
 set_tests_properties(c_ledger c_ledger_selfcontained c_ledger_crash PROPERTIES
   FIXTURES_REQUIRED "testpki;ledger" TIMEOUT 600)
+add_test(NAME c_ledger_postgresql
+         COMMAND Python3::Interpreter "${CAPI_SRC}/ledger_postgresql.py" $<TARGET_FILE:appstoreserver_selfcontained>
+                 "${TESTPKI_DIR}" "${LEDGER_FIXTURES_DIR}")
+set_tests_properties(c_ledger_postgresql PROPERTIES FIXTURES_REQUIRED "testpki;ledger" TIMEOUT 900 SKIP_RETURN_CODE 77)

@@ -245,7 +245,14 @@ int main(int argc, char **argv) {
     EXPECT_FAIL(appstore_ledger_ingest_transaction(NULL, "a.b.c", 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger ingest");
     capi_check(&T, out == NULL, "outputs untouched", "argument errors");
     appstore_ledger *l2 = NULL;
-    EXPECT_FAIL(appstore_ledger_open("postgresql://localhost/x", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "postgresql URL");
+    EXPECT_FAIL(appstore_ledger_open("mysql://localhost/x", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "unsupported scheme");
+    /* PostgreSQL: libpq loaded on demand; no server there: a storage error (or, without libpq, a configuration one). */
+    err = NULL;
+    appstore_status pg = appstore_ledger_open("postgresql://x:secret@127.0.0.1:1/x?connect_timeout=3", v, &l2, &err);
+    capi_check(&T, (pg == APPSTORE_INTERNAL_ERROR || pg == APPSTORE_CONFIGURATION_ERROR) && err &&
+                       !strstr(appstore_error_message(err), "secret"),
+               "postgresql unreachable", "%s: %s", appstore_status_name(pg), appstore_error_message(err));
+    appstore_error_free(err);
     EXPECT_FAIL(appstore_ledger_open("/tmp/no-scheme.db", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "no scheme");
     EXPECT_FAIL(appstore_ledger_open(url, NULL, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL verifier");
     EXPECT_FAIL(appstore_ledger_open("sqlite:/nonexistent-dir/a/b.db", v, &l2, &err), APPSTORE_INTERNAL_ERROR, "internal", "unopenable file");

@@ -23,13 +23,13 @@ public final class Ledger: Sendable {
     private let commits = CommitQueue<LedgerEvent, Result<LedgerIngestResult, LedgerError>>()
 
     struct Core {
-        let store: LedgerStore
+        let store: any LedgerStorage
         var state = LedgerState()
         var lastEventId: Int64 = 0
         var dataVersion: Int64 = 0
     }
 
-    private init(url: String, verifier: SignedDataVerifier, store: LedgerStore) {
+    private init(url: String, verifier: SignedDataVerifier, store: any LedgerStorage) {
         self.url = url
         self.verifier = verifier
         self.identity = LedgerIdentity(verifier)
@@ -37,20 +37,27 @@ public final class Ledger: Sendable {
     }
 
     /// Opens (creating it if needed) the ledger at `url`: `sqlite:/path/ledger.db` (also `sqlite:///path`, and
-    /// `sqlite::memory:` for a ledger that lives as long as the object). The schema is created or migrated, and the
-    /// state rebuilt from the stored events.
+    /// `sqlite::memory:` for a ledger that lives as long as the object), or `postgresql://user@host:port/database`
+    /// (also `postgres://`; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The
+    /// schema is created or migrated, and the state rebuilt from the stored events.
     public static func open(_ url: String, verifier: SignedDataVerifier) throws(LedgerError) -> Ledger {
-        guard url.hasPrefix("sqlite:") else {
+        let store: any LedgerStorage
+        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
+            guard !url.utf8.contains(0) else { throw .argument("the ledger URL contains a NUL byte") }
+            store = try PostgresLedgerStore(url: url)
+        } else if url.hasPrefix("sqlite:") {
+            var path = String(url.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+            guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the ledger URL names no file: \(QuotedText.quote(url))") }
+            store = try LedgerStore(path: path)
+        } else {
             let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            throw .argument("unsupported ledger URL scheme \(QuotedText.quote(scheme)): use sqlite:/path/to/ledger.db"
-                + (scheme.hasPrefix("postgres") ? " (PostgreSQL is not supported by this version)" : ""))
+            throw .argument("unsupported ledger URL scheme \(QuotedText.quote(scheme)): use sqlite:/path/to/ledger.db "
+                + "or postgresql://user@host/database")
         }
-        var path = String(url.dropFirst("sqlite:".count))
-        if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
-        guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the ledger URL names no file: \(QuotedText.quote(url))") }
-        let ledger = Ledger(url: url, verifier: verifier, store: try LedgerStore(path: path))
+        let ledger = Ledger(url: url, verifier: verifier, store: store)
         try ledger.core.withLock { c throws(LedgerError) in
-            c.dataVersion = try c.store.dataVersion()
+            c.dataVersion = try c.store.changeMarker()
             try ledger.catchUp(&c)
         }
         return ledger
@@ -96,7 +103,7 @@ public final class Ledger: Sendable {
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then these events: the
             // state always applies events in the order the database holds them.
-            try c.store.db.execute("BEGIN IMMEDIATE", "cannot start a ledger transaction")
+            try c.store.beginWrite()
             do throws(LedgerError) {
                 try catchUp(&c)
                 let now = Timestamp.nowMilliseconds()
@@ -104,9 +111,9 @@ public final class Ledger: Sendable {
                     // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again.
                     ids.append(c.state.applied.contains(event.key) ? nil : try c.store.insert(event, receivedAt: now))
                 }
-                try c.store.db.execute("COMMIT", "cannot commit the ledger transaction")
+                try c.store.commit()
             } catch {
-                try? c.store.db.execute("ROLLBACK", "rollback")
+                c.store.rollback()
                 throw error
             }
         } catch {
@@ -135,7 +142,7 @@ public final class Ledger: Sendable {
 
     /// Catches up when another connection has committed since the last look.
     private func refresh(_ c: inout Core) throws(LedgerError) {
-        let v = try c.store.dataVersion()
+        let v = try c.store.changeMarker()
         guard v != c.dataVersion else { return }
         try catchUp(&c)
         c.dataVersion = v

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// The SQLite side of a ledger: the events table and the readable tables, written in one transaction per event.
-final class LedgerStore: @unchecked Sendable {
+/// The SQLite side of a ledger: the events table and the readable tables, written in one transaction per commit.
+final class LedgerStore: LedgerStorage, @unchecked Sendable {
     let db: SQLiteConnection
     let path: String
     private let insertEvent: SQLiteStatement
@@ -71,30 +71,12 @@ final class LedgerStore: @unchecked Sendable {
 
     /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
-        try insertEvent.run([.text(event.kind.rawValue), .text(event.payloadDigest), .text(event.signed),
-                             event.signedDate.sql, .int(receivedAt)])
+        try insertEvent.run(LedgerRows.event(event, receivedAt: receivedAt))
         guard db.changes == 1 else { return nil }
         let id = db.lastInsertRowID
-        if let t = event.transaction {
-            try upsertTransaction.run([
-                .text(t.transactionId), .text(t.originalTransactionId), t.value.productId.sql, (t.value.type?.rawValue).sql,
-                t.value.appAccountToken.map { $0.uuidString.lowercased() }.sql, t.purchaseDate.sql, t.expiresDate.sql,
-                t.revocationDate.sql, .int(t.signedDate), .text(String(decoding: t.payload, as: UTF8.self)), .int(id)])
-        }
-        if let r = event.renewalInfo {
-            let v = r.value
-            try upsertRenewal.run([
-                .text(r.originalTransactionId), v.autoRenewStatus.map { Int64($0.rawValue) }.sql, v.autoRenewProductId.sql,
-                v.isInBillingRetryPeriod.map { $0 ? 1 : 0 }.sql, r.gracePeriodExpiresDate.sql,
-                v.expirationIntent.map { Int64($0.rawValue) }.sql, .int(r.signedDate),
-                .text(String(decoding: r.payload, as: UTF8.self)), .int(id)])
-        }
-        if let n = event.notification {
-            try upsertNotification.run([
-                .text(n.uuid), (n.type?.rawValue).sql, (n.subtype?.rawValue).sql, n.status.map { Int64($0.rawValue) }.sql,
-                n.originalTransactionId.sql, n.transactionId.sql, .int(n.signedDate),
-                .text(String(decoding: n.payload, as: UTF8.self)), .int(id)])
-        }
+        if let t = event.transaction { try upsertTransaction.run(LedgerRows.transaction(t, eventId: id)) }
+        if let r = event.renewalInfo { try upsertRenewal.run(LedgerRows.renewalInfo(r, eventId: id)) }
+        if let n = event.notification { try upsertNotification.run(LedgerRows.notification(n, eventId: id)) }
         return id
     }
 
@@ -106,6 +88,12 @@ final class LedgerStore: @unchecked Sendable {
             try each(eventsAfter.int64(0), LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), eventsAfter.text(2) ?? "")
         }
     }
+
+    /// BEGIN IMMEDIATE: the database's write lock now (another process's writer waits, up to the busy timeout).
+    func beginWrite() throws(LedgerError) { try db.execute("BEGIN IMMEDIATE", "cannot start a ledger transaction") }
+    func commit() throws(LedgerError) { try db.execute("COMMIT", "cannot commit the ledger transaction") }
+    func rollback() { try? db.execute("ROLLBACK", "rollback") }
+    func changeMarker() throws(LedgerError) -> Int64 { try dataVersion() }
 
     /// Changes when another connection (another process) has committed since the last call.
     func dataVersion() throws(LedgerError) -> Int64 {
