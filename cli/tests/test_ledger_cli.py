@@ -202,3 +202,30 @@ def test_usage(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
     assert nothing.out.startswith("no entitlements at "), nothing
     help_ = tool("ledger", "--help")
     assert help_.code == 0 and "ingest" in help_.out and "entitlements" in help_.out
+
+
+def test_postgresql(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """The same ledger on a throwaway PostgreSQL server (Tests/support/postgres_server.py): libpq loaded by the tool
+    when the URL is postgresql://; answers equal to the SQLite ledger's."""
+    sys.path.insert(0, str(SUPPORT))
+    from postgres_server import Unavailable, postgres
+    s = doc["scenarios"][0]
+    files = files_for(s, tmp_path / "s")
+    try:
+        server = postgres()
+        url = server.__enter__()
+    except Unavailable as e:
+        pytest.skip(f"*** SKIPPED: PostgreSQL: {e} ***")
+    try:
+        r = ingest(url, pki, doc, *files)
+        assert r.code == 0 and "0 refused" in r.err, r
+        lite = str(tmp_path / "ledger.db")
+        assert ingest(lite, pki, doc, *files).code == 0
+        assert tool("ledger", "show", "--db", url).json() == tool("ledger", "show", "--db", lite).json()
+        for e in s["expect"]:
+            args = ["show", e["subscription"]] if "subscription" in e else ["entitlements", e["customer"]]
+            got = tool("ledger", args[0], "--db", url, args[1], "--at", str(e["at"]))
+            assert got.code == 0 and got.json() == tool("ledger", args[0], "--db", lite, args[1], "--at", str(e["at"])).json()
+            assert not mismatches(got.json(), e), (e, got)
+    finally:
+        server.__exit__(None, None, None)

@@ -12,7 +12,8 @@ struct LedgerCommand: ParsableCommand {
             instant, a subscription's status (Apple's 1-5) and a customer's entitlements (docs/ledger.md). The same \
             ledger as the library's in every language: a database written here is read by Python, Node, C and Swift.
 
-            --db names the ledger: sqlite:/path/ledger.db, or a plain path (default: $APPSTORE_LEDGER).
+            --db names the ledger: sqlite:/path/ledger.db or a plain path, or postgresql://user@host/database (libpq, \
+            loaded then; several processes may share it) (default: $APPSTORE_LEDGER).
 
             EXAMPLES
               appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app --environment production \\
@@ -26,7 +27,7 @@ struct LedgerCommand: ParsableCommand {
 
     /// Where the ledger is.
     struct DatabaseOptions: ParsableArguments {
-        @Option(help: ArgumentHelp("The ledger: sqlite:/path/ledger.db or a path (default: $APPSTORE_LEDGER).", valueName: "url"))
+        @Option(help: ArgumentHelp("The ledger: sqlite:/path/ledger.db, a path, or postgresql://user@host/database (default: $APPSTORE_LEDGER).", valueName: "url"))
         var db: String?
 
         func url() throws(ToolFailure) -> String {
