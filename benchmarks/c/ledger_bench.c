@@ -2,7 +2,7 @@
  * ledger_bench: the `ledger` group — the purchase ledger through the C ABI, against the verify-only rate of the same
  * notifications measured in the same run (benchmarks/README.md, "Group ledger").
  *
- *   ledger_bench VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--only CASE,...]
+ *   ledger_bench VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] [--only CASE,...]
  *
  * VECTORS_DIR: benchmarks/lib/ledger_vectors.py's output. WORK_DIR: where the SQLite files go (a real disk: the
  * durable cases wait for it). Cases, each the best of N runs:
@@ -17,6 +17,9 @@
  *   fsync_floor        the disk: append 16 KiB and fdatasync, one writer (what one durable commit costs at least)
  *   customer_query     appstore_ledger_query_customer for one customer (query.txt), on the ledger ingest_sqlite
  *                      wrote, JSON out and freed: entitlement queries per second
+ *   ingest_postgresql_2proc  with --postgresql URL: two processes (forked, each with its own ledger on the same
+ *                      database) ingesting distinct notifications at once, durable (the server's commit); the rate is
+ *                      both together. Each run takes a fresh slice of the notifications (the database is not emptied).
  * Every call's status is checked; a failure aborts with the library's message.
  */
 #define _GNU_SOURCE
@@ -26,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void die_on(appstore_status st, appstore_error *err, const char *what) {
@@ -41,6 +45,7 @@ static double seconds = 1.5;
 static int runs = 3;
 static int callers = 16;
 static const char *only;
+static const char *postgresql;
 
 static int wants(const char *name) {
     bench_options o = {NULL, 0, 0, only, NULL};
@@ -133,6 +138,41 @@ static double ingest_concurrent(const char *url) {
     return (double)events / elapsed;
 }
 
+/* Two processes, each ingesting every other notification of [from, to) until the deadline; both counts together. */
+static double ingest_two_processes(const char *url, size_t from, size_t to) {
+    int fds[2][2];
+    pid_t pids[2];
+    double start = bench_now(), deadline = start + seconds;
+    for (int k = 0; k < 2; k++) {
+        if (pipe(fds[k]) != 0) bench_fail("pipe");
+        pids[k] = fork();
+        if (pids[k] < 0) bench_fail("fork");
+        if (pids[k] == 0) {
+            appstore_ledger *l = open_ledger(url);
+            size_t n = 0;
+            for (size_t i = from + (size_t)k; i < to && bench_now() < deadline; i += 2) {
+                ingest_one(l, i);
+                n++;
+            }
+            appstore_ledger_free(l);
+            if (write(fds[k][1], &n, sizeof n) != (ssize_t)sizeof n) _exit(1);
+            _exit(0);
+        }
+        close(fds[k][1]);
+    }
+    size_t total = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        if (read(fds[k][0], &n, sizeof n) != (ssize_t)sizeof n) bench_fail("a PostgreSQL writer failed");
+        close(fds[k][0]);
+        int status = 0;
+        waitpid(pids[k], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bench_fail("a PostgreSQL writer exited with %d", status);
+        total += n;
+    }
+    return (double)total / (bench_now() - start);
+}
+
 static double fsync_floor(void) {
     char path[4200];
     snprintf(path, sizeof path, "%s/fsync-floor.bin", work);
@@ -164,12 +204,13 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc) callers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--postgresql") == 0 && i + 1 < argc) postgresql = argv[++i];
         else if (argv[i][0] != '-' && !vectors) vectors = argv[i];
         else if (argv[i][0] != '-' && !work) work = argv[i];
         else vectors = NULL, i = argc;
     }
     if (!vectors || !work || seconds <= 0 || runs < 1 || callers < 1) {
-        fprintf(stderr, "usage: %s VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--only CASE,...]\n",
+        fprintf(stderr, "usage: %s VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] [--only CASE,...]\n",
                 argv[0]);
         return 2;
     }
@@ -272,6 +313,16 @@ int main(int argc, char **argv) {
             if (rate > best) best = rate;
         }
         report("ingest_memory", best, verify, "sqlite::memory: (nothing durable: the ledger's own cost), one caller");
+    }
+    if (postgresql && wants("ingest_postgresql_2proc")) {
+        double best = 0;
+        for (int r = 0; r < runs; r++) {
+            size_t slice = notes.count / (size_t)runs;
+            double rate = ingest_two_processes(postgresql, slice * (size_t)r, slice * (size_t)(r + 1));
+            if (rate > best) best = rate;
+        }
+        report("ingest_postgresql_2proc", best, verify,
+               "PostgreSQL on loopback (synchronous_commit=on), 2 processes at once, both together");
     }
     if (wants("fsync_floor")) {
         report("fsync_floor", fsync_floor(), verify, "the disk: append 16 KiB + fdatasync, one writer (no library)");
