@@ -8,7 +8,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { REPO, PKG, CONFORMANCE, MOCK, startMock, signingKeys, testpki, tmpdir } = require('./helpers.js');
+const { REPO, PKG, CONFORMANCE, MOCK, fixture, startMock, signingKeys, testpki, tmpdir } = require('./helpers.js');
 
 const EXAMPLES = path.join(REPO, 'examples', 'node');
 let modules;
@@ -92,8 +92,53 @@ test('offer-signature.js: a JWS that node:crypto verifies with the public key', 
   assert.ok(ok, 'the signature verifies');
 });
 
+test('notification-receiver.js: 200 once durable (a duplicate too), 4xx for what is not genuine, the customer', async () => {
+  const { spawn } = require('child_process');
+  const doc = JSON.parse(fs.readFileSync(path.join(fixture('lifecycles.py', testpki(), '{out}'), 'lifecycles.json'), 'utf8'));
+  const p = spawn(process.execPath, [path.join(EXAMPLES, 'notification-receiver.js'), doc.bundleId, '--ledger',
+    `sqlite:${path.join(tmpdir(), `receiver-${process.pid}.db`)}`, '--root', path.join(testpki(), 'root.der'), '--port', '0'],
+  { env: { ...process.env, NODE_PATH: nodePath() } });
+  let err = '';
+  p.stderr.on('data', (d) => { err += d; });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      let out = '';
+      p.stdout.on('data', (d) => {
+        out += d;
+        const m = /^PORT (\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      p.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+    });
+    const post = async (body) => {
+      const r = await fetch(`http://127.0.0.1:${port}/notifications`, { method: 'POST', body });
+      return [r.status, await r.json()];
+    };
+    const scenario = doc.scenarios[0];
+    for (const n of scenario.notifications) {
+      const [status, r] = await post(JSON.stringify({ signedPayload: n.signed }));
+      assert.equal(status, 200);
+      assert.equal(r.stored, true);
+    }
+    const [again, r] = await post(JSON.stringify({ signedPayload: scenario.notifications[0].signed }));
+    assert.equal(again, 200);
+    assert.equal(r.stored, false);
+    const bad = Object.fromEntries(doc.bad.map((b) => [b.name, b]));
+    const [forged, f] = await post(JSON.stringify({ signedPayload: bad['forged-chain'].signed }));
+    assert.equal(forged, 403);
+    assert.equal(f.error, 'untrusted_chain');
+    assert.equal((await post(JSON.stringify({ signedPayload: bad['wrong-bundle'].signed })))[0], 422);
+    assert.deepEqual(await post('not json'), [400, { error: 'malformed_body' }]);
+    const customer = scenario.expect.find((e) => e.customer).customer;
+    const c = await (await fetch(`http://127.0.0.1:${port}/customers/${customer}`)).json();
+    assert.equal(c.customerId, customer.toLowerCase());
+  } finally {
+    p.kill('SIGTERM');
+  }
+});
+
 test('the examples say how to use them', () => {
-  for (const script of ['verify-notification.js', 'refund-history.js', 'offer-signature.js']) {
+  for (const script of ['verify-notification.js', 'refund-history.js', 'offer-signature.js', 'notification-receiver.js']) {
     const r = run(script, []);
     assert.equal(r.status, 2, `${script}: ${r.stderr}`);
     assert.match(r.stderr, /^usage: /, script);

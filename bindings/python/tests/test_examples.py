@@ -71,7 +71,52 @@ def test_offer_signature_verifies_with_the_public_key(keys: Path) -> None:
                   f"{header}.{payload}".encode(), ec.ECDSA(hashes.SHA256()))  # type: ignore[call-arg]
 
 
+def test_notification_receiver(testpki: Path, tmp_path: Path) -> None:
+    """notification_receiver.py, posted at as Apple posts: 200 once durable (a duplicate too), 4xx for what is not
+    genuine or not this app's, the ledger's answer for the customer."""
+    import urllib.error
+    import urllib.request
+
+    from test_ledger import lifecycles
+
+    doc = lifecycles()
+    p = subprocess.Popen([sys.executable, str(EXAMPLES / "notification_receiver.py"), doc["bundleId"], "--ledger",
+                          f"sqlite:{tmp_path / 'ledger.db'}", "--root", str(testpki / "root.der"), "--port", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("PORT "), (line, p.stderr.read() if p.poll() is not None else "")  # type: ignore[union-attr]
+        url = f"http://127.0.0.1:{line.split()[1]}"
+
+        def post(body: bytes) -> tuple:
+            req = urllib.request.Request(f"{url}/notifications", data=body, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, json.loads(e.read())
+
+        scenario = doc["scenarios"][0]
+        for n in scenario["notifications"]:
+            status, r = post(json.dumps({"signedPayload": n["signed"]}).encode())
+            assert status == 200 and r["stored"], r
+        status, r = post(json.dumps({"signedPayload": scenario["notifications"][0]["signed"]}).encode())
+        assert status == 200 and not r["stored"], r
+        bad = {b["name"]: b for b in doc["bad"]}
+        status, r = post(json.dumps({"signedPayload": bad["forged-chain"]["signed"]}).encode())
+        assert status == 403 and r["error"] == "untrusted_chain" and r["message"], r
+        assert post(json.dumps({"signedPayload": bad["wrong-bundle"]["signed"]}).encode())[0] == 422
+        assert post(b"not json") == (400, {"error": "malformed_body"})
+        assert post(b"x" * 70000)[0] == 413
+        customer = next(e for e in scenario["expect"] if "customer" in e)["customer"]
+        with urllib.request.urlopen(f"{url}/customers/{customer}", timeout=60) as r:
+            assert json.loads(r.read())["customerId"] == customer.lower()
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
 def test_examples_say_how_to_use_them() -> None:
-    for script in ("verify_notification.py", "refund_history.py", "offer_signature.py"):
+    for script in ("verify_notification.py", "refund_history.py", "offer_signature.py", "notification_receiver.py"):
         r = run(script, "--help")
         assert r.returncode == 0 and "usage:" in r.stdout, (script, r.stderr)

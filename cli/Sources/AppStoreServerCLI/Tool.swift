@@ -8,7 +8,7 @@ import Glibc
 struct AppStoreServerTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstoreserver",
-        abstract: "Verify App Store signed data, sign offers and tokens, call the App Store Server API, read receipts, keep a purchase ledger.",
+        abstract: "Verify App Store signed data, sign offers and tokens, call the App Store Server API, read receipts, keep a purchase ledger, receive notifications.",
         discussion: """
             Everything goes through the same library as the C, Python and Node bindings (libappstoreserver), so \
             the checks are the ones your servers make.
@@ -21,12 +21,13 @@ struct AppStoreServerTool: ParsableCommand {
               appstoreserver api getTransactionInfo --param transactionId=2000000123 --key key.p8 --dry-run
               appstoreserver receipt ids receipt.b64
               appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              appstoreserver serve --bundle-id com.example.app --ledger sandbox=sandbox.db   # notifications in, verified, stored
 
             EXIT STATUS
               \(ExitStatus.table)
             """,
         version: AppStoreServerVersion.string,
-        subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self, LedgerCommand.self]
+        subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self, LedgerCommand.self, Serve.self]
     )
 
     /// ArgumentParser's main, with its messages (which quote argument values: `--timeout "$(cat key.p8)"`) passed

@@ -1,0 +1,829 @@
+"""`appstoreserver serve` (docs/serve.md) as a real server process on loopback, posted at as Apple posts:
+
+- notifications: every lifecycle of Tests/support/lifecycles.py (own PKI), each scenario's expectations read back
+  through the query endpoints and the tool's `ledger show`; real Apple notifications of ../shared/conformance
+  (SKIPPED loudly when absent) with each manifest case's verdict; duplicates, out-of-order and concurrent delivery
+  (the same state as an in-order ingest, the oracle silent);
+- refusals: forged, tampered, wrong app, wrong environment, malformed, oversized: the documented 4xx with the
+  verifier's reason, a log line with it, the ledger unchanged;
+- the HTTP layer (cli/Sources/CLIServe): strict parsing, limits (body, headers, connections), slow clients (header,
+  body and idle timeouts), chunked and 100-continue, pipelining, HEAD;
+- the query endpoints behind the API key, /healthz, /metrics; the routes against spec/serve.openapi.json and its
+  Ledger* schemas against spec/models.json;
+- SIGTERM (in-flight requests finished, new ones refused, ledgers closed) and SIGKILL under load: every request
+  answered 200 is in the ledger afterwards, and re-posting the rest converges to a clean ingest's state
+  (APPSTORESERVER_SERVE_KILLS rounds, 5 by default; docs/serve.md records a long run);
+- configuration: the file (relative paths, unknown members refused), flags over it, --check, the key never on the
+  command line and never in the logs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from test_cli import CONFIG, CONFORMANCE, ERROR_CLASSES, REPO, TOOL, USAGE, need_conformance, tool
+from test_ledger_cli import doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
+
+OPENAPI = REPO / "spec" / "serve.openapi.json"
+MODELS = REPO / "spec" / "models.json"
+KEY = "test-key-0123456789abcdef0123456789"
+# The documented status for each of the verifier's statuses (docs/serve.md, "Delivery contract").
+HTTP_STATUS = {"INVALID_JWT_FORMAT": 400, "VERIFICATION_FAILURE": 403, "INVALID_CHAIN_LENGTH": 403,
+               "INVALID_CERTIFICATE": 403, "INVALID_APP_IDENTIFIER": 422, "INVALID_ENVIRONMENT": 422}
+
+
+# ---- a server process -----------------------------------------------------------------------------------------------
+
+class Server:
+    """`appstoreserver serve --listen 127.0.0.1:0 ARGS`: the port from its first log line; every stdout line must be
+    a JSON object (collected in `logs`)."""
+
+    def __init__(self, *args: str, env: Optional[Dict[str, str]] = None) -> None:
+        e = {k: v for k, v in os.environ.items() if not k.startswith("APPSTORE_")}
+        e.update(env or {})
+        self.p = subprocess.Popen([TOOL, "serve", "--listen", "127.0.0.1:0", *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=e)
+        first = self.p.stdout.readline()  # type: ignore[union-attr]
+        if not first:
+            raise AssertionError(f"serve did not start (exit {self.p.wait()}): {self.p.stderr.read().decode()}")  # type: ignore[union-attr]
+        self.started = json.loads(first)
+        assert self.started["event"] == "listening", first
+        self.port: int = self.started["port"]
+        self.logs: List[Dict[str, Any]] = [self.started]
+        self.raw_log = [first.decode()]
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.p.stdout:  # type: ignore[union-attr]
+            self.raw_log.append(line.decode())
+            self.logs.append(json.loads(line))  # a line that is not JSON fails the test that reads logs
+
+    def request(self, method: str, path: str, body: Optional[bytes] = None, headers: Optional[Dict[str, str]] = None,
+                timeout: float = 30) -> Tuple[int, Dict[str, str], bytes]:
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def post(self, env: str, jws: Optional[str] = None, raw: Optional[bytes] = None) -> Tuple[int, Any]:
+        body = raw if raw is not None else json.dumps({"signedPayload": jws}).encode()
+        status, _, data = self.request("POST", f"/notifications/{env}", body, {"Content-Type": "application/json"})
+        return status, json.loads(data)
+
+    def get(self, path: str, key: Optional[str] = KEY) -> Tuple[int, Any]:
+        status, headers, data = self.request("GET", path, headers={"Authorization": f"Bearer {key}"} if key else {})
+        return status, json.loads(data) if headers.get("content-type", "").startswith("application/json") else data.decode()
+
+    def events(self, name: str) -> List[Dict[str, Any]]:
+        return [l for l in self.logs if l.get("event") == name]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        self.p.send_signal(sig)
+        code = self.p.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.reader.join(timeout=10)
+
+
+def serve_args(pki: Path, doc: Dict[str, Any], tmp: Path, *extra: str, key: bool = True) -> List[str]:
+    args = ["--bundle-id", doc["bundleId"], "--app-apple-id", str(doc["appAppleId"]), "--root", str(pki / "root.der"),
+            "--ledger", f"sandbox={tmp / 'sandbox.db'}", *extra]
+    if key:
+        (tmp / "api-key").write_text(KEY + "\n")
+        args += ["--api-key-file", str(tmp / "api-key")]
+    return args
+
+
+def raw(port: int, data: bytes, wait: float = 10, pause: float = 0) -> bytes:
+    """Sends bytes on a new connection (in pieces when `pause`: one byte at a time), then reads until the server
+    closes or `wait` seconds pass."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait)
+    try:
+        if pause:
+            for b in data:
+                s.sendall(bytes([b]))
+                time.sleep(pause)
+        else:
+            s.sendall(data)
+        return read_all(s, wait)
+    finally:
+        s.close()
+
+
+def trickle(port: int, start: bytes, drip: bytes, pause: float = 0.1, wait: float = 10) -> bytes:
+    """A slow client: `start` at once, then `drip` a byte at a time, until the server answers (or closes)."""
+    import select
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait)
+    try:
+        s.sendall(start)
+        for b in drip:
+            if select.select([s], [], [], pause)[0]:
+                break
+            s.sendall(bytes([b]))
+        return read_all(s, wait)
+    finally:
+        s.close()
+
+
+def read_all(s: socket.socket, wait: float) -> bytes:
+    out = b""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        s.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def statuses(data: bytes, head: bool = False) -> List[int]:
+    """The statuses of the responses in `data`, one after another (each framed by its Content-Length)."""
+    out = []
+    while data:
+        top, sep, rest = data.partition(b"\r\n\r\n")
+        m = re.match(rb"HTTP/1\.1 (\d{3}) ", top)
+        assert sep and m, data[:200]
+        out.append(int(m.group(1)))
+        length = re.search(rb"\r\nContent-Length: (\d+)", top)
+        data = rest[0 if head or not length else int(length.group(1)):]
+    return out
+
+
+def error_reason(data: bytes) -> str:
+    return json.loads(data.split(b"\r\n\r\n", 1)[1])["error"]["reason"]
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of the Prometheus text (0 when absent)."""
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        if key == (f"{name}{{{want}}}" if want else name):
+            return float(value)
+    return 0.0
+
+
+def notifications(lcs: List[Dict[str, Any]]) -> List[str]:
+    return [n["signed"] for lc in lcs for n in lc["notifications"]]
+
+
+def tool_summary(db: Path) -> Dict[str, Any]:
+    r = tool("ledger", "show", "--db", str(db))
+    assert r.code == 0, r
+    return r.json()
+
+
+# ---- notifications ------------------------------------------------------------------------------------------------
+
+def test_scenarios_over_http(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        posted = 0
+        for lc in doc["scenarios"]:
+            for n in lc["notifications"]:
+                status, r = s.post("sandbox", n["signed"])
+                assert status == 200 and r["stored"] and r.get("agrees", True), (lc["name"], status, r)
+                posted += 1
+        failures, checked = [], 0
+        for lc in doc["scenarios"]:
+            for e in lc["expect"]:
+                if "notifications" not in (e.get("deliveries") or ["notifications"]):
+                    continue
+                path = (f"/v1/sandbox/subscriptions/{e['subscription']}" if "subscription" in e
+                        else f"/v1/sandbox/customers/{e['customer']}") + f"?at={e['at']}"
+                status, answer = s.get(path)
+                assert status in (200, 404), (path, status, answer)
+                checked += 1
+                failures += [f"{lc['name']} at {e['at']} ({e['rule']}): {p}"
+                             for p in mismatches(answer if status == 200 else None, e)]
+        assert not failures, "\n".join(failures)
+        assert checked >= 40
+        status, summary = s.get("/v1/sandbox/summary")
+        assert status == 200 and summary["events"] == posted and summary["disagreements"] == []
+        assert s.stop() == 0
+    # The ledger the server wrote, read by the tool.
+    assert tool_summary(tmp_path / "sandbox.db") == summary
+    notes = s.events("notification")
+    assert len(notes) == posted and all(l["outcome"] == "stored" and l["status"] == 200 for l in notes)
+    assert all("signedPayload" not in l for l in notes)
+    assert not any("eyJ" in line for line in s.raw_log), "a signed payload (or part of one) in the logs"
+    print(f"\nserve: {posted} scenario notifications stored, {checked} expectations read back over HTTP")
+
+
+def test_duplicates_out_of_order_and_concurrent(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    everything = notifications(doc["random"])
+    rng = random.Random(22)
+    # Apple's retries: some notifications again, right after or much later; everything shuffled.
+    deliveries = everything + [x for x in everything if rng.random() < 0.3]
+    rng.shuffle(deliveries)
+    results: List[Tuple[int, Any]] = []
+    lock = threading.Lock()
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        queue = list(deliveries)
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    jws = queue.pop()
+                r = s.post("sandbox", jws)
+                with lock:
+                    results.append(r)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(status == 200 for status, _ in results), [r for r in results if r[0] != 200][:3]
+        stored = sum(1 for _, r in results if r["stored"])
+        assert stored == len(set(everything)) and len(results) - stored == len(deliveries) - len(set(everything))
+        status, summary = s.get("/v1/sandbox/summary")
+        assert summary["disagreements"] == [] and summary["checkedNotifications"] > 200, summary
+        _, metrics = s.get("/metrics", key=None)
+        assert metric(metrics, "appstoreserver_notifications_received_total", environment="sandbox") == len(deliveries)
+        assert metric(metrics, "appstoreserver_notifications_stored_total", environment="sandbox") == stored
+        assert metric(metrics, "appstoreserver_notifications_duplicates_total", environment="sandbox") == len(deliveries) - stored
+        assert metric(metrics, "appstoreserver_ingest_duration_seconds_count") == len(deliveries)
+        status, recent = s.get("/v1/sandbox/events?limit=5")
+        assert status == 200 and len(recent["events"]) == 5
+        times = [e["receivedAt"] for e in recent["events"]]
+        assert times == sorted(times, reverse=True) and recent["since"] <= times[-1]
+        assert s.stop() == 0
+    # The same state as the same notifications ingested once, in order, by the tool.
+    ref = tmp_path / "reference.db"
+    (tmp_path / "all.jws").write_text("".join(x + "\n" for x in everything))
+    r = tool("ledger", "ingest", "--db", str(ref), "--bundle-id", doc["bundleId"], "--environment", "sandbox",
+             "--root", str(pki / "root.der"), str(tmp_path / "all.jws"))
+    assert r.code == 0, r
+    assert tool_summary(tmp_path / "sandbox.db") == tool_summary(ref) == summary
+
+
+def test_refused_posts_change_nothing(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    args = serve_args(pki, doc, tmp_path, "--ledger", f"production={tmp_path / 'production.db'}")
+    with Server(*args) as s:
+        first = doc["scenarios"][0]["notifications"]
+        for n in first:
+            assert s.post("sandbox", n["signed"])[0] == 200
+        before = {env: s.get(f"/v1/{env}/summary")[1] for env in ("sandbox", "production")}
+        refused = 0
+        for b in doc["bad"]:
+            if "signed" not in b or b["kind"] != "NOTIFICATION":
+                continue
+            status, r = s.post("sandbox", b["signed"])
+            refused += 1
+            assert (status, r["error"]["reason"], r["error"]["status"]) == (HTTP_STATUS[b["status"]], b["reason"], b["status"]), (b["name"], status, r)
+            assert r["error"]["message"]
+        assert refused >= 6
+        # A genuine signed transaction where a notification belongs.
+        status, r = s.post("sandbox", doc["scenarios"][0]["history"]["pages"][0]["signedTransactions"][0])
+        assert (status, r["error"]["reason"]) == (422, "wrong_kind"), r
+        refused += 1
+        # A genuine sandbox notification at the production URL: genuine, wrong environment.
+        status, r = s.post("production", first[0]["signed"])
+        assert (status, r["error"]["reason"]) == (422, "wrong_environment"), r
+        # Bodies that are not Apple's shape, and the limit.
+        for body, want in [(b"", "malformed_body"), (b"not json", "malformed_body"), (b"[]", "malformed_body"),
+                           (b'{"signedPayload": 5}', "malformed_body"), (b'{"other": "x"}', "malformed_body"),
+                           (b"[" * 60000, "malformed_body"), (b'{"signedPayload": "a.b.c"}', "malformed")]:
+            status, r = s.post("sandbox", raw=body)
+            assert (status, r["error"]["reason"]) == (400, want), (body[:40], status, r)
+        status, r = s.post("sandbox", "a" * 70000)
+        assert (status, r["error"]["reason"]) == (413, "body_too_large"), r
+        assert s.post("staging", first[0]["signed"])[0] == 404
+        after = {env: s.get(f"/v1/{env}/summary")[1] for env in ("sandbox", "production")}
+        assert after == before
+        _, metrics = s.get("/metrics", key=None)
+        assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="sandbox", reason="bad_signature") == 1
+        assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="sandbox", reason="malformed_body") == 6
+        assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="production", reason="wrong_environment") == 1
+        assert metric(metrics, "appstoreserver_http_refused_total", reason="body_too_large") == 1
+        assert s.stop() == 0
+    warned = [l for l in s.events("notification") if l["outcome"] == "rejected"]
+    assert len(warned) == refused + 1 + 7 and all(l["level"] == "warn" and l["reason"] for l in warned)
+    assert all(l.get("message") for l in warned if l["reason"] != "malformed_body")
+    assert [l for l in s.events("refused") if l["reason"] == "body_too_large"]
+
+
+def test_real_apple_notifications(tmp_path: Path) -> None:
+    base = need_conformance()
+    cases = [c for c in json.loads((base / "manifest.json").read_text())["cases"]
+             if c["operation"] == "verifyAndDecodeNotification"]
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    for c in cases:
+        v = c["verifier"]
+        env = {"Production": "production", "Sandbox": "sandbox"}.get(v["environment"])
+        if env is None or not v["rootCertificates"] or c["expect"]["result"] == "config_error":
+            continue
+        if env == "production" and v.get("appAppleId") is None:
+            continue
+        groups.setdefault((v["bundleId"], env, v.get("appAppleId"), tuple(v["rootCertificates"])), []).append(c)
+    tally = {"stored": 0, "refused": 0, "again": 0}
+    for i, ((bundle, env, app_id, roots), group) in enumerate(sorted(groups.items(), key=lambda g: str(g[0]))):
+        args = ["--bundle-id", bundle, "--ledger", f"{env}={tmp_path / f'{i}.db'}"]
+        args += ["--app-apple-id", str(app_id)] if app_id is not None else []
+        for r in roots:
+            args += ["--root", str(base / r)]
+        with Server(*args) as s:
+            valid = []
+            for c in group:
+                jws = (base / c["path"]).read_text().strip()
+                status, r = s.post(env, jws)
+                result = c["expect"]["result"]
+                if result == "valid":
+                    assert status == 200 and r["stored"], (c["id"], status, r)
+                    valid.append(jws)
+                    tally["stored"] += 1
+                elif result == "implementation-defined":
+                    assert status in (200, 400, 403, 422), (c["id"], status, r)
+                else:
+                    classes = [p.strip().split(" ")[0] for p in str(c["expect"].get("error_class", "")).split(" / ")]
+                    allowed = set().union(*(ERROR_CLASSES.get(cls, {cls}) for cls in classes))
+                    assert 400 <= status < 500 and r["error"]["reason"] in allowed, (c["id"], status, r)
+                    tally["refused"] += 1
+            for jws in valid:
+                status, r = s.post(env, jws)
+                assert status == 200 and not r["stored"], r
+                tally["again"] += 1
+            assert s.get(f"/v1/{env}/summary", key=None)[0] == 403  # no API key configured: queries off
+            assert s.stop() == 0
+        assert tool_summary(tmp_path / f"{i}.db")["events"] == len(set(valid))
+    print(f"\nserve, real Apple notifications: {tally['stored']} stored, {tally['again']} duplicates, "
+          f"{tally['refused']} refused as the manifest expects")
+    assert tally["stored"] >= 15 and tally["refused"] >= 2
+
+
+# ---- the HTTP layer -----------------------------------------------------------------------------------------------
+
+def test_http_layer_limits_and_slow_clients(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"limits": {"headerTimeoutSeconds": 1.5, "bodyTimeoutSeconds": 1.5,
+                                             "idleTimeoutSeconds": 1.5, "maxConnections": 4, "maxHeaderBytes": 4096}}))
+    jws = doc["scenarios"][0]["notifications"][0]["signed"]
+    body = json.dumps({"signedPayload": jws}).encode()
+    with Server("--config", str(config), *serve_args(pki, doc, tmp_path)) as s:
+        port = s.port
+        h = b"Host: x\r\n"
+        bad = {
+            b"GET /healthz HTTP/1.1\nHost: x\n\n": (400, "bad_request"),                      # bare LF
+            b"GET /healthz HTTP/1.1\r\nHost: x\rY\r\n\r\n": (400, "bad_request"),             # bare CR
+            b"GET /healthz HTTP/1.1\r\n\r\n": (400, "bad_request"),                          # no Host
+            b"GET /healthz HTTP/1.1\r\n" + h + h + b"\r\n": (400, "bad_request"),            # two Hosts
+            b"GET  /healthz HTTP/1.1\r\n" + h + b"\r\n": (400, "bad_request"),               # two spaces
+            b"GET http://x/healthz HTTP/1.1\r\n" + h + b"\r\n": (400, "bad_request"),        # absolute-form
+            b"GET /healthz HTTP/2.0\r\n" + h + b"\r\n": (505, "version_not_supported"),
+            b"GET /healthz HTTP/1.1\r\n" + h + b" folded\r\n\r\n": (400, "bad_request"),     # obs-fold
+            b"GET /healthz HTTP/1.1\r\n" + h + b"Bad Name: v\r\n\r\n": (400, "bad_request"),
+            b"GET /healthz HTTP/1.1\r\n" + h + b"X: a\x01b\r\n\r\n": (400, "bad_request"),   # control character
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello": (400, "bad_request"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: -5\r\n\r\n": (400, "bad_request"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n": (400, "bad_request"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: gzip\r\n\r\n": (501, "unsupported_transfer_encoding"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n": (400, "bad_request"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Expect: magic\r\n\r\n": (417, "expectation_failed"),
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: 70000\r\n\r\n": (413, "body_too_large"),
+            b"GET /healthz HTTP/1.1\r\n" + h + b"X: " + b"a" * 5000 + b"\r\n\r\n": (431, "header_too_large"),
+            b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\n" + h + b"\r\n": (414, "uri_too_long"),
+        }
+        for request, (code, reason) in bad.items():
+            answer = raw(port, request)
+            assert statuses(answer) == [code] and error_reason(answer) == reason, (request[:60], answer[:300])
+            assert b"Connection: close" in answer
+        # Chunked, decoded within the body limit: a whole notification, and one too large.
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 1000]), body[i:i + 1000]) for i in range(0, len(body), 1000))
+        answer = raw(port, b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                     + chunks + b"0\r\nX-Trailer: ok\r\n\r\n")
+        assert statuses(answer) == [200] and json.loads(answer.split(b"\r\n\r\n", 1)[1])["stored"], answer[:300]
+        big = b"8000\r\n" + b"x" * 0x8000 + b"\r\n"
+        answer = raw(port, b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\n\r\n" + big * 3)
+        assert statuses(answer) == [413], answer[:300]
+        # Expect: 100-continue: the interim answer once the length is accepted, then the real one.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.sendall(b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+            assert c.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            c.sendall(body)
+            answer = read_all(c, 3)
+            assert statuses(answer) == [200] and b'"stored":false' in answer, answer[:300]
+        # Pipelining and keep-alive: two requests in one write, two answers in order.
+        answer = raw(port, b"GET /healthz HTTP/1.1\r\n" + h + b"\r\nGET /nowhere HTTP/1.1\r\n" + h + b"Connection: close\r\n\r\n")
+        assert statuses(answer) == [200, 404], answer
+        # HEAD: the headers of GET, no body.
+        answer = raw(port, b"HEAD /healthz HTTP/1.1\r\n" + h + b"Connection: close\r\n\r\n")
+        head, _, rest = answer.partition(b"\r\n\r\n")
+        assert statuses(answer, head=True) == [200] and b"Content-Length: " in head and b"Content-Length: 0" not in head and rest == b""
+        assert s.request("GET", "/notifications/sandbox")[0] == 405
+        assert s.request("GET", "/notifications/sandbox")[1]["allow"] == "POST"
+
+        # Slow clients. Headers: a deadline from the connection's start, not reset by trickling bytes.
+        t0 = time.monotonic()
+        answer = trickle(port, b"POST /notifications/sandbox HTTP/1.1\r\nHost: x\r\n", b"X-Slow: 1234567890123456789012345678901234567890")
+        took = time.monotonic() - t0
+        assert statuses(answer) == [408] and error_reason(answer) == "header_timeout", answer
+        assert 1.3 <= took < 6, took
+        t0 = time.monotonic()
+        assert raw(port, b"", wait=10) == b""  # a connection that sends nothing is closed, without an answer
+        assert 1.3 <= time.monotonic() - t0 < 6
+        # Body: a deadline from the end of the headers.
+        t0 = time.monotonic()
+        answer = raw(port, b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: 100\r\n\r\n0123456789", wait=10)
+        assert statuses(answer) == [408] and error_reason(answer) == "body_timeout", answer
+        assert 1.3 <= time.monotonic() - t0 < 6
+        # Idle keep-alive: closed after the idle timeout.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.sendall(b"GET /healthz HTTP/1.1\r\n" + h + b"\r\n")
+            time.sleep(0.3)
+            first = c.recv(65536)
+            assert statuses(first) == [200] and b"Connection: keep-alive" in first
+            t0 = time.monotonic()
+            assert read_all(c, 10) == b""
+            assert 0.9 <= time.monotonic() - t0 < 6
+        # Too many connections: four held open (sending nothing), the fifth answered 503 at once.
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
+        try:
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as fifth:
+                answer = read_all(fifth, 1.0)
+            assert statuses(answer) == [503] and error_reason(answer) == "too_many_connections", answer
+            assert b"Retry-After: 1" in answer
+        finally:
+            for c in held:
+                c.close()
+        time.sleep(0.5)
+        assert s.request("GET", "/healthz")[0] == 200  # the slots are free again
+
+        _, metrics = s.get("/metrics", key=None)
+        for reason in ("bad_request", "header_timeout", "body_timeout", "too_many_connections", "body_too_large",
+                       "header_too_large", "uri_too_long", "version_not_supported", "unsupported_transfer_encoding",
+                       "expectation_failed"):
+            assert metric(metrics, "appstoreserver_http_refused_total", reason=reason) >= 1, reason
+        status, summary = s.get("/v1/sandbox/summary")
+        assert summary["events"] == 1  # the chunked notification, nothing else
+        assert s.stop() == 0
+    # Every line of the log is JSON (Server._read parsed them all), refusals say why.
+    assert {l["reason"] for l in s.events("refused")} >= {"bad_request", "header_timeout", "too_many_connections"}
+
+
+# ---- queries, health, metrics, the OpenAPI description --------------------------------------------------------------
+
+def test_query_endpoints_need_the_key(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    lc = doc["scenarios"][0]
+    token = next(e["customer"] for e in lc["expect"] if "customer" in e)
+    sub = next(e["subscription"] for e in lc["expect"] if "subscription" in e)
+    with Server(*serve_args(pki, doc, tmp_path, key=False), env={"APPSTORE_SERVE_API_KEY": KEY}) as s:
+        for n in lc["notifications"]:
+            assert s.post("sandbox", n["signed"])[0] == 200
+        path = f"/v1/sandbox/customers/{token}"
+        status, headers, body = s.request("GET", path)
+        assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+        for wrong in (KEY[:-1] + "x", KEY[:-1], KEY + "x", "", "x" * 200):
+            assert s.get(path, key=wrong)[0] == 401, wrong
+        assert s.request("GET", path, headers={"Authorization": f"Basic {KEY}"})[0] == 401
+        status, customer = s.get(path)
+        assert status == 200 and customer["customerId"] == token.lower()
+        assert s.get(f"/v1/sandbox/customers/{token.upper()}")[1]["customerId"] == token.lower()
+        assert s.get(f"/v1/sandbox/subscriptions/{sub}")[1]["originalTransactionId"] == sub
+        assert s.get(f"/v1/sandbox/subscriptions/{sub}?at=2025-03-03T01:00:00Z")[1]["at"] == 1740963600000
+        assert s.get("/v1/sandbox/subscriptions/999")[0] == 404
+        assert s.get(f"/v1/sandbox/subscriptions/{sub}?at=yesterday")[0] == 400
+        assert s.get(f"/v1/sandbox/subscriptions/{sub}?when=1")[0] == 400
+        assert s.get("/v1/sandbox/events?limit=0")[0] == 400
+        assert s.get("/v1/sandbox/summary?x=1")[0] == 400
+        assert s.get("/v1/sandbox/customers/a%2Fb")[0] == 404  # an encoded slash is no identifier
+        status, r = s.get("/v1/production/summary")
+        assert status == 404 and r["error"]["reason"] == "environment_not_served"
+        status, health = s.get("/healthz", key=None)
+        assert status == 200 and health == {"status": "ok", "environments": ["sandbox"], "version": health["version"]}
+        status, headers, text = s.request("GET", "/metrics")
+        assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert metric(text.decode(), "appstoreserver_http_requests_total", route="customer", code="401") == 7
+        assert s.stop() == 0
+    everything = "".join(s.raw_log) + s.p.stderr.read().decode()  # type: ignore[union-attr]
+    assert KEY not in everything and KEY[:12] not in everything
+    assert len(s.events("unauthorized")) == 4  # wrong keys are logged (without the key); missing ones are not
+
+
+def test_api_key_comes_from_a_file_or_the_environment(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    args = serve_args(pki, doc, tmp_path, key=False)
+    r = tool("serve", *args, "--api-key-file", KEY, "--check")
+    assert r.code == USAGE and KEY not in r.err and "never given on the command line" in r.err, r
+    (tmp_path / "short").write_text("secret\n")
+    r = tool("serve", *args, "--api-key-file", str(tmp_path / "short"), "--check")
+    assert r.code == CONFIG and "16 to 512" in r.err and "secret" not in r.err, r
+    r = tool("serve", *args, "--check", env={"APPSTORE_SERVE_API_KEY": KEY})
+    assert r.code == 0 and "API key set" in r.err, r
+    r = tool("serve", *args, "--check")
+    assert r.code == 0 and "no API key" in r.err, r
+
+
+def schema_of_ledger_models(models: Dict[str, Any]) -> Dict[str, Any]:
+    """The Ledger* schemas spec/serve.openapi.json must hold, derived from spec/models.json."""
+    scalars = {"String": {"type": "string"}, "UUID": {"type": "string", "format": "uuid"},
+               "Int64": {"type": "integer", "format": "int64"}, "Int32": {"type": "integer", "format": "int32"},
+               "Bool": {"type": "boolean"},
+               "Date": {"type": "integer", "format": "int64", "description": "milliseconds since 1970"}}
+    names = ["LedgerIngestResult", "LedgerCustomer", "LedgerSubscription", "LedgerSummary", "LedgerEntitlement",
+             "LedgerPurchase", "LedgerConsumableTotal", "LedgerDisagreement"]
+
+    def field(t: Any) -> Dict[str, Any]:
+        if isinstance(t, list):
+            return {"type": "array", "items": field(t[0])}
+        if t in scalars:
+            return dict(scalars[t])
+        if t in models["models"]:
+            return {"$ref": f"#/components/schemas/{t}"}
+        return {"type": "integer" if models["enums"][t]["rawType"].startswith("Int") else "string", "x-enum": t}
+
+    out = {}
+    for name in names:
+        m = models["models"][name]
+        props = {}
+        for f in m["fields"]:
+            s = field(f["type"])
+            if "$ref" not in s:
+                s["description"] = f["doc"] if "description" not in s else f"{f['doc']} ({s['description']})"
+            props[f.get("key", f["name"])] = s
+        out[name] = {"type": "object", "description": m["doc"] + " (spec/models.json)",
+                     "required": [f.get("key", f["name"]) for f in m["fields"] if f.get("required")], "properties": props}
+    return out
+
+
+def conforms(value: Any, schema: Dict[str, Any], spec: Dict[str, Any], where: str = "$") -> List[str]:
+    """A small JSON Schema check (type, required, properties, items, $ref, oneOf, enum) of what the server sent."""
+    if "$ref" in schema:
+        return conforms(value, spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]], spec, where)
+    if "oneOf" in schema:
+        return [] if any(not conforms(value, s, spec, where) for s in schema["oneOf"]) else [f"{where}: matches no oneOf"]
+    types = {"object": dict, "array": list, "string": str, "boolean": bool}
+    t = schema.get("type")
+    if t == "integer":
+        if not isinstance(value, int) or isinstance(value, bool):
+            return [f"{where}: not an integer: {value!r}"]
+    elif t in types and not isinstance(value, types[t]):
+        return [f"{where}: not {t}: {value!r}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where}: {value!r} not in {schema['enum']}"]
+    problems = []
+    if t == "object":
+        problems += [f"{where}.{k}: missing" for k in schema.get("required", []) if k not in value]
+        props = schema.get("properties", {})
+        for k, v in value.items():
+            if props and k not in props:
+                problems.append(f"{where}.{k}: not in the schema")
+            elif k in props:
+                problems += conforms(v, props[k], spec, f"{where}.{k}")
+    if t == "array":
+        for i, item in enumerate(value):
+            problems += conforms(item, schema["items"], spec, f"{where}[{i}]")
+    return problems
+
+
+def test_openapi_describes_the_routes(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    spec = json.loads(OPENAPI.read_text())
+    routes = tool("serve", "--print-routes").json()
+    served_routes = {(r["method"], r["path"]) for r in routes}
+    documented = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
+    assert served_routes == documented, f"served only: {served_routes - documented}; documented only: {documented - served_routes}"
+    want = schema_of_ledger_models(json.loads(MODELS.read_text()))
+    for name, schema in want.items():
+        assert spec["components"]["schemas"].get(name) == schema, \
+            f"spec/serve.openapi.json: {name} differs from spec/models.json; it should read:\n{json.dumps(schema, indent=2)}"
+    # Every operation, live: the status is one it documents, a JSON answer fits its schema.
+    lc = doc["scenarios"][0]
+    values = {"environment": "sandbox", "customerId": next(e["customer"] for e in lc["expect"] if "customer" in e),
+              "originalTransactionId": next(e["subscription"] for e in lc["expect"] if "subscription" in e)}
+    checked = 0
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        for path, ops in spec["paths"].items():
+            for method, op in ops.items():
+                concrete = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+                body = json.dumps({"signedPayload": lc["notifications"][0]["signed"]}).encode() if method == "post" else None
+                status, headers, data = s.request(method.upper(), concrete, body, {"Authorization": f"Bearer {KEY}"})
+                assert str(status) in op["responses"], (method, path, status)
+                content = op["responses"][str(status)].get("content", {})
+                ctype = headers["content-type"].split(";")[0]
+                assert ctype in content, (path, ctype)
+                if ctype == "application/json":
+                    problems = conforms(json.loads(data), content[ctype]["schema"], spec)
+                    assert not problems, (path, problems)
+                checked += 1
+                for p in op.get("parameters", []):
+                    p = spec["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p
+                    assert p["name"] in values or p["in"] == "query", p
+        # The error shape, and a customer with everything in it.
+        status, _, data = s.request("GET", "/v1/sandbox/customers/x")
+        assert status == 401 and not conforms(json.loads(data), {"$ref": "#/components/schemas/Error"}, spec)
+        for n in notifications(doc["scenarios"]):
+            s.post("sandbox", n)
+        for lc2 in doc["scenarios"]:
+            for e in lc2["expect"]:
+                if "customer" in e:
+                    _, c = s.get(f"/v1/sandbox/customers/{e['customer']}?at={e['at']}")
+                    assert not conforms(c, {"$ref": "#/components/schemas/LedgerCustomer"}, spec)
+        assert s.stop() == 0
+    assert checked == len(documented)
+
+
+# ---- shutdown and crashes -----------------------------------------------------------------------------------------
+
+def test_sigterm_finishes_what_was_begun(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    jws = doc["scenarios"][1]["notifications"][0]["signed"]
+    body = json.dumps({"signedPayload": jws}).encode()
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        idle = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
+        assert statuses(idle.recv(65536)) == [200]
+        busy = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        busy.sendall(b"POST /notifications/sandbox HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:100])
+        time.sleep(0.3)
+        s.p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        assert read_all(idle, 5) == b""  # the idle keep-alive connection is closed at once
+        busy.sendall(body[100:])
+        answer = read_all(busy, 10)
+        assert statuses(answer) == [200] and b"Connection: close" in answer and b'"stored":true' in answer, answer
+        assert s.p.wait(timeout=30) == 0
+        s.reader.join(timeout=10)
+        idle.close()
+        busy.close()
+    events = [l["event"] for l in s.logs]
+    assert events[-1] == "stopped" and events.index("stopping") < events.index("notification")  # finished while stopping
+    assert not (tmp_path / "sandbox.db-wal").exists(), "the ledger was not closed (its WAL is still there)"
+    assert tool_summary(tmp_path / "sandbox.db")["events"] == 1
+
+
+def stored_payloads(db: Path) -> set:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return {row[0] for row in c.execute("SELECT signed FROM events")}
+
+
+def test_sigkill_under_load_loses_no_acknowledged_notification(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    kills = int(os.environ.get("APPSTORESERVER_SERVE_KILLS", "5"))
+    rng = random.Random(int(os.environ.get("APPSTORESERVER_SERVE_SEED", "22")))
+    items = notifications(doc["scenarios"] + doc["random"])
+    # What every complete delivery must come to: the same notifications ingested once, in order, by the tool.
+    ref = tmp_path / "reference.db"
+    (tmp_path / "all.jws").write_text("".join(x + "\n" for x in items))
+    r = tool("ledger", "ingest", "--db", str(ref), "--bundle-id", doc["bundleId"], "--environment", "sandbox",
+             "--root", str(pki / "root.der"), str(tmp_path / "all.jws"))
+    assert r.code == 0, r
+    reference = tool_summary(ref)
+    db = tmp_path / "sandbox.db"
+    acked: set = set()
+    per_round: List[int] = []
+    epochs = 0
+    t_start = time.monotonic()
+    for round_ in range(kills + 1):
+        if acked == set(items):
+            # Everything acknowledged: the state is a clean ingest's. Start again on a new database, so that the
+            # next kills land among first writes again (not only among duplicates).
+            assert tool_summary(db) == reference
+            epochs += 1
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+            acked = set()
+        with Server(*serve_args(pki, doc, tmp_path)) as s:
+            # Apple sends again what got no 200 (here at once, in any order, four at a time), with a few
+            # acknowledged ones again (a duplicate delivery).
+            pending = [x for x in items if x not in acked]
+            pending += [x for x in acked if rng.random() < 0.05]
+            rng.shuffle(pending)
+            lock = threading.Lock()
+            got: List[str] = []
+
+            def worker() -> None:
+                while True:
+                    with lock:
+                        if not pending:
+                            return
+                        jws = pending.pop()
+                    try:
+                        status, _ = s.post("sandbox", jws)
+                    except (OSError, http.client.HTTPException, ValueError):
+                        return  # the server died: this one got no 200
+                    if status == 200:
+                        with lock:
+                            got.append(jws)
+
+            threads = [threading.Thread(target=worker) for _ in range(4)]
+            for t in threads:
+                t.start()
+            if round_ < kills:
+                time.sleep(rng.uniform(0.02, 0.4))
+                s.p.kill()
+                s.p.wait()
+            for t in threads:
+                t.join()
+            if round_ == kills:
+                assert s.stop() == 0
+        acked |= set(got)
+        per_round.append(len(got))
+        # With no server running: every acknowledged notification is stored, and the database is sound.
+        lost = acked - stored_payloads(db)
+        assert not lost, f"round {round_}: {len(lost)} notifications answered 200 are not in the ledger"
+    assert acked == set(items)
+    assert tool_summary(db) == reference
+    print(f"\nserve crash run: {kills} servers killed with SIGKILL under load (4 clients), {len(items)} notifications "
+          f"delivered completely {epochs + 1} times (a new database each time), 200s per round {per_round}, "
+          f"none lost, every complete delivery = a clean ingest's state ({time.monotonic() - t_start:.1f} s)")
+
+
+# ---- configuration ------------------------------------------------------------------------------------------------
+
+def test_configuration_file_and_flags(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    conf_dir = tmp_path / "etc"
+    conf_dir.mkdir()
+    (conf_dir / "root.der").write_bytes((pki / "root.der").read_bytes())
+    (conf_dir / "key").write_text(KEY)
+    config = {"listen": "127.0.0.1:0", "bundleId": doc["bundleId"], "appAppleId": doc["appAppleId"],
+              "roots": ["root.der"], "ledgers": {"sandbox": "data/sandbox.db"}, "apiKeyFile": "key",
+              "limits": {"maxBodyBytes": 32768, "maxConnections": 8}, "recentEvents": 2}
+    (conf_dir / "data").mkdir()
+    path = conf_dir / "serve.json"
+    path.write_text(json.dumps(config))
+    r = subprocess.run([TOOL, "serve", "--config", str(path), "--check"], capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0 and "configuration ok" in r.stderr and "API key set" in r.stderr, r
+    assert (conf_dir / "data" / "sandbox.db").exists()  # relative to the file's folder
+    jws = doc["scenarios"][0]["notifications"][0]["signed"]
+    with Server("--config", str(path), "--max-connections", "3", "--log-payloads") as s:
+        assert s.started["maxBodyBytes"] == 32768 and s.started["maxConnections"] == 3  # the flag wins
+        assert s.post("sandbox", jws)[0] == 200
+        for n in doc["scenarios"][0]["notifications"][1:3]:
+            s.post("sandbox", n["signed"])
+        assert len(s.get("/v1/sandbox/events")[1]["events"]) == 2  # recentEvents
+        assert s.stop() == 0
+    assert s.events("notification")[0]["signedPayload"] == jws  # --log-payloads
+
+    def check(conf: Dict[str, Any], *flags: str) -> subprocess.CompletedProcess:
+        path.write_text(json.dumps(conf))
+        return subprocess.run([TOOL, "serve", "--config", str(path), "--check", *flags], capture_output=True, text=True)
+
+    r = check({**config, "limit": {}})
+    assert r.returncode == CONFIG and '"limit"' in r.stderr, r
+    r = check({**config, "limits": {"maxBodyBytes": 10}})
+    assert r.returncode == CONFIG and "limits.maxBodyBytes" in r.stderr, r
+    r = check({**config, "ledgers": {"sandbox": "same.db", "production": "same.db"}})
+    assert r.returncode == CONFIG and "ledgers of their own" in r.stderr, r
+    r = check({**config, "ledgers": {"production": "p.db"}, "appAppleId": None})
+    assert r.returncode == CONFIG, r  # a number is expected
+    no_app_id = {k: v for k, v in config.items() if k != "appAppleId"}
+    r = check({**no_app_id, "ledgers": {"production": "p.db"}})
+    assert r.returncode == CONFIG and "CONFIGURATION_ERROR" in r.stderr, r  # Production needs the App Apple ID
+    assert check(no_app_id).returncode == 0  # Sandbox does not
+    r = check({**config, "ledgers": {"staging": "s.db"}})
+    assert r.returncode == CONFIG and "production or sandbox" in r.stderr, r
+    r = check(config, "--ledger", "sandbox=mysql://localhost/x")
+    assert r.returncode == USAGE and "unsupported ledger URL scheme" in r.stderr, r
+    r = check(config, "--ledger", "production=postgresql://ledger:s3cret@127.0.0.1:1/ledger?password=s3cret2")
+    assert r.returncode == CONFIG and "s3cret" not in r.stderr, r  # no server there; the password never shown
+    r = check(config, "--ledger", "nonsense")
+    assert r.returncode == USAGE, r
+    r = check({k: v for k, v in config.items() if k != "ledgers"})
+    assert r.returncode == USAGE and "no environment to serve" in r.stderr, r
+    r = check({k: v for k, v in config.items() if k != "bundleId"})
+    assert r.returncode == USAGE and "--bundle-id" in r.stderr, r
+    path.write_text(json.dumps(config))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        r = subprocess.run([TOOL, "serve", "--config", str(path), "--listen", f"127.0.0.1:{taken.getsockname()[1]}"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == CONFIG and "cannot listen" in r.stderr, r
+    assert tool("serve", "--help").code == 0
