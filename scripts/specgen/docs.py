@@ -14,15 +14,31 @@ def render_errors(spec: Spec) -> str:
            "Every fallible call reports a **status** (Apple's vocabulary where Apple has one) and a finer **reason**, "
            "with a message naming what failed. The values are the C ABI's `APPSTORE_<STATUS>` and "
            "`APPSTORE_REASON_<NAME>`; Swift has them as `AppStoreStatus` / `VerificationError` and `FailureReason`; the "
-           "bindings export the same names. Source: `spec/errors.json`.", "",
+           "bindings export the same names, and Apple's status in each language (below). Source: `spec/errors.json`.", "",
            "## Statuses", "", "| value | status | Apple's | meaning |", "|---|---|---|---|"]
+    vocabulary = spec.apple_vocabulary()
     for s in spec.statuses:
-        out.append(f"| {s['value']} | `{s['name']}` | {'yes' if s.get('apple') else ''} | {s['doc']} |")
+        out.append(f"| {s['value']} | `{s['name']}` | {'yes' if s['name'] in vocabulary else ''} | {s['doc']} |")
     out += ["", "## Reasons", "", "Retryable: the same call may succeed later with nothing changed.", "",
             "| value | reason | statuses it comes with | retryable | meaning |", "|---|---|---|---|---|"]
     for r in spec.reasons:
         sts = ", ".join(f"`{s}`" for s in r["statuses"])
         out.append(f"| {r['value']} | `{r['name']}` | {sts} | {'yes' if r['retryable'] else ''} | {r['doc']} |")
+    out += ["", "## Apple's status per language", "",
+            "What Apple's library in each language reports for a verification failure with this reason: the bindings "
+            "report it as `VerificationException`'s Apple status (Swift: the status itself), beside the library's "
+            "status and reason. Source: `spec/apple.json`.", "",
+            "| reason | Swift | Python | Node | Java |", "|---|---|---|---|---|"]
+    verification = spec.verification_reasons()
+    for r in spec.reasons:
+        if r["name"] not in verification:
+            continue
+        sts = [s for s in r["statuses"] if s in vocabulary]
+        cells = [" / ".join(f"`{s}`" for s in sts)]
+        for lang in ("python", "node", "java"):
+            got = list(dict.fromkeys(spec.apple_status(lang, s, r["name"]) for s in sts))
+            cells.append(" / ".join(f"`{s}`" for s in got))
+        out.append(f"| `{r['name']}` | " + " | ".join(cells) + " |")
     for name in spec.api_error_enums:
         enum = spec.enums[name]
         out += ["", f"## {name}", "", enum.get("doc", ""), "",

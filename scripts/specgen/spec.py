@@ -5,6 +5,8 @@ typescript.py, docs.py) read the `Spec` this module returns and never the JSON f
                          library's own outputs, e.g. the deep-notification wrapper and the receipt JSON)
     spec/errors.json     statuses, reasons and the API error code enums (merged into the enums for renderers)
     spec/endpoints.json  every App Store Server API / Advanced Commerce endpoint
+    spec/apple.json      Apple-compatibility facts per language (names where Apple's differ, Apple's VerificationStatus
+                         and its status for each failure, the verify operations with Apple's names)
 
 models.json:
 
@@ -51,7 +53,8 @@ validate() checks fields in spec order; per field: nonEmpty, maxCount, then maxL
 element), then the nested model's validate() (or each element's). It reports the first violation with the JSON-key
 path of the field, e.g. `items[0].SKU`, `descriptors.description`, `dependentSKUs[2]`.
 
-errors.json and endpoints.json: see the `doc` member of each file and validate_errors / validate_endpoints below.
+errors.json, endpoints.json and apple.json: see the `doc` member of each file and validate_errors / validate_endpoints /
+validate_apple below.
 Python 3.9+ standard library only.
 """
 
@@ -469,7 +472,7 @@ def _type_names_defined(enums: dict, models: dict) -> list[str]:
 # errors.json
 
 ERRORS_KEYS = {"doc", "statuses", "reasons", "apiErrorCodes"}
-STATUS_KEYS = {"value", "name", "doc", "apple"}
+STATUS_KEYS = {"value", "name", "doc"}
 REASON_KEYS = {"value", "name", "swift", "statuses", "retryable", "doc"}
 STATUS_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 REASON_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -498,8 +501,6 @@ def validate_errors(errors: object) -> None:
             problems.append(f"{where}: duplicate name {st['name']}")
         else:
             status_names.add(st["name"])
-        if "apple" in st and st["apple"] != st["name"]:
-            problems.append(f"{where}: 'apple' must repeat the name (a status of Apple's vocabulary)")
     if "OK" not in status_names or seen_values.get(0) != "OK":
         problems.append("errors.json: status OK must have value 0")
     reason_names: set[str] = set()
@@ -689,6 +690,193 @@ def validate_endpoints(endpoints: object, enums: dict, models: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# apple.json
+
+APPLE_LANGUAGES = ("swift", "python", "node", "java")
+OPERATION_KEYS = {"model", "doc", "beyondApple"}
+OPERATION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+APPLE_STATUS_KEYS = {"verificationStatus", "statusDoc", "statusByReason", "statusFromStatus", "statusByStatus", "otherwise"}
+APPLE_VERIFY_KEYS = {"verify", "verifyParameterType"}
+# The members of each language section: the shared ones (checked here), then the facts only that language's renderer
+# reads (python.py, node.py, java.py check those against the spec).
+APPLE_LANGUAGE_KEYS = {
+    "swift": {"doc", "verificationStatus"},
+    "python": {"doc", "classNames", "caseNames"} | APPLE_STATUS_KEYS | APPLE_VERIFY_KEYS | {
+        "enumModules", "deprecations", "enumAliases", "mapKeyEnums", "models", "validatorLabels", "validatorConstants"},
+    "node": {"doc", "classNames", "caseNames"} | APPLE_STATUS_KEYS | APPLE_VERIFY_KEYS | {
+        "extraCases", "baseInterfaces", "mergedEndpoints"},
+    "java": {"doc", "classNames", "caseNames"} | APPLE_STATUS_KEYS | APPLE_VERIFY_KEYS | {
+        "nestedEnums", "interfaces", "signedDateFrom", "fieldTypes", "memberNames", "extraAccessors", "listAdders",
+        "mapKeyEnums", "constructors", "rawConstructors", "parameterTypes"},
+}
+
+
+def apple_vocabulary(apple: dict) -> list[str]:
+    """The library statuses that are Apple's (Swift's VerificationError): the verification statuses."""
+    return apple["swift"]["verificationStatus"]
+
+
+def verification_reasons(reasons: list, apple: dict) -> list[str]:
+    """The reasons that come with a status of Apple's vocabulary: each language gives Apple's status for them."""
+    vocabulary = set(apple_vocabulary(apple))
+    return [r["name"] for r in reasons if set(r["statuses"]) & vocabulary]
+
+
+def resolve_apple_status(section: dict, status: str, reason: str) -> str:
+    """Apple's status, in a language's terms, for a failure with this library status and reason: by reason, else by
+    status, else `otherwise` (the rule every renderer implements)."""
+    return section["statusByReason"].get(reason) or section["statusByStatus"].get(status) or section["otherwise"]
+
+
+def verify_operation_problems(spec: "Spec", abi: dict) -> list[str]:
+    """The ABI's appstore_verifier_verify_<operation> functions against apple.json verifyOperations: the same
+    operations, each returning the model named there (its APPSTORE_JSON). For the renderers that read the ABI."""
+    problems = []
+    ops = spec.apple["verifyOperations"]
+    seen = set()
+    for f in abi["functions"]:
+        m = re.fullmatch(r"appstore_verifier_verify_(\w+)", f["name"])
+        if not m:
+            continue
+        seen.add(m.group(1))
+        if m.group(1) not in ops:
+            problems.append(f"{f['name']}: no entry in spec/apple.json verifyOperations")
+            continue
+        out = next((p for p in f["params"] if p["name"] == "json_out"), None)
+        model = ((out or {}).get("json") or {}).get("model")
+        if model != ops[m.group(1)]["model"]:
+            problems.append(f"{f['name']} returns {model}; spec/apple.json verifyOperations says {ops[m.group(1)]['model']}")
+    for op in ops:
+        if op not in seen:
+            problems.append(f"apple.json verifyOperations.{op}: the ABI has no appstore_verifier_verify_{op}")
+    return problems
+
+
+def validate_apple(apple: object, errors: dict, enums: dict, models: dict) -> None:
+    problems: list[str] = []
+    if not isinstance(apple, dict):
+        raise SpecError(["apple.json: must be a JSON object"])
+    for key in apple:
+        if key not in APPLE_LANGUAGES and key not in ("doc", "verifyOperations"):
+            problems.append(f"apple.json: unknown language or attribute {key!r} (languages: {', '.join(APPLE_LANGUAGES)})")
+    for key in ("doc", "verifyOperations") + APPLE_LANGUAGES:
+        if key not in apple:
+            problems.append(f"apple.json: missing {key!r}")
+    if problems:
+        raise SpecError(problems)
+    _check_doc("apple.json", apple, problems)
+    operations = apple["verifyOperations"]
+    if not isinstance(operations, dict) or not operations:
+        problems.append("apple.json verifyOperations: must be a non-empty object")
+        operations = {}
+    for name, op in operations.items():
+        where = f"apple.json verifyOperations.{name}"
+        if not OPERATION_NAME_RE.match(name):
+            problems.append(f"{where}: the name must be the snake_case suffix of appstore_verifier_verify_<name>")
+        if not _check_keys(where, op, OPERATION_KEYS, {"model", "doc"}, problems):
+            continue
+        _check_doc(where, op, problems)
+        if op["model"] not in models:
+            problems.append(f"{where}: model {op['model']!r} is not a model")
+        if "beyondApple" in op and op["beyondApple"] is not True:
+            problems.append(f"{where}: beyondApple must be true (omit it otherwise)")
+    statuses = [s["name"] for s in errors["statuses"]]
+    reasons = [r["name"] for r in errors["reasons"]]
+    sections = {}
+    for lang in APPLE_LANGUAGES:
+        where = f"apple.json {lang}"
+        keys = APPLE_LANGUAGE_KEYS[lang]
+        if _check_keys(where, apple[lang], keys, keys, problems):
+            _check_doc(where, apple[lang], problems)
+            sections[lang] = apple[lang]
+    if problems:
+        raise SpecError(problems)
+
+    vocabulary = sections["swift"]["verificationStatus"]
+    if not isinstance(vocabulary, list) or not vocabulary:
+        raise SpecError(["apple.json swift.verificationStatus: must be a non-empty list of statuses"])
+    for s in vocabulary:
+        if s not in statuses or s == "OK":
+            problems.append(f"apple.json swift.verificationStatus: {s!r} is not a failure status of errors.json")
+    if len(set(vocabulary)) != len(vocabulary):
+        problems.append("apple.json swift.verificationStatus: a status is listed twice")
+    if problems:
+        raise SpecError(problems)
+    must_map = [r["name"] for r in errors["reasons"] if set(r["statuses"]) & set(vocabulary)]
+
+    for lang in APPLE_LANGUAGES[1:]:
+        sec, where = sections[lang], f"apple.json {lang}"
+        vs = sec["verificationStatus"]
+        if not isinstance(vs, list) or not vs or vs[0] != "OK" or not all(
+                isinstance(s, str) and STATUS_NAME_RE.match(s) for s in vs) or len(set(vs)) != len(vs):
+            problems.append(f"{where}.verificationStatus: must list Apple's members (UPPER_SNAKE_CASE, OK first) once each")
+            continue
+        if not isinstance(sec["statusDoc"], str) or not sec["statusDoc"].strip() or "\n" in sec["statusDoc"]:
+            problems.append(f"{where}.statusDoc: must be a non-empty single line")
+
+        def apple_status_ok(what: str, value: object) -> None:
+            if value not in vs:
+                problems.append(f"{where}.{what}: {value!r} is not one of {lang}'s verificationStatus ({', '.join(vs)})")
+
+        by_reason, from_status, by_status = sec["statusByReason"], sec["statusFromStatus"], sec["statusByStatus"]
+        if not isinstance(by_reason, dict) or not isinstance(by_status, dict) or not isinstance(from_status, list):
+            problems.append(f"{where}: statusByReason and statusByStatus must be objects, statusFromStatus a list")
+            continue
+        for r, s in by_reason.items():
+            if r not in reasons:
+                problems.append(f"{where}.statusByReason: unknown reason {r!r}{_suggest(r, reasons)}")
+            apple_status_ok(f"statusByReason.{r}", s)
+        for r in from_status:
+            if r not in reasons:
+                problems.append(f"{where}.statusFromStatus: unknown reason {r!r}{_suggest(str(r), reasons)}")
+            elif r in by_reason:
+                problems.append(f"{where}.statusFromStatus: {r} also has a statusByReason entry")
+        if len(set(map(str, from_status))) != len(from_status):
+            problems.append(f"{where}.statusFromStatus: a reason is listed twice")
+        for st, s in by_status.items():
+            if st not in statuses:
+                problems.append(f"{where}.statusByStatus: unknown status {st!r}{_suggest(st, statuses)}")
+            apple_status_ok(f"statusByStatus.{st}", s)
+        for st in vocabulary:
+            if st not in by_status:
+                problems.append(f"{where}.statusByStatus: no entry for {st} (a status of Apple's vocabulary)")
+        apple_status_ok("otherwise", sec["otherwise"])
+        for r in must_map:
+            if r not in by_reason and r not in from_status:
+                problems.append(f"reason {r}: no Apple {lang} status in apple.json (statusByReason, or statusFromStatus "
+                                f"when statusByStatus gives it)")
+        verify = sec["verify"]
+        if not isinstance(verify, dict):
+            problems.append(f"{where}.verify: must be an object")
+        else:
+            for op in operations:
+                if op not in verify:
+                    problems.append(f"{where}.verify: no method for the verify operation {op}")
+            for op, names in verify.items():
+                if op not in operations:
+                    problems.append(f"{where}.verify: {op!r} is not a verify operation (verifyOperations)")
+                if not (isinstance(names, list) and len(names) == 2 and all(
+                        isinstance(n, str) and IDENTIFIER_RE.match(n) for n in names)):
+                    problems.append(f"{where}.verify.{op}: must be [Apple's method name, Apple's parameter name]")
+        if not isinstance(sec["verifyParameterType"], str) or not sec["verifyParameterType"]:
+            problems.append(f"{where}.verifyParameterType: must be a type name")
+        for name, apple_name in sec["classNames"].items():
+            if name not in enums and name not in models:
+                problems.append(f"{where}.classNames: {name!r} is not a spec type")
+            if not isinstance(apple_name, str) or not TYPE_NAME_RE.match(apple_name):
+                problems.append(f"{where}.classNames.{name}: {apple_name!r} is not a type name")
+        for key, case in sec["caseNames"].items():
+            enum, _, cname = key.partition(".")
+            if enum not in enums or not any(c["name"] == cname for c in enums[enum]["cases"]):
+                problems.append(f"{where}.caseNames: {key!r} is not an enum case of the spec (Enum.case)")
+            if not isinstance(case, str) or not IDENTIFIER_RE.match(case):
+                problems.append(f"{where}.caseNames.{key}: {case!r} is not an identifier")
+    if problems:
+        raise SpecError(problems)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # The loaded spec
 
 
@@ -721,10 +909,24 @@ class Spec:
     endpoints: list
     groups: dict
     rate_limits: dict
+    apple: dict = dc_field(default_factory=dict)  # apple.json: "verifyOperations" and one section per language
     validating: set = dc_field(default_factory=set)
 
     def status(self, name: str) -> dict:
         return next(s for s in self.statuses if s["name"] == name)
+
+    def apple_vocabulary(self) -> list[str]:
+        """The library statuses that are Apple's (Swift's VerificationError), in errors.json order."""
+        vocabulary = set(apple_vocabulary(self.apple))
+        return [s["name"] for s in self.statuses if s["name"] in vocabulary]
+
+    def verification_reasons(self) -> list[str]:
+        """The reasons each language's section of apple.json gives Apple's status for."""
+        return verification_reasons(self.reasons, self.apple)
+
+    def apple_status(self, lang: str, status: str, reason: str) -> str:
+        """Apple's status in `lang` (python, node, java) for a failure with this library status and reason."""
+        return resolve_apple_status(self.apple[lang], status, reason)
 
     def endpoint_parameter_keys(self, ep: dict) -> tuple[list[str], list[str]]:
         """The keys of the endpoint's params_json object: (required, optional), in spec order. A query model is
@@ -746,6 +948,7 @@ def load(spec_dir: Path = SPEC_DIR) -> Spec:
     models_spec = _load_json(spec_dir / "models.json")
     errors = _load_json(spec_dir / "errors.json")
     endpoints = _load_json(spec_dir / "endpoints.json")
+    apple = _load_json(spec_dir / "apple.json")
     validate_errors(errors)
     if not isinstance(models_spec, dict) or not isinstance(models_spec.get("enums"), dict):
         raise SpecError(["models.json: must be an object with enums and models"])
@@ -756,9 +959,16 @@ def load(spec_dir: Path = SPEC_DIR) -> Spec:
     merged["enums"] = dict(errors["apiErrorCodes"], **models_spec["enums"])
     validate_models(merged)
     validate_endpoints(endpoints, merged["enums"], merged["models"])
+    validate_apple(apple, errors, merged["enums"], merged["models"])
     return Spec(enums=merged["enums"], models=merged["models"], statuses=errors["statuses"], reasons=errors["reasons"],
                 api_error_enums=list(errors["apiErrorCodes"]), endpoints=endpoints["endpoints"],
-                groups=endpoints["groups"], rate_limits=endpoints["rateLimits"],
+                groups=endpoints["groups"], rate_limits=endpoints["rateLimits"], apple=apple,
                 validating=validating_models(merged["models"], {
                     p["type"] for ep in endpoints["endpoints"] for p in ep["parameters"]
                     if p["in"] == "body" and p["type"] in merged["models"]}))
+
+
+def apple_section(lang: str, spec_dir: Path = SPEC_DIR) -> dict:
+    """The section of apple.json for `lang`, for renderers' name helpers that run without a loaded Spec (load()
+    validates the file; generate always loads first)."""
+    return _load_json(spec_dir / "apple.json")[lang]

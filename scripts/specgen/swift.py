@@ -462,9 +462,10 @@ def camel(upper_snake: str) -> str:
 
 
 def render_errors(spec: Spec) -> str:
-    apple = [s for s in spec.statuses if s.get("apple")]
+    vocabulary = spec.apple_vocabulary()
+    apple = [s for s in spec.statuses if s["name"] in vocabulary]
     b1 = [
-        "/// Apple's verification status vocabulary (the statuses of spec/errors.json marked \"apple\"). Raw values are the",
+        "/// Apple's verification status vocabulary (spec/apple.json swift.verificationStatus). Raw values are the",
         "/// C ABI status codes (`APPSTORE_*` in appstoreserver.h), so they are frozen.",
         "public enum VerificationError: Int32, Hashable, Sendable, CaseIterable {",
     ]

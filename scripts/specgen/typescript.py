@@ -200,8 +200,8 @@ def render_verifier(abi: dict) -> list[str]:
            " *  merges it (an interface: the package exports no value of this name). */",
            "export interface SignedDataVerifierOperations {"]
     for op in node.verify_operations(abi):
-        out.append(f"    {op['method']}({op['param']}: string): Promise<{op['model']}>;")
-        out.append(f"    {op['method']}Sync({op['param']}: string): {op['model']};")
+        out.append(f"    {op['method']}({op['param']}: {node.VERIFY_PARAMETER_TYPE}): Promise<{op['model']}>;")
+        out.append(f"    {op['method']}Sync({op['param']}: {node.VERIFY_PARAMETER_TYPE}): {op['model']};")
     out.append("}")
     return out
 

@@ -663,6 +663,7 @@ const REASONS = {"0": {"name": "none", "retryable": false, "doc": "no failure"},
 const STATUSES = {"0": "OK", "1": "INVALID_ARGUMENT", "2": "CONFIGURATION_ERROR", "3": "VERIFICATION_FAILURE", "4": "RETRYABLE_VERIFICATION_FAILURE", "5": "INVALID_APP_IDENTIFIER", "6": "INVALID_ENVIRONMENT", "7": "INVALID_CHAIN_LENGTH", "8": "INVALID_CERTIFICATE", "9": "INVALID_JWT_FORMAT", "10": "INVALID_KEY", "11": "NOT_FOUND", "12": "INVALID_RECEIPT", "20": "API_ERROR", "21": "TRANSPORT_ERROR", "22": "INVALID_RESPONSE", "23": "RATE_LIMITED", "99": "INTERNAL_ERROR"};
 const VERIFICATION_STATUS_BY_REASON = {"malformed": 1, "unsupported_alg": 1, "missing_x5c": 6, "chain_length": 6, "empty_x5c": 6, "bad_certificate": 6, "no_trust_anchor": 1, "untrusted_chain": 1, "expired": 6, "missing_marker_oid": 1, "bad_signature": 1, "undecodable_payload": 7, "wrong_bundle": 3, "wrong_app_id": 3, "wrong_environment": 4, "revoked": 7, "ocsp_unknown": 7, "ocsp_bad_signature": 7, "ocsp_stale": 7, "ocsp_malformed": 7, "ocsp_cert_id_mismatch": 7, "ocsp_nonce_mismatch": 7, "ocsp_refused": 7, "ocsp_no_responder": 6, "ocsp_unreachable": 2, "ocsp_timeout": 2, "ocsp_http_error": 2, "ocsp_try_later": 2};
 const VERIFICATION_STATUS_BY_STATUS = {"VERIFICATION_FAILURE": 1, "RETRYABLE_VERIFICATION_FAILURE": 2, "INVALID_APP_IDENTIFIER": 3, "INVALID_ENVIRONMENT": 4, "INVALID_CHAIN_LENGTH": 6, "INVALID_CERTIFICATE": 6, "INVALID_JWT_FORMAT": 1};
+const VERIFICATION_STATUS_OTHERWISE = 1;
 const ENVIRONMENT_CODES = {"Sandbox": 1, "Production": 2, "Xcode": 3, "LocalTesting": 4};
 const TRANSPORT_RESULT = {"OK": 0, "TIMEOUT": 1, "UNREACHABLE": 2, "FAILED": 3};
 const API_ACTION = {"SEND": 1, "WAIT": 2, "DONE": 3};
@@ -715,6 +716,7 @@ const ENUMS = { APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedComme
 module.exports = {
   APIError, AdvancedCommerceAPIError, AccountTenure, AdvancedCommerceEffective, AdvancedCommerceOfferPeriod, AdvancedCommerceOfferReason, AdvancedCommercePeriod, AdvancedCommercePriceIncreaseInfoStatus, AdvancedCommerceReason, AdvancedCommerceRefundReason, AdvancedCommerceRefundType, Environment, AutoRenewStatus, BillingPlanType, ConsumptionRequestReason, ConsumptionStatus, DeliveryStatus, DeliveryStatusV1, ExpirationIntent, ExtendReasonCode, HeaderPosition, ImageSize, ImageState, InAppOwnershipType, LedgerEntitlementReason, LedgerEventKind, LifetimeDollarsPurchased, LifetimeDollarsRefunded, MessageState, NotificationTypeV2, OfferDiscountType, OfferType, OrderLookupStatus, PerformanceTestStatus, Platform, PlayTime, PriceIncreaseStatus, Type, PurchasePlatform, ReceiptEffectiveDateSource, RefundPreference, RefundPreferenceV1, RenewalBillingPlanType, RevocationReason, RevocationType, SendAttemptResult, Status, Subtype, TokenType, Order, ProductType, TransactionReason, UserStatus, GetTransactionHistoryVersion, VerificationStatus, LibraryStatus, FailureReason,
   ENUMS, REASONS, STATUSES, VERIFICATION_STATUS_BY_REASON, VERIFICATION_STATUS_BY_STATUS,
+  VERIFICATION_STATUS_OTHERWISE,
   ENVIRONMENT_CODES, TRANSPORT_RESULT, API_ACTION, LIMITS, VERSION, ENDPOINTS, VERIFY_OPERATIONS,
   API_ERROR_ENUMS, RETRYABLE_API_ERRORS,
 };

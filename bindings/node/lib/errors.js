@@ -132,12 +132,12 @@ function signerDetail(e, err) {
   }
 }
 
-/** Apple's Node VerificationStatus for a library failure. */
+/** Apple's Node VerificationStatus for a library failure: by reason, else by status (spec/apple.json node). */
 function appleVerificationStatus(d) {
   const byReason = spec.VERIFICATION_STATUS_BY_REASON[d.reasonName];
   if (byReason !== undefined) return byReason;
   const byStatus = spec.VERIFICATION_STATUS_BY_STATUS[d.statusName];
-  return byStatus !== undefined ? byStatus : spec.VerificationStatus.VERIFICATION_FAILURE;
+  return byStatus !== undefined ? byStatus : spec.VERIFICATION_STATUS_OTHERWISE;
 }
 
 /** The exception for a native failure: e is the addon's error object (or already a JS error). */

@@ -10,35 +10,16 @@ from __future__ import annotations
 
 import json
 from ctypes import byref, c_uint64, c_void_p, string_at
-from enum import IntEnum
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from . import _args
 from ._generated import abi
 from ._generated.errors import AppStoreStatus, FailureReason
+from ._generated.verification import VERIFY_OPERATIONS, SignedDataVerifierOperations, VerificationStatus, apple_status
 from ._native import ErrorInfo, lib, new_handle, read_error
-from .models.AppTransaction import AppTransaction
-from .models.DecodedRealtimeRequestBody import DecodedRealtimeRequestBody
 from .models.Environment import Environment
-from .models.JWSRenewalInfoDecodedPayload import JWSRenewalInfoDecodedPayload
-from .models.JWSTransactionDecodedPayload import JWSTransactionDecodedPayload
-from .models.ResponseBodyV2DecodedPayload import ResponseBodyV2DecodedPayload
-from .models.VerifiedNotification import VerifiedNotification
 
 __all__ = ["SignedDataVerifier", "VerificationException", "VerificationStatus", "AppStoreStatus", "FailureReason"]
-
-
-class VerificationStatus(IntEnum):
-    """Apple's Python VerificationStatus (same members and values)."""
-
-    OK = 0
-    VERIFICATION_FAILURE = 1
-    INVALID_APP_IDENTIFIER = 2
-    INVALID_CERTIFICATE = 3
-    INVALID_CHAIN_LENGTH = 4
-    INVALID_CHAIN = 5
-    INVALID_ENVIRONMENT = 6
-    RETRYABLE_VERIFICATION_FAILURE = 7
 
 
 class VerificationException(Exception):
@@ -69,33 +50,6 @@ class VerificationException(Exception):
     def __repr__(self) -> str:
         return (f"VerificationException(status={self.status!s}, appstore_status={self.appstore_status!s}, "
                 f"reason={self.reason!s}, message={self.message!r})")
-
-
-# Our statuses in Apple's Python vocabulary (everything else, e.g. INVALID_JWT_FORMAT, is VERIFICATION_FAILURE:
-# Apple's Python library wraps every other failure so).
-_APPLE_STATUS = {
-    AppStoreStatus.OK: VerificationStatus.OK,
-    AppStoreStatus.VERIFICATION_FAILURE: VerificationStatus.VERIFICATION_FAILURE,
-    AppStoreStatus.RETRYABLE_VERIFICATION_FAILURE: VerificationStatus.RETRYABLE_VERIFICATION_FAILURE,
-    AppStoreStatus.INVALID_APP_IDENTIFIER: VerificationStatus.INVALID_APP_IDENTIFIER,
-    AppStoreStatus.INVALID_ENVIRONMENT: VerificationStatus.INVALID_ENVIRONMENT,
-    AppStoreStatus.INVALID_CHAIN_LENGTH: VerificationStatus.INVALID_CHAIN_LENGTH,
-    AppStoreStatus.INVALID_CERTIFICATE: VerificationStatus.INVALID_CERTIFICATE,
-}
-
-
-def apple_status(status: int, reason: int) -> VerificationStatus:
-    """The VerificationStatus Apple's Python library reports for a failure with this status and reason: it
-    rejects a missing or empty x5c header before counting certificates (VERIFICATION_FAILURE) and reports a
-    verifier without roots as INVALID_CERTIFICATE."""
-    if reason in (FailureReason.MISSING_X5C, FailureReason.EMPTY_X5C):
-        return VerificationStatus.VERIFICATION_FAILURE
-    if reason == FailureReason.NO_TRUST_ANCHOR:
-        return VerificationStatus.INVALID_CERTIFICATE
-    try:
-        return _APPLE_STATUS.get(AppStoreStatus(status), VerificationStatus.VERIFICATION_FAILURE)
-    except ValueError:
-        return VerificationStatus.VERIFICATION_FAILURE
 
 
 def _enum_or_int(enum: Any, value: int) -> Any:
@@ -135,7 +89,7 @@ _string_free = lib.appstore_string_free
 _json_loads = json.loads
 
 
-class SignedDataVerifier:
+class SignedDataVerifier(SignedDataVerifierOperations):
     """Verifies and decodes signed data from the App Store (Apple's constructor and methods).
 
     root_certificates     DER root certificates (Apple Root CA - G3): the only trust anchors
@@ -210,47 +164,8 @@ class SignedDataVerifier:
             self._handle = handle
             self._h = handle.ptr
 
-    # ---- Apple's methods ------------------------------------------------------------------------------------
-
-    def verify_and_decode_renewal_info(self, signed_renewal_info: str) -> JWSRenewalInfoDecodedPayload:
-        """Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id)."""
-        return JWSRenewalInfoDecodedPayload.from_dict(
-            self._verify(_renewal, signed_renewal_info, "signed_renewal_info"))
-
-    def verify_and_decode_signed_transaction(self, signed_transaction: str) -> JWSTransactionDecodedPayload:
-        """Verifies and decodes a signedTransaction (bundle id, then environment)."""
-        return JWSTransactionDecodedPayload.from_dict(self._verify(_transaction, signed_transaction,
-                                                                   "signed_transaction"))
-
-    def verify_and_decode_notification(self, signed_payload: str) -> ResponseBodyV2DecodedPayload:
-        """Verifies and decodes an App Store Server Notification V2 signedPayload."""
-        return ResponseBodyV2DecodedPayload.from_dict(self._verify(_notification, signed_payload, "signed_payload"))
-
-    def verify_and_decode_app_transaction(self, signed_app_transaction: str) -> AppTransaction:
-        """Verifies and decodes a signed AppTransaction."""
-        return AppTransaction.from_dict(self._verify(_app_transaction, signed_app_transaction,
-                                                     "signed_app_transaction"))
-
-    def verify_and_decode_realtime_request(self, signed_payload: str) -> DecodedRealtimeRequestBody:
-        """Verifies and decodes a Retention Messaging realtime request's signedPayload."""
-        return DecodedRealtimeRequestBody.from_dict(self._verify(_realtime, signed_payload, "signed_payload"))
-
-    # ---- beyond Apple -----------------------------------------------------------------------------------------
-
-    def verify_and_decode_notification_deep(self, signed_payload: str) -> VerifiedNotification:
-        """Verifies a notification and the signed values nested in it (data.signedTransactionInfo,
-        data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, and returns them
-        decoded: .notification, .transaction, .renewalInfo, .appTransaction (None when absent). A nested failure
-        fails the call; its message starts with the field's name."""
-        return VerifiedNotification.from_dict(self._verify(_deep, signed_payload, "signed_payload"))
-
-    def verify_and_decode_json(self, kind: str, signed: str) -> Any:
-        """The verified payload as plain JSON data (dict) instead of a model, for `kind` one of notification,
-        transaction, renewal_info, app_transaction, realtime_request, notification_deep."""
-        fn = _BY_KIND.get(kind) if isinstance(kind, str) else None
-        if fn is None:
-            raise ValueError(f"kind must be one of {', '.join(_BY_KIND)}, got {_args.shown(kind)}")
-        return self._verify(fn, signed, "signed")
+    # Apple's verify methods, verify_and_decode_notification_deep (beyond Apple) and verify_and_decode_json come from
+    # SignedDataVerifierOperations (_generated/verification.py, spec/apple.json); each calls _verify.
 
     def cache_stats(self) -> Tuple[int, int, int]:
         """(hits, misses, entries) of the verified-chain cache since the verifier was made."""
@@ -265,7 +180,10 @@ class SignedDataVerifier:
 
     # ---- the call ---------------------------------------------------------------------------------------------
 
-    def _verify(self, fn: Callable[..., int], signed: Any, name: str) -> Any:
+    def _verify(self, operation: str, signed: Any, name: str) -> Any:
+        fn = _FUNCTIONS.get(operation) if isinstance(operation, str) else None
+        if fn is None:
+            raise ValueError(f"kind must be one of {', '.join(VERIFY_OPERATIONS)}, got {_args.shown(operation)}")
         if isinstance(signed, str):
             try:
                 data = signed.encode("utf-8")
@@ -291,11 +209,5 @@ class SignedDataVerifier:
         return _json_loads(text)
 
 
-_notification = lib.appstore_verifier_verify_notification
-_transaction = lib.appstore_verifier_verify_transaction
-_renewal = lib.appstore_verifier_verify_renewal_info
-_app_transaction = lib.appstore_verifier_verify_app_transaction
-_realtime = lib.appstore_verifier_verify_realtime_request
-_deep = lib.appstore_verifier_verify_notification_deep
-_BY_KIND = {"notification": _notification, "transaction": _transaction, "renewal_info": _renewal,
-            "app_transaction": _app_transaction, "realtime_request": _realtime, "notification_deep": _deep}
+# The C function of each verify operation (appstore_verifier_verify_<operation>).
+_FUNCTIONS = {op: getattr(lib, "appstore_verifier_verify_" + op) for op in VERIFY_OPERATIONS}

@@ -52,7 +52,8 @@ ERROR_CLASSES = {
 # What Apple's Python library (3.1.2) reports for each of our reasons, written from its source: it checks that x5c
 # is non-empty and alg is ES256 before anything else (VERIFICATION_FAILURE), then the chain length, wraps every
 # other failure (JWT format, payload decoding, chain validation) as VERIFICATION_FAILURE, and reports a verifier
-# without roots as INVALID_CERTIFICATE.
+# without roots as INVALID_CERTIFICATE. Written independently of spec/apple.json, from which the binding's table is
+# generated; this one checks it.
 APPLE_PYTHON_STATUS = {
     "malformed": "VERIFICATION_FAILURE", "unsupported_alg": "VERIFICATION_FAILURE",
     "missing_x5c": "VERIFICATION_FAILURE", "empty_x5c": "VERIFICATION_FAILURE", "chain_length": "INVALID_CHAIN_LENGTH",

@@ -2,7 +2,7 @@
 
 import FoundationEssentials
 
-/// Apple's verification status vocabulary (the statuses of spec/errors.json marked "apple"). Raw values are the
+/// Apple's verification status vocabulary (spec/apple.json swift.verificationStatus). Raw values are the
 /// C ABI status codes (`APPSTORE_*` in appstoreserver.h), so they are frozen.
 public enum VerificationError: Int32, Hashable, Sendable, CaseIterable {
     /// the signed data is not genuine or not valid (Apple's VERIFICATION_FAILURE)
