@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// A compact JWS split into its three segments, the payload and signature decoded; the header is decoded only
 /// when the chain cache does not already know its exact bytes.
@@ -17,10 +18,14 @@ struct CompactJWS {
 
     /// Splits on '.', requires exactly three strict base64url segments.
     static func split(_ utf8: UnsafeRawBufferPointer) -> Result<CompactJWS, VerificationFailure> {
+        // memchr: a notification is ~12 KB and its nested JWS are split again; a byte loop showed in profiles.
         var dots: [Int] = []
-        for i in 0..<utf8.count where utf8[i] == UInt8(ascii: ".") {
+        var from = 0
+        while dots.count < 3, from < utf8.count, let base = utf8.baseAddress,
+              let hit = memchr(base + from, Int32(UInt8(ascii: ".")), utf8.count - from) {
+            let i = base.distance(to: UnsafeRawPointer(hit))
             dots.append(i)
-            if dots.count > 2 { break }
+            from = i + 1
         }
         guard dots.count == 2 else {
             let n = dots.count + 1

@@ -10,6 +10,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let upsertNotification: SQLiteStatement
     private let eventsAfter: SQLiteStatement
     private let dataVersionStatement: SQLiteStatement
+    private let beginStatement: SQLiteStatement
+    private let commitStatement: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
     init(path: String) throws(LedgerError) {
@@ -67,6 +69,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             """)
         eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id")
         dataVersionStatement = try db.prepare("PRAGMA data_version")
+        beginStatement = try db.prepare("BEGIN IMMEDIATE")
+        commitStatement = try db.prepare("COMMIT")
     }
 
     /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
@@ -90,8 +94,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     /// BEGIN IMMEDIATE: the database's write lock now (another process's writer waits, up to the busy timeout).
-    func beginWrite() throws(LedgerError) { try db.execute("BEGIN IMMEDIATE", "cannot start a ledger transaction") }
-    func commit() throws(LedgerError) { try db.execute("COMMIT", "cannot commit the ledger transaction") }
+    func beginWrite() throws(LedgerError) { try beginStatement.run([], "cannot start a ledger transaction") }
+    func commit() throws(LedgerError) { try commitStatement.run([], "cannot commit the ledger transaction") }
     func rollback() { try? db.execute("ROLLBACK", "rollback") }
     func changeMarker() throws(LedgerError) -> Int64 { try dataVersion() }
 

@@ -93,6 +93,12 @@ final class SQLiteStatement: @unchecked Sendable {
         while try step() {}
     }
 
+    /// The same, a failure's message starting with `what` (BEGIN and COMMIT, prepared once instead of parsed per
+    /// transaction).
+    func run(_ values: [SQLiteValue?], _ what: String) throws(LedgerError) {
+        do { try run(values) } catch { throw .storage("\(what): \(connection.lastError)") }
+    }
+
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
     func text(_ column: Int32) -> String? {
         guard let p = sqlite3_column_text(stmt, column) else { return nil }

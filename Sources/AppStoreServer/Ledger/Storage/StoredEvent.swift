@@ -6,10 +6,11 @@ import FoundationEssentials
 extension LedgerEvent {
     init(stored signed: String, kind: LedgerEventKind, identity: LedgerIdentity) throws(LedgerError) {
         func decode<T: JSONDecodable>(_ jws: String, _ type: T.Type, _ what: String) throws(LedgerError) -> (T, [UInt8]) {
-            let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, let payload = Base64.decode(String(parts[1]), alphabet: .url) else {
+            var jws = jws
+            guard case .success(let split) = jws.withUTF8({ CompactJWS.split(UnsafeRawBufferPointer($0)) }) else {
                 throw .storage("stored \(what) is not a compact JWS")
             }
+            let payload = split.payload
             do {
                 return (try T(json: try JSONParser.parse(payload), strict: false), payload)
             } catch {

@@ -15,7 +15,10 @@ struct JSONWriter {
     /// Whether the next value or key needs a ',' before it.
     private var needsComma = false
 
-    init(dateRounding: DateRounding = .towardZero) { self.dateRounding = dateRounding }
+    init(dateRounding: DateRounding = .towardZero) {
+        self.dateRounding = dateRounding
+        bytes.reserveCapacity(1024)  // a ledger answer grows through 256..2048 otherwise, each step a copy
+    }
 
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
@@ -34,9 +37,9 @@ struct JSONWriter {
     }
 
     mutating func string(_ s: String) { separate(); Self.appendString(s, to: &bytes); needsComma = true }
-    mutating func int(_ v: Int64) { separate(); bytes += Array(String(v).utf8); needsComma = true }
-    mutating func bool(_ v: Bool) { separate(); bytes += Array((v ? "true" : "false").utf8); needsComma = true }
-    mutating func null() { separate(); bytes += Array("null".utf8); needsComma = true }
+    mutating func int(_ v: Int64) { separate(); Self.appendDecimal(v, to: &bytes); needsComma = true }
+    mutating func bool(_ v: Bool) { separate(); Self.appendASCII(v ? "true" : "false", to: &bytes); needsComma = true }
+    mutating func null() { separate(); Self.appendASCII("null", to: &bytes); needsComma = true }
     /// Already-serialized JSON (e.g. a signed payload exactly as Apple signed it).
     mutating func raw(_ json: [UInt8]) { separate(); bytes += json; needsComma = true }
 
@@ -46,20 +49,51 @@ struct JSONWriter {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
+    /// Writes `s` quoted and escaped. The bytes between escapes are copied in runs: queries write mostly plain
+    /// ASCII, and a per-byte append was two thirds of a ledger query's cost.
     static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 15)]]
-            default: out.append(b)
+        var s = s
+        s.withUTF8 { utf8 in
+            var start = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                start = i + 1
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+                case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            hex[Int(b >> 4)], hex[Int(b & 15)]])
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Decimal digits of `v` without an intermediate String.
+    static func appendDecimal(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for UInt64's 20 digits, written from the end
+        withUnsafeMutableBytes(of: &digits) { buf in
+            var first = buf.count
+            repeat {
+                first -= 1
+                buf[first] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+            } while m > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[first...]))
+        }
+    }
+
+    static func appendASCII(_ s: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 }
 
