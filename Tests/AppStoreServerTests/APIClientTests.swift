@@ -82,6 +82,24 @@ import AppStoreServerHTTP
         #expect(try b.build(.getTransactionInfo(transactionId: "...")).url.hasSuffix("/transactions/..."))
     }
 
+    @Test func oversizedAndNULParametersAreRefusedBeforeSigning() throws {
+        let b = try APIFixtures.builder()
+        func reason(_ r: AppStoreServerAPIRequest) -> String? {
+            do { _ = try b.build(r); return nil } catch { return "\(error.statusCode) \(error.reason): \(error.message)" }
+        }
+        let huge = String(repeating: "1", count: 5_000_000)
+        #expect(reason(.getTransactionInfo(transactionId: huge))
+                    == "invalidArgument invalidParameters: transactionId is 5000000 bytes; at most 8192 are accepted")
+        #expect(reason(.getTransactionInfo(transactionId: "12\u{0}34")) == "invalidArgument invalidParameters: transactionId contains a NUL character")
+        #expect(reason(.getRefundHistory(anyTransactionId: "1", revision: String(repeating: "r", count: 8193))) != nil)
+        #expect(reason(.getRefundHistory(anyTransactionId: "1", revision: "r\u{0}")) != nil)
+        #expect(reason(.getTransactionInfo(transactionId: String(repeating: "1", count: 8192))) == nil)  // the limit itself
+        let many = (0...1000).map(String.init)
+        #expect(reason(.getTransactionHistory(anyTransactionId: "1", revision: nil,
+                                              transactionHistoryRequest: .init(productIds: many)))
+                    == "invalidArgument invalidParameters: productId has 1001 values; at most 1000 are accepted")
+    }
+
     @Test func queryDatesAreRoundedMillisecondsAndBodyDatesTruncated() throws {
         let b = try APIFixtures.builder()
         let h = try b.build(.getTransactionHistory(anyTransactionId: "1", revision: nil,

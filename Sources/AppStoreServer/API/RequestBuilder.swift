@@ -143,8 +143,22 @@ struct APIWireParts {
     /// Fixed segments of the path template ("inApps/v1/transactions").
     mutating func literal(_ segments: String) { path += segments.split(separator: "/").map(String.init) }
 
+    /// The most UTF-8 bytes one path or query value may have. Apple's identifiers and tokens are far shorter; a
+    /// larger value is a mistake or an attack, refused before it is encoded or signed for.
+    static let maximumValueBytes = 8192
+    /// The most values a list parameter may repeat (productId=a&productId=b...).
+    static let maximumListCount = 1000
+
+    private func check(_ value: String, _ name: String) throws(AppStoreServerAPIError) {
+        guard value.utf8.count <= Self.maximumValueBytes else {
+            throw .argument("\(name) is \(value.utf8.count) bytes; at most \(Self.maximumValueBytes) are accepted", endpoint)
+        }
+        guard !value.utf8.contains(0) else { throw .argument("\(name) contains a NUL character", endpoint) }
+    }
+
     mutating func path(_ value: String, _ name: String) throws(AppStoreServerAPIError) {
         guard !value.isEmpty else { throw .argument("\(name) must not be empty", endpoint) }
+        try check(value, name)
         // "." and ".." survive percent-encoding (unreserved) but would move the request to another path.
         guard value != ".", value != ".." else { throw .argument("\(name) must not be \(QuotedText.quote(value))", endpoint) }
         path.append(PercentEncoding.encode(value))
@@ -157,11 +171,15 @@ struct APIWireParts {
     mutating func query<T: APIQueryValue>(_ name: String, _ value: T?) throws(AppStoreServerAPIError) {
         guard let value else { return }
         guard let text = value.queryText else { throw .argument("\(name) is not representable in a query (\(value))", endpoint) }
+        try check(text, name)
         query.append((name, text))
     }
 
     /// A list is a repeated key (productId=a&productId=b).
     mutating func query<T: APIQueryValue>(_ name: String, _ values: [T]?) throws(AppStoreServerAPIError) {
+        guard (values?.count ?? 0) <= Self.maximumListCount else {
+            throw .argument("\(name) has \(values?.count ?? 0) values; at most \(Self.maximumListCount) are accepted", endpoint)
+        }
         for value in values ?? [] { try query(name, value) }
     }
 

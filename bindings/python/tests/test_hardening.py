@@ -357,3 +357,11 @@ def test_key_material_never_echoed(keys: Path, testpki: Path) -> None:
         leaked = [line for line in lines if line in text]
         assert not leaked, f"{name}: the key shows in {text[:300]!r}"
     assert raised >= 15, f"only {raised} calls failed"
+
+
+def test_oversized_parameter_refused_before_sending(keys: Path, hostile: Hostile) -> None:
+    """A 5 MB transaction id is refused by the core (INVALID_ARGUMENT: Python's ValueError) before anything is signed
+    or sent, as is a list of more than 1,000 product ids; the hostile server would have answered anything."""
+    c = client(keys, hostile.url("ok"))
+    with pytest.raises(ValueError, match="transactionId is 5000000 bytes; at most 8192 are accepted"):
+        c.get_transaction_info("1" * 5_000_000)
