@@ -244,6 +244,37 @@ import Testing
         #expect(throws: LedgerError.self) { _ = try Ledger.open(url, verifier: LedgerFixtures.verifier) }
     }
 
+    /// Recent events come from the database, newest first, whichever handle (process) stored them; paged with
+    /// `before`. The expected order is the order the test ingested them in, and the UUIDs are read from the signed
+    /// payloads here, not by the ledger.
+    @Test func recentEventsAreEveryWritersNewestFirst() throws {
+        let (url, _) = Self.temporaryURL("recent")
+        let a = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let b = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let signed = LedgerFixtures.signed(LedgerFixtures.scenarios[0], delivery: "notifications").map(\.1)
+        #expect(signed.count >= 4)
+        for (i, n) in signed.enumerated() { _ = try (i % 2 == 0 ? a : b).ingest(notification: n) }
+        _ = try a.ingest(notification: signed[0])  // a duplicate is not a new event
+        func uuid(_ jws: String) -> String {
+            var part = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while part.count % 4 != 0 { part += "=" }
+            let json = try! JSONSerialization.jsonObject(with: Data(base64Encoded: part)!) as! [String: Any]
+            return json["notificationUUID"] as! String
+        }
+        let expected = signed.reversed().map(uuid)
+        let first = try a.recentEvents(limit: 3)
+        #expect(first.map(\.result.notificationUUID) == Array(expected.prefix(3)))
+        #expect(first.allSatisfy { $0.result.stored && $0.result.kind == .notification && $0.receivedAt > 1_700_000_000_000 })
+        var walked = first
+        while let last = walked.last, case let page = try b.recentEvents(limit: 3, before: last.eventId), !page.isEmpty {
+            walked += page
+        }
+        #expect(walked.map(\.result.notificationUUID) == expected)
+        #expect(walked.map(\.eventId) == walked.map(\.eventId).sorted(by: >))
+        #expect(throws: LedgerError.self) { _ = try a.recentEvents(limit: 0) }
+        #expect(throws: LedgerError.self) { _ = try a.recentEvents(limit: 1001) }
+    }
+
     /// Group commit: eight threads ingesting at once (every value twice, in different orders) into one file: each
     /// call returns its own result, each distinct value is stored exactly once, and the state is the sequential one.
     @Test func concurrentCallersShareCommits() throws {

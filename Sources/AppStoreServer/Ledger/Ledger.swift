@@ -176,6 +176,14 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Runs `body` under the lock with the state caught up with every process's commits.
+    func withRefreshedState<T>(_ body: (any LedgerStorage, LedgerState) throws(LedgerError) -> T) throws(LedgerError) -> T {
+        try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return try body(c.store, c.state)
+        }
+    }
+
     /// A snapshot of the state engine (a value: later ingests do not change it).
     public func state() throws(LedgerError) -> LedgerState {
         try core.withLock { c throws(LedgerError) in

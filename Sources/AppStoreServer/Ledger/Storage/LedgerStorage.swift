@@ -13,10 +13,20 @@ protocol LedgerStorage: AnyObject, Sendable {
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
     /// Every stored event after `id`, in id order (which is commit order: writers are serialized).
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
+    /// The newest stored events with an id below `before`, newest first, at most `limit` (any process's).
+    func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow]
     /// A value that differs when another connection has committed since it was last read.
     func changeMarker() throws(LedgerError) -> Int64
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64
+}
+
+/// One row of the events table, as stored.
+struct StoredEventRow {
+    let id: Int64
+    let kind: LedgerEventKind
+    let signed: String
+    let receivedAt: Int64
 }
 
 /// The values of the readable tables' rows for one event (the same columns in SQLite and PostgreSQL).

@@ -11,6 +11,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let eventsAfter: SQLiteStatement
     private let dataVersionStatement: SQLiteStatement
     private let beginStatement: SQLiteStatement
+    private let recentEventsStatement: SQLiteStatement
     private let commitStatement: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
@@ -70,6 +71,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id")
         dataVersionStatement = try db.prepare("PRAGMA data_version")
         beginStatement = try db.prepare("BEGIN IMMEDIATE")
+        recentEventsStatement = try db.prepare(
+            "SELECT id, kind, signed, received_at FROM events WHERE id < ? ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
     }
 
@@ -91,6 +94,18 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         while try eventsAfter.step() {
             try each(eventsAfter.int64(0), LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), eventsAfter.text(2) ?? "")
         }
+    }
+
+    func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow] {
+        let s = recentEventsStatement
+        try s.bind([.int(before), .int(Int64(limit))])
+        defer { try? s.bind([]) }  // reset: no read transaction left open
+        var rows: [StoredEventRow] = []
+        while try s.step() {
+            rows.append(StoredEventRow(id: s.int64(0), kind: LedgerEventKind(rawValue: s.text(1) ?? ""),
+                                       signed: s.text(2) ?? "", receivedAt: s.int64(3)))
+        }
+        return rows
     }
 
     /// BEGIN IMMEDIATE: the database's write lock now (another process's writer waits, up to the busy timeout).

@@ -124,6 +124,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         try db.prepare("events_after", """
             SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 ORDER BY id LIMIT 1000
             """, parameters: 1)
+        try db.prepare("recent_events", """
+            SELECT id, kind, signed, received_at FROM appstore_ledger.events WHERE id < $1 ORDER BY id DESC LIMIT $2
+            """, parameters: 2)
         try db.prepare("max_event", "SELECT coalesce(max(id), 0) FROM appstore_ledger.events", parameters: 0)
     }
 
@@ -201,6 +204,18 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                 last = i
             }
             if rows.count < 1000 { return }
+        }
+    }
+
+    func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow] {
+        let rows = try db.run("recent_events", [.int(before), .int(Int64(limit))], prepared: true,
+                              what: "cannot read the ledger's events")
+        return try rows.map { row throws(LedgerError) in
+            guard row.count == 4, let id = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2],
+                  let at = row[3].flatMap({ Int64($0) }) else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            return StoredEventRow(id: id, kind: LedgerEventKind(rawValue: kind), signed: signed, receivedAt: at)
         }
     }
 
