@@ -268,11 +268,13 @@ void appstore_verifier_options_free(appstore_verifier_options *options);
 appstore_status appstore_verifier_options_add_root(appstore_verifier_options *options, const uint8_t *der,
                                                    size_t der_len, appstore_error **err_out);
 
-/* Apple's root certificates, carried by the library so no download is needed. Each is checked against the SHA-256
- * fingerprint Apple publishes (https://www.apple.com/certificateauthority/) when first read; one that does not match
- * is left out. Index 0: Apple Root CA - G3 (App Store signed data); 1: Apple Inc. Root (app receipts). For
- * index < count: the DER (*len_out its length), Apple's name, the fingerprint ("63:34:3A:..."); out of range: NULL
- * and 0, or "". Static storage. */
+/* Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its
+ * SHA-256 fingerprint as Apple publishes it ("63:34:3A:..."). Each is checked against that fingerprint
+ * (https://www.apple.com/certificateauthority/) when first read; one that does not match is left out. First Apple
+ * Root CA - G3 (App Store signed data), then Apple Inc. Root (app receipts).
+ *
+ * Index 0: Apple Root CA - G3; 1: Apple Inc. Root. For index < count: the DER (*len_out its length), the name, the
+ * fingerprint; out of range: NULL and 0, or "". Static storage. */
 size_t appstore_apple_root_count(void);
 const uint8_t *appstore_apple_root_der(size_t index, APPSTORE_OPTIONAL size_t *len_out);
 const char *appstore_apple_root_name(size_t index);
@@ -313,32 +315,41 @@ appstore_status appstore_verifier_new(const appstore_verifier_options *options, 
                                       appstore_error **err_out);
 void appstore_verifier_free(appstore_verifier *verifier);
 
-/* Verify-and-decode calls. `jws`/`jws_len` is the compact JWS (no NUL needed). On success, when json_out is not
- * NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown keys kept);
- * free it with appstore_string_free. json_out may be NULL to verify only. With online checks on and the chain not
- * cached, a call makes up to two OCSP exchanges through the transport, one after the other, on the calling thread
- * (so it may block up to twice the OCSP timeout, if the transport enforces it); a call that waits for another thread
- * checking the same chain waits at most twice the OCSP timeout + 1 s before it checks for itself. */
+/* Verify-and-decode calls (each documented below). `jws`/`jws_len` is the compact JWS (no NUL needed). On success,
+ * when json_out is not NULL, *json_out receives the decoded payload as UTF-8 JSON exactly as Apple signed it (unknown
+ * keys kept); free it with appstore_string_free. json_out may be NULL to verify only. With online checks on and the
+ * chain not cached, a call makes up to two OCSP exchanges through the transport, one after the other, on the calling
+ * thread (so it may block up to twice the OCSP timeout, if the transport enforces it); a call that waits for another
+ * thread checking the same chain waits at most twice the OCSP timeout + 1 s before it checks for itself. */
+
+/* Verifies and decodes an App Store Server Notification V2 signedPayload. */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(ResponseBodyV2DecodedPayload), appstore_error **err_out);
+/* Verifies and decodes a signedTransaction (bundle id, then environment). */
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
                                                      size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(JWSTransactionDecodedPayload), appstore_error **err_out);
+/* Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id). */
 appstore_status appstore_verifier_verify_renewal_info(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(JWSRenewalInfoDecodedPayload), appstore_error **err_out);
+/* Verifies and decodes a signed AppTransaction. */
 appstore_status appstore_verifier_verify_app_transaction(const appstore_verifier *verifier, const char *jws,
                                                          size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(AppTransaction), appstore_error **err_out);
-/* A Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
+/* Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
 appstore_status appstore_verifier_verify_realtime_request(const appstore_verifier *verifier, const char *jws,
                                                           size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(DecodedRealtimeRequestBody), appstore_error **err_out);
-/* Verifies a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo,
- * appData.signedAppTransactionInfo), each at its own effective date. *json_out is
- *   {"notification":{...},"transaction":{...},"renewalInfo":{...},"appTransaction":{...}}
- * with the nested keys present only when the notification carries them. A nested failure fails the call, and
- * the error message starts with the field name (e.g. "data.signedTransactionInfo: ..."). */
+/* Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
+ * data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded
+ * (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). A nested
+ * failure fails the call, and the error message starts with the field name (e.g. "data.signedTransactionInfo: ...").
+ *
+ * *json_out is {"notification":{...},"transaction":{...},"renewalInfo":{...},"appTransaction":{...}} with the nested
+ * keys present only when the notification carries them. */
 appstore_status appstore_verifier_verify_notification_deep(const appstore_verifier *verifier, const char *jws,
                                                            size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(VerifiedNotification), appstore_error **err_out);
 
-/* Chain cache counters since the verifier was created. Any out-pointer may be NULL. */
+/* Chain cache counters since the verifier was created: hits, misses, and the chains cached now.
+ *
+ * Any out-pointer may be NULL. */
 appstore_status appstore_verifier_cache_stats(const appstore_verifier *verifier, APPSTORE_OPTIONAL uint64_t *hits_out,
                                               APPSTORE_OPTIONAL uint64_t *misses_out,
                                               APPSTORE_OPTIONAL uint64_t *entries_out, appstore_error **err_out);
@@ -387,17 +398,21 @@ appstore_status appstore_signing_key_new_with_signer(appstore_signer_fn fn, APPS
                                                      const char *bundle_id, appstore_signing_key **key_out,
                                                      appstore_error **err_out);
 
-/* App Store Server API bearer token: ES256 JWT, header alg/kid/typ JWT, claims iss, iat, exp, aud
- * "appstoreconnect-v1", bid. issued_at: seconds since 1970, 0 = now. lifetime_seconds: 0 = 300; at most 3600
- * (Apple's maximum), larger is rejected. *token_out: free with appstore_string_free. */
+/* An App Store Server API bearer token: an ES256 JWT with header alg, kid and typ JWT and claims iss, iat, exp, aud
+ * "appstoreconnect-v1" and bid.
+ *
+ * issued_at: seconds since 1970, 0 = now. lifetime_seconds: 0 = 300; at most 3600 (Apple's maximum), larger is
+ * rejected. *token_out: free with appstore_string_free. */
 appstore_status appstore_signing_key_create_api_token(const appstore_signing_key *key, int64_t issued_at,
                                                       int64_t lifetime_seconds, char **token_out,
                                                       appstore_error **err_out);
 
-/* Promotional offer signature v1 (StoreKit 1): standard base64 DER ECDSA over the U+2063-joined string of bundle
- * id, key id, product id, offer id, lowercase app_account_token (NULL = ""), lowercase nonce, timestamp (ms).
- * nonce: a UUID, or NULL for a fresh random one; timestamp_ms: 0 = now. On success *signature_out (required),
- * *nonce_out and *timestamp_out (each optional, may be NULL) receive what was signed. */
+/* A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined
+ * string of bundle id, key id, product id, offer id, lowercase application username (app account token), lowercase
+ * nonce and timestamp (milliseconds since 1970).
+ *
+ * app_account_token: NULL = "". nonce: a UUID, or NULL for a fresh random one; timestamp_ms: 0 = now. On success
+ * *signature_out (required), *nonce_out and *timestamp_out (each optional, may be NULL) receive what was signed. */
 appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_signing_key *key,
                                                                  const char *product_id, const char *offer_id,
                                                                  APPSTORE_OPTIONAL const char *app_account_token,
@@ -407,8 +422,8 @@ appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_
                                                                  APPSTORE_OPTIONAL int64_t *timestamp_out,
                                                                  appstore_error **err_out);
 
-/* Promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when not
- * NULL. No exp; fresh lowercase UUID nonce. */
+/* A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
+ * given. No exp; a fresh lowercase UUID nonce. */
 appstore_status appstore_signing_key_create_promotional_offer_v2(const appstore_signing_key *key,
                                                                  const char *product_id,
                                                                  const char *offer_identifier,
@@ -416,20 +431,24 @@ appstore_status appstore_signing_key_create_promotional_offer_v2(const appstore_
                                                                  char **jws_out,
                                                                  appstore_error **err_out);
 
-/* Introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
- * (JSON boolean; allow must be 0 or 1), transactionId (required). */
+/* An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+ * (a JSON boolean) and transactionId, all required.
+ *
+ * allow must be 0 or 1. */
 appstore_status appstore_signing_key_create_introductory_offer_eligibility(const appstore_signing_key *key,
                                                                            const char *product_id, int32_t allow,
                                                                            const char *transaction_id,
                                                                            char **jws_out, appstore_error **err_out);
 
-/* Advanced Commerce in-app JWS (aud "advanced-commerce-api"): `request_json` is one of the four in-app request
- * models as JSON, chosen by its "operation" key (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
- * REACTIVATE_SUBSCRIPTION). It is decoded, validated against Apple's limits (failure: APPSTORE_INVALID_ARGUMENT,
- * reason INVALID_REQUEST, message naming the field), re-encoded with operation and version "1", and its standard
- * base64 is the `request` claim. Keys the model does not know are rejected at every level (APPSTORE_INVALID_ARGUMENT,
- * reason INVALID_ARGUMENT, message naming the key path, e.g. "items[0].descripton"), so nothing given is dropped
- * silently; "version", when given, must be "1". request_json_len at most 1 MiB (1048576). */
+/* An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
+ * request models, chosen by its "operation" (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+ * REACTIVATE_SUBSCRIPTION); it is validated against Apple's limits (a failure names the field), re-encoded with
+ * operation and version "1", and its standard base64 is the `request` claim. Keys the model does not know are refused
+ * at every level (the message names the key path, e.g. "items[0].descripton"), so nothing given is dropped silently;
+ * "version", when given, must be "1".
+ *
+ * `request_json`: the model as JSON, at most 1 MiB (1048576). Failures: APPSTORE_INVALID_ARGUMENT with reason
+ * INVALID_REQUEST (a limit) or INVALID_ARGUMENT (an unknown key). */
 appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
                                                                      const char *request_json
                                                                          APPSTORE_JSON(AdvancedCommerceInAppRequest),
@@ -523,30 +542,37 @@ void appstore_transport_free(appstore_transport *transport);
  * the customer up with the App Store Server API (Get Transaction History); use appstore_receipt_verifier_verify to
  * trust a receipt's contents. */
 
-/* Apple's ReceiptUtility.extractTransactionId(appReceipt:) for a base64 app receipt (PKCS#7, BER or DER, Xcode's
- * extra OCTET STRING wrapping included): *id_out receives the FIRST in-app transaction id, as Apple's Python, Node
- * and Java libraries return it — precisely the first attribute 1703 (transaction id) or 1705 (original transaction
- * id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. (Apple's Swift
- * library returns the last such value instead.) No in-app records: APPSTORE_NOT_FOUND. An id containing a NUL byte
- * cannot be returned as a C string: APPSTORE_INVALID_RECEIPT / RECEIPT_MALFORMED (the JSON of
- * appstore_receipt_extract_transaction_ids carries it, escaped as \u0000). */
+/* The first in-app transaction id of a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING wrapping
+ * included), as Apple's Python, Node and Java libraries return it: precisely the first attribute 1703 (transaction
+ * id) or 1705 (original transaction id) in encoding order, which in Apple's receipts is the transaction id of the
+ * first in-app record. (Apple's Swift library returns the last such value instead.) The signature is not checked.
+ *
+ * Apple's ReceiptUtility.extractTransactionId(appReceipt:). *id_out receives the id. No in-app records:
+ * APPSTORE_NOT_FOUND. An id containing a NUL byte cannot be returned as a C string: APPSTORE_INVALID_RECEIPT /
+ * RECEIPT_MALFORMED (the JSON of appstore_receipt_extract_transaction_ids carries it, escaped as \u0000). */
 appstore_status appstore_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len, char **id_out,
                                                         appstore_error **err_out);
 
-/* Every transaction id of a base64 app receipt, which no Apple library offers. *json_out receives
+/* Every transaction id of a base64 app receipt, which no Apple library offers: transactionIds (attribute 1703 of
+ * each in-app record, in receipt order), originalTransactionIds (the distinct 1705 values in order of first
+ * appearance), inApp (one entry per record with its transactionId and originalTransactionId, each absent when the
+ * record lacks it) and firstTransactionId (the first in-app transaction id, as the single-id extraction returns it).
+ * A receipt without in-app records gives empty lists and no firstTransactionId. The signature is not checked.
+ *
+ * *json_out receives
  *   {"firstTransactionId":"..."|null,"transactionIds":[...],"originalTransactionIds":[...],
  *    "inApp":[{"transactionId":"...","originalTransactionId":"..."},...]}
- * transactionIds: attribute 1703 of each in-app record in receipt order; originalTransactionIds: the distinct 1705
- * values in order of first appearance; inApp: one object per record (keys absent when the record lacks them);
  * firstTransactionId: what appstore_receipt_extract_transaction_id returns. A receipt without in-app records is
  * APPSTORE_OK with empty arrays and a null firstTransactionId. */
 appstore_status appstore_receipt_extract_transaction_ids(const char *receipt_b64, size_t receipt_len,
                                                          char **json_out APPSTORE_JSON(AppReceiptTransactionIds),
                                                          appstore_error **err_out);
 
-/* Apple's ReceiptUtility.extractTransactionId(transactionReceipt:) for an old-style (iOS 6) transaction receipt:
- * base64 text with "purchase-info" = "<base64>"; whose decoded text has "transaction-id" = "<id>"; (matched as
- * Apple's libraries do; the first match wins). No purchase-info or no transaction-id: APPSTORE_NOT_FOUND. */
+/* The transaction id of an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" = "<base64>";
+ * whose decoded text has "transaction-id" = "<id>"; (matched as Apple's libraries do; the first match wins).
+ *
+ * Apple's ReceiptUtility.extractTransactionId(transactionReceipt:). No purchase-info or no transaction-id:
+ * APPSTORE_NOT_FOUND. */
 appstore_status appstore_transaction_receipt_extract_transaction_id(const char *receipt_b64, size_t receipt_len,
                                                                     char **id_out, appstore_error **err_out);
 
@@ -570,7 +596,11 @@ void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
  * creation date (attribute 12; at the current time when the receipt has none, and the output says so), exactly
  * signer <- intermediate <- root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer,
  * 1.2.840.113635.100.6.2.1 on the intermediate); the documented fields; the bundle id. Signature first, so that
- * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED.
+ * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED. The result: the
+ * receipt's documented fields (bundle id, versions, creation and expiration dates, the in-app records) and how it was
+ * verified (the effective date and its source, the signer). Xcode (StoreKit testing) receipts are signed by a local
+ * self-signed certificate and do not verify.
+ *
  * On success, when json_out is not NULL, *json_out receives (absent fields left out, dates in ms since 1970):
  *   {"bundleId":"...","applicationVersion":"...","originalApplicationVersion":"...",
  *    "receiptCreationDate":ms,"receiptExpirationDate":ms,
@@ -585,8 +615,7 @@ void appstore_receipt_verifier_free(appstore_receipt_verifier *verifier);
  *   APPSTORE_VERIFICATION_FAILURE   SIGNER_MISSING, UNTRUSTED_CHAIN, EXPIRED (a certificate not valid at the
  *                                   effective date), MISSING_MARKER_OID, BAD_SIGNATURE (signature or content digest)
  *   APPSTORE_INVALID_APP_IDENTIFIER WRONG_BUNDLE
- *   APPSTORE_INVALID_ARGUMENT       NULL verifier, NULL / empty receipt, receipt text not UTF-8
- * Xcode (StoreKit testing) receipts are signed by a local self-signed certificate and do not verify. */
+ *   APPSTORE_INVALID_ARGUMENT       NULL verifier, NULL / empty receipt, receipt text not UTF-8 */
 appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier *verifier, const char *receipt_b64,
                                                  size_t receipt_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(VerifiedAppReceiptFields), appstore_error **err_out);
 
@@ -924,23 +953,29 @@ appstore_status appstore_verifier_options_set_transport(appstore_verifier_option
  * are serialized inside); several processes may open one SQLite file (each catches up with the others' writes). */
 typedef struct appstore_ledger appstore_ledger;
 
-/* Opens the ledger at `url`, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
- * "sqlite::memory:" (lives until appstore_ledger_free). The schema is created or migrated and the state rebuilt from
- * the stored events. Values are verified with `verifier` (the ledger keeps its own reference: free yours whenever).
- * Failure: APPSTORE_INVALID_ARGUMENT (a URL it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer
- * schema), APPSTORE_INTERNAL_ERROR (storage; the message is SQLite's). */
+/* Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+ * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt from
+ * the stored events. Every value it records is verified with the given verifier.
+ *
+ * The ledger keeps its own reference to `verifier`: free yours whenever. Failure: APPSTORE_INVALID_ARGUMENT (a URL
+ * it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer schema), APPSTORE_INTERNAL_ERROR (storage; the
+ * message is SQLite's). */
 appstore_status appstore_ledger_open(const char *url, const appstore_verifier *verifier, appstore_ledger **ledger_out,
                                      appstore_error **err_out);
-/* Closes the database and frees the ledger. NULL is ignored. */
+/* Closes the database and frees the ledger.
+ *
+ * NULL is ignored. */
 void appstore_ledger_free(appstore_ledger *ledger);
 
 /* Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a
  * transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
- * renewal info (Get All Subscription Statuses). `jws`/`jws_len` as for the verify calls (at most the verifier's
- * max_jws_bytes, checked before any byte is read). Returns once the event is durable (committed with SQLite
+ * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
  * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
- * *result_out (optional) receives what happened: "stored" is false when the same payload was already there, and for a
- * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate). */
+ * The result says what happened: "stored" is false when the same payload was already there, and for a notification
+ * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate).
+ *
+ * `jws`/`jws_len` as for the verify calls (at most the verifier's max_jws_bytes, checked before any byte is read).
+ * *result_out (optional) receives the result. */
 appstore_status appstore_ledger_ingest_notification(appstore_ledger *ledger, const char *jws, size_t jws_len,
                                                     APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
                                                     appstore_error **err_out);
@@ -951,16 +986,19 @@ appstore_status appstore_ledger_ingest_renewal_info(appstore_ledger *ledger, con
                                                     APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
                                                     appstore_error **err_out);
 
-/* One subscription (its originalTransactionId) at `at_ms` (milliseconds since 1970; 0 = now): Apple's status (1-5),
- * product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
- * Every fact signed at or before that instant counts, later ones do not. *json_out is "null" when the ledger knows
- * nothing of it then. */
+/* One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry,
+ * grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact signed at
+ * or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it then.
+ *
+ * at_ms: milliseconds since 1970; 0 = now. *json_out is "null" when the ledger knows nothing of it then. */
 appstore_status appstore_ledger_query_subscription(const appstore_ledger *ledger, const char *original_transaction_id,
                                                    int64_t at_ms, char **json_out APPSTORE_JSON(LedgerSubscription),
                                                    appstore_error **err_out);
-/* One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at `at_ms`
- * (0 = now): the products they are entitled to, each with why and until when, their subscriptions, their one-time
- * purchases, and consumables bought and refunded. An unknown customer has empty lists. */
+/* One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
+ * instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their
+ * one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+ *
+ * at_ms: milliseconds since 1970; 0 = now. */
 appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, const char *customer_id, int64_t at_ms,
                                                char **json_out APPSTORE_JSON(LedgerCustomer), appstore_error **err_out);
 /* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate. */

@@ -15,7 +15,10 @@ conventions, stated once here:
     not return a status accept NULL;
   - a `const char *` / `const uint8_t *` result is owned by the library: static for functions without a handle
     argument, else it lives as long as the handle it came from;
-  - APPSTORE_OPTIONAL marks a pointer that may be NULL; APPSTORE_JSON(Model) names the JSON shape (spec/models.json).
+  - APPSTORE_OPTIONAL marks a pointer that may be NULL; APPSTORE_JSON(Model) names the JSON shape (spec/models.json);
+  - the comment above a prototype (or above the run of prototypes it belongs to) is its `doc`, and the comment's first
+    paragraph its `summary`: what the function does in every language, carried into the Python docstrings and the
+    TypeScript declarations (binding_docs.py).
 An unknown parameter shape is an error, so a new kind of parameter makes the generator fail until a rule covers it.
 """
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 
-from .header_parser import parse_defines, parse_header, prototype_docs
+from .header_parser import parse_defines, parse_header, prototype_doc_paragraphs
 from .spec import ROOT, Spec
 
 HEADER = "include/appstoreserver.h"
@@ -146,7 +149,7 @@ def render(spec: Spec, header_text: str | None = None) -> str:
     if header_text is None:
         header_text = (ROOT / HEADER).read_text(encoding="utf-8")
     typedefs, protos, problems = parse_header(str(ROOT / HEADER), header_text)
-    docs = prototype_docs(header_text)
+    docs = prototype_doc_paragraphs(header_text)
     if problems:
         raise ABIError("; ".join(problems))
     handles = _handles(typedefs)
@@ -166,7 +169,9 @@ def render(spec: Spec, header_text: str | None = None) -> str:
             ret["kind"] = "value"
         entry = {"name": name, "returns": ret, "params": params}
         if name in docs:
-            entry["doc"] = docs[name]
+            # doc: the whole comment; summary: its first paragraph, what the bindings carry (binding_docs.py).
+            entry["doc"] = " ".join(docs[name])
+            entry["summary"] = docs[name][0]
         functions.append(entry)
     callbacks = []
     for tname, text in typedefs:

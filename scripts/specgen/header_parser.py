@@ -142,9 +142,21 @@ def prototype_docs(text: str) -> dict[str, str]:
     """The documentation of each function: the comment right above it, or above the run of prototypes it belongs to
     (a comment documents the declarations that follow it up to the next blank line or comment), as one line of
     text."""
-    docs: dict[str, str] = {}
-    comment: list[str] | None = None
-    current: str | None = None
+    return {name: " ".join(paragraphs) for name, paragraphs in prototype_doc_paragraphs(text).items()}
+
+
+def prototype_summaries(text: str) -> dict[str, str]:
+    """The summary of each documented function: the first paragraph of its comment (paragraphs are separated by an
+    empty comment line, ` *`). By the header's rule (CONTRIBUTING.md, "Documenting a C export") it says what the
+    function does in words that hold in every language; the bindings carry it into their docstrings."""
+    return {name: paragraphs[0] for name, paragraphs in prototype_doc_paragraphs(text).items()}
+
+
+def prototype_doc_paragraphs(text: str) -> dict[str, list[str]]:
+    """The comment of each function (see prototype_docs) as its paragraphs, each one line of text."""
+    docs: dict[str, list[str]] = {}
+    comment: list[str] = []
+    current: list[str] | None = None
     in_comment = False
     for line in text.splitlines():
         stripped = line.strip()
@@ -152,12 +164,12 @@ def prototype_docs(text: str) -> dict[str, str]:
             comment.append(stripped)
             if "*/" in stripped:
                 in_comment = False
-                current = _comment_text(comment)
+                current = _comment_paragraphs(comment)
             continue
         if stripped.startswith("/*"):
             comment = [stripped]
             if "*/" in stripped:
-                current = _comment_text(comment)
+                current = _comment_paragraphs(comment)
             else:
                 in_comment = True
             continue
@@ -170,8 +182,18 @@ def prototype_docs(text: str) -> dict[str, str]:
     return docs
 
 
-def _comment_text(lines: list[str]) -> str:
-    text = " ".join(lines)
-    text = re.sub(r"^/\*+|\*+/$", "", text.strip())
-    text = re.sub(r"\s\*\s", " ", text)
-    return " ".join(text.split())
+def _comment_paragraphs(lines: list[str]) -> list[str]:
+    paragraphs: list[list[str]] = [[]]
+    for i, line in enumerate(lines):
+        if i == 0:
+            line = re.sub(r"^/\*+", "", line)
+        if line.endswith("*/"):
+            line = line[:-2].rstrip("*")
+        if i > 0 and line.startswith("*"):
+            line = line[1:]
+        if not line.strip():
+            if paragraphs[-1] and 0 < i < len(lines) - 1:
+                paragraphs.append([])
+            continue
+        paragraphs[-1].append(line.strip())
+    return [" ".join(" ".join(p).split()) for p in paragraphs if p]

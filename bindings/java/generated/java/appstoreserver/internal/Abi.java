@@ -29,13 +29,13 @@ public final class Abi {
     public static native void verifier_options_free(long options);
     /** appstore_verifier_options_add_root: Adds trusted root certificates (copied): one DER certificate, or PEM text with one or more CERTIFICATE blocks (each becomes a root). */
     public static native void verifier_options_add_root(long options, byte[] der);
-    /** appstore_apple_root_count: Apple's root certificates, carried by the library so no download is needed. */
+    /** appstore_apple_root_count: Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its SHA-256 fingerprint as Apple publishes it ("63:34:3A:..."). */
     public static native long apple_root_count();
-    /** appstore_apple_root_der: Apple's root certificates, carried by the library so no download is needed. */
+    /** appstore_apple_root_der: Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its SHA-256 fingerprint as Apple publishes it ("63:34:3A:..."). */
     public static native byte[] apple_root_der(long index);
-    /** appstore_apple_root_name: Apple's root certificates, carried by the library so no download is needed. */
+    /** appstore_apple_root_name: Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its SHA-256 fingerprint as Apple publishes it ("63:34:3A:..."). */
     public static native byte[] apple_root_name(long index);
-    /** appstore_apple_root_sha256: Apple's root certificates, carried by the library so no download is needed. */
+    /** appstore_apple_root_sha256: Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its SHA-256 fingerprint as Apple publishes it ("63:34:3A:..."). */
     public static native byte[] apple_root_sha256(long index);
     /** appstore_verifier_options_set_bundle_id: The app's bundle identifier (NUL-terminated UTF-8, copied). */
     public static native void verifier_options_set_bundle_id(long options, byte[] bundle_id);
@@ -53,33 +53,33 @@ public final class Abi {
     public static native long verifier_new(long options);
     /** appstore_verifier_free */
     public static native void verifier_free(long verifier);
-    /** appstore_verifier_verify_notification: Verify-and-decode calls. */
+    /** appstore_verifier_verify_notification: Verifies and decodes an App Store Server Notification V2 signedPayload. */
     public static native byte[] verifier_verify_notification(long verifier, byte[] jws);
-    /** appstore_verifier_verify_transaction: Verify-and-decode calls. */
+    /** appstore_verifier_verify_transaction: Verifies and decodes a signedTransaction (bundle id, then environment). */
     public static native byte[] verifier_verify_transaction(long verifier, byte[] jws);
-    /** appstore_verifier_verify_renewal_info: Verify-and-decode calls. */
+    /** appstore_verifier_verify_renewal_info: Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id). */
     public static native byte[] verifier_verify_renewal_info(long verifier, byte[] jws);
-    /** appstore_verifier_verify_app_transaction: Verify-and-decode calls. */
+    /** appstore_verifier_verify_app_transaction: Verifies and decodes a signed AppTransaction. */
     public static native byte[] verifier_verify_app_transaction(long verifier, byte[] jws);
-    /** appstore_verifier_verify_realtime_request: A Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
+    /** appstore_verifier_verify_realtime_request: Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
     public static native byte[] verifier_verify_realtime_request(long verifier, byte[] jws);
-    /** appstore_verifier_verify_notification_deep: Verifies a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date. */
+    /** appstore_verifier_verify_notification_deep: Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). */
     public static native byte[] verifier_verify_notification_deep(long verifier, byte[] jws);
-    /** appstore_verifier_cache_stats: Chain cache counters since the verifier was created. */
+    /** appstore_verifier_cache_stats: Chain cache counters since the verifier was created: hits, misses, and the chains cached now. */
     public static native Object[] verifier_cache_stats(long verifier);
     /** appstore_signing_key_new: `pem`/`pem_len`: the .p8 text, parsed in place (the library makes no copy of it; the caller owns and clears its buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. */
     public static native long signing_key_new(byte[] pem, byte[] key_id, byte[] issuer_id, byte[] bundle_id);
     /** appstore_signing_key_free: `pem`/`pem_len`: the .p8 text, parsed in place (the library makes no copy of it; the caller owns and clears its buffer); pem_len at most 1 MiB (1048576), larger is APPSTORE_INVALID_ARGUMENT before any byte is read. */
     public static native void signing_key_free(long key);
-    /** appstore_signing_key_create_api_token: App Store Server API bearer token: ES256 JWT, header alg/kid/typ JWT, claims iss, iat, exp, aud "appstoreconnect-v1", bid. */
+    /** appstore_signing_key_create_api_token: An App Store Server API bearer token: an ES256 JWT with header alg, kid and typ JWT and claims iss, iat, exp, aud "appstoreconnect-v1" and bid. */
     public static native byte[] signing_key_create_api_token(long key, long issued_at, long lifetime_seconds);
-    /** appstore_signing_key_create_promotional_offer_v1: Promotional offer signature v1 (StoreKit 1): standard base64 DER ECDSA over the U+2063-joined string of bundle id, key id, product id, offer id, lowercase app_account_token (NULL = ""), lowercase nonce, timestamp (ms). */
+    /** appstore_signing_key_create_promotional_offer_v1: A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined string of bundle id, key id, product id, offer id, lowercase application username (app account token), lowercase nonce and timestamp (milliseconds since 1970). */
     public static native Object[] signing_key_create_promotional_offer_v1(long key, byte[] product_id, byte[] offer_id, byte[] app_account_token, byte[] nonce, long timestamp_ms);
-    /** appstore_signing_key_create_promotional_offer_v2: Promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when not NULL. */
+    /** appstore_signing_key_create_promotional_offer_v2: A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is given. */
     public static native byte[] signing_key_create_promotional_offer_v2(long key, byte[] product_id, byte[] offer_identifier, byte[] transaction_id);
-    /** appstore_signing_key_create_introductory_offer_eligibility: Introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer (JSON boolean; allow must be 0 or 1), transactionId (required). */
+    /** appstore_signing_key_create_introductory_offer_eligibility: An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer (a JSON boolean) and transactionId, all required. */
     public static native byte[] signing_key_create_introductory_offer_eligibility(long key, byte[] product_id, int allow, byte[] transaction_id);
-    /** appstore_signing_key_create_advanced_commerce_in_app: Advanced Commerce in-app JWS (aud "advanced-commerce-api"): `request_json` is one of the four in-app request models as JSON, chosen by its "operation" key (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION, REACTIVATE_SUBSCRIPTION). */
+    /** appstore_signing_key_create_advanced_commerce_in_app: An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). */
     public static native byte[] signing_key_create_advanced_commerce_in_app(long key, byte[] request_json);
     /** appstore_http_response_set_status: For use inside the callback only; `response` is valid until the callback returns. */
     public static native void http_response_set_status(long response, int status);
@@ -91,11 +91,11 @@ public final class Abi {
     public static native long http_response_body_limit(long response);
     /** appstore_transport_free */
     public static native void transport_free(long transport);
-    /** appstore_receipt_extract_transaction_id: Apple's ReceiptUtility.extractTransactionId(appReceipt:) for a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING wrapping included): *id_out receives the FIRST in-app transaction id, as Apple's Python, Node and Java libraries return it — precisely the first attribute 1703 (transaction id) or 1705 (original transaction id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. */
+    /** appstore_receipt_extract_transaction_id: The first in-app transaction id of a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING wrapping included), as Apple's Python, Node and Java libraries return it: precisely the first attribute 1703 (transaction id) or 1705 (original transaction id) in encoding order, which in Apple's receipts is the transaction id of the first in-app record. */
     public static native byte[] receipt_extract_transaction_id(byte[] receipt_b64);
-    /** appstore_receipt_extract_transaction_ids: Every transaction id of a base64 app receipt, which no Apple library offers. */
+    /** appstore_receipt_extract_transaction_ids: Every transaction id of a base64 app receipt, which no Apple library offers: transactionIds (attribute 1703 of each in-app record, in receipt order), originalTransactionIds (the distinct 1705 values in order of first appearance), inApp (one entry per record with its transactionId and originalTransactionId, each absent when the record lacks it) and firstTransactionId (the first in-app transaction id, as the single-id extraction returns it). */
     public static native byte[] receipt_extract_transaction_ids(byte[] receipt_b64);
-    /** appstore_transaction_receipt_extract_transaction_id: Apple's ReceiptUtility.extractTransactionId(transactionReceipt:) for an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" = "&lt;base64&gt;"; whose decoded text has "transaction-id" = "&lt;id&gt;"; (matched as Apple's libraries do; the first match wins). */
+    /** appstore_transaction_receipt_extract_transaction_id: The transaction id of an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" = "&lt;base64&gt;"; whose decoded text has "transaction-id" = "&lt;id&gt;"; (matched as Apple's libraries do; the first match wins). */
     public static native byte[] transaction_receipt_extract_transaction_id(byte[] receipt_b64);
     /** appstore_receipt_verifier_new: `root_ders[i]`/`root_lens[i]` for i &lt; root_count: root certificates (copied), each DER or PEM text with one or more certificates, the only trust anchors; for App Store receipts, Apple Inc. */
     public static native long receipt_verifier_new(byte[][] root_ders, byte[] bundle_id);
@@ -173,7 +173,7 @@ public final class Abi {
     public static native byte[] api_client_call_all_pages(long client, byte[] endpoint, byte[] params_json);
     /** appstore_verifier_options_set_transport: The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed to the callback; 0 = 30000, Apple's; the callback must enforce it, see Transport). */
     public static native void verifier_options_set_transport(long options, long transport, long timeout_ms);
-    /** appstore_ledger_open: Opens the ledger at `url`, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or "sqlite::memory:" (lives until appstore_ledger_free). */
+    /** appstore_ledger_open: Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or "sqlite::memory:" (lives until the ledger is closed). */
     public static native long ledger_open(byte[] url, long verifier);
     /** appstore_ledger_free: Closes the database and frees the ledger. */
     public static native void ledger_free(long ledger);
@@ -183,9 +183,9 @@ public final class Abi {
     public static native byte[] ledger_ingest_transaction(long ledger, byte[] jws);
     /** appstore_ledger_ingest_renewal_info: Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a renewal info (Get All Subscription Statuses). */
     public static native byte[] ledger_ingest_renewal_info(long ledger, byte[] jws);
-    /** appstore_ledger_query_subscription: One subscription (its originalTransactionId) at `at_ms` (milliseconds since 1970; 0 = now): Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. */
+    /** appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. */
     public static native byte[] ledger_query_subscription(long ledger, byte[] original_transaction_id, long at_ms);
-    /** appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at `at_ms` (0 = now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded. */
+    /** appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded. */
     public static native byte[] ledger_query_customer(long ledger, byte[] customer_id, long at_ms);
     /** appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate. */
     public static native byte[] ledger_query_summary(long ledger);
