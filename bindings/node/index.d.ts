@@ -3,6 +3,9 @@
 // generated from the spec (generated/types.d.ts; the endpoint and verify methods as interfaces the classes below
 // merge); the classes below are written by hand, and test/types.test.js compiles them with tsc --strict against the
 // JavaScript: every export, every class member and every enum member, both ways.
+// A comment ending with `@cfunction appstore_...` documents a method that wraps that C function: its first
+// paragraph is the function's summary in include/appstoreserver.h, rendered by scripts/generate
+// (scripts/specgen/binding_docs.py; do not edit it here); the Node notes follow an empty line (test/docs.test.js).
 import {
     AppStoreServerAPIEndpoints,
     SignedDataVerifierOperations,
@@ -127,7 +130,15 @@ export interface AppleRootCertificate {
 export declare function appleRootCertificates(): Uint8Array[];
 /** Apple Inc. Root (DER), the anchor of app receipts. */
 export declare function appleReceiptRootCertificates(): Uint8Array[];
-/** Every root the library carries, with its name and fingerprint. */
+/**
+ * Apple's root certificates, carried by the library so no download is needed, each with Apple's name and its SHA-256
+ * fingerprint as Apple publishes it ("63:34:3A:..."). Each is checked against that fingerprint
+ * (https://www.apple.com/certificateauthority/) when first read; one that does not match is left out. First Apple
+ * Root CA - G3 (App Store signed data), then Apple Inc. Root (app receipts).
+ *
+ * Each as an AppleRootCertificate (name, sha256Fingerprint, der).
+ * @cfunction appstore_apple_root_der
+ */
 export declare function appleRootCertificateDetails(): AppleRootCertificate[];
 
 /** A .p8 PEM (App Store Connect's key file, as text) or an ExternalSigner. */
@@ -195,7 +206,10 @@ export declare class SignedDataVerifier {
     protected readonly environment: Environment;
     protected readonly bundleId: string;
     protected readonly appAppleId: number | undefined | null;
-    /** Chain cache counters since the verifier was created. */
+    /**
+     * Chain cache counters since the verifier was created: hits, misses, and the chains cached now.
+     * @cfunction appstore_verifier_cache_stats
+     */
     cacheStats(): { hits: number; misses: number; entries: number };
     /** Frees the library's verifier now (calls in flight complete first); later calls throw. */
     close(): void;
@@ -274,10 +288,21 @@ export declare class AppStoreServerAPIClient {
     /** A `...Pages` method's pages, each with the environment that answered it. */
     answer<M extends EndpointPagesMethods>(method: M, ...args: Parameters<AppStoreServerAPIEndpoints[M]>):
         AsyncIterableIterator<Answer<PageOf<ReturnType<AppStoreServerAPIEndpoints[M]>>>>;
-    /** A fresh App Store Server API bearer token (ES256, 5 minutes). Refuses an ExternalSigner: use
-     *  createBearerTokenAsync. */
+    /**
+     * An App Store Server API bearer token: an ES256 JWT with header alg, kid and typ JWT and claims iss, iat, exp,
+     * aud "appstoreconnect-v1" and bid.
+     *
+     * Valid for 5 minutes from now. Refuses an ExternalSigner: use createBearerTokenAsync.
+     * @cfunction appstore_signing_key_create_api_token
+     */
     createBearerToken(): string;
-    /** createBearerToken on the libuv thread pool; works with an ExternalSigner. */
+    /**
+     * An App Store Server API bearer token: an ES256 JWT with header alg, kid and typ JWT and claims iss, iat, exp,
+     * aud "appstoreconnect-v1" and bid.
+     *
+     * createBearerToken on the libuv thread pool; works with an ExternalSigner.
+     * @cfunction appstore_signing_key_create_api_token
+     */
     createBearerTokenAsync(): Promise<string>;
     /** Frees the library's client and key now; later calls throw (with an ExternalSigner, calls still waiting for a
      *  signature fail with reason "signer_failed"). */
@@ -291,9 +316,24 @@ export interface AppStoreServerAPIClient extends AppStoreServerAPIEndpoints {}
  *  below. */
 export declare class PromotionalOfferSignatureCreator {
     constructor(signingKey: SigningKey, keyId: string, bundleId: string);
+    /**
+     * A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined
+     * string of bundle id, key id, product id, offer id, lowercase application username (app account token),
+     * lowercase nonce and timestamp (milliseconds since 1970).
+     *
+     * Apple's arguments: nonce a UUID, timestamp in milliseconds since 1970. A failure throws AppStoreServerError.
+     * @cfunction appstore_signing_key_create_promotional_offer_v1
+     */
     createSignature(productIdentifier: string, subscriptionOfferID: string, appAccountToken: string, nonce: string,
                     timestamp: number): string;
-    /** createSignature on the libuv thread pool. */
+    /**
+     * A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined
+     * string of bundle id, key id, product id, offer id, lowercase application username (app account token),
+     * lowercase nonce and timestamp (milliseconds since 1970).
+     *
+     * createSignature on the libuv thread pool.
+     * @cfunction appstore_signing_key_create_promotional_offer_v1
+     */
     createSignatureAsync(productIdentifier: string, subscriptionOfferID: string, appAccountToken: string,
                          nonce: string, timestamp: number): Promise<string>;
     close(): void;
@@ -301,36 +341,141 @@ export declare class PromotionalOfferSignatureCreator {
 
 export declare class PromotionalOfferV2SignatureCreator {
     constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
+    /**
+     * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
+     * given. No exp; a fresh lowercase UUID nonce.
+     *
+     * Without transactionId: no transactionId claim.
+     * @cfunction appstore_signing_key_create_promotional_offer_v2
+     */
     createSignature(productId: string, offerIdentifier: string, transactionId?: string | undefined): string;
+    /**
+     * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
+     * given. No exp; a fresh lowercase UUID nonce.
+     *
+     * createSignature on the libuv thread pool.
+     * @cfunction appstore_signing_key_create_promotional_offer_v2
+     */
     createSignatureAsync(productId: string, offerIdentifier: string, transactionId?: string | undefined): Promise<string>;
     close(): void;
 }
 
 export declare class IntroductoryOfferEligibilitySignatureCreator {
     constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
+    /**
+     * An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+     * (a JSON boolean) and transactionId, all required.
+     * @cfunction appstore_signing_key_create_introductory_offer_eligibility
+     */
     createSignature(productId: string, allowIntroductoryOffer: boolean, transactionId: string): string;
+    /**
+     * An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+     * (a JSON boolean) and transactionId, all required.
+     *
+     * createSignature on the libuv thread pool.
+     * @cfunction appstore_signing_key_create_introductory_offer_eligibility
+     */
     createSignatureAsync(productId: string, allowIntroductoryOffer: boolean, transactionId: string): Promise<string>;
     close(): void;
 }
 
 export declare class AdvancedCommerceInAppSignatureCreator {
     constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
+    /**
+     * An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
+     * request models, chosen by its "operation" (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+     * REACTIVATE_SUBSCRIPTION); it is validated against Apple's limits (a failure names the field), re-encoded with
+     * operation and version "1", and its standard base64 is the `request` claim. Keys the model does not know are
+     * refused at every level (the message names the key path, e.g. "items[0].descripton"), so nothing given is
+     * dropped silently; "version", when given, must be "1".
+     *
+     * The request: one of the four in-app request models, or its JSON object. A request the library refuses throws
+     * AppStoreServerError naming the field.
+     * @cfunction appstore_signing_key_create_advanced_commerce_in_app
+     */
     createSignature(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): string;
+    /**
+     * An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
+     * request models, chosen by its "operation" (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+     * REACTIVATE_SUBSCRIPTION); it is validated against Apple's limits (a failure names the field), re-encoded with
+     * operation and version "1", and its standard base64 is the `request` claim. Keys the model does not know are
+     * refused at every level (the message names the key path, e.g. "items[0].descripton"), so nothing given is
+     * dropped silently; "version", when given, must be "1".
+     *
+     * createSignature on the libuv thread pool.
+     * @cfunction appstore_signing_key_create_advanced_commerce_in_app
+     */
     createSignatureAsync(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
     close(): void;
 }
 
 /** Apple's ReceiptUtility (ids are read, not verified), plus every id of an app receipt. */
 export declare class ReceiptUtility {
+    /**
+     * The first in-app transaction id of a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING
+     * wrapping included), as Apple's Python, Node and Java libraries return it: precisely the first attribute 1703
+     * (transaction id) or 1705 (original transaction id) in encoding order, which in Apple's receipts is the
+     * transaction id of the first in-app record. (Apple's Swift library returns the last such value instead.) The
+     * signature is not checked.
+     *
+     * null when the receipt has no in-app purchases.
+     * @cfunction appstore_receipt_extract_transaction_id
+     */
     extractTransactionIdFromAppReceipt(appReceipt: string): string | null;
+    /**
+     * The transaction id of an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" = "<base64>";
+     * whose decoded text has "transaction-id" = "<id>"; (matched as Apple's libraries do; the first match wins).
+     *
+     * null when the receipt has no transaction id.
+     * @cfunction appstore_transaction_receipt_extract_transaction_id
+     */
     extractTransactionIdFromTransactionReceipt(transactionReceipt: string): string | null;
+    /**
+     * Every transaction id of a base64 app receipt, which no Apple library offers: transactionIds (attribute 1703 of
+     * each in-app record, in receipt order), originalTransactionIds (the distinct 1705 values in order of first
+     * appearance), inApp (one entry per record with its transactionId and originalTransactionId, each absent when the
+     * record lacks it) and firstTransactionId (the first in-app transaction id, as the single-id extraction returns
+     * it). A receipt without in-app records gives empty lists and no firstTransactionId. The signature is not
+     * checked.
+     * @cfunction appstore_receipt_extract_transaction_ids
+     */
     extractTransactionIdsFromAppReceipt(appReceipt: string): AppReceiptTransactionIds;
 }
 
 /** App receipt verification (beyond Apple's libraries): PKCS#7 signature, chain to the roots, bundle id. */
 export declare class ReceiptVerifier {
     constructor(rootCertificates: Uint8Array[], bundleId?: string | null);
+    /**
+     * Verifies a base64 app receipt, in order: the PKCS#7 SignedData structure and the receipt attributes (bounded
+     * parse); the PKCS#7 signature over the content with the signer certificate's key (OpenSSL), which authenticates
+     * the content; then the signer certificate's chain to a configured root, validated at the now-authenticated
+     * creation date (attribute 12; at the current time when the receipt has none, and the output says so), exactly
+     * signer <- intermediate <- root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer,
+     * 1.2.840.113635.100.6.2.1 on the intermediate); the documented fields; the bundle id. Signature first, so that
+     * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED. The result: the
+     * receipt's documented fields (bundle id, versions, creation and expiration dates, the in-app records) and how it
+     * was verified (the effective date and its source, the signer). Xcode (StoreKit testing) receipts are signed by a
+     * local self-signed certificate and do not verify.
+     *
+     * Runs on the libuv thread pool; a receipt that does not verify rejects with VerificationException.
+     * @cfunction appstore_receipt_verifier_verify
+     */
     verify(appReceipt: string): Promise<VerifiedAppReceiptFields>;
+    /**
+     * Verifies a base64 app receipt, in order: the PKCS#7 SignedData structure and the receipt attributes (bounded
+     * parse); the PKCS#7 signature over the content with the signer certificate's key (OpenSSL), which authenticates
+     * the content; then the signer certificate's chain to a configured root, validated at the now-authenticated
+     * creation date (attribute 12; at the current time when the receipt has none, and the output says so), exactly
+     * signer <- intermediate <- root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer,
+     * 1.2.840.113635.100.6.2.1 on the intermediate); the documented fields; the bundle id. Signature first, so that
+     * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED. The result: the
+     * receipt's documented fields (bundle id, versions, creation and expiration dates, the in-app records) and how it
+     * was verified (the effective date and its source, the signer). Xcode (StoreKit testing) receipts are signed by a
+     * local self-signed certificate and do not verify.
+     *
+     * Runs on the calling thread; a receipt that does not verify throws VerificationException.
+     * @cfunction appstore_receipt_verifier_verify
+     */
     verifySync(appReceipt: string): VerifiedAppReceiptFields;
     close(): void;
 }
@@ -346,29 +491,94 @@ export type LedgerInstant = Date | number;
 export declare class Ledger {
     /** Internal (the library's handle): use Ledger.open(url, verifier). */
     constructor(handle: never, url: string, verifier: SignedDataVerifier);
-    /** Opens (creating it if needed) the ledger at "sqlite:/path/to/ledger.db" (also "sqlite:///path") or
-     *  "sqlite::memory:"; the schema is migrated and the state rebuilt from the stored events. */
+    /**
+     * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+     * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt
+     * from the stored events. Every value it records is verified with the given verifier.
+     *
+     * Runs on the libuv thread pool.
+     * @cfunction appstore_ledger_open
+     */
     static open(url: string, verifier: SignedDataVerifier): Promise<Ledger>;
-    /** Ledger.open on the calling thread. */
+    /**
+     * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+     * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt
+     * from the stored events. Every value it records is verified with the given verifier.
+     *
+     * Ledger.open on the calling thread.
+     * @cfunction appstore_ledger_open
+     */
     static openSync(url: string, verifier: SignedDataVerifier): Ledger;
     /** The URL it was opened with. */
     readonly url: string;
     /** The verifier every ingested value goes through. */
     readonly verifier: SignedDataVerifier;
-    /** Verifies a notification's signedPayload deeply and records it; resolves once it is durable (stored: false
-     *  when the same payload was already there; appleStatus / engineStatus / agrees: the oracle). */
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
+     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
+     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * A notification's signedPayload; resolves once it is durable.
+     * @cfunction appstore_ledger_ingest_notification
+     */
     ingestNotification(signedPayload: string | Uint8Array): Promise<LedgerIngestResult>;
-    /** Verifies a signed transaction and records it; resolves once it is durable. */
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
+     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
+     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * A signed transaction; resolves once it is durable.
+     * @cfunction appstore_ledger_ingest_transaction
+     */
     ingestTransaction(signedTransaction: string | Uint8Array): Promise<LedgerIngestResult>;
-    /** Verifies a signed renewal info and records it; resolves once it is durable. */
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
+     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
+     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * A signed renewal info; resolves once it is durable.
+     * @cfunction appstore_ledger_ingest_renewal_info
+     */
     ingestRenewalInfo(signedRenewalInfo: string | Uint8Array): Promise<LedgerIngestResult>;
-    /** The subscription at `at` (default now); null when the ledger knows no transaction of it then. */
+    /**
+     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product,
+     * expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact
+     * signed at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it
+     * then.
+     *
+     * No subscription: null.
+     * @cfunction appstore_ledger_query_subscription
+     */
     subscription(originalTransactionId: string, at?: LedgerInstant | null): Promise<LedgerSubscription | null>;
-    /** The customer (an appAccountToken, or the originalTransactionId of purchases without one) at `at`: the
-     *  products they are entitled to, why and until when, their subscriptions, purchases and consumables. */
+    /**
+     * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
+     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
+     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     * @cfunction appstore_ledger_query_customer
+     */
     customer(customerId: string, at?: LedgerInstant | null): Promise<LedgerCustomer>;
-    /** Counts, and the oracle's disagreements with Apple's data.status. */
+    /**
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     * @cfunction appstore_ledger_query_summary
+     */
     summary(): Promise<LedgerSummary>;
-    /** Closes the database and frees the ledger (calls in flight complete first); later calls reject. */
+    /**
+     * Closes the database and frees the ledger.
+     *
+     * Calls in flight complete first; later calls reject.
+     * @cfunction appstore_ledger_free
+     */
     close(): void;
 }

@@ -879,7 +879,7 @@ def render_verification(spec: Spec) -> str:
     models = sorted({class_name(op["model"]) for op in ops.values()})
     out = [HEADER, '"""Apple\'s Python VerificationStatus, the status Apple\'s Python library reports for each failure of the '
            'library, and the\nverify operations of SignedDataVerifier with Apple\'s names (spec/apple.json)."""', "",
-           "from enum import IntEnum", "from typing import Any, Dict", ""]
+           "from enum import IntEnum", "from typing import Any, Dict", "", "from .._docs import from_header"]
     out += [f"from ..models.{m} import {m}" for m in models]
     out += ["", "", "class VerificationStatus(IntEnum):", '    """Apple\'s Python VerificationStatus (same members and values)."""',
             ""]
@@ -911,8 +911,11 @@ def render_verification(spec: Spec) -> str:
     for op_name, op in ops.items():
         method, param = facts["verify"][op_name]
         cls = class_name(op["model"])
-        doc = f"Verifies and decodes {op['doc']}." + (" Beyond Apple's library." if op.get("beyondApple") else "")
-        out += ["", f"    def {method}(self, {param}: {ptype}) -> {cls}:"]
+        # The summary comes from the header's comment of the C function (binding_docs.py); Python's notes follow.
+        doc = f"Returns the payload as {cls}; a failure raises VerificationException." + (
+            " Beyond Apple's library." if op.get("beyondApple") else "")
+        out += ["", f"    @from_header({pystr('appstore_verifier_verify_' + op_name)})",
+                f"    def {method}(self, {param}: {ptype}) -> {cls}:"]
         out += doc_lines(doc, "        ")
         out += [f"        return {cls}.from_dict(", f"            self._verify({pystr(op_name)}, {param}, {pystr(param)}))"]
     out += ["", f"    def verify_and_decode_json(self, kind: str, signed: {ptype}) -> Any:"]

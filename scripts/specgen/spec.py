@@ -693,7 +693,7 @@ def validate_endpoints(endpoints: object, enums: dict, models: dict) -> None:
 # apple.json
 
 APPLE_LANGUAGES = ("swift", "python", "node", "java")
-OPERATION_KEYS = {"model", "doc", "beyondApple"}
+OPERATION_KEYS = {"model", "beyondApple"}  # the documentation is the header's (binding_docs.py)
 OPERATION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 APPLE_STATUS_KEYS = {"verificationStatus", "statusDoc", "statusByReason", "statusFromStatus", "statusByStatus", "otherwise"}
@@ -774,9 +774,8 @@ def validate_apple(apple: object, errors: dict, enums: dict, models: dict) -> No
         where = f"apple.json verifyOperations.{name}"
         if not OPERATION_NAME_RE.match(name):
             problems.append(f"{where}: the name must be the snake_case suffix of appstore_verifier_verify_<name>")
-        if not _check_keys(where, op, OPERATION_KEYS, {"model", "doc"}, problems):
+        if not _check_keys(where, op, OPERATION_KEYS, {"model"}, problems):
             continue
-        _check_doc(where, op, problems)
         if op["model"] not in models:
             problems.append(f"{where}: model {op['model']!r} is not a model")
         if "beyondApple" in op and op["beyondApple"] is not True:

@@ -8,7 +8,8 @@ generates (node.py renders the runtime side from the same tables):
                    Apple's TypeScript requires (APPLE_REQUIRED_RESPONSE_FIELDS), request models follow the spec
     errors         LibraryStatus, FailureReason, their name unions, Apple's Node VerificationStatus, APIError
     client         AppStoreServerAPIEndpoints: the endpoint methods (and `...Pages` async iterators)
-    verifier       SignedDataVerifierOperations: the verify methods (Promise and ...Sync), from the ABI
+    verifier       SignedDataVerifierOperations: the verify methods (Promise and ...Sync), from the ABI, each
+                   documented with the header's summary of its C function (binding_docs.py)
 
 The declarations use no @types/node names (Uint8Array, not Buffer), so they check with the standard libraries alone.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from . import node
+from . import binding_docs, node
 from .spec import Spec, is_map, type_refs
 
 OUTPUT = f"{node.OUT_DIR}/types.d.ts"
@@ -200,7 +201,17 @@ def render_verifier(abi: dict) -> list[str]:
            " *  merges it (an interface: the package exports no value of this name). */",
            "export interface SignedDataVerifierOperations {"]
     for op in node.verify_operations(abi):
+        # The summary is the header's (binding_docs.py); the notes are Node's.
+        c_function = f"appstore_{op['native']}"
+        summary = binding_docs.carried_summary(abi, c_function, OUTPUT)
+        out += binding_docs.ts_comment(summary, [f"Resolves to the payload as {op['model']}; a failure rejects with "
+                                                 "VerificationException. Runs on the libuv thread pool."],
+                                       c_function, "    ")
         out.append(f"    {op['method']}({op['param']}: {node.VERIFY_PARAMETER_TYPE}): Promise<{op['model']}>;")
+        out += binding_docs.ts_comment(summary, [f"Returns the payload as {op['model']}; a failure throws "
+                                                 "VerificationException. Runs on the calling thread; a verifier with online checks "
+                                                 "refuses it (they need this thread for fetch)."],
+                                       c_function, "    ")
         out.append(f"    {op['method']}Sync({op['param']}: {node.VERIFY_PARAMETER_TYPE}): {op['model']};")
     out.append("}")
     return out

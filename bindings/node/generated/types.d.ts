@@ -2312,16 +2312,108 @@ export interface AppStoreServerAPIEndpoints {
  *  calling thread. A failure rejects (throws) with VerificationException. SignedDataVerifier's declaration
  *  merges it (an interface: the package exports no value of this name). */
 export interface SignedDataVerifierOperations {
+    /**
+     * Verifies and decodes an App Store Server Notification V2 signedPayload.
+     *
+     * Resolves to the payload as ResponseBodyV2DecodedPayload; a failure rejects with VerificationException. Runs on
+     * the libuv thread pool.
+     * @cfunction appstore_verifier_verify_notification
+     */
     verifyAndDecodeNotification(signedPayload: string): Promise<ResponseBodyV2DecodedPayload>;
+    /**
+     * Verifies and decodes an App Store Server Notification V2 signedPayload.
+     *
+     * Returns the payload as ResponseBodyV2DecodedPayload; a failure throws VerificationException. Runs on the
+     * calling thread; a verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_notification
+     */
     verifyAndDecodeNotificationSync(signedPayload: string): ResponseBodyV2DecodedPayload;
+    /**
+     * Verifies and decodes a signedTransaction (bundle id, then environment).
+     *
+     * Resolves to the payload as JWSTransactionDecodedPayload; a failure rejects with VerificationException. Runs on
+     * the libuv thread pool.
+     * @cfunction appstore_verifier_verify_transaction
+     */
     verifyAndDecodeTransaction(signedTransactionInfo: string): Promise<JWSTransactionDecodedPayload>;
+    /**
+     * Verifies and decodes a signedTransaction (bundle id, then environment).
+     *
+     * Returns the payload as JWSTransactionDecodedPayload; a failure throws VerificationException. Runs on the
+     * calling thread; a verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_transaction
+     */
     verifyAndDecodeTransactionSync(signedTransactionInfo: string): JWSTransactionDecodedPayload;
+    /**
+     * Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id).
+     *
+     * Resolves to the payload as JWSRenewalInfoDecodedPayload; a failure rejects with VerificationException. Runs on
+     * the libuv thread pool.
+     * @cfunction appstore_verifier_verify_renewal_info
+     */
     verifyAndDecodeRenewalInfo(signedRenewalInfo: string): Promise<JWSRenewalInfoDecodedPayload>;
+    /**
+     * Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id).
+     *
+     * Returns the payload as JWSRenewalInfoDecodedPayload; a failure throws VerificationException. Runs on the
+     * calling thread; a verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_renewal_info
+     */
     verifyAndDecodeRenewalInfoSync(signedRenewalInfo: string): JWSRenewalInfoDecodedPayload;
+    /**
+     * Verifies and decodes a signed AppTransaction.
+     *
+     * Resolves to the payload as AppTransaction; a failure rejects with VerificationException. Runs on the libuv
+     * thread pool.
+     * @cfunction appstore_verifier_verify_app_transaction
+     */
     verifyAndDecodeAppTransaction(signedAppTransaction: string): Promise<AppTransaction>;
+    /**
+     * Verifies and decodes a signed AppTransaction.
+     *
+     * Returns the payload as AppTransaction; a failure throws VerificationException. Runs on the calling thread; a
+     * verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_app_transaction
+     */
     verifyAndDecodeAppTransactionSync(signedAppTransaction: string): AppTransaction;
+    /**
+     * Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload.
+     *
+     * Resolves to the payload as DecodedRealtimeRequestBody; a failure rejects with VerificationException. Runs on
+     * the libuv thread pool.
+     * @cfunction appstore_verifier_verify_realtime_request
+     */
     verifyAndDecodeRealtimeRequest(signedPayload: string): Promise<DecodedRealtimeRequestBody>;
+    /**
+     * Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload.
+     *
+     * Returns the payload as DecodedRealtimeRequestBody; a failure throws VerificationException. Runs on the calling
+     * thread; a verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_realtime_request
+     */
     verifyAndDecodeRealtimeRequestSync(signedPayload: string): DecodedRealtimeRequestBody;
+    /**
+     * Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
+     * data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded
+     * (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). A
+     * nested failure fails the call, and the error message starts with the field name (e.g.
+     * "data.signedTransactionInfo: ...").
+     *
+     * Resolves to the payload as VerifiedNotification; a failure rejects with VerificationException. Runs on the
+     * libuv thread pool.
+     * @cfunction appstore_verifier_verify_notification_deep
+     */
     verifyAndDecodeNotificationDeep(signedPayload: string): Promise<VerifiedNotification>;
+    /**
+     * Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
+     * data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded
+     * (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). A
+     * nested failure fails the call, and the error message starts with the field name (e.g.
+     * "data.signedTransactionInfo: ...").
+     *
+     * Returns the payload as VerifiedNotification; a failure throws VerificationException. Runs on the calling
+     * thread; a verifier with online checks refuses it (they need this thread for fetch).
+     * @cfunction appstore_verifier_verify_notification_deep
+     */
     verifyAndDecodeNotificationDeepSync(signedPayload: string): VerifiedNotification;
 }

@@ -7,6 +7,7 @@ import json
 from typing import Any, Dict, Optional
 
 from . import _args
+from ._docs import from_header
 from ._model import AdvancedCommerceAPIInAppRequest, Model
 from ._native import lib
 from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, call_string, signing_key
@@ -48,8 +49,9 @@ class PromotionalOfferV2SignatureCreator(JWSSignatureCreator):
     def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("promotional-offer", signing_key, key_id, issuer_id, bundle_id)
 
+    @from_header("appstore_signing_key_create_promotional_offer_v2")
     def create_signature(self, product_id: str, offer_identifier: str, transaction_id: Optional[str]) -> str:
-        """A promotional offer V2 JWS: productId, offerIdentifier and, when not None, transactionId."""
+        """transaction_id None: no transactionId. A failure raises SigningError."""
         if product_id is None:
             raise ValueError("product_id cannot be null")
         if offer_identifier is None:
@@ -63,8 +65,9 @@ class IntroductoryOfferEligibilitySignatureCreator(JWSSignatureCreator):
     def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("introductory-offer-eligibility", signing_key, key_id, issuer_id, bundle_id)
 
+    @from_header("appstore_signing_key_create_introductory_offer_eligibility")
     def create_signature(self, product_id: str, allow_introductory_offer: bool, transaction_id: str) -> str:
-        """An introductory offer eligibility JWS: productId, allowIntroductoryOffer, transactionId."""
+        """None for any argument raises ValueError (as Apple's library); a failure raises SigningError."""
         if product_id is None:
             raise ValueError("product_id cannot be null")
         if allow_introductory_offer is None:
@@ -81,10 +84,10 @@ class AdvancedCommerceAPIInAppSignatureCreator(JWSSignatureCreator):
     def __init__(self, signing_key: SigningKeyArg, key_id: str, issuer_id: str, bundle_id: str):
         super().__init__("advanced-commerce-api", signing_key, key_id, issuer_id, bundle_id)
 
+    @from_header("appstore_signing_key_create_advanced_commerce_in_app")
     def create_signature(self, advanced_commerce_in_app_request: AdvancedCommerceAPIInAppRequest) -> str:
-        """An Advanced Commerce in-app request JWS (the `request` claim is the request's JSON in base64). The
-        request is one of the four in-app request models (or its JSON object as a dict); the library checks it
-        against Apple's limits and refuses keys the model does not know (SigningError naming the field)."""
+        """The request: one of the four in-app request models, or its JSON object as a dict. A request the library
+        refuses raises SigningError naming the field."""
         req = advanced_commerce_in_app_request
         if req is None:
             raise ValueError("advanced_commerce_in_app_request cannot be null")

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, Callable, Optional, Type, Union
 
 from . import _args
+from ._docs import from_header
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
@@ -125,9 +126,9 @@ class Ledger:
         self._url = url
 
     @classmethod
+    @from_header("appstore_ledger_open")
     def open(cls, url: str, verifier: SignedDataVerifier) -> "Ledger":
-        """Opens (creating it if needed) the ledger at `url` ("sqlite:/path/to/ledger.db", "sqlite::memory:"),
-        verifying every value with `verifier`."""
+        """The same as Ledger(url, verifier). A failure raises LedgerError."""
         return cls(url, verifier)
 
     @property
@@ -142,21 +143,22 @@ class Ledger:
 
     # ---- ingest -----------------------------------------------------------------------------------------------
 
+    @from_header("appstore_ledger_ingest_notification")
     def ingest_notification(self, signed_payload: Union[str, bytes]) -> LedgerIngestResult:
-        """Verifies an App Store Server Notification V2 signedPayload deeply (its signedTransactionInfo and
-        signedRenewalInfo too) and records it; returns once it is durable. `stored` is False when the same payload
-        was already there; appleStatus / engineStatus / agrees: the oracle (Apple's data.status against the ledger's
-        status at the notification's signedDate). A refused value raises the verifier's VerificationException."""
+        """An App Store Server Notification V2 signedPayload; returns once it is durable. A refused value raises the
+        verifier's VerificationException."""
         return self._ingest(_ingest_notification, signed_payload, "signed_payload")
 
+    @from_header("appstore_ledger_ingest_transaction")
     def ingest_transaction(self, signed_transaction: Union[str, bytes]) -> LedgerIngestResult:
-        """Verifies a signed transaction (from the app, Get Transaction History, Get Transaction Info, Get All
-        Subscription Statuses) and records it; returns once it is durable."""
+        """A signed transaction; returns once it is durable. A refused value raises the verifier's
+        VerificationException."""
         return self._ingest(_ingest_transaction, signed_transaction, "signed_transaction")
 
+    @from_header("appstore_ledger_ingest_renewal_info")
     def ingest_renewal_info(self, signed_renewal_info: Union[str, bytes]) -> LedgerIngestResult:
-        """Verifies a signed renewal info (Get All Subscription Statuses) and records it; returns once it is
-        durable."""
+        """A signed renewal info; returns once it is durable. A refused value raises the verifier's
+        VerificationException."""
         return self._ingest(_ingest_renewal, signed_renewal_info, "signed_renewal_info")
 
     def _ingest(self, fn: Callable[..., int], signed: Any, name: str) -> LedgerIngestResult:
@@ -171,26 +173,22 @@ class Ledger:
 
     # ---- queries ----------------------------------------------------------------------------------------------
 
+    @from_header("appstore_ledger_query_subscription")
     def subscription(self, original_transaction_id: str, at: Instant = None) -> Optional[LedgerSubscription]:
-        """The subscription `original_transaction_id` at `at` (None: now; milliseconds since 1970 or a datetime):
-        Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family
-        sharing, revocation. Every fact signed at or before that instant counts, later ones do not. None when the
-        ledger knows no transaction of it then."""
+        """`at`: None (now), milliseconds since 1970 or a datetime. No subscription: None."""
         key = _args.text(original_transaction_id, "original_transaction_id")
         data = self._query(_query_subscription, key, _instant(at))
         return None if data is None else LedgerSubscription.from_dict(data)
 
+    @from_header("appstore_ledger_query_customer")
     def customer(self, customer_id: str, at: Instant = None) -> LedgerCustomer:
-        """The customer `customer_id` (an appAccountToken, in any case; or the originalTransactionId of purchases
-        without one) at `at` (None: now): the products they are entitled to, each with why and until when, their
-        subscriptions, one-time purchases, and consumables bought and refunded. An unknown customer has empty
-        lists."""
+        """`at`: None (now), milliseconds since 1970 or a datetime."""
         key = _args.text(customer_id, "customer_id")
         return LedgerCustomer.from_dict(self._query(_query_customer, key, _instant(at)))
 
+    @from_header("appstore_ledger_query_summary")
     def summary(self) -> LedgerSummary:
-        """Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their
-        signedDate (`disagreements`)."""
+        """The notifications the ledger does not reproduce are in `disagreements`."""
         return LedgerSummary.from_dict(self._query(_query_summary))
 
     def _query(self, fn: Callable[..., int], *args: Any) -> Any:
@@ -204,8 +202,9 @@ class Ledger:
 
     # ---- lifetime ---------------------------------------------------------------------------------------------
 
+    @from_header("appstore_ledger_free")
     def close(self) -> None:
-        """Closes the database and frees the ledger (what was acknowledged is on disk already). Idempotent."""
+        """What was acknowledged is on disk already. Idempotent."""
         self._handle.close()
 
     def __enter__(self) -> "Ledger":

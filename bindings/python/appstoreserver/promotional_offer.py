@@ -8,6 +8,7 @@ from typing import Union
 from uuid import UUID
 
 from . import _args
+from ._docs import from_header
 from ._native import lib, read_error, take_string
 from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, error_from, signing_key
 
@@ -24,10 +25,11 @@ class PromotionalOfferSignatureCreator:
         self._key_id = key_id
         self._bundle_id = bundle_id
 
+    @from_header("appstore_signing_key_create_promotional_offer_v1")
     def create_signature(self, product_identifier: str, subscription_offer_id: str, application_username: str,
                          nonce: Union[UUID, str], timestamp: int) -> str:
-        """The base64 ECDSA signature over bundle id, key id, product, offer, lowercase application username,
-        lowercase nonce and timestamp (milliseconds), joined with U+2063."""
+        """Apple's arguments: nonce a UUID (or its text), timestamp in milliseconds. A failure raises
+        SigningError."""
         product = _args.text(product_identifier, "product_identifier")
         offer = _args.text(subscription_offer_id, "subscription_offer_id")
         user = _args.text(application_username, "application_username")

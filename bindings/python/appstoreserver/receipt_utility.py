@@ -11,6 +11,7 @@ from ctypes import byref, c_char_p, c_size_t, c_void_p
 from typing import Any, List, Optional
 
 from . import _args
+from ._docs import from_header
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import lib, new_handle, read_error, take_string
 from .models.AppReceiptTransactionIds import AppReceiptTransactionIds
@@ -56,24 +57,24 @@ def _extract(fn: Any, receipt: Any, name: str) -> Optional[bytes]:
 class ReceiptUtility:
     """Transaction ids of legacy receipts, for teams moving off verifyReceipt (Apple's methods)."""
 
+    @from_header("appstore_receipt_extract_transaction_id")
     def extract_transaction_id_from_app_receipt(self, app_receipt: str) -> Optional[str]:
-        """The first in-app transaction id of a base64 app receipt (as Apple's Python library returns it), or None
-        when the receipt has no in-app purchases. Any problem raises ValueError (ReceiptException)."""
+        """None when the receipt has no in-app purchases. Any problem raises ValueError (ReceiptException)."""
         v = _extract(lib.appstore_receipt_extract_transaction_id, app_receipt, "app_receipt")
         return None if v is None else v.decode("utf-8")
 
+    @from_header("appstore_transaction_receipt_extract_transaction_id")
     def extract_transaction_id_from_transaction_receipt(self, transaction_receipt: str) -> Optional[str]:
-        """The transaction id of an old-style (iOS 6) transaction receipt, or None when it has none. A receipt that
-        cannot be read raises ValueError (ReceiptException; Apple's library raises binascii.Error or
-        UnicodeDecodeError, both ValueErrors)."""
+        """None when the receipt has no transaction id. A receipt that cannot be read raises ValueError
+        (ReceiptException; Apple's library raises binascii.Error or UnicodeDecodeError, both ValueErrors)."""
         v = _extract(lib.appstore_transaction_receipt_extract_transaction_id, transaction_receipt,
                      "transaction_receipt")
         return None if v is None else v.decode("utf-8")
 
+    @from_header("appstore_receipt_extract_transaction_ids")
     def extract_transaction_ids_from_app_receipt(self, app_receipt: str) -> AppReceiptTransactionIds:
-        """Every transaction id of a base64 app receipt (beyond Apple): .transactionIds in receipt order,
-        .originalTransactionIds (distinct), .inApp (per record), .firstTransactionId (what
-        extract_transaction_id_from_app_receipt returns)."""
+        """Returns AppReceiptTransactionIds; .firstTransactionId is what extract_transaction_id_from_app_receipt
+        returns. Any problem raises ValueError (ReceiptException)."""
         import json
 
         data = _args.text_or_bytes(app_receipt, "app_receipt")
@@ -108,8 +109,9 @@ class ReceiptVerifier:
         self._handle = handle
         self._h = handle.ptr
 
+    @from_header("appstore_receipt_verifier_verify")
     def verify(self, app_receipt: str) -> VerifiedAppReceiptFields:
-        """The fields of the base64 app receipt `app_receipt` once verified; raises VerificationException otherwise."""
+        """Returns VerifiedAppReceiptFields; a receipt that does not verify raises VerificationException."""
         import json
 
         data = _args.text_or_bytes(app_receipt, "app_receipt")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ctypes import byref, c_size_t, string_at
 from typing import List, NamedTuple
 
+from ._docs import from_header
 from ._native import lib
 
 
@@ -21,9 +22,9 @@ class AppleRootCertificate(NamedTuple):
     der: bytes
 
 
+@from_header("appstore_apple_root_der")
 def apple_root_certificate_details() -> List[AppleRootCertificate]:
-    """Every root the library carries: Apple Root CA - G3 (App Store signed data) first, then Apple Inc. Root (app
-    receipts)."""
+    """Every root the library carries, as AppleRootCertificate (name, sha256_fingerprint, der)."""
     out = []
     for i in range(lib.appstore_apple_root_count()):
         size = c_size_t()

@@ -13,6 +13,7 @@ from ctypes import byref, c_uint64, c_void_p, string_at
 from typing import Any, List, Optional, Tuple
 
 from . import _args
+from ._docs import from_header
 from ._generated import abi
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._generated.verification import VERIFY_OPERATIONS, SignedDataVerifierOperations, VerificationStatus, apple_status
@@ -167,8 +168,9 @@ class SignedDataVerifier(SignedDataVerifierOperations):
     # Apple's verify methods, verify_and_decode_notification_deep (beyond Apple) and verify_and_decode_json come from
     # SignedDataVerifierOperations (_generated/verification.py, spec/apple.json); each calls _verify.
 
+    @from_header("appstore_verifier_cache_stats")
     def cache_stats(self) -> Tuple[int, int, int]:
-        """(hits, misses, entries) of the verified-chain cache since the verifier was made."""
+        """Returns (hits, misses, entries); (0, 0, 0) once the verifier is closed."""
         if self._handle is None:
             return (0, 0, 0)
         hits, misses, entries = c_uint64(), c_uint64(), c_uint64()
@@ -211,3 +213,10 @@ class SignedDataVerifier(SignedDataVerifierOperations):
 
 # The C function of each verify operation (appstore_verifier_verify_<operation>).
 _FUNCTIONS = {op: getattr(lib, "appstore_verifier_verify_" + op) for op in VERIFY_OPERATIONS}
+
+# The verify methods (generated, documented from the header) as SignedDataVerifier's own attributes: pdoc leaves out
+# members inherited from a module outside the reference (_generated), and these are the class's main methods.
+for _name, _method in list(vars(SignedDataVerifierOperations).items()):
+    if _name.startswith("verify_and_decode"):
+        setattr(SignedDataVerifier, _name, _method)
+del _name, _method

@@ -5,6 +5,7 @@ verify operations of SignedDataVerifier with Apple's names (spec/apple.json)."""
 from enum import IntEnum
 from typing import Any, Dict
 
+from .._docs import from_header
 from ..models.AppTransaction import AppTransaction
 from ..models.DecodedRealtimeRequestBody import DecodedRealtimeRequestBody
 from ..models.JWSRenewalInfoDecodedPayload import JWSRenewalInfoDecodedPayload
@@ -75,37 +76,40 @@ class SignedDataVerifierOperations:
         """Verifies `signed` with the C function of `operation` and returns the JSON (SignedDataVerifier's)."""
         raise NotImplementedError
 
+    @from_header("appstore_verifier_verify_notification")
     def verify_and_decode_notification(self, signed_payload: str) -> ResponseBodyV2DecodedPayload:
-        """Verifies and decodes an App Store Server Notification V2 signedPayload."""
+        """Returns the payload as ResponseBodyV2DecodedPayload; a failure raises VerificationException."""
         return ResponseBodyV2DecodedPayload.from_dict(
             self._verify("notification", signed_payload, "signed_payload"))
 
+    @from_header("appstore_verifier_verify_transaction")
     def verify_and_decode_signed_transaction(self, signed_transaction: str) -> JWSTransactionDecodedPayload:
-        """Verifies and decodes a signedTransaction (bundle id, then environment)."""
+        """Returns the payload as JWSTransactionDecodedPayload; a failure raises VerificationException."""
         return JWSTransactionDecodedPayload.from_dict(
             self._verify("transaction", signed_transaction, "signed_transaction"))
 
+    @from_header("appstore_verifier_verify_renewal_info")
     def verify_and_decode_renewal_info(self, signed_renewal_info: str) -> JWSRenewalInfoDecodedPayload:
-        """Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id)."""
+        """Returns the payload as JWSRenewalInfoDecodedPayload; a failure raises VerificationException."""
         return JWSRenewalInfoDecodedPayload.from_dict(
             self._verify("renewal_info", signed_renewal_info, "signed_renewal_info"))
 
+    @from_header("appstore_verifier_verify_app_transaction")
     def verify_and_decode_app_transaction(self, signed_app_transaction: str) -> AppTransaction:
-        """Verifies and decodes a signed AppTransaction."""
+        """Returns the payload as AppTransaction; a failure raises VerificationException."""
         return AppTransaction.from_dict(
             self._verify("app_transaction", signed_app_transaction, "signed_app_transaction"))
 
+    @from_header("appstore_verifier_verify_realtime_request")
     def verify_and_decode_realtime_request(self, signed_payload: str) -> DecodedRealtimeRequestBody:
-        """Verifies and decodes a Retention Messaging realtime request's signedPayload."""
+        """Returns the payload as DecodedRealtimeRequestBody; a failure raises VerificationException."""
         return DecodedRealtimeRequestBody.from_dict(
             self._verify("realtime_request", signed_payload, "signed_payload"))
 
+    @from_header("appstore_verifier_verify_notification_deep")
     def verify_and_decode_notification_deep(self, signed_payload: str) -> VerifiedNotification:
-        """Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
-        data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned
-        decoded (notification, transaction, renewalInfo, appTransaction; each absent when the notification
-        carries none); a nested failure fails the call, its message starting with the field's name. Beyond
-        Apple's library."""
+        """Returns the payload as VerifiedNotification; a failure raises VerificationException. Beyond Apple's
+        library."""
         return VerifiedNotification.from_dict(
             self._verify("notification_deep", signed_payload, "signed_payload"))
 
