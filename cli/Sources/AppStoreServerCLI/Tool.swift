@@ -8,7 +8,7 @@ import Glibc
 struct AppStoreServerTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstoreserver",
-        abstract: "Verify App Store signed data, sign offers and tokens, call the App Store Server API, read receipts, keep a purchase ledger, receive notifications.",
+        abstract: "Verify App Store signed data, sign offers and tokens, call the App Store Server API, read receipts, keep a purchase ledger, receive notifications and catch up on missed ones.",
         discussion: """
             Everything goes through the same library as the C, Python and Node bindings (libappstoreserver), so \
             the checks are the ones your servers make.
@@ -22,12 +22,13 @@ struct AppStoreServerTool: ParsableCommand {
               appstoreserver receipt ids receipt.b64
               appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
               appstoreserver serve --bundle-id com.example.app --ledger sandbox=sandbox.db   # notifications in, verified, stored
+              appstoreserver sync --environment sandbox --db sandbox.db       # and those missed, from Apple's history
 
             EXIT STATUS
               \(ExitStatus.table)
             """,
         version: AppStoreServerVersion.string,
-        subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self, LedgerCommand.self, Serve.self]
+        subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self, LedgerCommand.self, Serve.self, Sync.self]
     )
 
     /// ArgumentParser's main, with its messages (which quote argument values: `--timeout "$(cat key.p8)"`) passed

@@ -1,0 +1,180 @@
+import AppStoreServer
+import ArgumentParser
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `appstoreserver sync`: the catch-up Apple recommends for missed notifications, into the ledger (docs/serve.md,
+/// "sync"). The work is SyncRunner's; this is its options and its output.
+struct Sync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Catch up on missed notifications and transactions: App Store Server API history into the ledger.",
+        discussion: """
+            Reads Get Notification History from where the last sync stopped (its cursor, a JSON file beside the \
+            ledger), and Get Transaction History (version 2) of the customers named with --transaction-id (and, with \
+            --known-subscriptions, of every subscription the ledger knows) from the revision stored for each; every \
+            signed value is verified (a notification deeply) with the app's identity and recorded in the ledger, \
+            which stores nothing twice. The cursor moves only after a page's values are durable, and is written \
+            atomically: a sync killed at any point and run again ends as an uninterrupted one. Each window starts \
+            --overlap before the previous one ended, because Apple lists a notification late sometimes.
+
+            Calls go through the library's call driver: Apple's rate limits, retries of 429 and Apple's retryable \
+            errors with Retry-After (up to 300 s), pagination.
+
+            stdout: a JSON summary (pages, notifications and transactions seen, stored, duplicates, rejected with \
+            their reasons, failed calls, the cursor). Exit 0; 1 when a value was rejected (it is skipped: retrying \
+            cannot make it valid); 2, 3 when a call failed (the cursor stays before what was not read); 64, 78, 70 \
+            as for the other commands.
+
+            EXAMPLES
+              export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" APPSTORE_KEY_ID=ABC123 \\
+                     APPSTORE_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a APPSTORE_BUNDLE_ID=com.example.app
+              appstoreserver sync --environment production --app-apple-id 1234567890 \\
+                  --db /var/lib/appstoreserver/production.db          # cursor: production.db.sync.json
+              appstoreserver sync --environment sandbox --db sandbox.db --transaction-id 2000000123456789
+              appstoreserver sync --environment production --app-apple-id 1234567890 --db production.db \\
+                  --known-subscriptions --no-notification-history
+            """
+    )
+
+    @OptionGroup var keys: KeyOptions
+    @Option(help: "production | sandbox: the API's environment and the ledger's (default: $APPSTORE_ENVIRONMENT).")
+    var environment: EnvironmentOption?
+    @Option(help: "The app's App Apple ID (required for production).")
+    var appAppleId: Int64?
+    @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: Apple's roots as the library carries them).", valueName: "file"))
+    var roots: [String] = []
+    @OptionGroup var database: LedgerCommand.DatabaseOptions
+    @Option(help: ArgumentHelp("The cursor file (default: the SQLite ledger's path + .sync.json; required with postgresql://).", valueName: "file"))
+    var state: String?
+    @Option(name: .customLong("transaction-id"), help: ArgumentHelp("Get Transaction History of this customer (any of its transaction ids; repeatable).", valueName: "id"))
+    var transactionIds: [String] = []
+    @Flag(help: "Also Get Transaction History of every auto-renewable subscription the ledger knows.")
+    var knownSubscriptions = false
+    @Flag(inversion: .prefixedNo, help: "Read Get Notification History (on by default).")
+    var notificationHistory = true
+    @Option(help: ArgumentHelp("The first window's start when there is no cursor: an ISO 8601 date-time or milliseconds since 1970 (default: as far back as Apple allows, 180 days).", valueName: "time"))
+    var since: String?
+    @Option(help: "Seconds each window reaches back before the previous one's end (default 21600: 6 hours).")
+    var overlap: Int64 = 21600
+    @Option(help: "Another base URL (a test server).")
+    var baseURL: String?
+    @Option(help: "Seconds before a request times out.") var timeout: Double = 30
+    @Option(help: "Retries of HTTP 429 and Apple's retryable error codes (Retry-After honoured).") var retries: Int = 5
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 600 else { throw ValidationError("--timeout must be 0 < seconds <= 600") }
+        guard (0...10).contains(retries) else { throw ValidationError("--retries must be 0...10") }
+        guard (0...(30 * 86_400)).contains(overlap) else { throw ValidationError("--overlap must be 0...2592000 seconds") }
+        guard notificationHistory || knownSubscriptions || !transactionIds.isEmpty else {
+            throw ValidationError("nothing to read: --no-notification-history without --transaction-id or --known-subscriptions")
+        }
+    }
+
+    func run() throws {
+        try reporting {
+            let env = try resolvedEnvironment()
+            let bundle = try keys.resolvedBundleId()
+            var plan = SyncPlan()
+            plan.notificationHistory = notificationHistory
+            plan.overlapMilliseconds = overlap * 1000
+            plan.transactionIds = transactionIds
+            plan.knownSubscriptions = knownSubscriptions
+            if let since {
+                guard let ms = Sync.instant(since) else {
+                    throw ToolFailure.usage("--since \(QuotedText.quote(since)): expected an ISO 8601 date-time or milliseconds since 1970")
+                }
+                guard ms < Timestamp.nowMilliseconds() else { throw ToolFailure.usage("--since is in the future") }
+                plan.sinceMilliseconds = ms
+            }
+            let url = try database.url()
+            let statePath = try Sync.statePath(state, ledgerURL: url)
+            let caller = try Sync.caller(keys, bundle: bundle, environment: env.environment, baseURL: baseURL,
+                                         timeout: timeout, retries: retries)
+            var config = ServeConfig()
+            config.roots = roots
+            config.appAppleId = appAppleId
+            let verifier = try config.verifier(env, bundleId: bundle)
+            let ledger: Ledger
+            do throws(LedgerError) {
+                ledger = try Ledger.open(url, verifier: verifier)
+            } catch {
+                throw ToolFailure(error, error.statusCode == .invalidArgument ? .usage : .configuration)
+            }
+            let lock = try SyncState.lock(statePath)
+            defer { close(lock) }
+            let runner = SyncRunner(ledger: ledger, caller: caller, transport: ToolHTTPTransport(), statePath: statePath,
+                                    state: try SyncState.load(statePath, bundleId: bundle, environment: env.environment.rawValue))
+            var thrown: ToolFailure?
+            do throws(ToolFailure) { try runner.run(plan) } catch { thrown = error }
+            let summary = runner.summary
+            Output.json(Array(summary.json(runner.state, file: statePath).serialized().utf8), output)
+            if let thrown { throw thrown }
+            if let first = summary.errors.first {
+                for e in summary.errors {
+                    Output.error("error: \(e.failure.status) (\(e.failure.reason)): \(e.problem.source): \(e.failure.message)")
+                }
+                throw ExitCode(first.failure.exit.rawValue)
+            }
+            if !summary.rejections.isEmpty {
+                for r in summary.rejections { Output.error("rejected: \(r.status) (\(r.reason)): \(r.source): \(r.message)") }
+                throw ExitCode(ExitStatus.invalid.rawValue)
+            }
+        }
+    }
+
+    func resolvedEnvironment() throws(ToolFailure) -> ServeEnvironment {
+        if let environment {
+            guard let e = ServeEnvironment(rawValue: environment.rawValue) else {
+                throw ToolFailure.usage("--environment \(environment.rawValue): the App Store Server API has production and sandbox only")
+            }
+            return e
+        }
+        let value = ProcessInfo.processInfo.environment["APPSTORE_ENVIRONMENT"]?.lowercased() ?? ""
+        guard !value.isEmpty else {
+            throw ToolFailure.usage("missing --environment (or set APPSTORE_ENVIRONMENT): production or sandbox")
+        }
+        guard let e = ServeEnvironment(rawValue: value) else {
+            throw ToolFailure.usage("APPSTORE_ENVIRONMENT=\(value): use production or sandbox")
+        }
+        return e
+    }
+
+    /// Milliseconds since 1970, or an ISO 8601 date-time.
+    static func instant(_ text: String) -> Int64? {
+        if let ms = Int64(text), ms > 0 { return ms }
+        guard let date = try? Date(text, strategy: .iso8601) else { return nil }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// The cursor's file: given, or beside a SQLite ledger.
+    static func statePath(_ given: String?, ledgerURL url: String) throws(ToolFailure) -> String {
+        if let given, !given.isEmpty { return given }
+        guard url.hasPrefix("sqlite:") else {
+            throw ToolFailure.usage("--state FILE is needed with a \(url.split(separator: ":").first ?? "") ledger (a SQLite ledger keeps its cursor beside it)")
+        }
+        var path = String(url.dropFirst("sqlite:".count))
+        if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+        guard !path.isEmpty, !path.hasPrefix(":memory:") else { throw ToolFailure.usage("an in-memory ledger needs --state FILE") }
+        return path + ".sync.json"
+    }
+
+    /// The API caller: the key options, Apple's rate limits (waiting up to a minute for a slot), retries.
+    static func caller(_ keys: KeyOptions, bundle: String, environment: AppStoreEnvironment, baseURL: String?,
+                       timeout: Double, retries: Int) throws(ToolFailure) -> AppStoreServerAPICaller {
+        let key = try keys.signingKey()
+        let (keyId, issuerId) = (try keys.resolvedKeyId(), try keys.resolvedIssuerId())
+        do throws(AppStoreServerAPIError) {
+            let configuration = AppStoreServerAPIConfiguration(
+                timeoutMilliseconds: UInt32(timeout * 1000),
+                retryPolicy: retries == 0 ? .none : APIRetryPolicy(maxRetries: retries, maxBackoffMilliseconds: 300_000),
+                baseURL: baseURL, rateLimit: .wait(upTo: 60_000))
+            return try AppStoreServerAPICaller(signingKey: key, keyId: keyId, issuerId: issuerId, bundleId: bundle,
+                                               environment: environment, configuration: configuration)
+        } catch {
+            throw ToolFailure(error)
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import AppStoreServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sync`'s cursor (docs/serve.md, "sync"): a small JSON file beside the ledger, rewritten whole and atomically
+/// (a temporary file, fsync, rename, fsync of the folder) after each page's events are durable in the ledger. A
+/// crash leaves the previous version, which names a page whose events may be in the ledger already: fetched again,
+/// they are duplicates, which change nothing.
+///
+///     {"format": 1, "bundleId": "com.example.app", "environment": "Sandbox",
+///      "notificationHistory": {"syncedThrough": 1764000000000,
+///                              "window": {"startDate": …, "endDate": …, "paginationToken": "…", "pages": 2}},
+///      "transactionHistory": {"2000000123456789": {"revision": "…", "syncedAt": 1764000000000}}}
+///
+/// `syncedThrough`: every notification Apple's history listed before it (endDate of the last finished window) is
+/// in the ledger. `window`: the window being read, and the token of its next page (null: its first page).
+struct SyncState: Equatable {
+    struct Window: Equatable {
+        var startDate: Int64
+        var endDate: Int64
+        var paginationToken: String?
+        var pages: Int
+    }
+
+    struct History: Equatable {
+        var revision: String
+        var syncedAt: Int64
+    }
+
+    static let format: Int64 = 1
+    var bundleId: String
+    var environment: String
+    var syncedThrough: Int64?
+    var window: Window?
+    var transactions: [String: History] = [:]
+
+    init(bundleId: String, environment: String) {
+        self.bundleId = bundleId
+        self.environment = environment
+    }
+
+    var json: JSONValue {
+        var n: [(String, JSONValue)] = [("syncedThrough", syncedThrough.map { .number(String($0)) } ?? .null)]
+        if let w = window {
+            n.append(("window", .object([
+                ("startDate", .number(String(w.startDate))), ("endDate", .number(String(w.endDate))),
+                ("paginationToken", w.paginationToken.map { .string($0) } ?? .null), ("pages", .number(String(w.pages))),
+            ])))
+        }
+        let t = transactions.sorted { $0.key < $1.key }.map { id, h in
+            (id, JSONValue.object([("revision", .string(h.revision)), ("syncedAt", .number(String(h.syncedAt)))]))
+        }
+        return .object([("format", .number(String(Self.format))), ("bundleId", .string(bundleId)),
+                        ("environment", .string(environment)), ("notificationHistory", .object(n)),
+                        ("transactionHistory", .object(t))])
+    }
+
+    /// The file's cursor, or a fresh one when there is no file yet. A file of another app or environment, or one
+    /// that is not a cursor, is a configuration error: following it would skip data.
+    static func load(_ path: String, bundleId: String, environment: String) throws(ToolFailure) -> SyncState {
+        guard access(path, F_OK) == 0 else { return SyncState(bundleId: bundleId, environment: environment) }
+        let bytes = try Input.read(path, what: "the sync cursor")
+        func bad(_ why: String) -> ToolFailure {
+            ServeConfig.configurationError("the sync cursor \(path): \(why) (move it away to start again from --since)")
+        }
+        guard let root = JSONValue.parse(bytes), root.object != nil else { throw bad("not a JSON object") }
+        guard root["format"]?.int64Value == format else { throw bad("format is not \(format)") }
+        guard root["bundleId"]?.stringValue == bundleId, root["environment"]?.stringValue == environment else {
+            throw bad("it is the cursor of \(root["bundleId"]?.stringValue ?? "?") (\(root["environment"]?.stringValue ?? "?")), "
+                      + "not of \(bundleId) (\(environment))")
+        }
+        var s = SyncState(bundleId: bundleId, environment: environment)
+        guard let n = root["notificationHistory"], n.object != nil else { throw bad("no notificationHistory") }
+        if let t = n["syncedThrough"], t != .null {
+            guard let ms = t.int64Value else { throw bad("notificationHistory.syncedThrough is not milliseconds") }
+            s.syncedThrough = ms
+        }
+        if let w = n["window"], w != .null {
+            guard let start = w["startDate"]?.int64Value, let end = w["endDate"]?.int64Value, start < end,
+                  let pages = w["pages"]?.int64Value else { throw bad("notificationHistory.window is not a window") }
+            let token = w["paginationToken"]
+            guard token == nil || token == .null || token?.stringValue != nil else { throw bad("paginationToken is not a string") }
+            s.window = Window(startDate: start, endDate: end, paginationToken: token?.stringValue, pages: Int(pages))
+        }
+        for (id, h) in root["transactionHistory"]?.object ?? [] {
+            guard let revision = h["revision"]?.stringValue, let at = h["syncedAt"]?.int64Value else {
+                throw bad("transactionHistory.\(id) has no revision")
+            }
+            s.transactions[id] = History(revision: revision, syncedAt: at)
+        }
+        return s
+    }
+
+    /// Writes the cursor so that a crash at any instant leaves either the old file or the new one, durably.
+    func save(_ path: String) throws(ToolFailure) {
+        let text = Array((json.serialized() + "\n").utf8)
+        let tmp = path + ".tmp"
+        func fail(_ what: String) -> ToolFailure {
+            ToolFailure(.internal, status: "INTERNAL_ERROR", reason: "internal",
+                        "the sync cursor \(path): \(what): \(String(cString: strerror(errno)))")
+        }
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw fail("cannot create \(tmp)") }
+        var written = 0
+        while written < text.count {
+            let n = text[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                close(fd)
+                throw fail("cannot write \(tmp)")
+            }
+            written += n
+        }
+        guard fsync(fd) == 0 else {
+            close(fd)
+            throw fail("fsync")
+        }
+        close(fd)
+        guard rename(tmp, path) == 0 else { throw fail("rename") }
+        // The rename is durable once the folder is.
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard d >= 0 else { throw fail("cannot open its folder") }
+        defer { close(d) }
+        guard fsync(d) == 0 else { throw fail("fsync of its folder") }
+    }
+
+    /// Holds `path`.lock (flock) until the process ends: two syncs of one cursor (a timer and `serve
+    /// --sync-interval`) take turns instead of interleaving their writes. The kernel releases it when a sync dies.
+    static func lock(_ path: String) throws(ToolFailure) -> Int32 {
+        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ServeConfig.configurationError("the sync cursor's lock \(path).lock: \(String(cString: strerror(errno)))")
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                close(fd)
+                throw ServeConfig.configurationError("the sync cursor's lock \(path).lock: \(String(cString: strerror(errno)))")
+            }
+        }
+        return fd
+    }
+}
