@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -201,6 +202,12 @@ def notifications(lcs: List[Dict[str, Any]]) -> List[str]:
     return [n["signed"] for lc in lcs for n in lc["notifications"]]
 
 
+def payload_of(jws: str) -> Dict[str, Any]:
+    """The payload of a compact JWS, decoded here (not by the tool)."""
+    part = jws.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
 def tool_summary(db: Path) -> Dict[str, Any]:
     r = tool("ledger", "show", "--db", str(db))
     assert r.code == 0, r
@@ -279,10 +286,26 @@ def test_duplicates_out_of_order_and_concurrent(pki: Path, doc: Dict[str, Any], 
         assert metric(metrics, "appstoreserver_notifications_stored_total", environment="sandbox") == stored
         assert metric(metrics, "appstoreserver_notifications_duplicates_total", environment="sandbox") == len(deliveries) - stored
         assert metric(metrics, "appstoreserver_ingest_duration_seconds_count") == len(deliveries)
+        # The events route reads the ledger: every stored notification once (duplicates are not events), newest
+        # first, paged with nextBefore; the UUIDs are read from the posted payloads here.
         status, recent = s.get("/v1/sandbox/events?limit=5")
-        assert status == 200 and len(recent["events"]) == 5
-        times = [e["receivedAt"] for e in recent["events"]]
-        assert times == sorted(times, reverse=True) and recent["since"] <= times[-1]
+        assert status == 200 and len(recent["events"]) == 5 and recent["nextBefore"] == recent["events"][-1]["eventId"]
+        listed: List[Dict[str, Any]] = []
+        before = ""
+        while True:
+            status, page = s.get(f"/v1/sandbox/events?limit=1000{before}")
+            assert status == 200
+            listed += page["events"]
+            if "nextBefore" not in page:
+                break
+            before = f"&before={page['nextBefore']}"
+        ids = [e["eventId"] for e in listed]
+        assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids) == stored
+        assert [e["eventId"] for e in listed[:5]] == [e["eventId"] for e in recent["events"]]
+        assert {e["result"]["notificationUUID"] for e in listed} == {payload_of(x)["notificationUUID"] for x in everything}
+        assert all(e["result"]["stored"] and e["receivedAt"] > 1_700_000_000_000 for e in listed)
+        for bad in ("limit=0", "limit=1001", "before=x", "before=0", "since=1"):
+            assert s.get(f"/v1/sandbox/events?{bad}")[0] == 400, bad
         assert s.stop() == 0
     # The same state as the same notifications ingested once, in order, by the tool.
     ref = tmp_path / "reference.db"
@@ -774,7 +797,7 @@ def test_configuration_file_and_flags(pki: Path, doc: Dict[str, Any], tmp_path: 
     (conf_dir / "key").write_text(KEY)
     config = {"listen": "127.0.0.1:0", "bundleId": doc["bundleId"], "appAppleId": doc["appAppleId"],
               "roots": ["root.der"], "ledgers": {"sandbox": "data/sandbox.db"}, "apiKeyFile": "key",
-              "limits": {"maxBodyBytes": 32768, "maxConnections": 8}, "recentEvents": 2}
+              "limits": {"maxBodyBytes": 32768, "maxConnections": 8}}
     (conf_dir / "data").mkdir()
     path = conf_dir / "serve.json"
     path.write_text(json.dumps(config))
@@ -787,7 +810,7 @@ def test_configuration_file_and_flags(pki: Path, doc: Dict[str, Any], tmp_path: 
         assert s.post("sandbox", jws)[0] == 200
         for n in doc["scenarios"][0]["notifications"][1:3]:
             s.post("sandbox", n["signed"])
-        assert len(s.get("/v1/sandbox/events")[1]["events"]) == 2  # recentEvents
+        assert len(s.get("/v1/sandbox/events")[1]["events"]) == 3
         assert s.stop() == 0
     assert s.events("notification")[0]["signedPayload"] == jws  # --log-payloads
 

@@ -177,6 +177,20 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
             assert want["events"] == len(distinct) and want["disagreements"] == [], want
             for s in (a, b):
                 assert s.get("/v1/sandbox/summary") == (200, want)
+            # Both servers list the same events from the database: each notification once, whoever stored it.
+            def all_events(s: Server) -> List[Dict[str, Any]]:
+                out: List[Dict[str, Any]] = []
+                query = "limit=1000"
+                while True:
+                    page = s.get(f"/v1/sandbox/events?{query}")[1]
+                    out += page["events"]
+                    if "nextBefore" not in page:
+                        return out
+                    query = f"limit=1000&before={page['nextBefore']}"
+
+            listed = [all_events(s) for s in (a, b)]
+            assert listed[0] == listed[1] and len(listed[0]) == len(distinct)
+            assert {e["result"]["notificationUUID"] for e in listed[0]} == {payload(x)["notificationUUID"] for x in distinct}
 
             # Every subscription and customer, at instants through the lifecycles and now, from each server.
             subs: Set[str] = set()

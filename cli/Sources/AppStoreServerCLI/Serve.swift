@@ -168,7 +168,7 @@ struct Serve: ParsableCommand {
         // The context holds the app, and the app the only references to the ledgers (no local keeps them).
         let context = Unmanaged.passRetained(ServeContext(ServeApp(
             ledgers: consume ledgers, apiKey: apiKey, telemetry: telemetry, logPayloads: config.logPayloads,
-            recentEvents: config.recentEvents, connections: { Int(cli_serve_connections(handle.pointer)) },
+            connections: { Int(cli_serve_connections(handle.pointer)) },
             stopping: { cli_serve_is_stopping(handle.pointer) != 0 })))
         let port = cli_serve_port(server)
         telemetry.log("info", "listening", [

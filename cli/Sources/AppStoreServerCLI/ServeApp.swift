@@ -85,31 +85,6 @@ enum ServeRoute: String, CaseIterable {
     }
 }
 
-/// The most recent ingests of one environment, kept by this process (for `GET /v1/{environment}/events`).
-struct RecentEvents {
-    var capacity: Int
-    var items: [(receivedAt: Int64, result: String)] = []
-    var next = 0
-
-    mutating func append(_ receivedAt: Int64, _ result: String) {
-        guard capacity > 0 else { return }
-        if items.count < capacity { items.append((receivedAt, result)) } else { items[next] = (receivedAt, result) }
-        next = (next + 1) % capacity
-    }
-
-    /// Newest first.
-    func newest(_ limit: Int) -> [(receivedAt: Int64, result: String)] {
-        guard !items.isEmpty else { return [] }
-        var out: [(receivedAt: Int64, result: String)] = []
-        var i = (next - 1 + items.count) % items.count
-        while out.count < min(limit, items.count) {
-            out.append(items[i])
-            i = (i - 1 + items.count) % items.count
-        }
-        return out
-    }
-}
-
 /// What `serve` does with a request: the routes, over the public Swift API (`LedgerEvent.verify`, `Ledger.ingest`,
 /// `Ledger.customer` / `subscription` / `summary`). Called on the HTTP layer's connection threads, concurrently:
 /// everything it holds is immutable, locked (`Locked`), or thread-safe (`Ledger`, `SignedDataVerifier`).
@@ -118,18 +93,16 @@ final class ServeApp: Sendable {
     let apiKey: [UInt8]?
     let telemetry: ServeTelemetry
     let logPayloads: Bool
-    let recent: [ServeEnvironment: Locked<RecentEvents>]
     /// How many connections are open, whether the server is stopping (from the HTTP layer).
     let connections: @Sendable () -> Int
     let stopping: @Sendable () -> Bool
 
     init(ledgers: [ServeEnvironment: Ledger], apiKey: [UInt8]?, telemetry: ServeTelemetry, logPayloads: Bool,
-         recentEvents: Int, connections: @escaping @Sendable () -> Int, stopping: @escaping @Sendable () -> Bool) {
+         connections: @escaping @Sendable () -> Int, stopping: @escaping @Sendable () -> Bool) {
         self.ledgers = ledgers
         self.apiKey = apiKey
         self.telemetry = telemetry
         self.logPayloads = logPayloads
-        self.recent = ledgers.mapValues { _ in Locked(RecentEvents(capacity: recentEvents)) }
         self.connections = connections
         self.stopping = stopping
     }
@@ -200,19 +173,30 @@ final class ServeApp: Sendable {
                 }
                 response = ServeResponse(status: 200, body: s.json())
             case .events:
-                if let bad = query.keys.first(where: { $0 != "limit" }) {
-                    return .error(400, "invalid_argument", "unknown query parameter \(QuotedText.quote(bad)) (limit)")
+                if let bad = query.keys.first(where: { $0 != "limit" && $0 != "before" }) {
+                    return .error(400, "invalid_argument", "unknown query parameter \(QuotedText.quote(bad)) (limit, before)")
                 }
                 var limit = 100
                 if let text = query["limit"] {
-                    guard let n = Int(text), n >= 1, n <= 10_000 else {
-                        return .error(400, "invalid_argument", "limit: expected 1 to 10000")
+                    guard let n = Int(text), (1...Ledger.maximumRecentEvents).contains(n) else {
+                        return .error(400, "invalid_argument", "limit: expected 1 to \(Ledger.maximumRecentEvents)")
                     }
                     limit = n
                 }
-                let items = recent[env]!.withLock { $0.newest(limit) }
-                let events = items.map { JSONText.object([("receivedAt", String($0.receivedAt)), ("result", $0.result)]) }
-                response = .json(200, JSONText.object([("since", String(telemetry.started)), ("events", JSONText.array(events))]))
+                var before: Int64?
+                if let text = query["before"] {
+                    guard let n = Int64(text), n >= 1 else { return .error(400, "invalid_argument", "before: expected an eventId") }
+                    before = n
+                }
+                // From the ledger's database: every process's events (several servers on one PostgreSQL ledger).
+                let records = try ledger.recentEvents(limit: limit, before: before)
+                let events = records.map {
+                    JSONText.object([("eventId", String($0.eventId)), ("receivedAt", String($0.receivedAt)),
+                                     ("result", String(decoding: $0.result.json(), as: UTF8.self))])
+                }
+                var members = [("events", JSONText.array(events))]
+                if records.count == limit, let last = records.last { members.append(("nextBefore", String(last.eventId))) }
+                response = .json(200, JSONText.object(members))
             case .summary:
                 if let bad = query.keys.first { return .error(400, "invalid_argument", "unknown query parameter \(QuotedText.quote(bad))") }
                 response = ServeResponse(status: 200, body: try ledger.summary().json())
@@ -285,8 +269,6 @@ final class ServeApp: Sendable {
         }
         let t2 = ServeApp.monotonicSeconds()
         let json = String(decoding: result.json(), as: UTF8.self)
-        let receivedAt = Timestamp.nowMilliseconds()
-        recent[env]!.withLock { $0.append(receivedAt, json) }
         telemetry.count {
             if result.stored { $0.stored[e, default: 0] += 1 } else { $0.duplicates[e, default: 0] += 1 }
             if result.agrees == false { $0.disagreements[e, default: 0] += 1 }

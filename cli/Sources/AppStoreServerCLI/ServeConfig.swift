@@ -43,7 +43,6 @@ struct ServeConfig {
     var ocspTimeout = 10.0
     var limits = ServeLimits()
     var logPayloads = false
-    var recentEvents = 1000
 
     static func configurationError(_ message: String) -> ToolFailure {
         ToolFailure(.configuration, status: "CONFIGURATION_ERROR", reason: "invalid_argument", message)
@@ -145,7 +144,6 @@ struct ServeConfig {
             case "onlineChecks": onlineChecks = try bool(key, value)
             case "ocspTimeoutSeconds": ocspTimeout = try seconds(key, value)
             case "logPayloads": logPayloads = try bool(key, value)
-            case "recentEvents": recentEvents = try count(key, value, 0...100_000)
             case "limits":
                 guard let items = value.object else { throw fail(key, "an object") }
                 for (name, v) in items {
