@@ -213,6 +213,11 @@ private struct JSONParser {
         i += 1
         var out: [UInt8] = []
         while i < bytes.count {
+            // Runs of plain bytes are copied at once: a notification body is one 5-20 KB string without escapes.
+            let run = i
+            while i < bytes.count, bytes[i] >= 0x20, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\") { i += 1 }
+            if i > run { out.append(contentsOf: bytes[run..<i]) }
+            guard i < bytes.count else { break }
             let c = bytes[i]
             if c == UInt8(ascii: "\"") {
                 i += 1
