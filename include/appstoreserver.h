@@ -100,6 +100,9 @@ typedef int32_t appstore_status;
 /* App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was
  * sent; appstore_error_retry_at_ms says when the next slot is free */
 #define APPSTORE_RATE_LIMITED 23
+/* the purchase ledger's database failed (I/O error, disk full, a lock held too long, a database server unreachable);
+ * nothing was acknowledged; try again later */
+#define APPSTORE_STORAGE_ERROR 24
 #define APPSTORE_INTERNAL_ERROR 99 /* a bug or resource exhaustion inside the library */
 /* @end statuses */
 
@@ -200,6 +203,8 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_OCSP_HTTP_ERROR 91 /* HTTP status other than 200 [RETRYABLE_VERIFICATION_FAILURE, retryable] */
 /* responseStatus tryLater / internalError [RETRYABLE_VERIFICATION_FAILURE, retryable] */
 #define APPSTORE_REASON_OCSP_TRY_LATER 92
+/* the ledger's database failed; the message is the database's own (SQLite, PostgreSQL) [STORAGE_ERROR, retryable] */
+#define APPSTORE_REASON_STORAGE_FAILED 100
 /* @end reasons */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
@@ -954,12 +959,14 @@ appstore_status appstore_verifier_options_set_transport(appstore_verifier_option
 typedef struct appstore_ledger appstore_ledger;
 
 /* Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
- * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt from
- * the stored events. Every value it records is verified with the given verifier.
+ * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
+ * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema is
+ * created or migrated and the state rebuilt from the stored events. Every value it records is verified with the given
+ * verifier.
  *
  * The ledger keeps its own reference to `verifier`: free yours whenever. Failure: APPSTORE_INVALID_ARGUMENT (a URL
- * it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer schema), APPSTORE_INTERNAL_ERROR (storage; the
- * message is SQLite's). */
+ * it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer schema; PostgreSQL without libpq),
+ * APPSTORE_STORAGE_ERROR (the database failed or cannot be reached; the message is the database's own). */
 appstore_status appstore_ledger_open(const char *url, const appstore_verifier *verifier, appstore_ledger **ledger_out,
                                      appstore_error **err_out);
 /* Closes the database and frees the ledger.
@@ -970,12 +977,13 @@ void appstore_ledger_free(appstore_ledger *ledger);
 /* Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a
  * transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
  * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
- * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
+ * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
  * The result says what happened: "stored" is false when the same payload was already there, and for a notification
  * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate).
  *
  * `jws`/`jws_len` as for the verify calls (at most the verifier's max_jws_bytes, checked before any byte is read).
- * *result_out (optional) receives the result. */
+ * *result_out (optional) receives the result. APPSTORE_STORAGE_ERROR: the database failed; nothing was
+ * acknowledged, so the value may be given again. */
 appstore_status appstore_ledger_ingest_notification(appstore_ledger *ledger, const char *jws, size_t jws_len,
                                                     APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
                                                     appstore_error **err_out);

@@ -249,13 +249,13 @@ int main(int argc, char **argv) {
     /* PostgreSQL: libpq loaded on demand; no server there: a storage error (or, without libpq, a configuration one). */
     err = NULL;
     appstore_status pg = appstore_ledger_open("postgresql://x:secret@127.0.0.1:1/x?connect_timeout=3", v, &l2, &err);
-    capi_check(&T, (pg == APPSTORE_INTERNAL_ERROR || pg == APPSTORE_CONFIGURATION_ERROR) && err &&
+    capi_check(&T, (pg == APPSTORE_STORAGE_ERROR || pg == APPSTORE_CONFIGURATION_ERROR) && err &&
                        !strstr(appstore_error_message(err), "secret"),
                "postgresql unreachable", "%s: %s", appstore_status_name(pg), appstore_error_message(err));
     appstore_error_free(err);
     EXPECT_FAIL(appstore_ledger_open("/tmp/no-scheme.db", v, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "no scheme");
     EXPECT_FAIL(appstore_ledger_open(url, NULL, &l2, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL verifier");
-    EXPECT_FAIL(appstore_ledger_open("sqlite:/nonexistent-dir/a/b.db", v, &l2, &err), APPSTORE_INTERNAL_ERROR, "internal", "unopenable file");
+    EXPECT_FAIL(appstore_ledger_open("sqlite:/nonexistent-dir/a/b.db", v, &l2, &err), APPSTORE_STORAGE_ERROR, "storage_failed", "unopenable file");
     capi_check(&T, l2 == NULL, "outputs untouched", "open failures");
     char *unknown = query(l, "subscription", "no-such-subscription", 0);
     capi_check(&T, unknown && !strcmp(unknown, "null"), "unknown subscription", "%s", S(unknown));

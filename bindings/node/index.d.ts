@@ -493,8 +493,10 @@ export declare class Ledger {
     constructor(handle: never, url: string, verifier: SignedDataVerifier);
     /**
      * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
-     * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt
-     * from the stored events. Every value it records is verified with the given verifier.
+     * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
+     * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
+     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with
+     * the given verifier.
      *
      * Runs on the libuv thread pool.
      * @cfunction appstore_ledger_open
@@ -502,8 +504,10 @@ export declare class Ledger {
     static open(url: string, verifier: SignedDataVerifier): Promise<Ledger>;
     /**
      * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
-     * "sqlite::memory:" (lives until the ledger is closed). The schema is created or migrated and the state rebuilt
-     * from the stored events. Every value it records is verified with the given verifier.
+     * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
+     * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
+     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with
+     * the given verifier.
      *
      * Ledger.open on the calling thread.
      * @cfunction appstore_ledger_open
@@ -517,9 +521,9 @@ export declare class Ledger {
      * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
      * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
      * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
-     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
-     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
-     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
      * signedDate).
      *
      * A notification's signedPayload; resolves once it is durable.
@@ -530,9 +534,9 @@ export declare class Ledger {
      * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
      * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
      * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
-     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
-     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
-     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
      * signedDate).
      *
      * A signed transaction; resolves once it is durable.
@@ -543,9 +547,9 @@ export declare class Ledger {
      * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
      * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
      * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
-     * synchronous=FULL). A value the verifier refuses fails with the verifier's status and reason and changes
-     * nothing. The result says what happened: "stored" is false when the same payload was already there, and for a
-     * notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
      * signedDate).
      *
      * A signed renewal info; resolves once it is durable.

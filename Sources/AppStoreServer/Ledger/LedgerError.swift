@@ -20,8 +20,10 @@ public struct LedgerError: AppStoreServerFailure, Hashable {
     static func configuration(_ message: String) -> LedgerError {
         LedgerError(statusCode: .configurationError, reason: .invalidArgument, message: message)
     }
-    /// Storage failed (I/O error, disk full, corrupt file); nothing was acknowledged.
+    /// The database failed (I/O error, disk full, corrupt file, a server that cannot be reached): `storageError` /
+    /// `storageFailed`, apart from the library's own faults (`internalError`), so a caller can retry. Nothing was
+    /// acknowledged.
     static func storage(_ message: String) -> LedgerError {
-        LedgerError(statusCode: .internalError, reason: .internal, message: message)
+        LedgerError(statusCode: .storageError, reason: .storageFailed, message: message)
     }
 }

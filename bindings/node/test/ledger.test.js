@@ -287,7 +287,7 @@ test('arguments, closing', async () => {
     await assert.rejects(Ledger.open(url, v), (x) => x instanceof AppStoreServerError && x.libraryStatus === 'INVALID_ARGUMENT', url);
   }
   await assert.rejects(Ledger.open('sqlite:/nonexistent-dir/a/b.db', v),
-    (x) => x instanceof AppStoreServerError && x.libraryStatus === 'INTERNAL_ERROR' && x.message.length > 0);
+    (x) => x instanceof AppStoreServerError && x.libraryStatus === 'STORAGE_ERROR' && x.reason === 'storage_failed' && x.message.length > 0);
   await assert.rejects(Ledger.open(42, v), TypeError);
   await assert.rejects(Ledger.open('sqlite::memory:', 'not a verifier'), TypeError);
   await assert.rejects(Ledger.open('sqlite::memory:', new SignedDataVerifier([], false, Environment.SANDBOX, 'b')), TypeError);

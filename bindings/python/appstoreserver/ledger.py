@@ -45,8 +45,10 @@ _VERIFICATION_STATUSES = {AppStoreStatus.VERIFICATION_FAILURE, AppStoreStatus.RE
 
 
 class LedgerError(Exception):
-    """The ledger cannot be opened or written: a database of a newer schema (CONFIGURATION_ERROR), or storage failed
-    (INTERNAL_ERROR with the database's own message: I/O error, disk full, a corrupt file). Nothing was acknowledged.
+    """The ledger cannot be opened or written: a database of a newer schema, or PostgreSQL without libpq
+    (CONFIGURATION_ERROR), or the database failed (STORAGE_ERROR / storage_failed, with the database's own message:
+    I/O error, disk full, a corrupt file, a server that cannot be reached). Nothing was acknowledged: give the value
+    again later.
 
     appstore_status  AppStoreStatus
     reason           FailureReason

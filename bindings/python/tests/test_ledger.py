@@ -276,7 +276,7 @@ def test_arguments(verifier: SignedDataVerifier, tmp_path: Path) -> None:
         Ledger.open("sqlite::memory:", "not a verifier")  # type: ignore[arg-type]
     with pytest.raises(LedgerError) as caught:
         Ledger.open("sqlite:/nonexistent-dir/a/b.db", verifier)
-    assert caught.value.appstore_status == AppStoreStatus.INTERNAL_ERROR and caught.value.message
+    assert caught.value.appstore_status == AppStoreStatus.STORAGE_ERROR and caught.value.message
     with pytest.raises(ValueError):
         Ledger.open("sqlite::memory:", SignedDataVerifier([], False, Environment.SANDBOX, "com.example.app"))
     ledger = Ledger.open("sqlite::memory:", verifier)

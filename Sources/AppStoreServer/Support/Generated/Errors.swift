@@ -57,6 +57,8 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
     case invalidResponse = 22
     /// App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was sent; appstore_error_retry_at_ms says when the next slot is free
     case rateLimited = 23
+    /// the purchase ledger's database failed (I/O error, disk full, a lock held too long, a database server unreachable); nothing was acknowledged; try again later
+    case storageError = 24
     /// a bug or resource exhaustion inside the library
     case internalError = 99
 
@@ -80,6 +82,7 @@ public enum AppStoreStatus: Int32, Hashable, Sendable, CaseIterable {
         case .transportError: "TRANSPORT_ERROR"
         case .invalidResponse: "INVALID_RESPONSE"
         case .rateLimited: "RATE_LIMITED"
+        case .storageError: "STORAGE_ERROR"
         case .internalError: "INTERNAL_ERROR"
         }
     }
@@ -214,6 +217,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case ocspHTTPError = 91
     /// responseStatus tryLater / internalError
     case ocspTryLater = 92
+    /// the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
+    case storageFailed = 100
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -275,6 +280,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .ocspTimeout: "ocsp_timeout"
         case .ocspHTTPError: "ocsp_http_error"
         case .ocspTryLater: "ocsp_try_later"
+        case .storageFailed: "storage_failed"
         }
     }
 
@@ -338,13 +344,14 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .ocspTimeout: [.retryableVerificationFailure]
         case .ocspHTTPError: [.retryableVerificationFailure]
         case .ocspTryLater: [.retryableVerificationFailure]
+        case .storageFailed: [.storageError]
         }
     }
 
     /// Whether the same call may succeed later with nothing changed (nothing was learnt about the input).
     public var isRetryable: Bool {
         switch self {
-        case .rateLimited, .transportTimeout, .transportUnreachable, .localRateLimit, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater: true
+        case .rateLimited, .transportTimeout, .transportUnreachable, .localRateLimit, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater, .storageFailed: true
         default: false
         }
     }

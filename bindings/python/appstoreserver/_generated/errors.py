@@ -41,6 +41,8 @@ class AppStoreStatus(IntEnum):
     """App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's model"""
     RATE_LIMITED = 23
     """App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing was sent; appstore_error_retry_at_ms says when the next slot is free"""
+    STORAGE_ERROR = 24
+    """the purchase ledger's database failed (I/O error, disk full, a lock held too long, a database server unreachable); nothing was acknowledged; try again later"""
     INTERNAL_ERROR = 99
     """a bug or resource exhaustion inside the library"""
 
@@ -162,7 +164,9 @@ class FailureReason(IntEnum):
     """HTTP status other than 200 [RETRYABLE_VERIFICATION_FAILURE]"""
     OCSP_TRY_LATER = 92
     """responseStatus tryLater / internalError [RETRYABLE_VERIFICATION_FAILURE]"""
+    STORAGE_FAILED = 100
+    """the ledger's database failed; the message is the database's own (SQLite, PostgreSQL) [STORAGE_ERROR]"""
 
 
 # Reasons after which the same call may succeed later with nothing changed.
-RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.LOCAL_RATE_LIMIT, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER})
+RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.LOCAL_RATE_LIMIT, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER, FailureReason.STORAGE_FAILED})

@@ -75,6 +75,10 @@ public enum AppStoreStatus {
      */
     RATE_LIMITED(23),
     /**
+     * the purchase ledger's database failed (I/O error, disk full, a lock held too long, a database server unreachable); nothing was acknowledged; try again later
+     */
+    STORAGE_ERROR(24),
+    /**
      * a bug or resource exhaustion inside the library
      */
     INTERNAL_ERROR(99);

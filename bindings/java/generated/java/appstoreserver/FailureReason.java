@@ -347,7 +347,13 @@ public enum FailureReason {
      *
      * Statuses: RETRYABLE_VERIFICATION_FAILURE.
      */
-    OCSP_TRY_LATER(92, "ocsp_try_later", true);
+    OCSP_TRY_LATER(92, "ocsp_try_later", true),
+    /**
+     * the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
+     *
+     * Statuses: STORAGE_ERROR.
+     */
+    STORAGE_FAILED(100, "storage_failed", true);
 
     private final int value;
     private final String reasonName;

@@ -173,7 +173,7 @@ public final class Abi {
     public static native byte[] api_client_call_all_pages(long client, byte[] endpoint, byte[] params_json);
     /** appstore_verifier_options_set_transport: The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed to the callback; 0 = 30000, Apple's; the callback must enforce it, see Transport). */
     public static native void verifier_options_set_transport(long options, long transport, long timeout_ms);
-    /** appstore_ledger_open: Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or "sqlite::memory:" (lives until the ledger is closed). */
+    /** appstore_ledger_open: Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). */
     public static native long ledger_open(byte[] url, long verifier);
     /** appstore_ledger_free: Closes the database and frees the ledger. */
     public static native void ledger_free(long ledger);
