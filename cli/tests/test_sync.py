@@ -371,3 +371,58 @@ def test_usage_and_configuration_errors(keys: Path, pki: Path, doc: Dict[str, An
     Path(str(db) + ".sync.json").write_text("{not json")
     r = tool(*base)
     assert r.code == 78 and "not a JSON object" in r.error_line(), r
+
+
+# ---- serve --sync-interval ------------------------------------------------------------------------------------------
+
+def test_serve_sync_interval(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock, tmp_path: Path) -> None:  # noqa: F811
+    from test_serve import Server, metric, serve_args
+    lcs = doc["scenarios"][:4]
+    feed = history(lcs, now_ms() - DAY)
+    held = feed.pop()
+    mock.feed(notifications=feed, pageSize=4)
+    api = ["--sync-interval", "1", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
+           "--api-base-url", mock.url]
+    with Server(*serve_args(pki, doc, tmp_path, *api)) as s:
+        def syncs() -> List[Dict[str, Any]]:
+            return s.events("sync")
+
+        deadline = time.monotonic() + 60
+        while not syncs():
+            assert time.monotonic() < deadline and s.p.poll() is None, s.raw_log
+            time.sleep(0.1)
+        first = syncs()[0]
+        assert first["environment"] == "sandbox" and first["outcome"] == "ok", first
+        assert (first["notifications"], first["stored"], first["duplicates"]) == (len(feed), len(feed), 0), first
+        # A notification listed later is picked up by a later run (the window overlaps the last one's end).
+        mock.feed(notifications=feed + [dict(held, firstSendAttemptDate=now_ms() - 1000)], pageSize=4)
+        while sum(l["stored"] for l in syncs()) < len(feed) + 1:
+            assert time.monotonic() < deadline, syncs()
+            time.sleep(0.1)
+        status, summary = s.get("/v1/sandbox/summary")
+        assert status == 200 and summary["events"] == len(feed) + 1, summary
+        status, _, text = s.request("GET", "/metrics")
+        metrics = text.decode()
+        runs = syncs()
+        assert metric(metrics, "appstoreserver_sync_stored_total", environment="sandbox") >= len(feed) + 1
+        assert metric(metrics, "appstoreserver_sync_runs_total", environment="sandbox", outcome="ok") >= len(runs)
+        assert metric(metrics, "appstoreserver_sync_last_success_seconds", environment="sandbox") > time.time() - 60
+        assert s.stop() == 0
+    assert s.events("stopped") and all(l["outcome"] == "ok" for l in s.events("sync"))
+    assert sum(l["stored"] for l in s.events("sync")) == len(feed) + 1  # nothing stored twice
+    assert cursor(tmp_path / "sandbox.db")["notificationHistory"]["syncedThrough"] == s.events("sync")[-1]["endDate"]
+    assert not any("eyJ" in line for line in s.raw_log), "a signed payload (or part of one) in the logs"
+    assert "PRIVATE KEY" not in "".join(s.raw_log)
+
+
+def test_serve_sync_interval_configuration(keys: Path, pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    from test_serve import serve_args
+    r = tool("serve", *serve_args(pki, doc, tmp_path, "--key-id", KEY_ID, "--check"))
+    assert r.code == USAGE and "are for --sync-interval" in r.error_line(), r
+    r = tool("serve", *serve_args(pki, doc, tmp_path, "--sync-interval", "60", "--key-id", KEY_ID, "--issuer-id", ISSUER,
+                                  "--check"))
+    assert r.code == 78 or r.code == USAGE, r  # no key: before anything is served
+    assert "key" in r.error_line().lower(), r
+    r = tool("serve", "--bundle-id", doc["bundleId"], "--ledger", "sandbox=postgresql://u@127.0.0.1:1/x",
+             "--sync-interval", "60", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--check")
+    assert r.code == USAGE and "sync --state" in r.error_line(), r

@@ -32,6 +32,8 @@ struct Serve: ParsableCommand {
                   --ledger sandbox=/var/lib/appstoreserver/sandbox.db --api-key-file /etc/appstoreserver/api-key
               appstoreserver serve --config /etc/appstoreserver/serve.json
               appstoreserver serve --config serve.json --check      # check the configuration, open the ledgers, exit
+              appstoreserver serve --config serve.json --sync-interval 3600 --key key.p8 --key-id ABC123 \\
+                  --issuer-id 57246542-96fe-1a63-e053-0824d011072a   # and catch up on missed ones hourly (docs/serve.md)
             """
     )
 
@@ -63,6 +65,7 @@ struct Serve: ParsableCommand {
     var logPayloads = false
     @Flag(help: "Check the configuration and open the ledgers, then exit.")
     var check = false
+    @OptionGroup var sync: ServeSyncOptions
     @Flag(help: .hidden) var printRoutes = false
 
     func run() throws {
@@ -81,6 +84,7 @@ struct Serve: ParsableCommand {
                 throw ServeConfig.configurationError("production and sandbox need ledgers of their own (one URL was given for both)")
             }
             let apiKey = try config.apiKey()
+            let periodic = try sync.make(config, bundle: bundle)
             var ledgers: [ServeEnvironment: Ledger] = [:]
             for (env, url) in config.ledgers.sorted(by: { $0.key < $1.key }) {
                 let verifier = try config.verifier(env, bundleId: bundle)
@@ -95,7 +99,7 @@ struct Serve: ParsableCommand {
                              + (apiKey == nil ? "; no API key (query endpoints off)" : "; API key set"))
                 return
             }
-            try Serve.serve(config, bundle, consume ledgers, apiKey)
+            try Serve.serve(config, bundle, consume ledgers, apiKey, periodic)
         }
     }
 
@@ -150,7 +154,7 @@ struct Serve: ParsableCommand {
     /// Serves until SIGTERM / SIGINT. The ledgers are consumed: the app holds the only references, so releasing it
     /// closes them.
     static func serve(_ config: ServeConfig, _ bundle: String, _ ledgers: consuming [ServeEnvironment: Ledger],
-                      _ apiKey: [UInt8]?) throws(ToolFailure) {
+                      _ apiKey: [UInt8]?, _ periodic: ServeSync? = nil) throws(ToolFailure) {
         let l = config.limits
         func ms(_ seconds: Double) -> UInt32 { UInt32(min(seconds * 1000, Double(UInt32.max))) }
         var limits = cli_serve_limits(max_header_bytes: l.maxHeaderBytes, max_body_bytes: l.maxBodyBytes,
@@ -164,7 +168,8 @@ struct Serve: ParsableCommand {
         }
         let handle = ServeServerHandle(server)
         let envs = ledgers.keys.sorted()
-        let telemetry = ServeTelemetry(environments: envs.map(\.rawValue))
+        let telemetry = ServeTelemetry(environments: envs.map(\.rawValue), syncs: periodic != nil)
+        periodic?.attach(ledgers)  // shared with the sync thread, released by it when it stops
         // The context holds the app, and the app the only references to the ledgers (no local keeps them).
         let context = Unmanaged.passRetained(ServeContext(ServeApp(
             ledgers: consume ledgers, apiKey: apiKey, telemetry: telemetry, logPayloads: config.logPayloads,
@@ -184,6 +189,7 @@ struct Serve: ParsableCommand {
             ("version", .string(AppStoreServerVersion.string)),
         ])
         cli_serve_stop_on_signals(server)
+        periodic?.start(telemetry)
         let busy = cli_serve_run(server, serveHandler, serveEvent, context.toOpaque())
         guard busy == 0 else {
             // Requests still running hold the ledgers: leave everything allocated and exit; SQLite's journal makes
@@ -191,6 +197,11 @@ struct Serve: ParsableCommand {
             telemetry.log("error", "stopped", [("busyConnections", .int(Int64(busy))),
                                                ("message", .string("the drain timeout passed with requests still running"))])
             Glibc.exit(1)
+        }
+        if let periodic, !periodic.stop(waitingUpTo: l.drainTimeout) {
+            // Its cursor is at its last durable page: the next start resumes there.
+            telemetry.log("warn", "stopped", [("message", .string("every request begun was answered; the sync was still running at the drain timeout"))])
+            Glibc.exit(0)
         }
         cli_serve_free(server)
         context.release()  // the last references to the ledgers: each closes its database

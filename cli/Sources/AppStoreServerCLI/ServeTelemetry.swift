@@ -57,15 +57,29 @@ final class ServeTelemetry: Sendable {
         var requests: [String: [Int: Int]] = [:]      // route → status
         var verify = Histogram()
         var ingest = Histogram()
+        var sync = SyncCounters()
+    }
+
+    /// `--sync-interval`'s runs, by environment.
+    struct SyncCounters {
+        var runs: [String: [String: Int]] = [:]       // environment → outcome
+        var pages: [String: Int] = [:]
+        var stored: [String: Int] = [:]
+        var duplicates: [String: Int] = [:]
+        var rejected: [String: [String: Int]] = [:]   // environment → reason
+        var lastSuccess: [String: Int64] = [:]
     }
 
     let environments: [String]
+    /// Whether `--sync-interval` runs (its metrics are listed then).
+    let syncs: Bool
     let started = Timestamp.nowMilliseconds()
     private let counters = Locked(Counters())
     private let output = Locked(())
 
-    init(environments: [String]) {
+    init(environments: [String], syncs: Bool = false) {
         self.environments = environments
+        self.syncs = syncs
     }
 
     func count(_ update: (inout Counters) -> Void) {
@@ -151,6 +165,22 @@ final class ServeTelemetry: Sendable {
         }
         histogram("appstoreserver_verify_duration_seconds", "Time to verify a notification deeply.", c.verify)
         histogram("appstoreserver_ingest_duration_seconds", "Time to make a verified notification durable in the ledger (the SQLite commit and its fsync).", c.ingest)
+        if syncs {
+            family("appstoreserver_sync_runs_total", "counter", "Runs of --sync-interval's sync, by outcome (ok, rejected, api_<reason>, failed_<reason>).")
+            for env in environments {
+                for (outcome, n) in (c.sync.runs[env] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    sample("appstoreserver_sync_runs_total", [("environment", env), ("outcome", outcome)], String(n))
+                }
+            }
+            perEnvironment("appstoreserver_sync_pages_total", "History pages read by the sync.", c.sync.pages)
+            perEnvironment("appstoreserver_sync_stored_total", "Values the sync stored in the ledger (missed before).", c.sync.stored)
+            perEnvironment("appstoreserver_sync_duplicates_total", "Values the sync found in the ledger already.", c.sync.duplicates)
+            perReason("appstoreserver_sync_rejected_total", "Values of Apple's history the verifier refused, by reason.", c.sync.rejected)
+            family("appstoreserver_sync_last_success_seconds", "gauge", "When a sync last ended without a failed call (seconds since 1970; 0: not yet).")
+            for env in environments {
+                sample("appstoreserver_sync_last_success_seconds", [("environment", env)], String(Double(c.sync.lastSuccess[env] ?? 0) / 1000))
+            }
+        }
         family("appstoreserver_connections_open", "gauge", "Connections open now.")
         sample("appstoreserver_connections_open", [], String(connections))
         family("appstoreserver_start_time_seconds", "gauge", "When the server started (seconds since 1970).")

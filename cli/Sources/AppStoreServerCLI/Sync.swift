@@ -91,8 +91,9 @@ struct Sync: ParsableCommand {
             }
             let url = try database.url()
             let statePath = try Sync.statePath(state, ledgerURL: url)
-            let caller = try Sync.caller(keys, bundle: bundle, environment: env.environment, baseURL: baseURL,
-                                         timeout: timeout, retries: retries)
+            let caller = try Sync.caller(key: try keys.signingKey(), keyId: try keys.resolvedKeyId(),
+                                         issuerId: try keys.resolvedIssuerId(), bundle: bundle,
+                                         environment: env.environment, baseURL: baseURL, timeout: timeout, retries: retries)
             var config = ServeConfig()
             config.roots = roots
             config.appAppleId = appAppleId
@@ -162,10 +163,8 @@ struct Sync: ParsableCommand {
     }
 
     /// The API caller: the key options, Apple's rate limits (waiting up to a minute for a slot), retries.
-    static func caller(_ keys: KeyOptions, bundle: String, environment: AppStoreEnvironment, baseURL: String?,
-                       timeout: Double, retries: Int) throws(ToolFailure) -> AppStoreServerAPICaller {
-        let key = try keys.signingKey()
-        let (keyId, issuerId) = (try keys.resolvedKeyId(), try keys.resolvedIssuerId())
+    static func caller(key: SigningKey, keyId: String, issuerId: String, bundle: String, environment: AppStoreEnvironment,
+                       baseURL: String?, timeout: Double, retries: Int) throws(ToolFailure) -> AppStoreServerAPICaller {
         do throws(AppStoreServerAPIError) {
             let configuration = AppStoreServerAPIConfiguration(
                 timeoutMilliseconds: UInt32(timeout * 1000),

@@ -89,14 +89,17 @@ final class SyncRunner {
     let statePath: String
     private(set) var state: SyncState
     private(set) var summary = SyncSummary()
+    /// Asked before each page: true ends the sync there (`serve` stopping), the cursor at that page.
+    let shouldStop: () -> Bool
 
     init(ledger: Ledger, caller: AppStoreServerAPICaller, transport: any BlockingHTTPTransport, statePath: String,
-         state: SyncState) {
+         state: SyncState, shouldStop: @escaping () -> Bool = { false }) {
         self.ledger = ledger
         self.caller = caller
         self.transport = transport
         self.statePath = statePath
         self.state = state
+        self.shouldStop = shouldStop
     }
 
     /// Runs the plan. A failed call is recorded in the summary (a transaction history's failure does not stop the
@@ -117,7 +120,7 @@ final class SyncRunner {
             do throws(LedgerError) { known = try ledger.state().subscriptionIds } catch { throw ToolFailure(error) }
             for id in known.sorted() where !ids.contains(id) { ids.append(id) }
         }
-        for id in ids {
+        for id in ids where !shouldStop() {
             do {
                 try transactionHistory(id)
             } catch {
@@ -165,6 +168,7 @@ final class SyncRunner {
         summary.window = w
         var call = AppStoreServerAPICall(caller: caller, request: try historyRequest(w), checksBody: true)
         repeat {
+            if shouldStop() { return }
             let answer: APIAnswer
             do throws(AppStoreServerAPIError) {
                 answer = try caller.drive(call, transport: transport)
@@ -228,6 +232,7 @@ final class SyncRunner {
         var entry = (id: id, pages: 0, transactions: 0, revision: start)
         defer { summary.histories.append(entry) }
         repeat {
+            if shouldStop() { return }
             let page = try decode(try caller.drive(call, transport: transport))
             summary.pages += 1
             entry.pages += 1
