@@ -17,6 +17,7 @@ FEED.json is read again for every request, so a test changes what "Apple" has be
    "customers": [{"ids": [transactionId, ...], "signedTransactions": [JWS, ...]}, ...],
    "historyPageSize": 20,               transactions per page (default 20)
    "delay": {"endpoint": "notifications" | "transactions", "page": 3, "seconds": 30, "times": 1},
+   "pageDelay": 0.05,                   seconds before every page is answered (default 0)
    "rateLimit": {"endpoint": ..., "page": 2, "retryAfter": 2, "times": 1}}
 
 POST /inApps/v1/notifications/history: the body must be exactly {"startDate", "endDate"} (milliseconds; startDate no
@@ -165,6 +166,7 @@ class Handler(M.Handler):
             offset = t["offset"]
         size = feed.get("pageSize", 20)
         page = offset // size + 1
+        time.sleep(feed.get("pageDelay", 0))
         held = self.hold(st, feed, "notifications", page)
         if held:
             return held
@@ -192,6 +194,7 @@ class Handler(M.Handler):
                 raise M.Mismatch(f"revision {rev!r} was not given by this mock")
             offset = int(rev[4:])
         size = feed.get("historyPageSize", 20)
+        time.sleep(feed.get("pageDelay", 0))
         held = self.hold(st, feed, "transactions", offset // size + 1)
         if held:
             return held

@@ -227,6 +227,50 @@ def test_resumed_after_sigkill_ends_as_an_uninterrupted_run(keys: Path, pki: Pat
     assert check_expectations(db, lcs, "notifications") >= 35
 
 
+def test_killed_at_random_instants_converges(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock,  # noqa: F811
+                                            tmp_path: Path) -> None:
+    """SIGKILL at random instants (in a call, in an ingest, in a cursor write), then again, until a run finishes: the
+    ledger holds every notification and transaction once, as one uninterrupted run's."""
+    import random
+    rng = random.Random(int(os.environ.get("APPSTORESERVER_SYNC_SEED", "22")))
+    lcs = doc["scenarios"]
+    feed = history(lcs, now_ms() - 2 * DAY)
+    lc = next(x for x in lcs if x["name"] == "consumables")
+    txs = [t for page in lc["history"]["pages"] for t in page["signedTransactions"]]
+    tid = payload_json(txs[0])["transactionId"]
+    customers = [{"ids": [tid], "signedTransactions": txs}]
+    mock.feed(notifications=feed, pageSize=4, pageDelay=0.03, customers=customers, historyPageSize=1)
+    db = tmp_path / "killed.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APPSTORE_")}
+    args = [TOOL, *sync_args(keys, pki, doc, mock, db, "--transaction-id", tid)]
+    kills = 0
+    for _ in range(30):
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            out, err = p.communicate(timeout=rng.uniform(0.05, 0.6))
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            p.communicate()
+            kills += 1
+            continue
+        assert p.returncode == 0, (out, err)
+        break
+    else:
+        raise AssertionError("30 runs, none finished")
+    assert kills >= 3, f"only {kills} kills: the runs are too fast for this test"
+    summary = ledger_summary(db)
+    assert summary["events"] == len(feed) + len(txs), summary
+    assert cursor(db)["notificationHistory"].get("window") is None
+    assert cursor(db)["transactionHistory"][tid]["revision"] == f"rev-{len(txs)}"
+    mock.feed(notifications=feed, pageSize=4, customers=customers, historyPageSize=1)
+    clean = tmp_path / "clean.db"
+    rc = tool(*sync_args(keys, pki, doc, mock, clean, "--transaction-id", tid))
+    assert rc.code == 0, rc
+    assert ledger_summary(db) == ledger_summary(clean)
+    assert check_expectations(db, lcs, "notifications") >= 35
+    print(f"\nsync: {kills} runs killed at random instants, then one finished: the state of an uninterrupted run")
+
+
 def test_429_with_retry_after_is_waited_for(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock,  # noqa: F811
                                             tmp_path: Path) -> None:
     feed = history(doc["scenarios"][:3], now_ms() - DAY)
