@@ -17,8 +17,9 @@ extension SignedVersion {
     }
 }
 
-/// One signed version of a transaction.
-struct TransactionVersion: SignedVersion {
+/// One signed version of a transaction. A class: queries pass versions around by the dozen, and copying a struct
+/// of ~40 fields (most of them strings) retained each one (a third of a customer query in profiles).
+final class TransactionVersion: SignedVersion {
     let value: JWSTransactionDecodedPayload
     let payload: [UInt8]
     let signedDate: Int64
@@ -48,8 +49,8 @@ struct TransactionVersion: SignedVersion {
     func isRevoked(at t: Int64) -> Bool { revocationDate.map { $0 <= t } ?? false }
 }
 
-/// One signed renewal info of a subscription.
-struct RenewalVersion: SignedVersion {
+/// One signed renewal info of a subscription (a class, as `TransactionVersion`).
+final class RenewalVersion: SignedVersion {
     let value: JWSRenewalInfoDecodedPayload
     let payload: [UInt8]
     let signedDate: Int64
