@@ -333,9 +333,15 @@ def main():
     ap.add_argument("--not-found-lookups", metavar="SPEC")
     ap.add_argument("--unauthorized-lookups", metavar="SPEC")
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    serve(Handler, State(args))
+
+
+def serve(handler, state):
+    """Serves on a free loopback port (printed as "PORT <n>") until stdin is closed: this mock's and its kin's
+    (mock_history.py) way of running."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    server.state = State(args)
+    server.state = state
     print(f"PORT {server.server_address[1]}", flush=True)
 
     def watch_stdin():

@@ -43,7 +43,6 @@ import os
 import sys
 import threading
 import time
-from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_app_store as M  # noqa: E402
@@ -216,19 +215,7 @@ def main():
     ap.add_argument("--issuer-id", required=True)
     ap.add_argument("--bundle-id", required=True)
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.state = State(args)
-    print(f"PORT {server.server_address[1]}", flush=True)
-
-    def watch_stdin():
-        try:
-            sys.stdin.read()
-        finally:
-            server.shutdown()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    server.serve_forever()
+    M.serve(Handler, State(args))
 
 
 if __name__ == "__main__":
