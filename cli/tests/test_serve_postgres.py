@@ -13,7 +13,8 @@ with a fifth of it sent again. Then:
   subscription and customer at several instants through both servers' query routes (each catching up with the
   other's writes), `ledger show` on both databases, the readable tables row by row (psql against sqlite3), and a
   third serve process opened afterwards on the same URL;
-- each scenario's expectations (written from Apple's documentation in lifecycles.py) hold on both servers.
+- each scenario's expectations (written from Apple's documentation in lifecycles.py) hold on both servers, and both
+  list the same stored events (`GET /v1/sandbox/events`).
 """
 
 from __future__ import annotations
@@ -228,6 +229,9 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
                                  for p in mismatches(answer if status == 200 else None, e)]
         assert not failures, "\n".join(failures)
         assert checked >= 80
+        # The events route reads the shared ledger: both servers list the same events, whichever stored them.
+        pages = [s.get("/v1/sandbox/events?limit=50") for s in (a, b)]
+        assert pages[0][0] == 200 and pages[0] == pages[1] and len(pages[0][1]["events"]) == 50, pages[0]
         assert a.stop() == 0 and b.stop() == 0
 
     # The databases, read afresh: by the tool, row by row, and by a third server.
