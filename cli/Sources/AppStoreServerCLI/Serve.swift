@@ -45,7 +45,7 @@ struct Serve: ParsableCommand {
     var bundleId: String?
     @Option(help: "The app's App Apple ID (required to accept production notifications).")
     var appAppleId: Int64?
-    @Option(name: .customLong("ledger"), help: ArgumentHelp("An environment to accept and its ledger: production=URL or sandbox=URL, the URL sqlite:/path/ledger.db or a path (repeatable; replaces the file's \"ledgers\").", valueName: "env=url"))
+    @Option(name: .customLong("ledger"), help: ArgumentHelp("An environment to accept and its ledger: production=URL or sandbox=URL, the URL sqlite:/path/ledger.db, a path, or postgresql://user@host/db, which several servers may share (repeatable; replaces the file's \"ledgers\").", valueName: "env=url"))
     var ledgers: [String] = []
     @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: Apple's roots as the library carries them).", valueName: "file"))
     var roots: [String] = []
