@@ -209,13 +209,28 @@ private struct JSONParser {
         return v
     }
 
+    /// The end of the run of plain bytes (no quote, backslash or control character) from `k`.
+    func plainRun(from k: Int) -> Int {
+        bytes.withUnsafeBufferPointer { buf in
+            var k = k
+            while k < buf.count, buf[k] >= 0x20, buf[k] != UInt8(ascii: "\""), buf[k] != UInt8(ascii: "\\") { k += 1 }
+            return k
+        }
+    }
+
     mutating func string() -> String? {
         i += 1
+        // Runs of plain bytes are scanned without bounds checks and copied at once; a string without escapes (a
+        // notification body's signedPayload: 5-20 KB) is validated and made straight from the input.
+        let first = plainRun(from: i)
+        if first < bytes.count, bytes[first] == UInt8(ascii: "\"") {
+            defer { i = first + 1 }
+            return String(validating: bytes[i..<first], as: UTF8.self)
+        }
         var out: [UInt8] = []
         while i < bytes.count {
-            // Runs of plain bytes are copied at once: a notification body is one 5-20 KB string without escapes.
             let run = i
-            while i < bytes.count, bytes[i] >= 0x20, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\") { i += 1 }
+            i = plainRun(from: i)
             if i > run { out.append(contentsOf: bytes[run..<i]) }
             guard i < bytes.count else { break }
             let c = bytes[i]
