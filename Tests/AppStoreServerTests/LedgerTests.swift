@@ -275,6 +275,44 @@ import Testing
         #expect(throws: LedgerError.self) { _ = try a.recentEvents(limit: 1001) }
     }
 
+    /// The notifications table keeps the payload as signed with its nested signed values as null (they are events of
+    /// their own inside `signed`); the expected text is made here with Foundation from the JWS itself.
+    @Test func notificationRowsLeaveTheNestedSignedValuesOut() throws {
+        let (url, file) = Self.temporaryURL("slim")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let signed = LedgerFixtures.signed(LedgerFixtures.scenarios[0], delivery: "notifications").map(\.1)
+        for n in signed { _ = try ledger.ingest(notification: n) }
+        let db = try SQLiteConnection(path: file.path)
+        let rows = try db.prepare("SELECT notification_uuid, payload FROM notifications")
+        var seen = 0
+        while try rows.step() {
+            let stored = rows.text(1) ?? ""
+            let jws = try #require(signed.first { Self.payloadText($0).contains(rows.text(0) ?? "-") })
+            var expected = Self.payloadText(jws)
+            let object = try JSONSerialization.jsonObject(with: Data(expected.utf8)) as! [String: Any]
+            let data = object["data"] as? [String: Any] ?? [:]
+            for key in ["signedTransactionInfo", "signedRenewalInfo"] {
+                if let v = data[key] as? String { expected = expected.replacingOccurrences(of: "\"\(v)\"", with: "null") }
+            }
+            #expect(stored == expected)
+            #expect(stored.contains("\"signedTransactionInfo\":null"))
+            #expect(stored.utf8.count * 3 < Self.payloadText(jws).utf8.count)
+            seen += 1
+        }
+        #expect(seen == signed.count)
+        // A value the payload does not hold as a plain string (here: escaped) is left as it is.
+        let p = Array(#"{"a":"x\/y","b":"xy"}"#.utf8)
+        #expect(NotificationFacts.nullingNested(p, ["x/y", "xy", "absent"]) == Array(#"{"a":"x\/y","b":null}"#.utf8))
+        #expect(NotificationFacts.find(Array("bc".utf8), in: Array("abcbc".utf8)) == 1)
+        #expect(NotificationFacts.find(Array("cd".utf8), in: Array("abc".utf8)) == nil)
+    }
+
+    static func payloadText(_ jws: String) -> String {
+        var part = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while part.count % 4 != 0 { part += "=" }
+        return String(decoding: Data(base64Encoded: part)!, as: UTF8.self)
+    }
+
     /// Group commit: eight threads ingesting at once (every value twice, in different orders) into one file: each
     /// call returns its own result, each distinct value is stored exactly once, and the state is the sequential one.
     @Test func concurrentCallersShareCommits() throws {

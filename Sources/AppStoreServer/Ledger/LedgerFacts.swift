@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 // The facts the state engine keeps: every distinct signed version of a transaction and of a subscription's renewal
 // info, and one record per notification. Dates are milliseconds since 1970 (Apple's wire unit), so comparisons are
@@ -82,6 +83,10 @@ struct NotificationFacts: SignedVersion {
     /// Whether the notification is about an auto-renewable subscription (it carries a renewal info, or an
     /// auto-renewable transaction): only those have a status to compare.
     let isSubscription: Bool
+    /// The payload as signed, but with its nested signed values (data.signedTransactionInfo, data.signedRenewalInfo,
+    /// appData.signedAppTransactionInfo) replaced by null: they are stored as events of their own right inside the
+    /// notification's `signed`, decoded in the transactions and renewal_infos tables, and were two thirds of the
+    /// notification row and of its memory here (docs/ledger.md, "Tables").
     let payload: [UInt8]
 
     init(_ n: ResponseBodyV2DecodedPayload, payload: [UInt8], transaction: TransactionVersion?, renewalInfo: RenewalVersion?) {
@@ -94,7 +99,39 @@ struct NotificationFacts: SignedVersion {
         transactionId = transaction?.transactionId
         originalTransactionId = transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId
         isSubscription = renewalInfo != nil || transaction?.isAutoRenewable == true
-        self.payload = payload
+        self.payload = Self.nullingNested(payload, [n.data?.signedTransactionInfo, n.data?.signedRenewalInfo,
+                                                    n.appData?.signedAppTransactionInfo].compactMap { $0 })
+    }
+
+    /// `payload` with each of `values` (compact JWS: base64url and dots, which JSON writes without escapes) replaced
+    /// by null where it stands as a whole string; anything else byte for byte as signed. A value written with
+    /// needless escapes is not found and stays.
+    static func nullingNested(_ payload: [UInt8], _ values: [String]) -> [UInt8] {
+        var out = payload
+        for value in values where !value.isEmpty {
+            let needle = [UInt8(ascii: "\"")] + Array(value.utf8) + [UInt8(ascii: "\"")]
+            guard let start = Self.find(needle, in: out) else { continue }
+            out.replaceSubrange(start..<(start + needle.count), with: Array("null".utf8))
+        }
+        return out
+    }
+
+    /// The first index of `needle` in `hay` (memchr for its first byte, then memcmp: glibc's memmem is not exported
+    /// to Swift).
+    static func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
+        guard let first = needle.first, needle.count <= hay.count else { return nil }
+        return hay.withUnsafeBytes { h in
+            needle.withUnsafeBytes { n in
+                var from = 0
+                let last = h.count - n.count
+                while from <= last, let hit = memchr(h.baseAddress! + from, Int32(first), last - from + 1) {
+                    let i = h.baseAddress!.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(h.baseAddress! + i, n.baseAddress!, n.count) == 0 { return i }
+                    from = i + 1
+                }
+                return nil
+            }
+        }
     }
 }
 

@@ -28,6 +28,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         }
         try db.execute("PRAGMA synchronous = FULL", "cannot set synchronous = FULL")
         try db.execute("PRAGMA foreign_keys = ON", "cannot enable foreign keys")
+        try db.execute("PRAGMA wal_autocheckpoint = 8000", "cannot set wal_autocheckpoint")
         try LedgerSchema.migrate(db, path: path)
         insertEvent = try db.prepare("""
             INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at) VALUES (?, ?, ?, ?, ?)
