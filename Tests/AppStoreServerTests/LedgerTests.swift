@@ -307,6 +307,34 @@ import Testing
         #expect(NotificationFacts.find(Array("cd".utf8), in: Array("abc".utf8)) == nil)
     }
 
+    /// The WAL is checkpointed while the ledger is open, off the committing thread (WALCheckpointer; its threshold
+    /// lowered here), and restarts:
+    /// the database file grows while writing goes on, and the log stays near its threshold instead of holding every
+    /// page written (which it would with the checkpoint hook broken: SQLite's own is replaced by it).
+    @Test func theLogIsCheckpointedWhileOpenAndStaysBounded() throws {
+        let (url, file) = Self.temporaryURL("checkpoint")
+        let wal = URL(fileURLWithPath: file.path + "-wal")
+        WALCheckpointer.threshold = 500  // 2 MiB: the fixtures' ~15 MB of pages make several checkpoints
+        defer { WALCheckpointer.threshold = WALCheckpointer.pages }
+        func size(_ u: URL) -> Int { (try? FileManager.default.attributesOfItem(atPath: u.path)[.size] as? Int) ?? 0 }
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let all = (LedgerFixtures.scenarios + LedgerFixtures.random).flatMap { LedgerFixtures.signed($0, delivery: "notifications") }
+        var largestLog = 0, written = 0
+        for (kind, signed) in all where kind == .notification {
+            _ = try ledger.ingest(notification: signed)
+            written += signed.utf8.count
+            largestLog = max(largestLog, size(wal))
+        }
+        // ~430 notifications, 6 MB signed, ~15 MB of pages: a log that is never checkpointed holds all of them.
+        #expect(written > 5 << 20, "too few notifications to tell a bounded log from one that holds everything: \(written)")
+        // The checkpoints run on their own thread: wait (a bounded number of times) for the file to hold the data.
+        for _ in 0..<200 where size(file) < written / 2 { usleep(50_000) }
+        #expect(size(file) >= written / 2, "database file \(size(file)) bytes after \(written) bytes of signed data")
+        #expect(largestLog < 6 << 20, "the log reached \(largestLog) bytes")
+        print("ledger checkpoints: \(written) bytes signed, database \(size(file)), largest log \(largestLog)")
+        _ = ledger
+    }
+
     static func payloadText(_ jws: String) -> String {
         var part = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while part.count % 4 != 0 { part += "=" }

@@ -12,6 +12,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let dataVersionStatement: SQLiteStatement
     private let beginStatement: SQLiteStatement
     private let recentEventsStatement: SQLiteStatement
+    /// Checkpoints the WAL on its own thread (nil: in memory, or it could not start; SQLite's own then).
+    private let checkpointer: WALCheckpointer?
     private let commitStatement: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
@@ -28,7 +30,6 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         }
         try db.execute("PRAGMA synchronous = FULL", "cannot set synchronous = FULL")
         try db.execute("PRAGMA foreign_keys = ON", "cannot enable foreign keys")
-        try db.execute("PRAGMA wal_autocheckpoint = 8000", "cannot set wal_autocheckpoint")
         try LedgerSchema.migrate(db, path: path)
         insertEvent = try db.prepare("""
             INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at) VALUES (?, ?, ?, ?, ?)
@@ -75,7 +76,12 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         recentEventsStatement = try db.prepare(
             "SELECT id, kind, signed, received_at FROM events WHERE id < ? ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
+        // Last: nothing after it throws, so a started thread always has the store (and its deinit) to stop it.
+        checkpointer = path == ":memory:" ? nil : WALCheckpointer.start(path: path)
+        checkpointer?.install(on: db)
     }
+
+    deinit { checkpointer?.stop(db) }
 
     /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
