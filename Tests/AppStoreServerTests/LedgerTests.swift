@@ -330,7 +330,8 @@ import Testing
         // The checkpoints run on their own thread: wait (a bounded number of times) for the file to hold the data.
         for _ in 0..<200 where size(file) < written / 2 { usleep(50_000) }
         #expect(size(file) >= written / 2, "database file \(size(file)) bytes after \(written) bytes of signed data")
-        #expect(largestLog < 6 << 20, "the log reached \(largestLog) bytes")
+        // Four thresholds (8 MB) at most: beyond that a commit checkpoints itself; unbounded it would hold ~26 MB.
+        #expect(largestLog < 12 << 20, "the log reached \(largestLog) bytes")
         print("ledger checkpoints: \(written) bytes signed, database \(size(file)), largest log \(largestLog)")
         _ = ledger
     }

@@ -66,10 +66,16 @@ final class WALCheckpointer: Sendable {
     /// Installs the hook on the ledger's connection that asks for a checkpoint after a large enough commit; `stop`
     /// removes it.
     func install(on db: SQLiteConnection) {
-        sqlite3_wal_hook(db.handle, { context, _, _, pages in
+        sqlite3_wal_hook(db.handle, { context, db, _, pages in
             if let context {
                 let me = Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue()
-                if pages >= me.threshold { me.request() }
+                if pages >= 4 * me.threshold, let db {
+                    // The thread has fallen far behind (a busy machine): this commit checkpoints too, as SQLite's own
+                    // would, so the log stays bounded whatever the load.
+                    sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                } else if pages >= me.threshold {
+                    me.request()
+                }
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
