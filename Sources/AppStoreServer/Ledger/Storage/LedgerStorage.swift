@@ -29,6 +29,31 @@ struct StoredEventRow {
     let receivedAt: Int64
 }
 
+/// The readable tables' upserts, the same statement for SQLite and PostgreSQL but for the table's name, its
+/// placeholders and how "newer" compares: a row is replaced only by a newer signed version (signedDate, then payload
+/// bytes, the engine's order). Columns in `LedgerRows`' order, the key first.
+enum LedgerUpsert {
+    static let transactions = ("transactions", ["transaction_id", "original_transaction_id", "product_id", "product_type",
+        "app_account_token", "purchase_date", "expires_date", "revocation_date", "signed_date", "payload", "event_id"])
+    static let renewalInfos = ("renewal_infos", ["original_transaction_id", "auto_renew_status", "auto_renew_product_id",
+        "is_in_billing_retry_period", "grace_period_expires_date", "expiration_intent", "signed_date", "payload", "event_id"])
+    static let notifications = ("notifications", ["notification_uuid", "notification_type", "subtype", "status",
+        "original_transaction_id", "transaction_id", "signed_date", "payload", "event_id"])
+
+    /// `table` is what the statement inserts into (with an alias for PostgreSQL), `current` how it names the row in
+    /// place, `placeholder(n)` the n-th parameter (1-based), `collate` how payloads compare byte-wise.
+    static func sql(_ t: (String, [String]), into table: String, current: String, collate: String = "",
+                    placeholder: (Int) -> String) -> String {
+        let (_, columns) = t
+        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) "
+            + "VALUES (\((1...columns.count).map(placeholder).joined(separator: ", "))) "
+            + "ON CONFLICT (\(columns[0])) DO UPDATE SET \(updates) "
+            + "WHERE excluded.signed_date > \(current).signed_date OR (excluded.signed_date = \(current).signed_date "
+            + "AND excluded.payload\(collate) > \(current).payload\(collate))"
+    }
+}
+
 /// The values of the readable tables' rows for one event (the same columns in SQLite and PostgreSQL).
 enum LedgerRows {
     static func event(_ e: LedgerEvent, receivedAt: Int64) -> [SQLiteValue?] {

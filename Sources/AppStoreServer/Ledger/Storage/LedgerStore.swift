@@ -34,42 +34,10 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         insertEvent = try db.prepare("""
             INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at) VALUES (?, ?, ?, ?, ?)
             """)
-        let newer = { (table: String) in
-            "WHERE excluded.signed_date > \(table).signed_date OR (excluded.signed_date = \(table).signed_date AND excluded.payload > \(table).payload)"
-        }
-        upsertTransaction = try db.prepare("""
-            INSERT INTO transactions (transaction_id, original_transaction_id, product_id, product_type, app_account_token,
-              purchase_date, expires_date, revocation_date, signed_date, payload, event_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
-              product_id = excluded.product_id, product_type = excluded.product_type,
-              app_account_token = excluded.app_account_token, purchase_date = excluded.purchase_date,
-              expires_date = excluded.expires_date, revocation_date = excluded.revocation_date,
-              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
-            \(newer("transactions"))
-            """)
-        upsertRenewal = try db.prepare("""
-            INSERT INTO renewal_infos (original_transaction_id, auto_renew_status, auto_renew_product_id,
-              is_in_billing_retry_period, grace_period_expires_date, expiration_intent, signed_date, payload, event_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (original_transaction_id) DO UPDATE SET auto_renew_status = excluded.auto_renew_status,
-              auto_renew_product_id = excluded.auto_renew_product_id,
-              is_in_billing_retry_period = excluded.is_in_billing_retry_period,
-              grace_period_expires_date = excluded.grace_period_expires_date,
-              expiration_intent = excluded.expiration_intent, signed_date = excluded.signed_date,
-              payload = excluded.payload, event_id = excluded.event_id
-            \(newer("renewal_infos"))
-            """)
-        upsertNotification = try db.prepare("""
-            INSERT INTO notifications (notification_uuid, notification_type, subtype, status, original_transaction_id,
-              transaction_id, signed_date, payload, event_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (notification_uuid) DO UPDATE SET notification_type = excluded.notification_type,
-              subtype = excluded.subtype, status = excluded.status,
-              original_transaction_id = excluded.original_transaction_id, transaction_id = excluded.transaction_id,
-              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
-            \(newer("notifications"))
-            """)
+        let sqlite = { (t: (String, [String])) in LedgerUpsert.sql(t, into: t.0, current: t.0) { _ in "?" } }
+        upsertTransaction = try db.prepare(sqlite(LedgerUpsert.transactions))
+        upsertRenewal = try db.prepare(sqlite(LedgerUpsert.renewalInfos))
+        upsertNotification = try db.prepare(sqlite(LedgerUpsert.notifications))
         eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id")
         dataVersionStatement = try db.prepare("PRAGMA data_version")
         beginStatement = try db.prepare("BEGIN IMMEDIATE")

@@ -79,48 +79,15 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         db = try PostgresConnection(url: url)
         try db.run("SET synchronous_commit = on", what: "cannot set synchronous_commit")
         try migrate()
-        let newer = { (table: String) in
-            "WHERE excluded.signed_date > cur.signed_date OR (excluded.signed_date = cur.signed_date "
-                + "AND excluded.payload COLLATE \"C\" > cur.payload COLLATE \"C\")"
-        }
         try db.prepare("insert_event", """
             INSERT INTO appstore_ledger.events (kind, payload_sha256, signed, signed_date, received_at)
             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (payload_sha256) DO NOTHING RETURNING id
             """, parameters: 5)
-        try db.prepare("upsert_transaction", """
-            INSERT INTO appstore_ledger.transactions AS cur (transaction_id, original_transaction_id, product_id,
-              product_type, app_account_token, purchase_date, expires_date, revocation_date, signed_date, payload, event_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-            ON CONFLICT (transaction_id) DO UPDATE SET original_transaction_id = excluded.original_transaction_id,
-              product_id = excluded.product_id, product_type = excluded.product_type,
-              app_account_token = excluded.app_account_token, purchase_date = excluded.purchase_date,
-              expires_date = excluded.expires_date, revocation_date = excluded.revocation_date,
-              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
-            \(newer("transactions"))
-            """, parameters: 11)
-        try db.prepare("upsert_renewal_info", """
-            INSERT INTO appstore_ledger.renewal_infos AS cur (original_transaction_id, auto_renew_status,
-              auto_renew_product_id, is_in_billing_retry_period, grace_period_expires_date, expiration_intent,
-              signed_date, payload, event_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-            ON CONFLICT (original_transaction_id) DO UPDATE SET auto_renew_status = excluded.auto_renew_status,
-              auto_renew_product_id = excluded.auto_renew_product_id,
-              is_in_billing_retry_period = excluded.is_in_billing_retry_period,
-              grace_period_expires_date = excluded.grace_period_expires_date,
-              expiration_intent = excluded.expiration_intent, signed_date = excluded.signed_date,
-              payload = excluded.payload, event_id = excluded.event_id
-            \(newer("renewal_infos"))
-            """, parameters: 9)
-        try db.prepare("upsert_notification", """
-            INSERT INTO appstore_ledger.notifications AS cur (notification_uuid, notification_type, subtype, status,
-              original_transaction_id, transaction_id, signed_date, payload, event_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-            ON CONFLICT (notification_uuid) DO UPDATE SET notification_type = excluded.notification_type,
-              subtype = excluded.subtype, status = excluded.status,
-              original_transaction_id = excluded.original_transaction_id, transaction_id = excluded.transaction_id,
-              signed_date = excluded.signed_date, payload = excluded.payload, event_id = excluded.event_id
-            \(newer("notifications"))
-            """, parameters: 9)
+        for (name, t) in [("upsert_transaction", LedgerUpsert.transactions), ("upsert_renewal_info", LedgerUpsert.renewalInfos),
+                          ("upsert_notification", LedgerUpsert.notifications)] {
+            try db.prepare(name, LedgerUpsert.sql(t, into: "appstore_ledger.\(t.0) AS cur", current: "cur",
+                                                  collate: " COLLATE \"C\"") { "$\($0)" }, parameters: t.1.count)
+        }
         try db.prepare("events_after", """
             SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 ORDER BY id LIMIT 1000
             """, parameters: 1)
