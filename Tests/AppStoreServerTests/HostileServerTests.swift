@@ -53,8 +53,9 @@ import AppStoreServerHTTP
         #expect(String(decoding: caught.body, as: UTF8.self).contains("\"count\": 0"))
     }
 
-    /// The drip lasts 60 s (a per-read timeout never fires): finishing well before it ends shows a deadline. The bound
-    /// (25 s) leaves room for a 2-core machine whose other tests and builds hold the cooperative threads (14 s seen).
+    /// The drip lasts 60 s (a per-read timeout never fires): finishing before it ends shows a deadline. The bound
+    /// (45 s) leaves room for a 2-core machine whose other tests hold the cooperative threads: the ledger's storage
+    /// tests block them with fsyncs, and 28 s was seen in a full run.
     @Test(arguments: ["drip-200", "dripall-200"])
     func theTimeoutIsADeadline(behaviour: String) async throws {
         let client = try Self.client(behaviour, timeoutMs: 1500)
@@ -65,7 +66,7 @@ import AppStoreServerHTTP
         } catch {
             #expect(error.kind == .transport(.timeout), "\(error)")
         }
-        #expect(ContinuousClock.now - start < .seconds(25))
+        #expect(ContinuousClock.now - start < .seconds(45))
         // The blocking transport (online checks) too.
         let (port, _) = try #require(Self.ports)
         let blockingStart = ContinuousClock.now
