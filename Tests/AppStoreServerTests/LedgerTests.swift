@@ -5,7 +5,10 @@ import Testing
 /// The ledger's state engine against Apple's documentation (the expectations written in Tests/support/lifecycles.py)
 /// and its properties over generated lifecycles: order independence, idempotence, no rollback by late older events,
 /// only verified input, and the data.status oracle.
-@Suite struct LedgerTests {
+///
+/// Serialized, the storage tests nested in it: on a 2-core machine two of these blocking (fsync-heavy, CPU-heavy) tests
+/// at once held both cooperative threads, and the async hostile-server tests' deadlines ran out waiting for one.
+@Suite(.serialized) struct LedgerTests {
     /// Every expectation of every hand-written scenario, for each delivery it holds for (notifications, the history
     /// catch-up, both).
     @Test func scenariosMatchApplesDocumentation() throws {
@@ -163,6 +166,7 @@ import Testing
 }
 
 /// Only verified input enters; the durable ledger in SQLite.
+extension LedgerTests {
 @Suite struct LedgerStorageTests {
     static func temporaryURL(_ name: String) -> (String, URL) {
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("appstore-ledger-\(getpid())-\(name)")
@@ -382,6 +386,7 @@ import Testing
             #expect(throws: LedgerError.self, "\(url)") { _ = try Ledger.open(url, verifier: LedgerFixtures.verifier) }
         }
     }
+}
 }
 
 extension LedgerEvent {
