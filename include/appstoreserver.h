@@ -247,6 +247,18 @@ const char *appstore_error_header_value(const appstore_error *err, size_t index)
 /* Frees a string the library returned through a `char **` out-parameter. NULL is ignored. */
 void appstore_string_free(char *s);
 
+/* ---- Diagnostics ---------------------------------------------------------------------------------------- */
+
+/* How many objects the library has handed to its callers and not yet had back: live handles of every type,
+ * appstore_error objects, and strings returned through `char **` not yet freed with appstore_string_free. For leak
+ * checks: unlike the process's resident size it moves only when a caller forgets to free, never with caches,
+ * arenas or a garbage collector's lag (scripts/leak-check). */
+int64_t appstore_debug_live_objects(void);
+/* The bytes the process's malloc has handed out and not had back (glibc's mallinfo2: arenas plus mmapped chunks;
+ * mallinfo where mallinfo2 is missing), or -1 where the C library does not tell. For leak checks, read after a
+ * collection in garbage-collected hosts. */
+int64_t appstore_debug_malloc_in_use(void);
+
 /* ---- Verifier ------------------------------------------------------------------------------------------- */
 
 /* The environment signed data comes from and API calls go to: one of APPSTORE_ENVIRONMENT_*. */

@@ -133,7 +133,7 @@ public func appstoreApiCallAnswer(_ call: OpaquePointer?, _ jsonOut: StringOut?,
         let j = jsonOut == nil ? nil : try mallocCString(json)
         let h: UnsafeMutablePointer<CChar>?
         do { h = headersOut == nil ? nil : try mallocCString(headerText) } catch {
-            free(j)
+            freeCString(j)
             throw error
         }
         jsonOut?.pointee = j

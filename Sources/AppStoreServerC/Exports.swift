@@ -23,7 +23,7 @@ private let reasonNames = StaticCStrings(FailureReason.allCases.map { ($0.rawVal
 public func appstoreReasonName(_ reason: Int32) -> UnsafePointer<CChar> { reasonNames.get(reason) }
 
 @c(appstore_string_free)
-public func appstoreStringFree(_ s: UnsafeMutablePointer<CChar>?) { free(s) }
+public func appstoreStringFree(_ s: UnsafeMutablePointer<CChar>?) { freeCString(s) }
 
 // MARK: errors
 

@@ -155,7 +155,7 @@ public func appstoreSigningKeyCreatePromotionalOfferV1(
         let sig = try mallocCString(Array(result.signature.utf8))
         var nonceCopy: UnsafeMutablePointer<CChar>?
         if nonceOut != nil {
-            do throws(CFailure) { nonceCopy = try mallocCString(Array(result.nonce.utf8)) } catch { free(sig); throw error }
+            do throws(CFailure) { nonceCopy = try mallocCString(Array(result.nonce.utf8)) } catch { freeCString(sig); throw error }
         }
         signatureOut.pointee = sig
         nonceOut?.pointee = nonceCopy

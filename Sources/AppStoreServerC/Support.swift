@@ -84,7 +84,10 @@ func guarded(_ errOut: ErrorOut?, _ body: () throws -> Void) -> Int32 {
     } catch {
         failure = CFailure(statusCode: .internalError, reason: .internal, message: "unexpected error: \(error)")
     }
-    errOut?.pointee = OpaquePointer(Unmanaged.passRetained(ErrorBox(failure)).toOpaque())
+    if let errOut {
+        errOut.pointee = OpaquePointer(Unmanaged.passRetained(ErrorBox(failure)).toOpaque())
+        countObjectHandedOut()
+    }
     return failure.statusCode.rawValue
 }
 
@@ -97,7 +100,8 @@ func handle<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type, _ name: String) t
 
 /// A new handle for the caller (released by the matching _free).
 func retained<T: AnyObject>(_ object: T) -> OpaquePointer {
-    OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+    countObjectHandedOut()
+    return OpaquePointer(Unmanaged.passRetained(object).toOpaque())
 }
 
 func release<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type) {
@@ -105,6 +109,7 @@ func release<T: AnyObject>(_ p: OpaquePointer?, _ type: T.Type) {
     ForkGuard.enter()  // freeing OpenSSL objects takes OpenSSL's locks (see guarded)
     defer { ForkGuard.leave() }
     Unmanaged<T>.fromOpaque(UnsafeRawPointer(p)).release()
+    countObjectFreed()
 }
 
 /// Writes a new handle to a required out-parameter.
@@ -169,7 +174,15 @@ func mallocCString(_ content: [UInt8]) throws(CFailure) -> UnsafeMutablePointer<
         if let base = src.baseAddress { memcpy(out, base, src.count) }
     }
     out[content.count] = 0
+    countObjectHandedOut()
     return out
+}
+
+/// Frees a string of `mallocCString` (appstore_string_free, and the exports' own clean-up on a later failure).
+func freeCString(_ s: UnsafeMutablePointer<CChar>?) {
+    guard let s else { return }
+    free(s)
+    countObjectFreed()
 }
 
 /// Writes a result string to an optional out-parameter (nothing is allocated when the caller passed NULL).

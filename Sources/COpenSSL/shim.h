@@ -45,4 +45,24 @@ static inline int appstore_shim_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STR
 static inline const char *appstore_shim_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) {
     return sk_OPENSSL_STRING_value(sk, i);
 }
+/* Not OpenSSL, but C that Swift cannot write: the process's malloc in-use bytes for leak checks
+ * (appstore_debug_malloc_in_use; a struct returned by value from a function looked up at run time). mallinfo2 is
+ * glibc >= 2.33, so it is found with dlsym (the libraries link against glibc 2.28's symbols); mallinfo's int fields
+ * are the fallback. -1 where neither exists. */
+#include <dlfcn.h>
+#include <malloc.h>
+static inline long long appstore_shim_malloc_in_use(void) {
+    void *v2 = dlsym((void *)0 /* RTLD_DEFAULT */, "mallinfo2");
+    if (v2) {
+        struct mallinfo2 m = ((struct mallinfo2 (*)(void))v2)();
+        return (long long)(m.uordblks + m.hblkhd);
+    }
+    void *v1 = dlsym((void *)0, "mallinfo");
+    if (v1) {
+        struct mallinfo m = ((struct mallinfo (*)(void))v1)();
+        return (long long)(unsigned)m.uordblks + (long long)(unsigned)m.hblkhd;
+    }
+    return -1;
+}
+
 #endif

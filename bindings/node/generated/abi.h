@@ -21,7 +21,7 @@
 #define ASB_H_API_REQUEST 9
 #define ASB_H_API_CALL 10
 #define ASB_H_LEDGER 11
-#define ASB_FUNCTIONS 84
+#define ASB_FUNCTIONS 86
 
 #ifdef ASB_ABI_TABLES
 const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
@@ -145,6 +145,20 @@ static void asb_call_error_header_value(asb_frame *f) {
 static const asb_param asb_params_error_header_value[] = {
     {"err", ASB_IN_HANDLE, 0, ASB_VT_NONE, 1, -1, 0},
     {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
+};
+/* appstore_debug_live_objects */
+static void asb_call_debug_live_objects(asb_frame *f) {
+    f->r.i = appstore_debug_live_objects();
+}
+static const asb_param asb_params_debug_live_objects[] = {
+    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},
+};
+/* appstore_debug_malloc_in_use */
+static void asb_call_debug_malloc_in_use(asb_frame *f) {
+    f->r.i = appstore_debug_malloc_in_use();
+}
+static const asb_param asb_params_debug_malloc_in_use[] = {
+    {NULL, ASB_NONE, -1, ASB_VT_NONE, 0, -1, 0},
 };
 /* appstore_verifier_options_new */
 static void asb_call_verifier_options_new(asb_frame *f) {
@@ -1051,6 +1065,8 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"error_header_count", ASB_RET_VALUE, ASB_VT_SIZE, 1, asb_params_error_header_count, asb_call_error_header_count},
     {"error_header_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_error_header_name, asb_call_error_header_name},
     {"error_header_value", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_error_header_value, asb_call_error_header_value},
+    {"debug_live_objects", ASB_RET_VALUE, ASB_VT_I64, 0, asb_params_debug_live_objects, asb_call_debug_live_objects},
+    {"debug_malloc_in_use", ASB_RET_VALUE, ASB_VT_I64, 0, asb_params_debug_malloc_in_use, asb_call_debug_malloc_in_use},
     {"verifier_options_new", ASB_RET_STATUS, ASB_VT_NONE, 2, asb_params_verifier_options_new, asb_call_verifier_options_new},
     {"verifier_options_add_root", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_verifier_options_add_root, asb_call_verifier_options_add_root},
     {"apple_root_count", ASB_RET_VALUE, ASB_VT_SIZE, 0, asb_params_apple_root_count, asb_call_apple_root_count},

@@ -43,6 +43,8 @@
 #pragma weak appstore_apple_root_der
 #pragma weak appstore_apple_root_name
 #pragma weak appstore_apple_root_sha256
+#pragma weak appstore_debug_live_objects
+#pragma weak appstore_debug_malloc_in_use
 #pragma weak appstore_http_response_add_header
 #pragma weak appstore_http_response_append_body
 #pragma weak appstore_http_response_body_limit
@@ -116,6 +118,24 @@ static jbyteArray JNICALL asj_reason_name(JNIEnv *env, jclass cls, jint a0) {
     (void)cls;
     jbyteArray result = 0;
     result = asj_borrowed_string(env, appstore_reason_name((appstore_reason)a0));
+    return result;
+}
+
+/* appstore_debug_live_objects */
+static jlong JNICALL asj_debug_live_objects(JNIEnv *env, jclass cls) {
+    (void)env;
+    (void)cls;
+    jlong result = 0;
+    result = (jlong)appstore_debug_live_objects();
+    return result;
+}
+
+/* appstore_debug_malloc_in_use */
+static jlong JNICALL asj_debug_malloc_in_use(JNIEnv *env, jclass cls) {
+    (void)env;
+    (void)cls;
+    jlong result = 0;
+    result = (jlong)appstore_debug_malloc_in_use();
     return result;
 }
 
@@ -1689,11 +1709,13 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 86
+#define ASJ_GENERATED_NATIVES 88
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
     {"reason_name", "(I)[B", (void *)asj_reason_name, (void *)&appstore_reason_name},
+    {"debug_live_objects", "()J", (void *)asj_debug_live_objects, (void *)&appstore_debug_live_objects},
+    {"debug_malloc_in_use", "()J", (void *)asj_debug_malloc_in_use, (void *)&appstore_debug_malloc_in_use},
     {"verifier_options_new", "()J", (void *)asj_verifier_options_new, (void *)&appstore_verifier_options_new},
     {"verifier_options_free", "(J)V", (void *)asj_verifier_options_free, (void *)&appstore_verifier_options_free},
     {"verifier_options_add_root", "(J[B)V", (void *)asj_verifier_options_add_root, (void *)&appstore_verifier_options_add_root},

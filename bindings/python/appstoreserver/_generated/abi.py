@@ -31,6 +31,8 @@ PROTOTYPES = {
     "appstore_error_header_name": (c_char_p, [c_void_p, c_size_t]),
     "appstore_error_header_value": (c_char_p, [c_void_p, c_size_t]),
     "appstore_string_free": (None, [c_void_p]),
+    "appstore_debug_live_objects": (c_int64, []),
+    "appstore_debug_malloc_in_use": (c_int64, []),
     "appstore_verifier_options_new": (c_int32, [POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_verifier_options_free": (None, [c_void_p]),
     "appstore_verifier_options_add_root": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p)]),

@@ -23,6 +23,10 @@ public final class Abi {
     public static native byte[] status_name(int status);
     /** appstore_reason_name: snake_case name of a reason ("bad_signature", ...); "unknown" for other values. */
     public static native byte[] reason_name(int reason);
+    /** appstore_debug_live_objects: How many objects the library has handed to its callers and not yet had back: live handles of every type, appstore_error objects, and strings returned through `char **` not yet freed with appstore_string_free. */
+    public static native long debug_live_objects();
+    /** appstore_debug_malloc_in_use: The bytes the process's malloc has handed out and not had back (glibc's mallinfo2: arenas plus mmapped chunks; mallinfo where mallinfo2 is missing), or -1 where the C library does not tell. */
+    public static native long debug_malloc_in_use();
     /** appstore_verifier_options_new */
     public static native long verifier_options_new();
     /** appstore_verifier_options_free */
