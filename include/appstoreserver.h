@@ -754,6 +754,13 @@ appstore_status appstore_receipt_verifier_verify(const appstore_receipt_verifier
 size_t appstore_api_endpoint_count(void);
 const char *appstore_api_endpoint_name(size_t index);
 
+/* Apple's base URL for an environment: the App Store Server API's (advanced_commerce 0) or the Advanced Commerce
+ * API's host (advanced_commerce 1); LocalTesting gives Apple's placeholder https://local-testing-base-url. The one
+ * home of these URLs: bindings read them here (Apple's urlBase, the path handed to a request hook).
+ *
+ * "" for Xcode (no server), an unknown environment or advanced_commerce not 0 or 1. Static: do not free. */
+const char *appstore_api_base_url(appstore_environment environment, int32_t advanced_commerce);
+
 /* Client options (a locked builder). Defaults: no transport, timeout 30000 ms, no retries, the environment's base
  * URL (production https://api.storekit.apple.com, sandbox https://api.storekit-sandbox.apple.com, local testing
  * https://local-testing-base-url; Advanced Commerce endpoints: https://api.storekit.itunes.apple.com and

@@ -102,6 +102,21 @@ nonisolated(unsafe) private let emptyBody: UnsafeMutablePointer<UInt8> = {
 private let endpointNames = StaticCStrings(
     AppStoreServerAPIEndpoint.allCases.enumerated().map { (Int32($0.offset), $0.element.name) }, fallback: "")
 
+/// Apple's base URLs by environment code, App Store Server API then Advanced Commerce (key: code, or code + 100).
+private let baseURLs = StaticCStrings(
+    [AppStoreEnvironment.production, .sandbox, .localTesting].flatMap { e -> [(Int32, String)] in
+        [(cEnvironmentCode(e), (try? AppStoreServerAPIBaseURL.forEnvironment(e)) ?? ""),
+         (cEnvironmentCode(e) + 100, AppStoreServerAPIBaseURL.advancedCommerce(e))]
+    }, fallback: "")
+
+@c(appstore_api_base_url)
+public func appstoreApiBaseUrl(_ environment: Int32, _ advancedCommerce: Int32) -> UnsafePointer<CChar> {
+    guard environment >= 1, environment <= 4, advancedCommerce == 0 || advancedCommerce == 1 else {
+        return StaticCStrings.emptyString
+    }
+    return baseURLs.get(environment + (advancedCommerce == 1 ? 100 : 0))
+}
+
 func endpoint(_ p: UnsafePointer<CChar>?) throws(CFailure) -> AppStoreServerAPIEndpoint {
     let name = try utf8String(p, "endpoint")
     guard let e = AppStoreServerAPIEndpoint(name: name) else {

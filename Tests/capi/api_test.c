@@ -876,6 +876,24 @@ int main(int argc, char **argv) {
     }
     CHECK(appstore_api_endpoint_name(999)[0] == 0, "endpoint name out of range", "%s", "");
 
+    /* Apple's base URLs (Apple's libraries and the API's and Advanced Commerce's documentation pages). */
+    static const struct { appstore_environment env; int32_t ac; const char *want; } urls[] = {
+        {APPSTORE_ENVIRONMENT_PRODUCTION, 0, "https://api.storekit.apple.com"},
+        {APPSTORE_ENVIRONMENT_SANDBOX, 0, "https://api.storekit-sandbox.apple.com"},
+        {APPSTORE_ENVIRONMENT_LOCAL_TESTING, 0, "https://local-testing-base-url"},
+        {APPSTORE_ENVIRONMENT_PRODUCTION, 1, "https://api.storekit.itunes.apple.com"},
+        {APPSTORE_ENVIRONMENT_SANDBOX, 1, "https://api.storekit-sandbox.itunes.apple.com"},
+        {APPSTORE_ENVIRONMENT_XCODE, 0, ""},
+        {0, 0, ""},
+        {5, 0, ""},
+        {APPSTORE_ENVIRONMENT_PRODUCTION, 2, ""},
+        {APPSTORE_ENVIRONMENT_PRODUCTION, -1, ""},
+    };
+    for (size_t u = 0; u < sizeof urls / sizeof urls[0]; u++)
+        CHECK(strcmp(appstore_api_base_url(urls[u].env, urls[u].ac), urls[u].want) == 0, "appstore_api_base_url",
+              "(%d, %d): \"%s\", want \"%s\"", (int)urls[u].env, (int)urls[u].ac,
+              appstore_api_base_url(urls[u].env, urls[u].ac), urls[u].want);
+
     size_t i;
     json_t *c;
     json_array_foreach(cases, i, c) run_case(client, c);

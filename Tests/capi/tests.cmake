@@ -14,6 +14,7 @@
 #                                      result checked, the library's live objects and malloc's in-use bytes flat
 #                                      (Tests/support/leakcheck.py; scripts/leak-check c runs 3,000,000; the
 #                                      self-test, that a leak is caught, runs in scripts/test-all's leak step)
+#   base_urls_one_home                 no hand-written binding source types Apple's base URLs (appstore_api_base_url)
 #   c_debug_counts                     appstore_debug_live_objects counts handles, errors and result strings exactly
 #   c_error_paths                      NULL / garbage / config errors, exact statuses and reasons
 #   c_demo_valgrind                    the demo under valgrind (definitely-lost leaks and memory errors fail)
@@ -92,6 +93,9 @@ add_test(NAME c_leak_check
          COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/Tests/support/leakcheck.py" --lang c --calls 200000
                  -- $<TARGET_FILE:capi_soak> "${TESTPKI_DIR}" 2)
 set_tests_properties(c_leak_check PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 900)
+add_test(NAME base_urls_one_home COMMAND Python3::Interpreter "${CAPI_SRC}/check_base_urls.py" "${CMAKE_CURRENT_SOURCE_DIR}")
+add_test(NAME base_urls_one_home_selftest
+         COMMAND Python3::Interpreter "${CAPI_SRC}/check_base_urls.py" "${CMAKE_CURRENT_SOURCE_DIR}" --self-test)
 add_test(NAME c_debug_counts COMMAND capi_debug_counts "${TESTPKI_DIR}")
 set_tests_properties(c_debug_counts PROPERTIES FIXTURES_REQUIRED testpki)
 

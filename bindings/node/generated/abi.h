@@ -21,7 +21,7 @@
 #define ASB_H_API_REQUEST 9
 #define ASB_H_API_CALL 10
 #define ASB_H_LEDGER 11
-#define ASB_FUNCTIONS 86
+#define ASB_FUNCTIONS 87
 
 #ifdef ASB_ABI_TABLES
 const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
@@ -594,6 +594,14 @@ static void asb_call_api_endpoint_name(asb_frame *f) {
 static const asb_param asb_params_api_endpoint_name[] = {
     {"index", ASB_IN_VALUE, -1, ASB_VT_SIZE, 0, -1, 0},
 };
+/* appstore_api_base_url */
+static void asb_call_api_base_url(asb_frame *f) {
+    f->r.p = (void *)appstore_api_base_url((appstore_environment)f->s[0].i, (int32_t)f->s[1].i);
+}
+static const asb_param asb_params_api_base_url[] = {
+    {"environment", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+    {"advanced_commerce", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
+};
 /* appstore_api_client_options_new */
 static void asb_call_api_client_options_new(asb_frame *f) {
     appstore_api_client_options *o0 = NULL;
@@ -1100,6 +1108,7 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"receipt_verifier_verify", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_receipt_verifier_verify, asb_call_receipt_verifier_verify},
     {"api_endpoint_count", ASB_RET_VALUE, ASB_VT_SIZE, 0, asb_params_api_endpoint_count, asb_call_api_endpoint_count},
     {"api_endpoint_name", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 1, asb_params_api_endpoint_name, asb_call_api_endpoint_name},
+    {"api_base_url", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 2, asb_params_api_base_url, asb_call_api_base_url},
     {"api_client_options_new", ASB_RET_STATUS, ASB_VT_NONE, 2, asb_params_api_client_options_new, asb_call_api_client_options_new},
     {"api_client_options_set_transport", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_api_client_options_set_transport, asb_call_api_client_options_set_transport},
     {"api_client_options_set_timeout_ms", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_api_client_options_set_timeout_ms, asb_call_api_client_options_set_timeout_ms},

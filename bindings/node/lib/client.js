@@ -16,12 +16,10 @@ const { redact, isPem } = require('./redact.js');
 const { checkSigningKey, newKey, isSigner, syncRefused } = require('./signer.js');
 
 const WHERE = 'AppStoreServerAPIClient';
-// Apple's base URLs, for Apple's urlBase property and the path makeFetchRequest receives (the core has its own).
-const BASE_URLS = {
-  [Environment.PRODUCTION]: 'https://api.storekit.apple.com',
-  [Environment.SANDBOX]: 'https://api.storekit-sandbox.apple.com',
-  [Environment.LOCAL_TESTING]: 'https://local-testing-base-url',
-};
+// Apple's base URLs, for Apple's urlBase property and the path makeFetchRequest receives: the core's
+// (appstore_api_base_url), their one home.
+const BASE_URLS = Object.fromEntries([Environment.PRODUCTION, Environment.SANDBOX, Environment.LOCAL_TESTING]
+  .map((e) => [e, native.api_base_url(ENVIRONMENT_CODES[e], 0)]));
 const ENVIRONMENT_BY_CODE = Object.fromEntries(Object.entries(ENVIRONMENT_CODES).map(([name, code]) => [code, name]));
 const MAX_TIMER_MS = 2147483647; // setTimeout's longest delay
 

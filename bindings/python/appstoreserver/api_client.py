@@ -38,11 +38,9 @@ __all__ = ["APIError", "AdvancedCommerceAPIError", "APIException", "GetTransacti
 
 T = TypeVar("T")
 
-_BASE_URLS = {
-    Environment.PRODUCTION: "https://api.storekit.apple.com",
-    Environment.SANDBOX: "https://api.storekit-sandbox.apple.com",
-    Environment.LOCAL_TESTING: "https://local-testing-base-url",
-}
+# Apple's base URLs, from the core (appstore_api_base_url): Apple's url property and the URL _execute_request gets.
+_BASE_URLS = {env: lib.appstore_api_base_url(environment_code(env)[1], 0).decode()
+              for env in (Environment.PRODUCTION, Environment.SANDBOX, Environment.LOCAL_TESTING)}
 _UNSET = object()
 _RATE_LIMIT_MAX_WAIT = 10.0  # one slot of Apple's slowest Sandbox endpoints (1/s in Production: one per 10 s)
 

@@ -5,6 +5,7 @@
  * references: jni.c registers only the methods whose function the loaded library has (an older library
  * leaves the others unregistered: UnsatisfiedLinkError in Java, never a crash). */
 
+#pragma weak appstore_api_base_url
 #pragma weak appstore_api_call_answer
 #pragma weak appstore_api_call_free
 #pragma weak appstore_api_call_has_next_page
@@ -959,6 +960,15 @@ done:
     return result;
 }
 
+/* appstore_api_base_url */
+static jbyteArray JNICALL asj_api_base_url(JNIEnv *env, jclass cls, jint a0, jint a1) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    result = asj_borrowed_string(env, appstore_api_base_url((appstore_environment)a0, (int32_t)a1));
+    return result;
+}
+
 /* appstore_api_client_options_new */
 static jlong JNICALL asj_api_client_options_new(JNIEnv *env, jclass cls) {
     (void)env;
@@ -1709,7 +1719,7 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 88
+#define ASJ_GENERATED_NATIVES 89
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -1758,6 +1768,7 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"receipt_verifier_verify", "(J[B)[B", (void *)asj_receipt_verifier_verify, (void *)&appstore_receipt_verifier_verify},
     {"api_endpoint_count", "()J", (void *)asj_api_endpoint_count, (void *)&appstore_api_endpoint_count},
     {"api_endpoint_name", "(J)[B", (void *)asj_api_endpoint_name, (void *)&appstore_api_endpoint_name},
+    {"api_base_url", "(II)[B", (void *)asj_api_base_url, (void *)&appstore_api_base_url},
     {"api_client_options_new", "()J", (void *)asj_api_client_options_new, (void *)&appstore_api_client_options_new},
     {"api_client_options_free", "(J)V", (void *)asj_api_client_options_free, (void *)&appstore_api_client_options_free},
     {"api_client_options_set_transport", "(JJ)V", (void *)asj_api_client_options_set_transport, (void *)&appstore_api_client_options_set_transport},

@@ -77,6 +77,7 @@ PROTOTYPES = {
     "appstore_receipt_verifier_verify": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_api_endpoint_count": (c_size_t, []),
     "appstore_api_endpoint_name": (c_char_p, [c_size_t]),
+    "appstore_api_base_url": (c_char_p, [c_int32, c_int32]),
     "appstore_api_client_options_new": (c_int32, [POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_api_client_options_free": (None, [c_void_p]),
     "appstore_api_client_options_set_transport": (c_int32, [c_void_p, c_void_p, POINTER(c_void_p)]),

@@ -111,6 +111,8 @@ public final class Abi {
     public static native long api_endpoint_count();
     /** appstore_api_endpoint_name: The endpoint names this library knows, for bindings: count and name by index ("" out of range). */
     public static native byte[] api_endpoint_name(long index);
+    /** appstore_api_base_url: Apple's base URL for an environment: the App Store Server API's (advanced_commerce 0) or the Advanced Commerce API's host (advanced_commerce 1); LocalTesting gives Apple's placeholder https://local-testing-base-url. */
+    public static native byte[] api_base_url(int environment, int advanced_commerce);
     /** appstore_api_client_options_new */
     public static native long api_client_options_new();
     /** appstore_api_client_options_free */

@@ -60,9 +60,8 @@ import java.util.Objects;
  * freed once collected.
  */
 public abstract class BaseAppStoreServerAPIClient extends AppStoreServerAPIEndpoints implements AutoCloseable {
-    private static final String PRODUCTION_URL = "https://api.storekit.apple.com";
-    private static final String SANDBOX_URL = "https://api.storekit-sandbox.apple.com";
-    private static final String LOCAL_TESTING_URL = "https://local-testing-base-url";
+    /** Apple's base URLs: the core's (appstore_api_base_url), their one home. */
+    private static final String SANDBOX_URL = baseUrl(Environment.SANDBOX);
     /** The content type Apple's library hands makeRequest for a JSON body. */
     private static final String JSON = "application/json; charset=utf-8";
     private static final String PNG = "image/png";
@@ -439,14 +438,16 @@ public abstract class BaseAppStoreServerAPIClient extends AppStoreServerAPIEndpo
             case XCODE:
                 throw new IllegalArgumentException("Xcode is not a supported environment for an AppStoreServerAPIClient");
             case PRODUCTION:
-                return PRODUCTION_URL;
             case LOCAL_TESTING:
-                return LOCAL_TESTING_URL;
             case SANDBOX:
-                return SANDBOX_URL;
+                return baseUrl(environment);
             default:
                 throw new IllegalStateException();
         }
+    }
+
+    private static String baseUrl(Environment environment) {
+        return new String(Abi.api_base_url(code(environment), 0), java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /**
