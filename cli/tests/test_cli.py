@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -939,6 +940,67 @@ def test_https_refuses_a_certificate_for_another_host(keys: Path, tls_pki: Path,
         assert r.code == 3, r
         assert why in r.error_line(), r
     assert other.requests == [], "a request was sent over a connection whose certificate names another host"
+
+
+class UnframedTLSServer:
+    """An HTTPS server answering one request at a time with a body without length (Connection: close), then ending
+    the connection with TLS close_notify (`notify`) or with a bare TCP close (a truncation an attacker can cause)."""
+
+    def __init__(self, pki: Path, notify: bool) -> None:
+        import ssl
+        import threading
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(str(pki / "localhost.pem"), str(pki / "localhost.key"))
+        self.notify = notify
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                tls = self.ctx.wrap_socket(conn, server_side=True)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = tls.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+                            + json.dumps({"signedTransactionInfo": "unframed"}).encode())
+                if self.notify:
+                    try:
+                        tls.unwrap()  # close_notify (then the peer's, or its close)
+                    except OSError:
+                        pass
+                else:
+                    socket.socket.shutdown(tls, socket.SHUT_RDWR)  # TCP FIN below TLS: no close_notify
+                tls.close()
+            except OSError:
+                conn.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_https_refuses_a_body_without_length_cut_without_close_notify(keys: Path, tls_pki: Path) -> None:
+    ca = {"SSL_CERT_FILE": str(tls_pki / "ca.pem")}
+    cut, closed = UnframedTLSServer(tls_pki, notify=False), UnframedTLSServer(tls_pki, notify=True)
+    try:
+        # Ended by close_notify: the body is complete (the TLS layer says so).
+        r = tls_api(keys, f"https://localhost:{closed.port}", ca)
+        assert r.code == 0 and r.json() == {"signedTransactionInfo": "unframed"}, r
+        # Ended by a TCP FIN alone: as curl does, refused as a possible truncation, even though what arrived parses.
+        r = tls_api(keys, f"https://localhost:{cut.port}", ca)
+        assert r.code == 3, r
+        assert "close_notify" in r.error_line() and "truncated" in r.error_line(), r
+    finally:
+        cut.close()
+        closed.close()
 
 
 # ---- online (OCSP) checks through the tool's HTTP client (Tests/support/ocsp_harness.py) -------------------------------

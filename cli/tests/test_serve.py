@@ -281,7 +281,7 @@ def test_duplicates_out_of_order_and_concurrent(pki: Path, doc: Dict[str, Any], 
         assert stored == len(set(everything)) and len(results) - stored == len(deliveries) - len(set(everything))
         status, summary = s.get("/v1/sandbox/summary")
         assert summary["disagreements"] == [] and summary["checkedNotifications"] > 200, summary
-        _, metrics = s.get("/metrics", key=None)
+        _, metrics = s.get("/metrics")
         assert metric(metrics, "appstoreserver_notifications_received_total", environment="sandbox") == len(deliveries)
         assert metric(metrics, "appstoreserver_notifications_stored_total", environment="sandbox") == stored
         assert metric(metrics, "appstoreserver_notifications_duplicates_total", environment="sandbox") == len(deliveries) - stored
@@ -350,7 +350,7 @@ def test_refused_posts_change_nothing(pki: Path, doc: Dict[str, Any], tmp_path: 
         assert s.post("staging", first[0]["signed"])[0] == 404
         after = {env: s.get(f"/v1/{env}/summary")[1] for env in ("sandbox", "production")}
         assert after == before
-        _, metrics = s.get("/metrics", key=None)
+        _, metrics = s.get("/metrics")
         assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="sandbox", reason="bad_signature") == 1
         assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="sandbox", reason="malformed_body") == 6
         assert metric(metrics, "appstoreserver_notifications_rejected_total", environment="production", reason="wrong_environment") == 1
@@ -508,7 +508,7 @@ def test_http_layer_limits_and_slow_clients(pki: Path, doc: Dict[str, Any], tmp_
         time.sleep(0.5)
         assert s.request("GET", "/healthz")[0] == 200  # the slots are free again
 
-        _, metrics = s.get("/metrics", key=None)
+        _, metrics = s.get("/metrics")
         for reason in ("bad_request", "header_timeout", "body_timeout", "too_many_connections", "body_too_large",
                        "header_too_large", "uri_too_long", "version_not_supported", "unsupported_transfer_encoding",
                        "expectation_failed"):
@@ -518,6 +518,160 @@ def test_http_layer_limits_and_slow_clients(pki: Path, doc: Dict[str, Any], tmp_
         assert s.stop() == 0
     # Every line of the log is JSON (Server._read parsed them all), refusals say why.
     assert {l["reason"] for l in s.events("refused")} >= {"bad_request", "header_timeout", "too_many_connections"}
+
+
+# ---- issue 31: header bytes, bounded slots ---------------------------------------------------------------------------
+
+def test_header_values_are_byte_ranges_and_control_characters_are_refused(pki: Path, doc: Dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    jws = doc["scenarios"][0]["notifications"][0]["signed"]
+    body = json.dumps({"signedPayload": jws}).encode()
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        h = b"Host: x\r\n"
+        auth = b"Authorization: Bearer " + KEY.encode()
+        # Controls: the same requests without the hostile byte are answered.
+        assert statuses(raw(s.port, b"GET /v1/sandbox/summary HTTP/1.1\r\n" + h + auth + b"\r\nConnection: close\r\n\r\n")) == [200]
+        assert statuses(raw(s.port, b"GET /healthz HTTP/1.1\r\n" + h + b"X: a\tb\r\nConnection: close\r\n\r\n")) == [200]  # HTAB is fine
+        hostile = [
+            # The reproducers: a NUL ended the value for the parser, and what followed it was ignored.
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: 2\x00 99\r\n\r\n{}",
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\x00, gzip\r\n\r\n0\r\n\r\n",
+            b"GET /v1/sandbox/summary HTTP/1.1\r\n" + h + auth + b"\x00junk\r\n\r\n",
+            # Every other control character but HTAB, in a value, a name, the request line.
+            *[b"GET /healthz HTTP/1.1\r\n" + h + b"X: a" + bytes([c]) + b"b\r\n\r\n" for c in [*range(0, 9), *range(10, 32), 127] if c not in (10, 13)],
+            b"GET /healthz HTTP/1.1\r\n" + h + b"X\x00Y: v\r\n\r\n",
+            b"GET /healthz\x00 HTTP/1.1\r\n" + h + b"\r\n",
+            b"GET /healthz HTTP/1.1\x00\r\n" + h + b"\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: x\x00y\r\n\r\n",
+            # A chunk size line: "5\0junk" was read as 5.
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\n\r\n5\x00junk\r\nhello\r\n0\r\n\r\n",
+            b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Transfer-Encoding: chunked\r\n\r\n5;x=\x01\r\nhello\r\n0\r\n\r\n",
+        ]
+        for request in hostile:
+            answer = raw(s.port, request)
+            assert statuses(answer) == [400] and error_reason(answer) == "bad_request", (request[:80], answer[:300])
+        # A NUL in a posted notification's Content-Length: nothing reached the ledger.
+        answer = raw(s.port, b"POST /notifications/sandbox HTTP/1.1\r\n" + h + b"Content-Length: %d\x00 1\r\n\r\n" % len(body) + body)
+        assert statuses(answer) == [400], answer[:300]
+        assert s.get("/v1/sandbox/summary")[1]["events"] == 0
+        assert s.stop() == 0
+
+
+def test_keep_alive_connections_hold_a_slot_for_a_bounded_time(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    jws = doc["scenarios"][0]["notifications"][0]["signed"]
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"limits": {"maxConnections": 4, "maxRequestsPerConnection": 5, "idleTimeoutSeconds": 60}}))
+    with Server("--config", str(config), *serve_args(pki, doc, tmp_path)) as s:
+        assert (s.started["maxRequestsPerConnection"], s.started["maxConnectionSeconds"]) == (5, 60)
+        # The request cap: the fifth answer on one connection says Connection: close, and the server closes.
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+            for i in range(5):
+                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += c.recv(1)
+                length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+                got = b""
+                while len(got) < length:
+                    got += c.recv(length - len(got))
+                assert (b"Connection: close" in head) == (i == 4), (i, head)
+            assert read_all(c, 5) == b""  # closed by the server
+        assert s.stop() == 0
+    life = 5.0
+    config.write_text(json.dumps({"limits": {"maxConnections": 4, "maxConnectionSeconds": life, "idleTimeoutSeconds": 60}}))
+    with Server("--config", str(config), *serve_args(pki, doc, tmp_path)) as s:
+        assert (s.started["maxRequestsPerConnection"], s.started["maxConnectionSeconds"]) == (1000, life)
+        # The reproducer: four connections each sending GET /healthz every 0.5 s (the idle timeout never passes)
+        # held every slot, and a genuine notification got 503 for as long as they kept on. Now each connection
+        # ends at its lifetime (5 s): a request after it is answered with Connection: close, an idle wait ends
+        # there; and the notification gets through.
+        stop = threading.Event()
+        lifetimes: List[float] = []
+        answered: List[int] = []
+        lock = threading.Lock()
+
+        def hog() -> None:
+            t0 = time.monotonic()  # before connecting: the server's clock for this connection starts later
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            try:
+                while not stop.is_set():
+                    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        chunk = c.recv(1)
+                        if not chunk:  # closed while idle at its lifetime (or right as this request arrived)
+                            with lock:
+                                lifetimes.append(time.monotonic() - t0)
+                            return
+                        head += chunk
+                    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+                    while length > 0:
+                        length -= len(c.recv(length))
+                    with lock:
+                        answered.append(1)
+                    if b"Connection: close" in head:
+                        with lock:
+                            lifetimes.append(time.monotonic() - t0)
+                        return
+                    time.sleep(0.5)
+            finally:
+                c.close()
+
+        hogs = [threading.Thread(target=hog) for _ in range(4)]
+        for t in hogs:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(answered) < 4:  # every hog connected and answered once: all four slots are taken
+            assert time.monotonic() < deadline, answered
+            time.sleep(0.05)
+        try:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=10) as fifth:  # every slot taken
+                answer = read_all(fifth, 1.0)
+            assert statuses(answer) == [503] and error_reason(answer) == "too_many_connections", answer
+            # Each hog is let go at its lifetime: 5 s after acceptance plus at most one 0.5 s pause. The bound
+            # checked is 4x that (a loaded 2-core machine slows the hogs' turns, never the server's clock).
+            for t in hogs:
+                t.join(timeout=4 * (life + 0.5))
+            assert len(lifetimes) == 4 and all(life <= x < 4 * (life + 0.5) for x in lifetimes), lifetimes
+            status, answer = s.post("sandbox", jws)
+            assert status == 200 and answer["stored"], answer
+        finally:
+            stop.set()
+            for t in hogs:
+                t.join(timeout=10)
+        # A client address's cap: two connections from 127.0.0.1 at most; 127.0.0.2 (loopback too) still gets in.
+        assert s.stop() == 0
+    with Server(*serve_args(pki, doc, tmp_path, "--max-connections-per-address", "2", "--max-connections", "8")) as s:
+        held = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(2)]
+        try:
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", s.port), timeout=10) as third:
+                answer = read_all(third, 1.0)
+            assert statuses(answer) == [503] and error_reason(answer) == "too_many_connections_from_address", answer
+            assert b"Retry-After: 1" in answer
+            try:
+                other = socket.create_connection(("127.0.0.1", s.port), timeout=10, source_address=("127.0.0.2", 0))
+            except OSError:
+                other = None  # no 127.0.0.2 on this machine's loopback: the cap alone was checked
+            if other is not None:
+                with other:
+                    other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    assert statuses(read_all(other, 5)) == [200]
+        finally:
+            for c in held:
+                c.close()
+        deadline = time.monotonic() + 20
+        while True:  # the address's slots are free again once the server has seen the two closes
+            try:
+                if s.request("GET", "/healthz")[0] == 200:
+                    break
+            except (ConnectionError, http.client.HTTPException):
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        _, metrics = s.get("/metrics")
+        assert metric(metrics, "appstoreserver_http_refused_total", reason="too_many_connections_from_address") >= 1
+        assert s.stop() == 0
 
 
 # ---- queries, health, metrics, the OpenAPI description --------------------------------------------------------------
@@ -550,13 +704,54 @@ def test_query_endpoints_need_the_key(pki: Path, doc: Dict[str, Any], tmp_path: 
         assert status == 404 and r["error"]["reason"] == "environment_not_served"
         status, health = s.get("/healthz", key=None)
         assert status == 200 and health == {"status": "ok", "environments": ["sandbox"], "version": health["version"]}
+        # /metrics tells each environment's counts and the version: behind the key too (issue 31).
         status, headers, text = s.request("GET", "/metrics")
+        assert status == 401 and headers["www-authenticate"].startswith("Bearer") and b"appstoreserver_" not in text
+        assert s.request("GET", "/metrics", headers={"Authorization": f"Bearer {KEY[:-1]}x"})[0] == 401
+        status, headers, text = s.request("GET", "/metrics", headers={"Authorization": f"Bearer {KEY}"})
         assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
         assert metric(text.decode(), "appstoreserver_http_requests_total", route="customer", code="401") == 7
         assert s.stop() == 0
     everything = "".join(s.raw_log) + s.p.stderr.read().decode()  # type: ignore[union-attr]
     assert KEY not in everything and KEY[:12] not in everything
-    assert len(s.events("unauthorized")) == 4  # wrong keys are logged (without the key); missing ones are not
+    assert len(s.events("unauthorized")) == 5  # wrong keys are logged (without the key); missing ones are not
+
+
+def test_metrics_need_the_key_unless_opened_to_loopback(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    # No key configured: /metrics is off like the query routes (it would tell counts and the version to anyone).
+    with Server(*serve_args(pki, doc, tmp_path, key=False)) as s:
+        status, _, text = s.request("GET", "/metrics")
+        assert status == 403 and json.loads(text)["error"]["reason"] == "queries_disabled", text
+        assert s.stop() == 0
+    # --metrics-without-key: a scraper on loopback needs none (the test client is on loopback) ...
+    with Server(*serve_args(pki, doc, tmp_path, "--metrics-without-key")) as s:
+        status, headers, text = s.request("GET", "/metrics")
+        assert status == 200 and b"appstoreserver_build_info" in text
+        assert s.started["metricsWithoutKey"] is True
+        # ... the query routes still do.
+        assert s.request("GET", "/v1/sandbox/summary")[0] == 401
+        assert s.stop() == 0
+    # ... and one elsewhere does (ServeApp.isLoopback): a listener on every address, reached over a non-loopback one.
+    import socket as _s
+    try:
+        probe = _s.socket(_s.AF_INET, _s.SOCK_DGRAM)
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this picks the address of the default route
+        outside = probe.getsockname()[0]
+        probe.close()
+    except OSError:
+        outside = ""
+    if not outside or outside.startswith("127."):
+        pytest.skip("SKIPPED: this machine has no non-loopback address to reach the server from")
+    config = tmp_path / "serve.json"
+    config.write_text(json.dumps({"metricsWithoutKey": True}))
+    with Server("--config", str(config), *serve_args(pki, doc, tmp_path), "--listen", "0.0.0.0:0") as s:
+        c = http.client.HTTPConnection(outside, s.port, timeout=10)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        assert r.status == 401, r.status
+        r.read()
+        c.close()
+        assert s.stop() == 0
 
 
 def test_api_key_comes_from_a_file_or_the_environment(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:

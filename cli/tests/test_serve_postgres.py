@@ -153,7 +153,7 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
             f"{len(stored)} stored answers for {len(distinct)} distinct notifications (each must be stored exactly once)"
         assert all(answer.get("agrees", True) for _, _, answer in results)
         # Both servers' counters: together, each notification stored once, everything else a duplicate.
-        m = [s.get("/metrics", key=None)[1] for s in (a, b)]
+        m = [s.get("/metrics")[1] for s in (a, b)]
         assert sum(metric(x, "appstoreserver_notifications_received_total", environment="sandbox") for x in m) == sent
         assert sum(metric(x, "appstoreserver_notifications_stored_total", environment="sandbox") for x in m) == len(distinct)
         assert sum(metric(x, "appstoreserver_notifications_duplicates_total", environment="sandbox") for x in m) == sent - len(distinct)

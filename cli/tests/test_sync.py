@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-from test_cli import ISSUER, KEY_ID, SUPPORT, TOOL, USAGE, keys, payload_json, tool  # noqa: F401
+from test_cli import ISSUER, KEY_ID, SUPPORT, TOOL, USAGE, keys, ocsp, payload_json, tool  # noqa: F401
 from test_ledger_cli import doc, mismatches, pki  # noqa: F401
 from served import served
 
@@ -420,7 +420,7 @@ def test_usage_and_configuration_errors(keys: Path, pki: Path, doc: Dict[str, An
 # ---- serve --sync-interval ------------------------------------------------------------------------------------------
 
 def test_serve_sync_interval(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock, tmp_path: Path) -> None:  # noqa: F811
-    from test_serve import Server, metric, serve_args
+    from test_serve import KEY, Server, metric, serve_args
     lcs = doc["scenarios"][:4]
     feed = history(lcs, now_ms() - DAY)
     held = feed.pop()
@@ -445,7 +445,7 @@ def test_serve_sync_interval(keys: Path, pki: Path, doc: Dict[str, Any], mock: M
             time.sleep(0.1)
         status, summary = s.get("/v1/sandbox/summary")
         assert status == 200 and summary["events"] == len(feed) + 1, summary
-        status, _, text = s.request("GET", "/metrics")
+        status, _, text = s.request("GET", "/metrics", headers={"Authorization": f"Bearer {KEY}"})
         metrics = text.decode()
         runs = syncs()
         assert metric(metrics, "appstoreserver_sync_stored_total", environment="sandbox") >= len(feed) + 1
@@ -470,3 +470,224 @@ def test_serve_sync_interval_configuration(keys: Path, pki: Path, doc: Dict[str,
     r = tool("serve", "--bundle-id", doc["bundleId"], "--ledger", "sandbox=postgresql://u@127.0.0.1:1/x",
              "--sync-interval", "60", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--check")
     assert r.code == USAGE and "sync --state" in r.error_line(), r
+
+
+# ---- hostile cursors (issue 31) -------------------------------------------------------------------------------------
+
+def cursor_text(doc: Dict[str, Any], history_: Dict[str, Any], transactions: Optional[Dict[str, Any]] = None) -> str:
+    return json.dumps({"format": 1, "bundleId": doc["bundleId"], "environment": "Sandbox",
+                       "notificationHistory": history_, "transactionHistory": transactions or {}})
+
+
+def hostile_cursors(doc: Dict[str, Any]) -> Dict[str, str]:
+    """Tampered cursors that once crashed `sync` (overflowing arithmetic: SIGILL) or would ask Apple for nonsense."""
+    now = now_ms()
+    ok_window = {"startDate": now - DAY, "endDate": now, "paginationToken": None, "pages": 0}
+    return {
+        "pages 2^63-1": cursor_text(doc, {"syncedThrough": now - 2 * DAY, "window": dict(ok_window, pages=2**63 - 1)}),
+        "syncedThrough -2^63": cursor_text(doc, {"syncedThrough": -2**63}),
+        "syncedThrough 2^63-1": cursor_text(doc, {"syncedThrough": 2**63 - 1}),
+        "window from -2^63": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, startDate=-2**63)}),
+        "window to 2^63-1": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, endDate=2**63 - 1)}),
+        "window reversed": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, startDate=now, endDate=now - DAY)}),
+        "window of 400 days": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, startDate=now - 400 * DAY)}),
+        "negative pages": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, pages=-1)}),
+        "a date in 1970": cursor_text(doc, {"syncedThrough": 0}),
+        "a date next year": cursor_text(doc, {"syncedThrough": now + 365 * DAY}),
+        "a fraction": cursor_text(doc, {"syncedThrough": 1.5e12 + 0.5}),
+        "2^64": cursor_text(doc, {"syncedThrough": 2**64}),
+        "syncedAt -2^63": cursor_text(doc, {"syncedThrough": None}, {"2000000000000001": {"revision": "r", "syncedAt": -2**63}}),
+        "an id that is no id": cursor_text(doc, {"syncedThrough": None}, {"../x": {"revision": "r", "syncedAt": now}}),
+        "an empty token": cursor_text(doc, {"syncedThrough": None, "window": dict(ok_window, paginationToken="")}),
+    }
+
+
+def test_a_tampered_cursor_is_refused_not_a_crash(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock,  # noqa: F811
+                                                  tmp_path: Path) -> None:
+    mock.feed(notifications=history(doc["scenarios"][:1], now_ms() - DAY))
+    db = tmp_path / "ledger.db"
+    state = Path(str(db) + ".sync.json")
+    for name, text in hostile_cursors(doc).items():
+        state.write_text(text)
+        r = tool(*sync_args(keys, pki, doc, mock, db))
+        # 78 (configuration) with a reason, never a signal (SIGILL was -4) or a crash report.
+        assert r.code == 78, (name, r)
+        assert "the sync cursor" in r.error_line() and "move it away" in r.error_line(), (name, r)
+        assert state.read_text() == text, name  # left as it was, for a human to look at
+    assert mock.requests() == [], "a refused cursor must not lead to a call"
+    # A sound cursor is still followed.
+    state.write_text(cursor_text(doc, {"syncedThrough": now_ms() - 2 * DAY}))
+    r = tool(*sync_args(keys, pki, doc, mock, db))
+    assert r.code == 0, r
+
+
+def test_serve_logs_a_tampered_cursor_and_keeps_serving(keys: Path, pki: Path, doc: Dict[str, Any], mock: Mock,  # noqa: F811
+                                                        tmp_path: Path) -> None:
+    from test_serve import Server, serve_args
+    cursors = hostile_cursors(doc)
+    Path(str(tmp_path / "sandbox.db") + ".sync.json").write_text(cursors["window from -2^63"])
+    api = ["--sync-interval", "1", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
+           "--api-base-url", mock.url]
+    with Server(*serve_args(pki, doc, tmp_path, *api)) as s:
+        deadline = time.monotonic() + 60
+        while len(s.events("sync")) < 2:  # two runs: the refusal is logged each time, and the server lives on
+            assert time.monotonic() < deadline and s.p.poll() is None, s.raw_log
+            time.sleep(0.1)
+        for run in s.events("sync")[:2]:
+            assert run["outcome"] == "failed_invalid_argument" and run["level"] == "error", run
+            assert "the sync cursor" in run["message"] and "window.startDate" in run["message"], run
+        assert s.request("GET", "/healthz")[0] == 200
+        assert s.stop() == 0
+
+
+def test_cursor_temporary_and_lock_files_do_not_follow_symlinks(keys: Path, pki: Path, doc: Dict[str, Any],  # noqa: F811
+                                                                mock: Mock, tmp_path: Path) -> None:
+    mock.feed(notifications=history(doc["scenarios"][:1], now_ms() - DAY))
+    db = tmp_path / "ledger.db"
+    state = Path(str(db) + ".sync.json")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    # FILE.tmp is a symlink to another file: the cursor is written, the other file untouched.
+    os.symlink(victim, str(state) + ".tmp")
+    r = tool(*sync_args(keys, pki, doc, mock, db))
+    assert r.code == 0, r
+    assert victim.read_text() == "precious\n"
+    assert json.loads(state.read_text())["notificationHistory"]["syncedThrough"] == r.json()["notificationHistory"]["endDate"]
+    assert not os.path.islink(str(state) + ".tmp")
+    # FILE.lock is a symlink (to a file that exists, and to one that does not): refused, neither followed nor made.
+    missing = tmp_path / "made-by-the-lock.txt"
+    for target in (victim, missing):
+        lock = Path(str(state) + ".lock")
+        lock.unlink()
+        os.symlink(target, lock)
+        r = tool(*sync_args(keys, pki, doc, mock, db))
+        assert r.code == 78 and ".lock" in r.error_line(), r
+        assert victim.read_text() == "precious\n" and not missing.exists()
+
+
+# ---- values that could not be verified yet (issue 31): the cursor never passes them ------------------------------
+
+def ocsp_notification(case: Dict[str, Any], uuid: str) -> str:
+    """A notification in the OCSP harness's PKI: signed by the case's leaf, its transaction the case's own JWS."""
+    import base64
+    import uuid as uuidlib  # noqa: F401
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    def b64u(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+    tx = Path(case["jws"][0]).read_text().strip()
+    setup_dir = Path(case["leaf"]).parent
+    x5c = [base64.b64encode(Path(p).read_bytes()).decode() for p in (case["leaf"], case["intermediate"], setup_dir / "root.der")]
+    payload = {"notificationType": "ONE_TIME_CHARGE", "notificationUUID": uuid, "version": "2.0", "signedDate": now_ms() - 1000,
+               "data": {"bundleId": "com.example.ocsp", "environment": "Sandbox", "signedTransactionInfo": tx}}
+    header = {"alg": "ES256", "x5c": x5c, "typ": "JWT"}
+    signing_input = b64u(json.dumps(header).encode()) + "." + b64u(json.dumps(payload).encode())
+    key = serialization.load_pem_private_key(Path(case["leafKey"]).read_bytes(), None)
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))  # type: ignore[union-attr]
+    return signing_input + "." + b64u(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+
+
+def ocsp_feed(cases: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Three notifications a page apart: online checks pass for the first and the third; the second's OCSP
+    responder cannot be reached (a genuine notification whose revocation status cannot be learnt yet)."""
+    t = now_ms() - DAY
+    return [{"signedPayload": ocsp_notification(cases["good"], "00000000-0000-4000-8000-000000000001"), "firstSendAttemptDate": t},
+            {"signedPayload": ocsp_notification(cases["responder_down"], "d0d0d0d0-0000-4000-8000-000000000002"),
+             "firstSendAttemptDate": t + 1},
+            {"signedPayload": ocsp_notification(cases["good"], "00000000-0000-4000-8000-000000000003"), "firstSendAttemptDate": t + 2}]
+
+
+def test_serve_sync_never_passes_a_notification_it_could_not_verify(keys: Path, ocsp, tmp_path: Path) -> None:  # noqa: F811
+    """The reproducer: `serve --online-checks --sync-interval`, the OCSP responder unreachable. A direct post of the
+    genuine notification is 503 ocsp_unreachable; the sync must not count it as refused and move past it."""
+    from test_serve import KEY, Server, metric
+    cases = ocsp["cases"]
+    folder = tmp_path / "mock"
+    folder.mkdir()
+    (folder / "feed.json").write_text("{}")
+    items = ocsp_feed(cases)
+    with served("mock_history.py", "--feed", str(folder / "feed.json"), "--public-key", str(keys / "p256_public.pem"),
+                "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", ocsp["bundleId"]) as ports:
+        mock = Mock(folder, f"http://127.0.0.1:{int(ports[0])}")
+        mock.feed(notifications=items, pageSize=1)
+        (tmp_path / "api-key").write_text(KEY + "\n")
+        args = ["--bundle-id", ocsp["bundleId"], "--root", ocsp["root"], "--ledger", f"sandbox={tmp_path / 'sandbox.db'}",
+                "--api-key-file", str(tmp_path / "api-key"), "--online-checks", "--sync-interval", "1",
+                "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER, "--api-base-url", mock.url]
+        with Server(*args) as s:
+            status, answer = s.post("sandbox", items[1]["signedPayload"])
+            assert status == 503 and answer["error"]["reason"] == "ocsp_unreachable", answer
+            deadline = time.monotonic() + 90
+            while len(s.events("sync")) < 3:
+                assert time.monotonic() < deadline and s.p.poll() is None, s.raw_log
+                time.sleep(0.1)
+            runs = s.events("sync")[:3]
+            for run in runs:
+                assert run["outcome"] == "unverified" and run["unverified"] == 1 and run["rejected"] == 0, json.dumps(run)
+                assert run["level"] == "error" and [u["reason"] for u in run["unverifiedValues"]] == ["ocsp_unreachable"], run
+            assert sum(r["stored"] for r in runs) == 1  # the first page's notification, once
+            # Every run asked for the held page again, and none asked for the page after it.
+            offsets = [token_offset(dict(q["query"])["paginationToken"]) if q["query"] else 0 for q in mock.requests()]
+            assert 2 not in offsets and offsets.count(1) >= 3, offsets
+            c = cursor(tmp_path / "sandbox.db")
+            assert c["notificationHistory"].get("syncedThrough") is None and token_offset(c["notificationHistory"]["window"]["paginationToken"]) == 1, c
+            _, metrics = s.get("/metrics")
+            assert metric(metrics, "appstoreserver_sync_unverified_total", environment="sandbox", reason="ocsp_unreachable") >= 3
+            assert metric(metrics, "appstoreserver_sync_rejected_total", environment="sandbox", reason="ocsp_unreachable") == 0
+            assert s.stop() == 0
+
+
+def test_a_value_not_verified_yet_holds_the_cursor(keys: Path, ocsp, tmp_path: Path) -> None:  # noqa: F811
+    cases = ocsp["cases"]
+    folder = tmp_path / "mock"
+    folder.mkdir()
+    (folder / "feed.json").write_text("{}")
+    items = ocsp_feed(cases)
+    down_tx = Path(cases["responder_down"]["jws"][0]).read_text().strip()
+    with served("mock_history.py", "--feed", str(folder / "feed.json"), "--public-key", str(keys / "p256_public.pem"),
+                "--key-id", KEY_ID, "--issuer-id", ISSUER, "--bundle-id", ocsp["bundleId"]) as ports:
+        mock = Mock(folder, f"http://127.0.0.1:{int(ports[0])}")
+        mock.feed(notifications=items, pageSize=1, customers=[{"ids": ["3000000000000000"], "signedTransactions": [down_tx]}],
+                  historyPageSize=1)
+        db = tmp_path / "ledger.db"
+
+        def run(*extra: str):
+            return tool("sync", "--key", str(keys / "p256.p8"), "--key-id", KEY_ID, "--issuer-id", ISSUER,
+                        "--bundle-id", ocsp["bundleId"], "--environment", "sandbox", "--root", ocsp["root"], "--db", str(db),
+                        "--base-url", mock.url, "--compact", "--transaction-id", "3000000000000000", *extra)
+
+        # The OCSP responder of the second notification (and of the transaction) cannot be reached: not a verdict.
+        r = run("--online-checks", "--ocsp-timeout", "3")
+        assert r.code == 3, r
+        s = r.json()
+        assert s["ok"] is False and s["unverified"] == 2 and s["rejected"] == 0 and s["stored"] == 1, s
+        assert {(u["status"], u["reason"]) for u in s["unverifiedValues"]} == {("RETRYABLE_VERIFICATION_FAILURE", "ocsp_unreachable")}
+        assert "could not be verified yet" in r.err and "2 value(s)" in r.err, r.err
+        c = cursor(db)
+        # The window is held at the page of the unverified notification; the third page was never read.
+        assert "syncedThrough" not in c["notificationHistory"] or c["notificationHistory"]["syncedThrough"] is None, c
+        w = c["notificationHistory"]["window"]
+        assert w["pages"] == 1 and token_offset(w["paginationToken"]) == 1, c
+        assert len(mock.requests()) == 2 and c["transactionHistory"] == {}, (mock.requests(), c)
+        # Run again: the same page is asked for again (never the next one), and still not passed.
+        before = len(mock.requests())
+        r2 = run("--online-checks", "--ocsp-timeout", "3")
+        assert r2.code == 3 and r2.json()["unverified"] == 2, r2
+        again = mock.requests()[before:]
+        assert [token_offset(dict(q["query"])["paginationToken"]) for q in again] == [1], again
+        assert cursor(db) == c
+        assert len(mock.requests("/inApps/v2/history/")) == 2
+        assert all(q["query"] == [] for q in mock.requests("/inApps/v2/history/")), "the revision moved past the transaction"
+        # Once it verifies (here: offline, the chain being sound), it is stored and the cursor moves on.
+        r3 = run()
+        assert r3.code == 0, r3
+        s3 = r3.json()
+        # The held notification, the third, and the transaction (which the held notification may have stored already).
+        assert s3["unverified"] == 0 and s3["stored"] >= 2 and s3["stored"] + s3["duplicates"] == 3, s3
+        c3 = cursor(db)
+        assert c3["notificationHistory"]["syncedThrough"] == s3["notificationHistory"]["endDate"] and "window" not in c3["notificationHistory"]
+        assert c3["transactionHistory"]["3000000000000000"]["revision"] == "rev-1"
+    assert ledger_summary(db)["notifications"] == 3

@@ -21,7 +21,8 @@ struct Serve: ParsableCommand {
 
             With an API key (--api-key-file, or $APPSTORE_SERVE_API_KEY; never a flag's value): GET \
             /v1/ENV/customers/ID (entitlements), /v1/ENV/subscriptions/ID, /v1/ENV/events, /v1/ENV/summary \
-            (spec/serve.openapi.json). Always: GET /healthz, GET /metrics (Prometheus). Logs: JSON lines on \
+            (spec/serve.openapi.json), GET /metrics (Prometheus; --metrics-without-key opens it to loopback clients). \
+            Always: GET /healthz. Logs: JSON lines on \
             stdout. SIGTERM or SIGINT: stop accepting, finish the requests begun, close the ledgers, exit 0.
 
             Flags override the configuration file (--config, JSON, docs/serve.md).
@@ -61,6 +62,14 @@ struct Serve: ParsableCommand {
     var headerTimeout: Double?
     @Option(help: "Seconds a kept-alive connection may wait for its next request (default 60).")
     var idleTimeout: Double?
+    @Option(help: "The most requests one connection may send (default 1000); the last is answered with Connection: close.")
+    var maxRequestsPerConnection: Int?
+    @Option(help: "Seconds after which a connection takes no new request (default 60; its last answer says Connection: close).")
+    var maxConnectionSeconds: Double?
+    @Option(help: "The most connections open at once from one client address (default 0: no cap but --max-connections; behind a proxy all come from the proxy).")
+    var maxConnectionsPerAddress: Int?
+    @Flag(help: "Answer GET /metrics without the API key to clients on loopback (a local Prometheus); by default /metrics needs the key.")
+    var metricsWithoutKey = false
     @Flag(help: "Log each notification's signedPayload (debugging only: the logs then hold customers' data).")
     var logPayloads = false
     @Flag(help: "Check the configuration and open the ledgers, then exit.")
@@ -147,6 +156,19 @@ struct Serve: ParsableCommand {
             guard idleTimeout > 0, idleTimeout <= 3600 else { throw ToolFailure.usage("--idle-timeout: 0 < seconds <= 3600") }
             c.limits.idleTimeout = idleTimeout
         }
+        if let maxRequestsPerConnection {
+            guard (1...1_000_000).contains(maxRequestsPerConnection) else { throw ToolFailure.usage("--max-requests-per-connection: 1 to 1000000") }
+            c.limits.maxRequestsPerConnection = maxRequestsPerConnection
+        }
+        if let maxConnectionSeconds {
+            guard maxConnectionSeconds > 0, maxConnectionSeconds <= 3600 else { throw ToolFailure.usage("--max-connection-seconds: 0 < seconds <= 3600") }
+            c.limits.maxConnectionSeconds = maxConnectionSeconds
+        }
+        if let maxConnectionsPerAddress {
+            guard (0...10_000).contains(maxConnectionsPerAddress) else { throw ToolFailure.usage("--max-connections-per-address: 0 to 10000") }
+            c.limits.maxConnectionsPerAddress = maxConnectionsPerAddress
+        }
+        if metricsWithoutKey { c.metricsWithoutKey = true }
         if logPayloads { c.logPayloads = true }
         return c
     }
@@ -160,7 +182,10 @@ struct Serve: ParsableCommand {
         var limits = cli_serve_limits(max_header_bytes: l.maxHeaderBytes, max_body_bytes: l.maxBodyBytes,
                                       header_timeout_ms: ms(l.headerTimeout), body_timeout_ms: ms(l.bodyTimeout),
                                       idle_timeout_ms: ms(l.idleTimeout), write_timeout_ms: ms(l.writeTimeout),
-                                      max_connections: UInt32(l.maxConnections), drain_timeout_ms: ms(l.drainTimeout))
+                                      max_connections: UInt32(l.maxConnections), drain_timeout_ms: ms(l.drainTimeout),
+                                      max_requests_per_connection: UInt32(l.maxRequestsPerConnection),
+                                      max_connection_lifetime_ms: ms(l.maxConnectionSeconds),
+                                      max_connections_per_address: UInt32(l.maxConnectionsPerAddress))
         var error = [CChar](repeating: 0, count: 512)
         guard let server = cli_serve_listen(config.host, config.port, &limits, &error, error.count) else {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -172,7 +197,8 @@ struct Serve: ParsableCommand {
         periodic?.attach(ledgers)  // shared with the sync thread, released by it when it stops
         // The context holds the app, and the app the only references to the ledgers (no local keeps them).
         let context = Unmanaged.passRetained(ServeContext(ServeApp(
-            ledgers: consume ledgers, apiKey: apiKey, telemetry: telemetry, logPayloads: config.logPayloads,
+            ledgers: consume ledgers, apiKey: apiKey, metricsWithoutKey: config.metricsWithoutKey, telemetry: telemetry,
+            logPayloads: config.logPayloads,
             connections: { Int(cli_serve_connections(handle.pointer)) },
             stopping: { cli_serve_is_stopping(handle.pointer) != 0 })))
         let port = cli_serve_port(server)
@@ -186,6 +212,10 @@ struct Serve: ParsableCommand {
             ("maxBodyBytes", .int(Int64(l.maxBodyBytes))), ("maxHeaderBytes", .int(Int64(l.maxHeaderBytes))),
             ("maxConnections", .int(Int64(l.maxConnections))), ("headerTimeoutSeconds", .double(l.headerTimeout)),
             ("bodyTimeoutSeconds", .double(l.bodyTimeout)), ("idleTimeoutSeconds", .double(l.idleTimeout)),
+            ("maxRequestsPerConnection", .int(Int64(l.maxRequestsPerConnection))),
+            ("maxConnectionSeconds", .double(l.maxConnectionSeconds)),
+            ("maxConnectionsPerAddress", .int(Int64(l.maxConnectionsPerAddress))),
+            ("metricsWithoutKey", .bool(config.metricsWithoutKey)),
             ("version", .string(AppStoreServerVersion.string)),
         ])
         cli_serve_stop_on_signals(server)

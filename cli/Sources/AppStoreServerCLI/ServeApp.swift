@@ -91,16 +91,18 @@ enum ServeRoute: String, CaseIterable {
 final class ServeApp: Sendable {
     let ledgers: [ServeEnvironment: Ledger]
     let apiKey: [UInt8]?
+    let metricsWithoutKey: Bool
     let telemetry: ServeTelemetry
     let logPayloads: Bool
     /// How many connections are open, whether the server is stopping (from the HTTP layer).
     let connections: @Sendable () -> Int
     let stopping: @Sendable () -> Bool
 
-    init(ledgers: [ServeEnvironment: Ledger], apiKey: [UInt8]?, telemetry: ServeTelemetry, logPayloads: Bool,
-         connections: @escaping @Sendable () -> Int, stopping: @escaping @Sendable () -> Bool) {
+    init(ledgers: [ServeEnvironment: Ledger], apiKey: [UInt8]?, metricsWithoutKey: Bool = false, telemetry: ServeTelemetry,
+         logPayloads: Bool, connections: @escaping @Sendable () -> Int, stopping: @escaping @Sendable () -> Bool) {
         self.ledgers = ledgers
         self.apiKey = apiKey
+        self.metricsWithoutKey = metricsWithoutKey
         self.telemetry = telemetry
         self.logPayloads = logPayloads
         self.connections = connections
@@ -131,6 +133,9 @@ final class ServeApp: Sendable {
         switch route {
         case .healthz: return health()
         case .metrics:
+            // The counters tell how much each environment receives and the version: the API key's, unless a
+            // scraper on loopback was let in explicitly (--metrics-without-key).
+            if !(metricsWithoutKey && ServeApp.isLoopback(request.remote)), let refusal = authorize(request) { return refusal }
             var r = ServeResponse(status: 200, body: Array(telemetry.prometheus(connections: connections()).utf8))
             r.contentType = .prometheus
             return r
@@ -327,9 +332,14 @@ final class ServeApp: Sendable {
 
     /// nil when the request may proceed; else the refusal (401 without a key or with a wrong one, 403 when this
     /// server has no key configured).
+    /// Whether the peer ("address:port", "[v6]:port") is on loopback: 127.0.0.0/8, ::1, or ::ffff:127.x.
+    static func isLoopback(_ remote: String) -> Bool {
+        remote.hasPrefix("127.") || remote.hasPrefix("[::1]:") || remote.hasPrefix("[::ffff:127.")
+    }
+
     private func authorize(_ request: ServeRequest) -> ServeResponse? {
         guard let apiKey else {
-            return .error(403, "queries_disabled", "no API key is configured on this server (apiKeyFile, \(ServeConfig.apiKeyVariable)): the query endpoints are off")
+            return .error(403, "queries_disabled", "no API key is configured on this server (apiKeyFile, \(ServeConfig.apiKeyVariable)): the query endpoints and /metrics are off (--metrics-without-key opens /metrics to loopback)")
         }
         let challenge = ["WWW-Authenticate: Bearer realm=\"appstoreserver\""]
         guard let auth = request.authorization, auth.count > 7, auth.prefix(7).lowercased() == "bearer " else {

@@ -26,6 +26,13 @@ struct ServeLimits {
     var writeTimeout = 10.0
     var maxConnections = 256
     var drainTimeout = 30.0
+    /// A kept-alive connection's caps (docs/serve.md, "Limits"): after either, its last answer says Connection:
+    /// close, so a client sending a request now and then cannot hold a slot for good.
+    var maxRequestsPerConnection = 1000
+    var maxConnectionSeconds = 60.0
+    /// Connections open at once from one client address; 0: only maxConnections (behind a proxy every connection
+    /// comes from the proxy's address).
+    var maxConnectionsPerAddress = 0
 }
 
 /// What `serve` runs with: the configuration file's values, then the flags over them.
@@ -43,6 +50,8 @@ struct ServeConfig {
     var ocspTimeout = 10.0
     var limits = ServeLimits()
     var logPayloads = false
+    /// GET /metrics without the API key, for clients on loopback (a local scraper); off: /metrics needs the key.
+    var metricsWithoutKey = false
 
     static func configurationError(_ message: String) -> ToolFailure {
         ToolFailure(.configuration, status: "CONFIGURATION_ERROR", reason: "invalid_argument", message)
@@ -144,6 +153,7 @@ struct ServeConfig {
             case "onlineChecks": onlineChecks = try bool(key, value)
             case "ocspTimeoutSeconds": ocspTimeout = try seconds(key, value)
             case "logPayloads": logPayloads = try bool(key, value)
+            case "metricsWithoutKey": metricsWithoutKey = try bool(key, value)
             case "limits":
                 guard let items = value.object else { throw fail(key, "an object") }
                 for (name, v) in items {
@@ -157,6 +167,9 @@ struct ServeConfig {
                     case "idleTimeoutSeconds": limits.idleTimeout = try seconds(k, v)
                     case "writeTimeoutSeconds": limits.writeTimeout = try seconds(k, v)
                     case "drainTimeoutSeconds": limits.drainTimeout = try seconds(k, v)
+                    case "maxRequestsPerConnection": limits.maxRequestsPerConnection = try count(k, v, 1...1_000_000)
+                    case "maxConnectionSeconds": limits.maxConnectionSeconds = try seconds(k, v)
+                    case "maxConnectionsPerAddress": limits.maxConnectionsPerAddress = try count(k, v, 0...10_000)
                     default: throw ServeConfig.configurationError("\(path): unknown member \(QuotedText.quote(k))")
                     }
                 }

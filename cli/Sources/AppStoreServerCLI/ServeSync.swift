@@ -142,19 +142,20 @@ final class ServeSync: @unchecked Sendable {
         }
         let summary = runner?.summary ?? SyncSummary()
         let outcome = failure.map { "failed_\($0.reason)" } ?? summary.errors.first.map { "api_\($0.failure.reason)" }
-            ?? (summary.rejections.isEmpty ? "ok" : "rejected")
+            ?? (!summary.unverified.isEmpty ? "unverified" : summary.rejections.isEmpty ? "ok" : "rejected")
         telemetry.count { c in
             c.sync.runs[env, default: [:]][outcome, default: 0] += 1
             c.sync.pages[env, default: 0] += summary.pages
             c.sync.stored[env, default: 0] += summary.stored
             c.sync.duplicates[env, default: 0] += summary.duplicates
             for r in summary.rejections { c.sync.rejected[env, default: [:]][r.reason, default: 0] += 1 }
-            if failure == nil && summary.errors.isEmpty { c.sync.lastSuccess[env] = Timestamp.nowMilliseconds() }
+            for u in summary.unverified { c.sync.unverified[env, default: [:]][u.reason, default: 0] += 1 }
+            if failure == nil && summary.errors.isEmpty && summary.unverified.isEmpty { c.sync.lastSuccess[env] = Timestamp.nowMilliseconds() }
         }
         fields += [("outcome", .string(outcome)), ("pages", .int(Int64(summary.pages))),
                    ("notifications", .int(Int64(summary.notifications))), ("transactions", .int(Int64(summary.transactions))),
                    ("stored", .int(Int64(summary.stored))), ("duplicates", .int(Int64(summary.duplicates))),
-                   ("rejected", .int(Int64(summary.rejections.count))),
+                   ("rejected", .int(Int64(summary.rejections.count))), ("unverified", .int(Int64(summary.unverified.count))),
                    ("durationMs", .int(Timestamp.nowMilliseconds() - started))]
         if let w = summary.window {
             fields += [("startDate", .int(w.startDate)), ("endDate", .int(w.endDate)), ("resumed", .bool(summary.resumed))]
@@ -162,11 +163,15 @@ final class ServeSync: @unchecked Sendable {
         if !summary.rejections.isEmpty {
             fields.append(("rejections", .json(JSONValue.array(summary.rejections.map(\.json)).serialized())))
         }
+        if !summary.unverified.isEmpty {
+            fields.append(("unverifiedValues", .json(JSONValue.array(summary.unverified.map(\.json)).serialized())))
+        }
         if !summary.errors.isEmpty {
             fields.append(("errors", .json(JSONValue.array(summary.errors.map(\.problem.json)).serialized())))
         }
         if let failure { fields.append(("message", .string("\(failure.status) (\(failure.reason)): \(failure.message)"))) }
-        let level = failure != nil || !summary.errors.isEmpty ? "error" : (summary.rejections.isEmpty ? "info" : "warn")
+        let level = failure != nil || !summary.errors.isEmpty || !summary.unverified.isEmpty ? "error"
+            : (summary.rejections.isEmpty ? "info" : "warn")
         telemetry.log(level, "sync", fields)
     }
 }

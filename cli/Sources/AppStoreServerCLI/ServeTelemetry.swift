@@ -67,6 +67,7 @@ final class ServeTelemetry: Sendable {
         var stored: [String: Int] = [:]
         var duplicates: [String: Int] = [:]
         var rejected: [String: [String: Int]] = [:]   // environment → reason
+        var unverified: [String: [String: Int]] = [:] // environment → reason: not verified yet, the cursor held
         var lastSuccess: [String: Int64] = [:]
     }
 
@@ -166,7 +167,7 @@ final class ServeTelemetry: Sendable {
         histogram("appstoreserver_verify_duration_seconds", "Time to verify a notification deeply.", c.verify)
         histogram("appstoreserver_ingest_duration_seconds", "Time to make a verified notification durable in the ledger (the SQLite commit and its fsync).", c.ingest)
         if syncs {
-            family("appstoreserver_sync_runs_total", "counter", "Runs of --sync-interval's sync, by outcome (ok, rejected, api_<reason>, failed_<reason>).")
+            family("appstoreserver_sync_runs_total", "counter", "Runs of --sync-interval's sync, by outcome (ok, rejected, unverified, api_<reason>, failed_<reason>).")
             for env in environments {
                 for (outcome, n) in (c.sync.runs[env] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     sample("appstoreserver_sync_runs_total", [("environment", env), ("outcome", outcome)], String(n))
@@ -176,6 +177,7 @@ final class ServeTelemetry: Sendable {
             perEnvironment("appstoreserver_sync_stored_total", "Values the sync stored in the ledger (missed before).", c.sync.stored)
             perEnvironment("appstoreserver_sync_duplicates_total", "Values the sync found in the ledger already.", c.sync.duplicates)
             perReason("appstoreserver_sync_rejected_total", "Values of Apple's history the verifier refused, by reason.", c.sync.rejected)
+            perReason("appstoreserver_sync_unverified_total", "Values that could not be verified yet (an OCSP responder unreachable): the cursor stays before them, the next run retries.", c.sync.unverified)
             family("appstoreserver_sync_last_success_seconds", "gauge", "When a sync last ended without a failed call (seconds since 1970; 0: not yet).")
             for env in environments {
                 sample("appstoreserver_sync_last_success_seconds", [("environment", env)], String(Double(c.sync.lastSuccess[env] ?? 0) / 1000))

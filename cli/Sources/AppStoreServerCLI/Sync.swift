@@ -23,9 +23,11 @@ struct Sync: ParsableCommand {
             errors with Retry-After (up to 300 s), pagination.
 
             stdout: a JSON summary (pages, notifications and transactions seen, stored, duplicates, rejected with \
-            their reasons, failed calls, the cursor). Exit 0; 1 when a value was rejected (it is skipped: retrying \
-            cannot make it valid); 2, 3 when a call failed (the cursor stays before what was not read); 64, 78, 70 \
-            as for the other commands.
+            their reasons, values not verified yet, failed calls, the cursor). Exit 0; 1 when a value was rejected \
+            (it is skipped: retrying cannot make it valid); 2, 3 when a call failed (the cursor stays before what \
+            was not read); 3 also when a value could not be verified yet (--online-checks with an OCSP responder \
+            unreachable: the cursor stays before it and the next run verifies it again); 64, 78, 70 as for the \
+            other commands.
 
             EXAMPLES
               export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" APPSTORE_KEY_ID=ABC123 \\
@@ -58,6 +60,10 @@ struct Sync: ParsableCommand {
     var since: String?
     @Option(help: "Seconds each window reaches back before the previous one's end (default 21600: 6 hours).")
     var overlap: Int64 = 21600
+    @Flag(help: "Also ask Apple's OCSP responders whether a certificate was revoked; a value whose responder cannot be asked holds the cursor before it (exit 3) until a later run verifies it.")
+    var onlineChecks = false
+    @Option(help: "Seconds to wait for an OCSP answer with --online-checks (default 10).")
+    var ocspTimeout: Double = 10
     @Option(help: "Another base URL (a test server).")
     var baseURL: String?
     @Option(help: "Seconds before a request times out.") var timeout: Double = 30
@@ -66,6 +72,7 @@ struct Sync: ParsableCommand {
 
     func validate() throws {
         guard timeout > 0, timeout <= 600 else { throw ValidationError("--timeout must be 0 < seconds <= 600") }
+        guard ocspTimeout > 0, ocspTimeout <= 3600 else { throw ValidationError("--ocsp-timeout must be 0 < seconds <= 3600") }
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be 0...10") }
         guard (0...(30 * 86_400)).contains(overlap) else { throw ValidationError("--overlap must be 0...2592000 seconds") }
         guard notificationHistory || knownSubscriptions || !transactionIds.isEmpty else {
@@ -97,6 +104,8 @@ struct Sync: ParsableCommand {
             var config = ServeConfig()
             config.roots = roots
             config.appAppleId = appAppleId
+            config.onlineChecks = onlineChecks
+            config.ocspTimeout = ocspTimeout
             let verifier = try config.verifier(env, bundleId: bundle)
             let ledger: Ledger
             do throws(LedgerError) {
@@ -118,6 +127,13 @@ struct Sync: ParsableCommand {
                     Output.error("error: \(e.failure.status) (\(e.failure.reason)): \(e.problem.source): \(e.failure.message)")
                 }
                 throw ExitCode(first.failure.exit.rawValue)
+            }
+            if !summary.unverified.isEmpty {
+                // Not verified yet, so not passed: the next run asks for them again.
+                for u in summary.unverified { Output.error("not verified yet: \(u.status) (\(u.reason)): \(u.source): \(u.message)") }
+                Output.error("sync: \(summary.unverified.count) value(s) could not be verified yet; the cursor stays before them and the next run retries")
+                let retryable = summary.unverified.allSatisfy { $0.status == AppStoreStatus.retryableVerificationFailure.name }
+                throw ExitCode((retryable ? ExitStatus.network : ExitStatus.internal).rawValue)
             }
             if !summary.rejections.isEmpty {
                 for r in summary.rejections { Output.error("rejected: \(r.status) (\(r.reason)): \(r.source): \(r.message)") }

@@ -41,6 +41,9 @@ struct SyncSummary {
     var stored = 0
     var duplicates = 0
     var rejections: [SyncProblem] = []
+    /// Values whose verification may pass later (an OCSP responder unreachable: RETRYABLE_VERIFICATION_FAILURE, or
+    /// any status that is not a verdict on the data): neither stored nor refused, so the cursor stays before them.
+    var unverified: [SyncProblem] = []
     var histories: [(id: String, pages: Int, transactions: Int, revision: String?)] = []
     /// Calls that failed: the first one decides the exit status.
     var errors: [(problem: SyncProblem, failure: ToolFailure)] = []
@@ -56,10 +59,11 @@ struct SyncSummary {
         var cursor = state.json.object ?? []
         cursor.insert(("file", .string(file)), at: 0)
         return .object([
-            ("ok", .bool(errors.isEmpty && rejections.isEmpty)), ("environment", .string(state.environment)),
+            ("ok", .bool(errors.isEmpty && rejections.isEmpty && unverified.isEmpty)), ("environment", .string(state.environment)),
             ("pages", n(pages)), ("notifications", n(notifications)), ("transactions", n(transactions)),
             ("stored", n(stored)), ("duplicates", n(duplicates)), ("rejected", n(rejections.count)),
             ("rejections", .array(rejections.map(\.json))),
+            ("unverified", n(unverified.count)), ("unverifiedValues", .array(unverified.map(\.json))),
             ("notificationHistory", history),
             ("transactionHistory", .array(histories.map { h in
                 .object([("transactionId", .string(h.id)), ("pages", n(h.pages)), ("transactions", n(h.transactions)),
@@ -155,13 +159,15 @@ final class SyncRunner {
         } else {
             // A new window from the cursor (minus the overlap), or a window left unfinished so long ago that its
             // start has left Apple's 180 days: whatever lies before them cannot be read any more (the gap).
-            var start = state.window?.startDate ?? state.syncedThrough.map { $0 - plan.overlapMilliseconds }
+            // Saturating arithmetic: the cursor's numbers are checked when it is read (SyncState.load), and even a
+            // value that slipped through cannot trap here.
+            var start = state.window?.startDate ?? state.syncedThrough.map { Self.minus($0, plan.overlapMilliseconds) }
                 ?? plan.sinceMilliseconds ?? oldest
             if start < oldest {
-                if state.window != nil || state.syncedThrough != nil { summary.gapMilliseconds = oldest - start }
+                if state.window != nil || state.syncedThrough != nil { summary.gapMilliseconds = Self.minus(oldest, start) }
                 start = oldest
             }
-            w = SyncState.Window(startDate: start, endDate: max(now, start + 1), paginationToken: nil, pages: 0)
+            w = SyncState.Window(startDate: start, endDate: max(now, Self.plus(start, 1)), paginationToken: nil, pages: 0)
             state.window = w
             try save()
         }
@@ -187,10 +193,11 @@ final class SyncRunner {
             }
             let page = try decode(answer)
             summary.pages += 1
-            w.pages += 1
+            if w.pages < Int(SyncState.maxPages) { w.pages += 1 }
             guard case .array(let items) = page["notificationHistory"] ?? .array([]) else {
                 throw undecodable(.getNotificationHistory, "notificationHistory is not an array")
             }
+            var settled = true
             for (i, item) in items.enumerated() {
                 let source = "notificationHistory page \(w.pages) [\(i)]"
                 summary.notifications += 1
@@ -199,8 +206,12 @@ final class SyncRunner {
                                                           message: "the item has no signedPayload string"))
                     continue
                 }
-                try ingest(notification: jws, source)
+                if !(try ingest(notification: jws, source)) { settled = false }
             }
+            // A value that could not be verified yet (an OCSP responder unreachable) holds the window here: the
+            // cursor keeps the token of this page (nothing after it is read), so the next run asks for this page
+            // again and verifies that value again; what was stored of the page comes back as duplicates.
+            guard settled else { return }
             // Every value of the page is durable (or refused for good): the cursor may pass it.
             if call.hasNextPage {
                 w.paginationToken = page["paginationToken"]?.stringValue
@@ -239,6 +250,7 @@ final class SyncRunner {
             guard case .array(let items) = page["signedTransactions"] ?? .array([]) else {
                 throw undecodable(.getTransactionHistory, "signedTransactions is not an array")
             }
+            var settled = true
             for (i, item) in items.enumerated() {
                 let source = "transactionHistory \(id) page \(entry.pages) [\(i)]"
                 summary.transactions += 1
@@ -248,8 +260,10 @@ final class SyncRunner {
                                                           message: "the item is not a string"))
                     continue
                 }
-                try ingest(transaction: jws, source)
+                if !(try ingest(transaction: jws, source)) { settled = false }
             }
+            // As for notifications: the stored revision stays the one that asks for this page.
+            guard settled else { return }
             // The page's revision asks for what follows it: the next page, or (after the last) whatever is new later.
             if let revision = page["revision"]?.stringValue {
                 entry.revision = revision
@@ -261,20 +275,31 @@ final class SyncRunner {
 
     // MARK: ingest
 
-    private func ingest(notification jws: String, _ source: String) throws(ToolFailure) {
+    /// Whether the value is settled: stored, a duplicate, or refused for good. False: its verification may pass
+    /// later, and the cursor must not move past it.
+    private func ingest(notification jws: String, _ source: String) throws(ToolFailure) -> Bool {
         try ingest(source) { try ledger.ingest(notification: jws) }
     }
 
-    private func ingest(transaction jws: String, _ source: String) throws(ToolFailure) {
+    private func ingest(transaction jws: String, _ source: String) throws(ToolFailure) -> Bool {
         try ingest(source) { try ledger.ingest(transaction: jws) }
     }
 
-    private func ingest(_ source: String, _ body: () throws -> LedgerIngestResult) throws(ToolFailure) {
+    private func ingest(_ source: String, _ body: () throws -> LedgerIngestResult) throws(ToolFailure) -> Bool {
         do {
             if try body().stored { summary.stored += 1 } else { summary.duplicates += 1 }
+            return true
         } catch let f as VerificationFailure {
-            // Refused for good (forged, another app's, malformed): counted and skipped; retrying cannot change it.
-            summary.rejections.append(SyncProblem(source: source, status: f.statusCode.name, reason: f.reason.name, message: f.message))
+            let problem = SyncProblem(source: source, status: f.statusCode.name, reason: f.reason.name, message: f.message)
+            // The statuses `serve` answers 4xx (a verdict on the data: forged, another app's, malformed) are final:
+            // counted and skipped, since retrying cannot change them. Every other one (RETRYABLE_VERIFICATION_FAILURE:
+            // no OCSP answer, nothing learnt; a failure inside the library) is not: Apple's retry would get a 5xx.
+            if ServeApp.httpStatus(f).ours {
+                summary.unverified.append(problem)
+                return false
+            }
+            summary.rejections.append(problem)
+            return true
         } catch let f as LedgerError {
             throw ToolFailure(f)
         } catch {
@@ -283,6 +308,16 @@ final class SyncRunner {
     }
 
     // MARK: helpers
+
+    static func minus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b > 0 ? .min : .max) : r
+    }
+
+    static func plus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : r
+    }
 
     private func decode(_ answer: APIAnswer) throws(AppStoreServerAPIError) -> JSONValue {
         guard let page = JSONValue.parse(answer.response.body), page.object != nil else {

@@ -72,25 +72,56 @@ struct SyncState: Equatable {
         }
         var s = SyncState(bundleId: bundleId, environment: environment)
         guard let n = root["notificationHistory"], n.object != nil else { throw bad("no notificationHistory") }
-        if let t = n["syncedThrough"], t != .null {
-            guard let ms = t.int64Value else { throw bad("notificationHistory.syncedThrough is not milliseconds") }
-            s.syncedThrough = ms
+        // Every number within its range, so that no arithmetic on the cursor can overflow and no date can make a
+        // window Apple would refuse forever (or skip what it has): a tampered or damaged file is refused here.
+        let now = Timestamp.nowMilliseconds()
+        let latest = now + Self.futureSlackMilliseconds
+        func date(_ v: JSONValue?, _ what: String) throws(ToolFailure) -> Int64 {
+            guard let ms = v?.int64Value, ms >= Self.earliestMilliseconds, ms <= latest else {
+                throw bad("\(what) is not a date in milliseconds between 2008-07-10 (the App Store's start) and now")
+            }
+            return ms
         }
+        if let t = n["syncedThrough"], t != .null { s.syncedThrough = try date(t, "notificationHistory.syncedThrough") }
         if let w = n["window"], w != .null {
-            guard let start = w["startDate"]?.int64Value, let end = w["endDate"]?.int64Value, start < end,
-                  let pages = w["pages"]?.int64Value else { throw bad("notificationHistory.window is not a window") }
+            guard w.object != nil else { throw bad("notificationHistory.window is not a window") }
+            let start = try date(w["startDate"], "notificationHistory.window.startDate")
+            let end = try date(w["endDate"], "notificationHistory.window.endDate")
+            guard start < end else { throw bad("notificationHistory.window ends before it starts") }
+            // A window reaches back at most as far as Apple's history (180 days) from the instant it was made.
+            guard end - start <= SyncRunner.appleLookbackMilliseconds else {
+                throw bad("notificationHistory.window is longer than Apple's 180 days of history")
+            }
+            guard let pages = w["pages"]?.int64Value, (0...Self.maxPages).contains(pages) else {
+                throw bad("notificationHistory.window.pages is not 0...\(Self.maxPages)")
+            }
             let token = w["paginationToken"]
             guard token == nil || token == .null || token?.stringValue != nil else { throw bad("paginationToken is not a string") }
+            if let t = token?.stringValue, t.isEmpty || t.utf8.count > Self.maxTokenBytes {
+                throw bad("paginationToken is empty or longer than \(Self.maxTokenBytes) bytes")
+            }
             s.window = Window(startDate: start, endDate: end, paginationToken: token?.stringValue, pages: Int(pages))
         }
+        if let t = root["transactionHistory"], t != .null, t.object == nil { throw bad("transactionHistory is not an object") }
         for (id, h) in root["transactionHistory"]?.object ?? [] {
-            guard let revision = h["revision"]?.stringValue, let at = h["syncedAt"]?.int64Value else {
-                throw bad("transactionHistory.\(id) has no revision")
+            guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                throw bad("transactionHistory has a member that is not a transaction id")
             }
-            s.transactions[id] = History(revision: revision, syncedAt: at)
+            guard let revision = h["revision"]?.stringValue else { throw bad("transactionHistory.\(id) has no revision") }
+            guard !revision.isEmpty, revision.utf8.count <= Self.maxTokenBytes else {
+                throw bad("transactionHistory.\(id).revision is empty or longer than \(Self.maxTokenBytes) bytes")
+            }
+            s.transactions[id] = History(revision: revision, syncedAt: try date(h["syncedAt"], "transactionHistory.\(id).syncedAt"))
         }
         return s
     }
+
+    /// The cursor's limits (load): dates from the App Store's launch (2008-07-10) to a day ahead of this clock (a
+    /// cursor written by a host whose clock ran a little ahead is still read); pages of one window; tokens.
+    static let earliestMilliseconds: Int64 = 1_215_648_000_000
+    static let futureSlackMilliseconds: Int64 = 86_400_000
+    static let maxPages: Int64 = 100_000_000
+    static let maxTokenBytes = 8192
 
     /// Writes the cursor so that a crash at any instant leaves either the old file or the new one, durably.
     func save(_ path: String) throws(ToolFailure) {
@@ -100,7 +131,11 @@ struct SyncState: Equatable {
             ToolFailure(.internal, status: "INTERNAL_ERROR", reason: "internal",
                         "the sync cursor \(path): \(what): \(String(cString: strerror(errno)))")
         }
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A new file of our own, never one a link points at: a temporary file left by a crash (or anything put at
+        // its name, a symlink included) is removed first (unlink removes a link, not its target), and O_EXCL |
+        // O_NOFOLLOW refuses whatever appears there between the two calls. The cursor's lock is held.
+        if unlink(tmp) != 0 && errno != ENOENT { throw fail("cannot remove \(tmp)") }
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw fail("cannot create \(tmp)") }
         var written = 0
         while written < text.count {
@@ -130,7 +165,8 @@ struct SyncState: Equatable {
     /// Holds `path`.lock (flock) until the process ends: two syncs of one cursor (a timer and `serve
     /// --sync-interval`) take turns instead of interleaving their writes. The kernel releases it when a sync dies.
     static func lock(_ path: String) throws(ToolFailure) -> Int32 {
-        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // O_NOFOLLOW: a symlink at the lock's name is refused (ELOOP), never followed to create or open its target.
+        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw ServeConfig.configurationError("the sync cursor's lock \(path).lock: \(String(cString: strerror(errno)))")
         }

@@ -318,7 +318,9 @@ static void tls_init(void) {
     return;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+  /* No SSL_OP_IGNORE_UNEXPECTED_EOF: an end of the TCP stream without close_notify must stay distinguishable from
+   * a TLS close, so that a body delimited by the connection's end can be refused as truncated (conn_fill). */
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
   const char *file = getenv("SSL_CERT_FILE"), *dir = getenv("SSL_CERT_DIR");
   if (file && !*file) file = NULL;
@@ -382,6 +384,7 @@ typedef struct {
   unsigned char buf[16 * 1024];
   size_t pos, len;
   int eof;
+  int truncated;                   /* TLS: the peer closed the TCP connection without close_notify */
 } conn_t;
 
 /* Waits for what SSL asked for after ret; 0: retry; -1: failed (recorded). */
@@ -471,8 +474,18 @@ static int conn_fill(conn_t *k) {
         return 1;
       }
       int e = SSL_get_error(k->ssl, r);
-      if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0)) {
+      if (e == SSL_ERROR_ZERO_RETURN) {  /* close_notify: the peer ended the TLS stream */
         k->eof = 1;
+        return 0;
+      }
+      /* The TCP stream ended without close_notify (OpenSSL 3: SSL_R_UNEXPECTED_EOF_WHILE_READING; 1.1: a
+       * syscall error with errno 0): an end, but one an attacker on the path can cause (truncation). */
+      unsigned long top = ERR_peek_error();
+      if ((e == SSL_ERROR_SSL && ERR_GET_LIB(top) == ERR_LIB_SSL && ERR_GET_REASON(top) == SSL_R_UNEXPECTED_EOF_WHILE_READING) ||
+          (e == SSL_ERROR_SYSCALL && top == 0 && errno == 0)) {
+        ERR_clear_error();
+        k->eof = 1;
+        k->truncated = 1;
         return 0;
       }
       if (tls_wait(k, r, "reading the response") < 0) return -1;
@@ -646,6 +659,12 @@ static int read_bytes(conn_t *k, body_t *b, size_t n, const char *what) {
       int r = conn_fill(k);
       if (r < 0) return -1;
       if (r == 0) {
+        /* A body delimited by the connection's end is complete only when the end is authentic: over TLS, a
+         * close_notify (as curl requires); a bare TCP end may be an attacker's truncation. */
+        if (want == SIZE_MAX && k->truncated)
+          return fail(k->c, CLI_HTTP_FAILED,
+                      "the connection closed without TLS close_notify after %zu bytes of a body without a length: it may be truncated",
+                      b->len);
         if (want == SIZE_MAX) return 0;
         return fail(k->c, CLI_HTTP_FAILED, "the connection closed after %zu of the %zu bytes of %s", want - n, want, what);
       }

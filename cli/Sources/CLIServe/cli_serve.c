@@ -44,7 +44,14 @@ struct cli_serve {
   cli_serve_handler handler;
   cli_serve_event event;
   void *context;
+  struct addr_count *addrs;        /* connections open per client address (max_connections entries), under mu */
 };
+
+/* A client address (the IP without the port) and how many of the open connections come from it. */
+typedef struct addr_count {
+  unsigned char key[17];           /* family byte, then 4 or 16 address bytes */
+  unsigned count;
+} addr_count;
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -109,8 +116,9 @@ cli_serve *cli_serve_listen(const char *host, unsigned port, const cli_serve_lim
     snprintf(error, error_size, "port %u is not 0-65535", port);
     return NULL;
   }
-  if (limits->max_header_bytes < 256 || limits->max_connections == 0) {
-    snprintf(error, error_size, "limits too small (max_header_bytes >= 256, max_connections >= 1)");
+  if (limits->max_header_bytes < 256 || limits->max_connections == 0 || limits->max_requests_per_connection == 0 ||
+      limits->max_connection_lifetime_ms == 0) {
+    snprintf(error, error_size, "limits too small (max_header_bytes >= 256, max_connections, max_requests_per_connection and max_connection_lifetime_ms >= 1)");
     return NULL;
   }
   struct addrinfo hints, *res = NULL;
@@ -155,6 +163,15 @@ cli_serve *cli_serve_listen(const char *host, unsigned port, const cli_serve_lim
     free(s);
     return NULL;
   }
+  s->addrs = calloc(limits->max_connections, sizeof *s->addrs);
+  if (s->addrs == NULL) {
+    snprintf(error, error_size, "cannot set up the server: out of memory");
+    close(fd);
+    close(s->stop_pipe[0]);
+    close(s->stop_pipe[1]);
+    free(s);
+    return NULL;
+  }
   s->listen_fd = fd;
   s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                : ((struct sockaddr_in *)&bound)->sin_port);
@@ -187,6 +204,7 @@ void cli_serve_free(cli_serve *s) {
   close(s->stop_pipe[1]);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->done);
+  free(s->addrs);
   free(s);
 }
 
@@ -203,6 +221,49 @@ static void format_peer(const struct sockaddr_storage *a, char *out, size_t size
   }
 }
 
+static void address_key(const struct sockaddr_storage *a, unsigned char key[17]) {
+  memset(key, 0, 17);
+  if (a->ss_family == AF_INET6) {
+    key[0] = 6;
+    memcpy(key + 1, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+  } else {
+    key[0] = 4;
+    memcpy(key + 1, &((const struct sockaddr_in *)a)->sin_addr, 4);
+  }
+}
+
+/* Under mu: counts one more connection from key, or 0 when that address is at its cap. (At most max_connections
+ * addresses have connections open, so the table always has room.) */
+static int address_take(cli_serve *s, const unsigned char key[17]) {
+  unsigned cap = s->limits.max_connections_per_address;
+  addr_count *free_slot = NULL;
+  for (unsigned i = 0; i < s->limits.max_connections; i++) {
+    addr_count *e = &s->addrs[i];
+    if (e->count == 0) {
+      if (free_slot == NULL) free_slot = e;
+    } else if (memcmp(e->key, key, 17) == 0) {
+      if (cap > 0 && e->count >= cap) return 0;
+      e->count++;
+      return 1;
+    }
+  }
+  if (free_slot == NULL) return 0;
+  memcpy(free_slot->key, key, 17);
+  free_slot->count = 1;
+  return 1;
+}
+
+/* Under mu: one connection from key ended. */
+static void address_release(cli_serve *s, const unsigned char key[17]) {
+  for (unsigned i = 0; i < s->limits.max_connections; i++) {
+    addr_count *e = &s->addrs[i];
+    if (e->count > 0 && memcmp(e->key, key, 17) == 0) {
+      e->count--;
+      return;
+    }
+  }
+}
+
 /* ---- one connection ----------------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -211,6 +272,8 @@ typedef struct {
   unsigned long long id;
   char remote[INET6_ADDRSTRLEN + 16];
   int64_t accepted_ms;
+  unsigned requests;               /* requests begun on this connection */
+  unsigned char address[17];       /* the client address's key (address_key) */
   char *buf;                       /* bytes received; [pos, len) not consumed yet */
   size_t cap, len, pos;
 } conn_t;
@@ -375,17 +438,28 @@ typedef struct {
   unsigned long long content_length;
 } request_t;
 
-/* Case-insensitive comparison of a comma-separated list's tokens with `token`. */
-static int has_token(const char *list, const char *token) {
-  size_t tl = strlen(token);
-  const char *p = list;
-  while (*p) {
-    while (*p == ' ' || *p == '\t' || *p == ',') p++;
-    const char *start = p;
-    while (*p && *p != ',') p++;
-    const char *end = p;
-    while (end > start && (end[-1] == ' ' || end[-1] == '\t')) end--;
-    if ((size_t)(end - start) == tl && strncasecmp(start, token, tl) == 0) return 1;
+
+/* A byte range of the header block: values are handled with their length, never as C strings, so that a NUL
+ * (or any byte) inside a value can neither end it early for one check nor hide what follows from another. */
+typedef struct {
+  const char *p;
+  size_t n;
+} span_t;
+
+static int span_is(span_t s, const char *lit) { return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0; }
+
+static int span_is_nocase(span_t s, const char *lit) { return s.n == strlen(lit) && strncasecmp(s.p, lit, s.n) == 0; }
+
+/* Case-insensitive: whether the comma-separated list `v` holds `token`. */
+static int span_has_token(span_t v, const char *token) {
+  size_t tl = strlen(token), i = 0;
+  while (i < v.n) {
+    while (i < v.n && (v.p[i] == ' ' || v.p[i] == '\t' || v.p[i] == ',')) i++;
+    size_t start = i;
+    while (i < v.n && v.p[i] != ',') i++;
+    size_t end = i;
+    while (end > start && (v.p[end - 1] == ' ' || v.p[end - 1] == '\t')) end--;
+    if (end - start == tl && strncasecmp(v.p + start, token, tl) == 0) return 1;
   }
   return 0;
 }
@@ -393,96 +467,108 @@ static int has_token(const char *list, const char *token) {
 /* Parses the header block head[0..n) (which ends with CRLF CRLF). 0, or the refusal already answered (-1). */
 static int parse_head(conn_t *c, request_t *r, size_t n) {
   char *h = r->head;
-  /* Lines: CRLF only (a bare CR or LF was refused while reading); split in place. */
-  char *lines[MAX_HEADER_LINES + 2];
-  size_t count = 0;
-  char *line = h;
+  /* Every byte first: CR and LF only as the CRLF line ends (a bare one was refused while reading), HTAB, and no
+   * other control character anywhere (NUL and DEL included): RFC 9110 5.5 field values, tokens and the target. */
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)h[i];
+    if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n') || ch == 0x7f)
+      return refuse(c, 400, "bad_request", "control character in the request line or a header") - 1;
+  }
+  /* Lines as byte ranges, split at CRLF. */
+  span_t lines[MAX_HEADER_LINES + 2];
+  size_t count = 0, start = 0;
   for (size_t i = 0; i + 1 < n; i++) {
     if (h[i] == '\r' && h[i + 1] == '\n') {
-      h[i] = '\0';
-      if (line == h + i) break;  /* the empty line: end of the headers */
+      if (i == start) break;  /* the empty line: end of the headers */
       if (count == MAX_HEADER_LINES + 1) return refuse(c, 431, "header_too_large", "more than 100 header lines") - 1;
-      lines[count++] = line;
-      line = h + i + 2;
+      lines[count++] = (span_t){h + start, i - start};
+      h[i] = '\0';  /* the request line's parts and the values handed on are NUL-terminated here */
+      start = i + 2;
       i++;
     }
   }
   if (count == 0) return refuse(c, 400, "bad_request", "no request line") - 1;
 
   /* Request line: method SP target SP version, single spaces. */
-  char *rl = lines[0];
-  char *sp1 = strchr(rl, ' ');
-  char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-  if (!sp1 || !sp2 || strchr(sp2 + 1, ' ')) return refuse(c, 400, "bad_request", "malformed request line") - 1;
-  *sp1 = '\0';
-  *sp2 = '\0';
-  r->method = rl;
-  r->target = sp1 + 1;
-  const char *version = sp2 + 1;
-  size_t ml = strlen(r->method);
-  if (ml == 0 || ml > MAX_METHOD) return refuse(c, 400, "bad_request", "malformed method") - 1;
-  for (size_t i = 0; i < ml; i++)
-    if (!is_tchar((unsigned char)r->method[i])) return refuse(c, 400, "bad_request", "malformed method") - 1;
-  if (r->target[0] != '/') return refuse(c, 400, "bad_request", "the target must be a path (origin-form)") - 1;
-  for (const unsigned char *p = (const unsigned char *)r->target; *p; p++)
-    if (*p <= 0x20 || *p >= 0x7f) return refuse(c, 400, "bad_request", "invalid character in the target") - 1;
-  if (strcmp(version, "HTTP/1.1") == 0) {
+  span_t rl = lines[0];
+  const char *sp1 = memchr(rl.p, ' ', rl.n);
+  const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(rl.p + rl.n - sp1 - 1)) : NULL;
+  if (!sp1 || !sp2 || memchr(sp2 + 1, ' ', (size_t)(rl.p + rl.n - sp2 - 1)))
+    return refuse(c, 400, "bad_request", "malformed request line") - 1;
+  span_t method = {rl.p, (size_t)(sp1 - rl.p)}, target = {sp1 + 1, (size_t)(sp2 - sp1 - 1)},
+         version = {sp2 + 1, (size_t)(rl.p + rl.n - sp2 - 1)};
+  if (method.n == 0 || method.n > MAX_METHOD) return refuse(c, 400, "bad_request", "malformed method") - 1;
+  for (size_t i = 0; i < method.n; i++)
+    if (!is_tchar((unsigned char)method.p[i])) return refuse(c, 400, "bad_request", "malformed method") - 1;
+  if (target.n == 0 || target.p[0] != '/') return refuse(c, 400, "bad_request", "the target must be a path (origin-form)") - 1;
+  for (size_t i = 0; i < target.n; i++) {
+    unsigned char ch = (unsigned char)target.p[i];
+    if (ch <= 0x20 || ch >= 0x7f) return refuse(c, 400, "bad_request", "invalid character in the target") - 1;
+  }
+  if (span_is(version, "HTTP/1.1")) {
     r->http10 = 0;
-  } else if (strcmp(version, "HTTP/1.0") == 0) {
+  } else if (span_is(version, "HTTP/1.0")) {
     r->http10 = 1;
-  } else if (strncmp(version, "HTTP/", 5) == 0 && strlen(version) == 8 && version[6] == '.') {
+  } else if (version.n == 8 && memcmp(version.p, "HTTP/", 5) == 0 && version.p[6] == '.') {
     return refuse(c, 505, "version_not_supported", "HTTP/1.1 or HTTP/1.0 only") - 1;
   } else {
     return refuse(c, 400, "bad_request", "malformed HTTP version") - 1;
   }
+  h[method.p - h + method.n] = '\0';
+  h[target.p - h + target.n] = '\0';
+  r->method = method.p;
+  r->target = target.p;
 
   int hosts = 0, lengths = 0, encodings = 0, auths = 0, expects = 0;
-  const char *te = NULL;
+  span_t te = {NULL, 0};
   for (size_t k = 1; k < count; k++) {
-    char *l = lines[k];
-    if (l[0] == ' ' || l[0] == '\t') return refuse(c, 400, "bad_request", "obsolete line folding") - 1;
-    char *colon = strchr(l, ':');
-    if (colon == NULL || colon == l) return refuse(c, 400, "bad_request", "malformed header line") - 1;
-    for (char *p = l; p < colon; p++)
-      if (!is_tchar((unsigned char)*p)) return refuse(c, 400, "bad_request", "malformed header name") - 1;
-    *colon = '\0';
-    char *v = colon + 1;
-    while (*v == ' ' || *v == '\t') v++;
-    char *end = v + strlen(v);
-    while (end > v && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
-    for (char *p = v; *p; p++)
-      if (!is_value_char((unsigned char)*p)) return refuse(c, 400, "bad_request", "control character in a header value") - 1;
-    if (strcasecmp(l, "host") == 0) {
+    span_t l = lines[k];
+    if (l.p[0] == ' ' || l.p[0] == '\t') return refuse(c, 400, "bad_request", "obsolete line folding") - 1;
+    const char *colon = memchr(l.p, ':', l.n);
+    if (colon == NULL || colon == l.p) return refuse(c, 400, "bad_request", "malformed header line") - 1;
+    span_t name = {l.p, (size_t)(colon - l.p)};
+    for (size_t i = 0; i < name.n; i++)
+      if (!is_tchar((unsigned char)name.p[i])) return refuse(c, 400, "bad_request", "malformed header name") - 1;
+    span_t v = {colon + 1, (size_t)(l.p + l.n - colon - 1)};
+    while (v.n > 0 && (v.p[0] == ' ' || v.p[0] == '\t')) v.p++, v.n--;
+    while (v.n > 0 && (v.p[v.n - 1] == ' ' || v.p[v.n - 1] == '\t')) v.n--;
+    for (size_t i = 0; i < v.n; i++)
+      if (!is_value_char((unsigned char)v.p[i])) return refuse(c, 400, "bad_request", "control character in a header value") - 1;
+    h[v.p - h + v.n] = '\0';  /* after the value's last byte: the line's own end or trailing blanks */
+    if (span_is_nocase(name, "host")) {
       hosts++;
-    } else if (strcasecmp(l, "content-length") == 0) {
+    } else if (span_is_nocase(name, "content-length")) {
       lengths++;
-      size_t dl = strlen(v);
-      if (dl == 0 || dl > 18 || strspn(v, "0123456789") != dl)
-        return refuse(c, 400, "bad_request", "malformed Content-Length") - 1;
-      r->content_length = strtoull(v, NULL, 10);
+      if (v.n == 0 || v.n > 18) return refuse(c, 400, "bad_request", "malformed Content-Length") - 1;
+      unsigned long long value = 0;
+      for (size_t i = 0; i < v.n; i++) {
+        if (v.p[i] < '0' || v.p[i] > '9') return refuse(c, 400, "bad_request", "malformed Content-Length") - 1;
+        value = value * 10 + (unsigned)(v.p[i] - '0');
+      }
+      r->content_length = value;
       r->has_length = 1;
-    } else if (strcasecmp(l, "transfer-encoding") == 0) {
+    } else if (span_is_nocase(name, "transfer-encoding")) {
       encodings++;
       te = v;
-    } else if (strcasecmp(l, "connection") == 0) {
-      if (has_token(v, "close")) r->close_after = 1;
-    } else if (strcasecmp(l, "expect") == 0) {
+    } else if (span_is_nocase(name, "connection")) {
+      if (span_has_token(v, "close")) r->close_after = 1;
+    } else if (span_is_nocase(name, "expect")) {
       expects++;
-      if (strcasecmp(v, "100-continue") != 0) return refuse(c, 417, "expectation_failed", "only 100-continue is supported") - 1;
+      if (!span_is_nocase(v, "100-continue")) return refuse(c, 417, "expectation_failed", "only 100-continue is supported") - 1;
       r->expect_continue = 1;
-    } else if (strcasecmp(l, "authorization") == 0) {
+    } else if (span_is_nocase(name, "authorization")) {
       auths++;
-      r->authorization = v;
-    } else if (strcasecmp(l, "x-forwarded-for") == 0) {
-      r->forwarded_for = v;
+      r->authorization = v.p;
+    } else if (span_is_nocase(name, "x-forwarded-for")) {
+      r->forwarded_for = v.p;
     }
   }
   if (!r->http10 && hosts != 1) return refuse(c, 400, "bad_request", "HTTP/1.1 needs exactly one Host header") - 1;
   if (hosts > 1 || lengths > 1 || encodings > 1 || auths > 1 || expects > 1)
     return refuse(c, 400, "bad_request", "a header that may appear once appears twice") - 1;
-  if (te != NULL) {
+  if (te.p != NULL) {
     if (r->http10) return refuse(c, 400, "bad_request", "Transfer-Encoding in an HTTP/1.0 request") - 1;
-    if (strcasecmp(te, "chunked") != 0)
+    if (!span_is_nocase(te, "chunked"))
       return refuse(c, 501, "unsupported_transfer_encoding", "only Transfer-Encoding chunked is supported") - 1;
     if (r->has_length) return refuse(c, 400, "bad_request", "both Content-Length and Transfer-Encoding") - 1;
     r->chunked = 1;
@@ -518,8 +604,9 @@ static int chunk_line(conn_t *c, char *line, size_t size, size_t *budget, int64_
         if (l + 2 > *budget || l >= size) return -3;
         memcpy(line, start, l);
         line[l] = '\0';
+        /* No control character but HTAB (a NUL would end the size for strspn and hide what follows). */
         for (size_t k = 0; k < l; k++)
-          if (line[k] == '\r') return -2;
+          if (!is_value_char((unsigned char)line[k])) return -2;
         *budget -= l + 2;
         c->pos += i + 1;
         return 0;
@@ -674,6 +761,9 @@ static int serve_one(conn_t *c, int first) {
    * idle timeout; either gives up when the server stops. */
   if (c->len == c->pos) {
     int64_t deadline = first ? c->accepted_ms + lim->header_timeout_ms : now_ms() + lim->idle_timeout_ms;
+    /* A kept-alive connection waits no longer than its lifetime (keep is 0 after it, so this is a safeguard). */
+    int64_t end_of_life = c->accepted_ms + lim->max_connection_lifetime_ms;
+    if (!first && deadline > end_of_life) deadline = end_of_life;
     int rc = fill(c, deadline, 1);
     if (rc == IO_TIMEOUT && first) emit(s, "header_timeout", 0, c->remote, "no request sent");
     if (rc != IO_OK) return 0;
@@ -761,7 +851,11 @@ static int serve_one(conn_t *c, int first) {
   cli_serve_response resp;
   memset(&resp, 0, sizeof resp);
   s->handler(s->context, &req, &resp);
-  int keep = !r.close_after && !s->stopping;
+  /* The connection's last request when the client or the server says so, or at the connection's request cap or
+   * lifetime: its slot is then free again within one request's time, however often the client sends. */
+  c->requests++;
+  int keep = !r.close_after && !s->stopping && c->requests < lim->max_requests_per_connection &&
+             now_ms() < c->accepted_ms + (int64_t)lim->max_connection_lifetime_ms;
   int status = resp.status >= 100 && resp.status <= 599 ? resp.status : 500;
   int wrote = respond(c, status, resp.content_type, resp.headers, resp.body, resp.body_len, head_only, keep);
   free(resp.headers);
@@ -783,11 +877,12 @@ static void *conn_main(void *arg) {
   }
   close(c->fd);
   free(c->buf);
-  free(c);
   pthread_mutex_lock(&s->mu);
   s->active--;
+  address_release(s, c->address);
   pthread_cond_broadcast(&s->done);
   pthread_mutex_unlock(&s->mu);
+  free(c);
   return NULL;
 }
 
@@ -845,10 +940,18 @@ unsigned cli_serve_run(cli_serve *s, cli_serve_handler handler, cli_serve_event 
     format_peer(&addr, remote, sizeof remote);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    unsigned char key[17];
+    address_key(&addr, key);
     pthread_mutex_lock(&s->mu);
     if (s->active >= s->limits.max_connections) {
       pthread_mutex_unlock(&s->mu);
       refuse_connection(s, fd, remote, "too_many_connections", "the server is at its connection limit");
+      continue;
+    }
+    if (!address_take(s, key)) {
+      pthread_mutex_unlock(&s->mu);
+      refuse_connection(s, fd, remote, "too_many_connections_from_address",
+                        "the server is at its connection limit for this client address");
       continue;
     }
     conn_t *c = calloc(1, sizeof *c);
@@ -858,7 +961,10 @@ unsigned cli_serve_run(cli_serve *s, cli_serve_handler handler, cli_serve_event 
       c->id = ++s->next_id;
       c->accepted_ms = now_ms();
       memcpy(c->remote, remote, sizeof remote);
+      memcpy(c->address, key, sizeof key);
       s->active++;
+    } else {
+      address_release(s, key);
     }
     pthread_mutex_unlock(&s->mu);
     pthread_t t;
@@ -866,6 +972,7 @@ unsigned cli_serve_run(cli_serve *s, cli_serve_handler handler, cli_serve_event 
       if (c != NULL) {
         pthread_mutex_lock(&s->mu);
         s->active--;
+        address_release(s, key);
         pthread_mutex_unlock(&s->mu);
         free(c);
       }

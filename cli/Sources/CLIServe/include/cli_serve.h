@@ -13,7 +13,12 @@
  *     byte (for a new connection: after it was accepted), the body body_timeout_ms after the headers (408 and the
  *     connection closed); a keep-alive connection may wait idle_timeout_ms for its next request; a response must
  *     be taken within write_timeout_ms;
- *   - at most max_connections connections at once: one more is answered 503 (Retry-After: 1) and closed.
+ *   - at most max_connections connections at once: one more is answered 503 (Retry-After: 1) and closed; at most
+ *     max_connections_per_address of them from one client address (0: no cap of its own), the same way;
+ *   - a connection serves at most max_requests_per_connection requests and starts none after
+ *     max_connection_lifetime_ms from its acceptance (the last one answered with Connection: close; an idle wait
+ *     ends there too), so that no client holds a slot longer than the lifetime plus one request's header, body and
+ *     write timeouts and its handling.
  * Refusals at this layer are answered here (JSON {"error": {"reason", "message"}}, Connection: close) and
  * reported to the event callback; complete requests go to the handler, on the connection's thread.
  * cli_serve_stop (async-signal-safe) stops accepting: the listening socket is closed, idle keep-alive
@@ -37,6 +42,9 @@ typedef struct cli_serve_limits {
   unsigned write_timeout_ms;
   unsigned max_connections;
   unsigned drain_timeout_ms;
+  unsigned max_requests_per_connection;   /* >= 1 */
+  unsigned max_connection_lifetime_ms;    /* >= 1 */
+  unsigned max_connections_per_address;   /* 0: only max_connections */
 } cli_serve_limits;
 
 typedef struct cli_serve_request {
