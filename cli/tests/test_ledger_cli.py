@@ -229,3 +229,14 @@ def test_postgresql(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
             assert not mismatches(got.json(), e), (e, got)
     finally:
         server.__exit__(None, None, None)
+
+
+def test_storage_failure_exits_74(tmp_path: Path) -> None:
+    """A database that fails (not a database, a server that cannot be reached) is STORAGE_ERROR and exit 74
+    (EX_IOERR), distinct from an internal failure (70), so that a timer retries on it alone."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database: the SQLite header is missing from these bytes " * 8)
+    r = tool("ledger", "show", "--db", str(junk))
+    assert r.code == 74 and r.error_line().startswith("error: STORAGE_ERROR (storage_failed): "), r
+    help_ = tool("--help")
+    assert any(l.split()[:1] == ["74"] and "storage" in l for l in help_.out.splitlines()), help_.out

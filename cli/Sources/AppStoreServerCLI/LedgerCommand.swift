@@ -77,6 +77,7 @@ extension ToolFailure {
         let exit: ExitStatus = switch f.statusCode {
         case .invalidArgument: .usage
         case .configurationError: .configuration
+        case .storageError: .storage
         default: .internal
         }
         self.init(f, exit)

@@ -63,6 +63,9 @@ enum ExitStatus: Int32, CaseIterable {
     case noInput = 66
     /// A failure inside the tool or the library.
     case `internal` = 70
+    /// The ledger's storage failed (a full disk, a database that cannot be reached, a corrupt row): sysexits'
+    /// EX_IOERR, so that a script or a timer retries on this status alone.
+    case storage = 74
     /// Configuration: a key, a root certificate or the bundled Apple roots are not usable.
     case configuration = 78
 
@@ -75,6 +78,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .usage: "bad usage (options, arguments, parameters)"
         case .noInput: "input missing, unreadable or empty"
         case .internal: "internal error"
+        case .storage: "storage failure (the ledger's database): retry later"
         case .configuration: "configuration (key, root certificate, bundled Apple roots)"
         }
     }
