@@ -1,0 +1,88 @@
+<?php
+
+declare(strict_types=1);
+
+namespace AppStoreServer\Internal;
+
+use AppStoreServer\Http\HttpTransport;
+use AppStoreServer\Http\TransportException;
+use AppStoreServer\Http\TransportFailure;
+use FFI;
+use FFI\CData;
+
+/**
+ * An appstore_transport whose callback is a PHP HttpTransport (online checks: the verifier's OCSP exchanges). The
+ * callback catches everything: a PHP exception must never unwind through C.
+ *
+ * @internal
+ */
+final class CTransport
+{
+    public readonly CData $handle;
+    private \Closure $callback; // kept alive as long as the handle
+
+    public function __construct(private readonly HttpTransport $transport)
+    {
+        $f = Native::ffi();
+        $this->callback = function ($userData, $method, $url, $headers, $headersLen, $body, $bodyLen, $timeoutMs, $response): int {
+            try {
+                return $this->exchange($method, $url, $headers, (int) $headersLen, $body, (int) $bodyLen, (int) $timeoutMs, $response);
+            } catch (\Throwable) {
+                return AbiConstants::APPSTORE_TRANSPORT_RESULT_FAILED;
+            }
+        };
+        $out = $f->new('appstore_transport *');
+        $err = Native::errorSlot();
+        $st = $f->appstore_transport_new($this->callback, null, FFI::addr($out), FFI::addr($err));
+        if ($st !== 0) {
+            throw new \RuntimeException(Native::takeError($err, $st)->message);
+        }
+        $this->handle = $out;
+    }
+
+    private static function text(mixed $v, int $len = -1): string
+    {
+        if (is_string($v)) {
+            return $len >= 0 ? substr($v, 0, $len) : $v;
+        }
+        if ($v instanceof CData && !FFI::isNull($v)) {
+            return $len >= 0 ? FFI::string($v, $len) : FFI::string($v);
+        }
+        return '';
+    }
+
+    private function exchange(mixed $method, mixed $url, mixed $headers, int $headersLen, mixed $body, int $bodyLen, int $timeoutMs, CData $response): int
+    {
+        $f = Native::ffi();
+        $list = [];
+        foreach (explode("\r\n", self::text($headers, $headersLen)) as $line) {
+            if ($line !== '' && str_contains($line, ':')) {
+                [$n, $v] = explode(':', $line, 2);
+                $list[] = [trim($n), trim($v)];
+            }
+        }
+        $limit = (int) $f->appstore_http_response_body_limit($response);
+        try {
+            $r = $this->transport->send(self::text($method), self::text($url), $list, $bodyLen > 0 ? self::text($body, $bodyLen) : '', $timeoutMs, $limit);
+        } catch (TransportException $e) {
+            return $e->failure->value;
+        }
+        if ($f->appstore_http_response_set_status($response, $r->status, null) !== 0) {
+            return AbiConstants::APPSTORE_TRANSPORT_RESULT_FAILED;
+        }
+        foreach ($r->headers as [$n, $v]) {
+            if (!str_contains($n . $v, "\0")) {
+                $f->appstore_http_response_add_header($response, $n, $v, null);
+            }
+        }
+        if ($r->body !== '' && $f->appstore_http_response_append_body($response, $r->body, strlen($r->body), null) !== 0) {
+            return AbiConstants::APPSTORE_TRANSPORT_RESULT_FAILED;
+        }
+        return AbiConstants::APPSTORE_TRANSPORT_RESULT_OK;
+    }
+
+    public function __destruct()
+    {
+        Native::ffi()->appstore_transport_free($this->handle);
+    }
+}
