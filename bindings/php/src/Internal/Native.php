@@ -155,6 +155,12 @@ final class Native
         return $value;
     }
 
+    /** Text for C with any NUL replaced (messages, never values that must be exact). */
+    public static function cleanText(string $value): string
+    {
+        return str_replace("\0", '?', $value);
+    }
+
     /** A live handle count and malloc's bytes in use, for leak checks (null when the library predates them). */
     public static function debugCounters(): ?array
     {
