@@ -354,7 +354,7 @@ def param_lines(params: list[Param]) -> list[str]:
             value = f"P::text(${p.name}, {phpstr(p.name)})"
         else:
             value = f"${p.name}"
-        key = "body" if p.where == "body" else p.name
+        key = "body" if p.where == "body" and p.model else p.name
         if p.optional:
             out.append(f"        if (${p.name} !== null) {{")
             out.append(f"            $params[{phpstr(key)}] = {value};")

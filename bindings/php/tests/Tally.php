@@ -14,16 +14,19 @@ use PHPUnit\Runner\AfterTestFailureHook;
 
 /**
  * Counts the manifest cases (ConformanceTest::testCase, TestpkiTest::testCase) and prints the closing lines
- * "php conformance: N passed, M failed, K skipped" and "php testpki: ..." after the last test.
+ * "php conformance: N passed, M failed, K skipped" and "php testpki: ..." after the last test, and every test's
+ * outcome for run-tests' own closing line (APPSTORESERVER_TALLY.all: "passed failed skipped").
  */
 final class Tally implements AfterSuccessfulTestHook, AfterTestFailureHook, AfterTestErrorHook, AfterSkippedTestHook,
     AfterIncompleteTestHook, AfterRiskyTestHook, AfterLastTestHook
 {
     private const SUITES = ['ConformanceTest::testCase with' => 'conformance', 'TestpkiTest::testCase with' => 'testpki'];
     private array $t = ['conformance' => [0, 0, 0], 'testpki' => [0, 0, 0]];
+    private array $all = [0, 0, 0];
 
     private function add(string $test, int $slot): void
     {
+        $this->all[$slot]++;
         foreach (self::SUITES as $needle => $suite) {
             if (str_contains($test, $needle)) {
                 $this->t[$suite][$slot]++;
@@ -73,6 +76,7 @@ final class Tally implements AfterSuccessfulTestHook, AfterTestFailureHook, Afte
         $file = getenv('APPSTORESERVER_TALLY');
         if ($file) {
             file_put_contents($file, $lines);
+            file_put_contents("$file.all", implode(" ", $this->all) . "\n");
         } else {
             fwrite(STDERR, "\n" . $lines);
         }

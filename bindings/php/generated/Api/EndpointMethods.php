@@ -312,7 +312,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['imageIdentifier'] = P::text($imageIdentifier, 'imageIdentifier');
-        $params['body'] = base64_encode($image);
+        $params['image'] = base64_encode($image);
         if ($imageSize !== null) {
             $params['imageSize'] = C::out($imageSize);
         }

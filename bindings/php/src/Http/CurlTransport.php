@@ -17,10 +17,15 @@ final class CurlTransport implements HttpTransport
         $data = '';
         $over = false;
         $lines = [];
+        $typed = false;
         foreach ($headers as [$name, $value]) {
             $lines[] = "$name: $value";
+            $typed = $typed || strcasecmp($name, 'Content-Type') === 0;
         }
         $lines[] = 'Expect:'; // no 100-continue round trip
+        if (!$typed) {
+            $lines[] = 'Content-Type:'; // curl would add a form type to a body-less POST
+        }
         curl_setopt_array($h, [
             CURLOPT_URL => $url,
             CURLOPT_CUSTOMREQUEST => $method,
