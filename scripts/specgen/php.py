@@ -244,6 +244,11 @@ def render_model(spec: Spec, name: str) -> str:
     out += [f"final class {cls(name)} implements \\JsonSerializable", "{"]
     out.append("    /** The JSON keys of this model, in the spec's order. */")
     out.append("    public const KEYS = [" + ", ".join(phpstr(k) for k in keys) + "];")
+    consts = model.get("constants") or []
+    if consts:
+        out.append("    /** The keys every JSON object of this model carries with these values (toArray writes them). */")
+        out.append("    public const CONSTANTS = [" + ", ".join(f"{phpstr(c['key'])} => {phpstr(c['value'])}" for c in consts)
+                   + "];")
     out.append("")
     out.append("    public function __construct(")
     for i, f in enumerate(fields):
@@ -268,7 +273,7 @@ def render_model(spec: Spec, name: str) -> str:
     out.append("    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */")
     out.append("    public function toArray(): array")
     out.append("    {")
-    out.append("        $out = [];")
+    out.append("        $out = " + ("self::CONSTANTS;" if consts else "[];"))
     for f in fields:
         out.append(f"        if ($this->{f.key} !== null) {{")
         out.append(f"            $out[{phpstr(f.key)}] = C::out($this->{f.key});")

@@ -14,6 +14,8 @@ final class AdvancedCommerceSubscriptionCreateRequest implements \JsonSerializab
 {
     /** The JSON keys of this model, in the spec's order. */
     public const KEYS = ['currency', 'descriptors', 'items', 'period', 'previousTransactionId', 'requestInfo', 'storefront', 'taxCode'];
+    /** The keys every JSON object of this model carries with these values (toArray writes them). */
+    public const CONSTANTS = ['operation' => 'CREATE_SUBSCRIPTION', 'version' => '1'];
 
     public function __construct(
         /**
@@ -70,7 +72,7 @@ final class AdvancedCommerceSubscriptionCreateRequest implements \JsonSerializab
     /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
     public function toArray(): array
     {
-        $out = [];
+        $out = self::CONSTANTS;
         if ($this->currency !== null) {
             $out['currency'] = C::out($this->currency);
         }

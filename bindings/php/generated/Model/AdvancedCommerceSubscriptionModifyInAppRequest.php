@@ -14,6 +14,8 @@ final class AdvancedCommerceSubscriptionModifyInAppRequest implements \JsonSeria
 {
     /** The JSON keys of this model, in the spec's order. */
     public const KEYS = ['addItems', 'changeItems', 'currency', 'descriptors', 'periodChange', 'removeItems', 'requestInfo', 'retainBillingCycle', 'storefront', 'taxCode', 'transactionId'];
+    /** The keys every JSON object of this model carries with these values (toArray writes them). */
+    public const CONSTANTS = ['operation' => 'MODIFY_SUBSCRIPTION', 'version' => '1'];
 
     public function __construct(
         /**
@@ -87,7 +89,7 @@ final class AdvancedCommerceSubscriptionModifyInAppRequest implements \JsonSeria
     /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
     public function toArray(): array
     {
-        $out = [];
+        $out = self::CONSTANTS;
         if ($this->addItems !== null) {
             $out['addItems'] = C::out($this->addItems);
         }

@@ -14,6 +14,8 @@ final class AdvancedCommerceSubscriptionReactivateInAppRequest implements \JsonS
 {
     /** The JSON keys of this model, in the spec's order. */
     public const KEYS = ['items', 'requestInfo', 'storefront', 'transactionId'];
+    /** The keys every JSON object of this model carries with these values (toArray writes them). */
+    public const CONSTANTS = ['operation' => 'REACTIVATE_SUBSCRIPTION', 'version' => '1'];
 
     public function __construct(
         /**
@@ -50,7 +52,7 @@ final class AdvancedCommerceSubscriptionReactivateInAppRequest implements \JsonS
     /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
     public function toArray(): array
     {
-        $out = [];
+        $out = self::CONSTANTS;
         if ($this->items !== null) {
             $out['items'] = C::out($this->items);
         }
