@@ -136,6 +136,19 @@ final class SignedDataVerifier
         }
     }
 
+    /** @internal The verifier's handle (the ledger keeps its own reference); null when it has no roots. */
+    public function handle(): ?CData
+    {
+        return $this->handle;
+    }
+
+    /** @internal Why the verifier has no handle (no roots), thrown as every verification would. */
+    public function failure(): VerificationException
+    {
+        $i = $this->failure;
+        return new VerificationException($i->status, $i->reason, $i->message);
+    }
+
     /** @internal The C code of an environment. */
     public static function environmentCode(Environment $environment): int
     {
