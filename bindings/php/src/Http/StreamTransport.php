@@ -51,12 +51,12 @@ final class StreamTransport implements HttpTransport
                     throw new TransportException(TransportFailure::TIMEOUT, "timed out after $timeoutMs ms");
                 }
                 stream_set_timeout($fp, (int) $left, (int) (fmod($left, 1.0) * 1e6));
-                $chunk = fread($fp, 65536);
+                $chunk = @fread($fp, 65536);
+                if (stream_get_meta_data($fp)['timed_out'] || hrtime(true) >= $deadline) {
+                    throw new TransportException(TransportFailure::TIMEOUT, "timed out after $timeoutMs ms");
+                }
                 if ($chunk === false) {
                     throw new TransportException(TransportFailure::FAILED, 'read failed');
-                }
-                if (stream_get_meta_data($fp)['timed_out']) {
-                    throw new TransportException(TransportFailure::TIMEOUT, "timed out after $timeoutMs ms");
                 }
                 $data .= $chunk;
                 if (strlen($data) > $bodyLimit) {
