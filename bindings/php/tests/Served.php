@@ -15,18 +15,25 @@ final class Served
     private array $pipes = [];
     /** @var list<int> */
     public readonly array $ports;
+    /** @var list<string> the words after the ready word */
+    public readonly array $words;
 
     public function __construct(string $script, string ...$args)
     {
+        $ready = 'PORT';
+        if ($script === 'ocsp_harness.py') {
+            $ready = 'READY'; // "READY <setup.json>"
+        }
         $cmd = array_merge(['python3', Support::repo() . "/Tests/support/$script"], $args);
         $pipes = [];
         $this->proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
         $this->pipes = $pipes;
         $line = (string) fgets($this->pipes[1]);
-        if (!str_starts_with($line, 'PORT ')) {
+        if (!str_starts_with($line, "$ready ")) {
             throw new \RuntimeException("$script said " . var_export($line, true));
         }
-        $this->ports = array_map('intval', array_slice(explode(' ', trim($line)), 1));
+        $this->words = array_slice(explode(' ', trim($line)), 1);
+        $this->ports = array_map('intval', $this->words);
     }
 
     public function url(): string
