@@ -23,10 +23,18 @@ final class Native
     public const SCOPE = 'APPSTORESERVER';
 
     private static ?FFI $ffi = null;
+    private static string $from = '';
 
     public static function ffi(): FFI
     {
         return self::$ffi ??= self::load();
+    }
+
+    /** How this request got the library: "scope" (preloaded, preload.php) or "cdef" (parsed on first use). */
+    public static function loadedFrom(): string
+    {
+        self::ffi();
+        return self::$from;
     }
 
     /** The library file this package loads. */
@@ -50,9 +58,11 @@ final class Native
             throw new \RuntimeException('appstoreserver needs PHP\'s FFI extension (ext-ffi)');
         }
         // Preloaded (preload.php): the scope is there, nothing to parse.
-        if (ini_get('opcache.preload') && self::scopeLoaded()) {
+        if ((ini_get('opcache.preload') || ini_get('ffi.preload')) && self::scopeLoaded()) {
+            self::$from = 'scope';
             return FFI::scope(self::SCOPE);
         }
+        self::$from = 'cdef';
         $lib = self::libraryPath();
         if (!is_file($lib)) {
             throw new \RuntimeException("appstoreserver: the library is missing at $lib (set APPSTORESERVER_LIB, or build "
@@ -75,20 +85,33 @@ final class Native
         }
     }
 
-    /**
-     * For opcache.preload (preload.php): loads the declarations into the scope APPSTORESERVER, with the library's
-     * absolute path (FFI::load reads it from the header's FFI_LIB line, so the header is written beside the cache).
-     */
-    public static function preload(?string $cacheDir = null): void
+    /** The declarations with FFI_SCOPE and the library's absolute path as FFI_LIB (for FFI::load / ffi.preload). */
+    public static function scopedHeader(): string
     {
         $lib = realpath(self::libraryPath());
         if ($lib === false) {
             throw new \RuntimeException('appstoreserver: the library is missing at ' . self::libraryPath());
         }
-        $dir = $cacheDir ?? sys_get_temp_dir();
-        $text = '#define FFI_SCOPE "' . self::SCOPE . "\"\n#define FFI_LIB \"" . addcslashes($lib, "\"\\") . "\"\n"
+        return '#define FFI_SCOPE "' . self::SCOPE . "\"\n#define FFI_LIB \"" . addcslashes($lib, "\"\\") . "\"\n"
             . file_get_contents(self::headerPath());
-        $path = $dir . '/appstoreserver-' . hash('sha256', $text) . '.h';
+    }
+
+    /**
+     * For opcache.preload (preload.php): loads the declarations into the scope APPSTORESERVER, unless php.ini's
+     * ffi.preload did already (ffi-header.php writes that file). FFI::load reads the library's path from the header,
+     * so the header is written to $cacheDir first.
+     */
+    public static function preload(?string $cacheDir = null): void
+    {
+        if (self::scopeLoaded()) {
+            return; // ffi.preload
+        }
+        if (ini_get('opcache.preload_user')) {
+            throw new \RuntimeException('appstoreserver: FFI::load cannot run at preload time with opcache.preload_user; '
+                . 'write the declarations with `php ffi-header.php FILE` and set ffi.preload=FILE');
+        }
+        $text = self::scopedHeader();
+        $path = ($cacheDir ?? sys_get_temp_dir()) . '/appstoreserver-' . hash('sha256', $text) . '.h';
         if (!is_file($path)) {
             $tmp = $path . '.' . getmypid();
             file_put_contents($tmp, $text);
