@@ -4,7 +4,6 @@ declare(strict_types=1);
 
 namespace AppStoreServer;
 
-use AppStoreServer\Http\DefaultTransport;
 use AppStoreServer\Http\HttpTransport;
 use AppStoreServer\Internal\AbiConstants as K;
 use AppStoreServer\Internal\CTransport;
@@ -106,7 +105,7 @@ final class SignedDataVerifier
                 $this->option($f->appstore_verifier_options_set_max_jws_bytes($opts, $maxJwsBytes, FFI::addr($err)), $err, 'maxJwsBytes');
             }
             if ($enableOnlineChecks) {
-                $this->transport = new CTransport($transport ?? DefaultTransport::create());
+                $this->transport = CTransport::for($transport);
                 $this->option($f->appstore_verifier_options_set_transport($opts, $this->transport->handle, $onlineTimeoutMs, FFI::addr($err)), $err, 'transport');
             }
             $out = $f->new('appstore_verifier *');

@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace AppStoreServer\Internal;
 
+use AppStoreServer\Http\DefaultTransport;
 use AppStoreServer\Http\HttpTransport;
 use AppStoreServer\Http\TransportException;
 use AppStoreServer\Http\TransportFailure;
@@ -20,13 +21,24 @@ final class CTransport
 {
     public readonly CData $handle;
     private \Closure $callback; // kept alive as long as the handle
+    private static ?self $default = null;
 
-    public function __construct(private readonly HttpTransport $transport)
+    /**
+     * The bridge for $transport; null: the default transport's, made once per process and shared (PHP keeps an FFI
+     * callback's trampoline until the request ends, so making one per verifier would grow a long-running worker).
+     */
+    public static function for(?HttpTransport $transport): self
+    {
+        return $transport === null ? (self::$default ??= new self(DefaultTransport::create())) : new self($transport);
+    }
+
+    private function __construct(HttpTransport $transport)
     {
         $f = Native::ffi();
-        $this->callback = function ($userData, $method, $url, $headers, $headersLen, $body, $bodyLen, $timeoutMs, $response): int {
+        // A static closure holding only the transport: no cycle through $this, so the handle is freed with this object.
+        $this->callback = static function ($userData, $method, $url, $headers, $headersLen, $body, $bodyLen, $timeoutMs, $response) use ($transport): int {
             try {
-                return $this->exchange($method, $url, $headers, (int) $headersLen, $body, (int) $bodyLen, (int) $timeoutMs, $response);
+                return self::exchange($transport, $method, $url, $headers, (int) $headersLen, $body, (int) $bodyLen, (int) $timeoutMs, $response);
             } catch (\Throwable) {
                 return AbiConstants::APPSTORE_TRANSPORT_RESULT_FAILED;
             }
@@ -51,7 +63,7 @@ final class CTransport
         return '';
     }
 
-    private function exchange(mixed $method, mixed $url, mixed $headers, int $headersLen, mixed $body, int $bodyLen, int $timeoutMs, CData $response): int
+    private static function exchange(HttpTransport $transport, mixed $method, mixed $url, mixed $headers, int $headersLen, mixed $body, int $bodyLen, int $timeoutMs, CData $response): int
     {
         $f = Native::ffi();
         $list = [];
@@ -63,7 +75,7 @@ final class CTransport
         }
         $limit = (int) $f->appstore_http_response_body_limit($response);
         try {
-            $r = $this->transport->send(self::text($method), self::text($url), $list, $bodyLen > 0 ? self::text($body, $bodyLen) : '', $timeoutMs, $limit);
+            $r = $transport->send(self::text($method), self::text($url), $list, $bodyLen > 0 ? self::text($body, $bodyLen) : '', $timeoutMs, $limit);
         } catch (TransportException $e) {
             return $e->failure->value;
         }
