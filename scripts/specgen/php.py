@@ -270,7 +270,7 @@ def render_model(spec: Spec, name: str) -> str:
         out.append("        return new self();")
     out.append("    }")
     out.append("")
-    out.append("    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */")
+    out.append("    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */")
     out.append("    public function toArray(): array")
     out.append("    {")
     out.append("        $out = " + ("self::CONSTANTS;" if consts else "[];"))
@@ -281,9 +281,15 @@ def render_model(spec: Spec, name: str) -> str:
     out.append("        return $out;")
     out.append("    }")
     out.append("")
+    out.append("    /** The JSON object of this model (nested models as objects), for json_encode(). */")
     out.append("    public function jsonSerialize(): mixed")
     out.append("    {")
-    out.append("        return (object) $this->toArray();")
+    out.append("        $out = " + ("self::CONSTANTS;" if consts else "[];"))
+    for f in fields:
+        out.append(f"        if ($this->{f.key} !== null) {{")
+        out.append(f"            $out[{phpstr(f.key)}] = C::json($this->{f.key});")
+        out.append("        }")
+    out.append("        return (object) $out;")
     out.append("    }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -350,7 +356,7 @@ def param_lines(params: list[Param]) -> list[str]:
         if p.where == "body" and p.php == "string":
             value = f"base64_encode(${p.name})"
         elif p.where == "body" and p.model:
-            value = f"(object) ${p.name}->toArray()"
+            value = f"${p.name}->jsonSerialize()"
         elif p.list:
             value = f"P::list(${p.name}, {phpstr(p.name)})"
         elif p.enum:

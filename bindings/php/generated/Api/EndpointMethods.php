@@ -183,7 +183,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $consumptionRequest->toArray();
+        $params['body'] = $consumptionRequest->jsonSerialize();
         $this->call('sendConsumptionData', $params, null);
     }
 
@@ -196,7 +196,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $consumptionRequest->toArray();
+        $params['body'] = $consumptionRequest->jsonSerialize();
         $this->call('sendConsumptionInformation', $params, null);
     }
 
@@ -209,7 +209,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['originalTransactionId'] = P::text($originalTransactionId, 'originalTransactionId');
-        $params['body'] = (object) $updateAppAccountTokenRequest->toArray();
+        $params['body'] = $updateAppAccountTokenRequest->jsonSerialize();
         $this->call('setAppAccountToken', $params, null);
     }
 
@@ -222,7 +222,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['originalTransactionId'] = P::text($originalTransactionId, 'originalTransactionId');
-        $params['body'] = (object) $extendRenewalDateRequest->toArray();
+        $params['body'] = $extendRenewalDateRequest->jsonSerialize();
         return $this->call('extendSubscriptionRenewalDate', $params, \AppStoreServer\Model\ExtendRenewalDateResponse::class);
     }
 
@@ -234,7 +234,7 @@ trait EndpointMethods
     public function extendRenewalDateForAllActiveSubscribers(\AppStoreServer\Model\MassExtendRenewalDateRequest $massExtendRenewalDateRequest): \AppStoreServer\Model\MassExtendRenewalDateResponse
     {
         $params = [];
-        $params['body'] = (object) $massExtendRenewalDateRequest->toArray();
+        $params['body'] = $massExtendRenewalDateRequest->jsonSerialize();
         return $this->call('extendRenewalDateForAllActiveSubscribers', $params, \AppStoreServer\Model\MassExtendRenewalDateResponse::class);
     }
 
@@ -286,7 +286,7 @@ trait EndpointMethods
         if ($paginationToken !== null) {
             $params['paginationToken'] = P::text($paginationToken, 'paginationToken');
         }
-        $params['body'] = (object) $notificationHistoryRequest->toArray();
+        $params['body'] = $notificationHistoryRequest->jsonSerialize();
         return $this->call('getNotificationHistory', $params, \AppStoreServer\Model\NotificationHistoryResponse::class);
     }
 
@@ -298,7 +298,7 @@ trait EndpointMethods
     public function iterateNotificationHistory(\AppStoreServer\Model\NotificationHistoryRequest $notificationHistoryRequest): \Generator
     {
         $params = [];
-        $params['body'] = (object) $notificationHistoryRequest->toArray();
+        $params['body'] = $notificationHistoryRequest->jsonSerialize();
         return $this->pages('getNotificationHistory', $params, \AppStoreServer\Model\NotificationHistoryResponse::class);
     }
 
@@ -351,7 +351,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['messageIdentifier'] = P::text($messageIdentifier, 'messageIdentifier');
-        $params['body'] = (object) $uploadMessageRequestBody->toArray();
+        $params['body'] = $uploadMessageRequestBody->jsonSerialize();
         $this->call('uploadMessage', $params, null);
     }
 
@@ -388,7 +388,7 @@ trait EndpointMethods
         $params = [];
         $params['productId'] = P::text($productId, 'productId');
         $params['locale'] = P::text($locale, 'locale');
-        $params['body'] = (object) $defaultConfigurationRequest->toArray();
+        $params['body'] = $defaultConfigurationRequest->jsonSerialize();
         $this->call('configureDefaultMessage', $params, null);
     }
 
@@ -426,7 +426,7 @@ trait EndpointMethods
     public function configureRealtimeURL(\AppStoreServer\Model\RealtimeUrlRequest $realtimeUrlRequest): void
     {
         $params = [];
-        $params['body'] = (object) $realtimeUrlRequest->toArray();
+        $params['body'] = $realtimeUrlRequest->jsonSerialize();
         $this->call('configureRealtimeURL', $params, null);
     }
 
@@ -460,7 +460,7 @@ trait EndpointMethods
     public function initiatePerformanceTest(\AppStoreServer\Model\PerformanceTestRequest $performanceTestRequest): \AppStoreServer\Model\PerformanceTestResponse
     {
         $params = [];
-        $params['body'] = (object) $performanceTestRequest->toArray();
+        $params['body'] = $performanceTestRequest->jsonSerialize();
         return $this->call('initiatePerformanceTest', $params, \AppStoreServer\Model\PerformanceTestResponse::class);
     }
 
@@ -485,7 +485,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('cancelSubscription', $params, \AppStoreServer\Model\AdvancedCommerceSubscriptionCancelResponse::class);
     }
 
@@ -498,7 +498,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('changeSubscriptionMetadata', $params, \AppStoreServer\Model\AdvancedCommerceSubscriptionChangeMetadataResponse::class);
     }
 
@@ -511,7 +511,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('changeSubscriptionPrice', $params, \AppStoreServer\Model\AdvancedCommerceSubscriptionPriceChangeResponse::class);
     }
 
@@ -524,7 +524,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('migrateSubscription', $params, \AppStoreServer\Model\AdvancedCommerceSubscriptionMigrateResponse::class);
     }
 
@@ -537,7 +537,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('revokeSubscription', $params, \AppStoreServer\Model\AdvancedCommerceSubscriptionRevokeResponse::class);
     }
 
@@ -550,7 +550,7 @@ trait EndpointMethods
     {
         $params = [];
         $params['transactionId'] = P::text($transactionId, 'transactionId');
-        $params['body'] = (object) $request->toArray();
+        $params['body'] = $request->jsonSerialize();
         return $this->call('requestTransactionRefund', $params, \AppStoreServer\Model\AdvancedCommerceRequestRefundResponse::class);
     }
 }

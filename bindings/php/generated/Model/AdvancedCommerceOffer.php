@@ -46,7 +46,7 @@ final class AdvancedCommerceOffer implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class AdvancedCommerceOffer implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->period !== null) {
+            $out['period'] = C::json($this->period);
+        }
+        if ($this->periodCount !== null) {
+            $out['periodCount'] = C::json($this->periodCount);
+        }
+        if ($this->price !== null) {
+            $out['price'] = C::json($this->price);
+        }
+        if ($this->reason !== null) {
+            $out['reason'] = C::json($this->reason);
+        }
+        return (object) $out;
     }
 }

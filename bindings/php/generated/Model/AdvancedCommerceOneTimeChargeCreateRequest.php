@@ -53,7 +53,7 @@ final class AdvancedCommerceOneTimeChargeCreateRequest implements \JsonSerializa
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = self::CONSTANTS;
@@ -75,8 +75,25 @@ final class AdvancedCommerceOneTimeChargeCreateRequest implements \JsonSerializa
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = self::CONSTANTS;
+        if ($this->currency !== null) {
+            $out['currency'] = C::json($this->currency);
+        }
+        if ($this->item !== null) {
+            $out['item'] = C::json($this->item);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        return (object) $out;
     }
 }

@@ -42,7 +42,7 @@ final class AdvancedCommercePriceIncreaseInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -58,8 +58,19 @@ final class AdvancedCommercePriceIncreaseInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->dependentSKUs !== null) {
+            $out['dependentSKUs'] = C::json($this->dependentSKUs);
+        }
+        if ($this->price !== null) {
+            $out['price'] = C::json($this->price);
+        }
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        return (object) $out;
     }
 }

@@ -46,7 +46,7 @@ final class AdvancedCommerceRefund implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class AdvancedCommerceRefund implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->refundAmount !== null) {
+            $out['refundAmount'] = C::json($this->refundAmount);
+        }
+        if ($this->refundDate !== null) {
+            $out['refundDate'] = C::json($this->refundDate);
+        }
+        if ($this->refundReason !== null) {
+            $out['refundReason'] = C::json($this->refundReason);
+        }
+        if ($this->refundType !== null) {
+            $out['refundType'] = C::json($this->refundType);
+        }
+        return (object) $out;
     }
 }

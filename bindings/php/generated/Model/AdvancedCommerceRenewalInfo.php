@@ -57,7 +57,7 @@ final class AdvancedCommerceRenewalInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -82,8 +82,28 @@ final class AdvancedCommerceRenewalInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->consistencyToken !== null) {
+            $out['consistencyToken'] = C::json($this->consistencyToken);
+        }
+        if ($this->descriptors !== null) {
+            $out['descriptors'] = C::json($this->descriptors);
+        }
+        if ($this->items !== null) {
+            $out['items'] = C::json($this->items);
+        }
+        if ($this->period !== null) {
+            $out['period'] = C::json($this->period);
+        }
+        if ($this->requestReferenceId !== null) {
+            $out['requestReferenceId'] = C::json($this->requestReferenceId);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        return (object) $out;
     }
 }

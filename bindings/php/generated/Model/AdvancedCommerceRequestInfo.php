@@ -41,7 +41,7 @@ final class AdvancedCommerceRequestInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class AdvancedCommerceRequestInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        if ($this->consistencyToken !== null) {
+            $out['consistencyToken'] = C::json($this->consistencyToken);
+        }
+        if ($this->requestReferenceId !== null) {
+            $out['requestReferenceId'] = C::json($this->requestReferenceId);
+        }
+        return (object) $out;
     }
 }

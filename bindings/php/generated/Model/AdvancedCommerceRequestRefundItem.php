@@ -51,7 +51,7 @@ final class AdvancedCommerceRequestRefundItem implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class AdvancedCommerceRequestRefundItem implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->SKU !== null) {
+            $out['SKU'] = C::json($this->SKU);
+        }
+        if ($this->refundAmount !== null) {
+            $out['refundAmount'] = C::json($this->refundAmount);
+        }
+        if ($this->refundReason !== null) {
+            $out['refundReason'] = C::json($this->refundReason);
+        }
+        if ($this->refundType !== null) {
+            $out['refundType'] = C::json($this->refundType);
+        }
+        if ($this->revoke !== null) {
+            $out['revoke'] = C::json($this->revoke);
+        }
+        return (object) $out;
     }
 }

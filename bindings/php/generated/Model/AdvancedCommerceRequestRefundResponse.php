@@ -36,7 +36,7 @@ final class AdvancedCommerceRequestRefundResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -49,8 +49,16 @@ final class AdvancedCommerceRequestRefundResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->signedRenewalInfo !== null) {
+            $out['signedRenewalInfo'] = C::json($this->signedRenewalInfo);
+        }
+        if ($this->signedTransactionInfo !== null) {
+            $out['signedTransactionInfo'] = C::json($this->signedTransactionInfo);
+        }
+        return (object) $out;
     }
 }

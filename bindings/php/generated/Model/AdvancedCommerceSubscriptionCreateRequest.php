@@ -69,7 +69,7 @@ final class AdvancedCommerceSubscriptionCreateRequest implements \JsonSerializab
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = self::CONSTANTS;
@@ -100,8 +100,34 @@ final class AdvancedCommerceSubscriptionCreateRequest implements \JsonSerializab
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = self::CONSTANTS;
+        if ($this->currency !== null) {
+            $out['currency'] = C::json($this->currency);
+        }
+        if ($this->descriptors !== null) {
+            $out['descriptors'] = C::json($this->descriptors);
+        }
+        if ($this->items !== null) {
+            $out['items'] = C::json($this->items);
+        }
+        if ($this->period !== null) {
+            $out['period'] = C::json($this->period);
+        }
+        if ($this->previousTransactionId !== null) {
+            $out['previousTransactionId'] = C::json($this->previousTransactionId);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        return (object) $out;
     }
 }

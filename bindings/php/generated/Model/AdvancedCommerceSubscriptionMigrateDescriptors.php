@@ -36,7 +36,7 @@ final class AdvancedCommerceSubscriptionMigrateDescriptors implements \JsonSeria
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -49,8 +49,16 @@ final class AdvancedCommerceSubscriptionMigrateDescriptors implements \JsonSeria
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->description !== null) {
+            $out['description'] = C::json($this->description);
+        }
+        if ($this->displayName !== null) {
+            $out['displayName'] = C::json($this->displayName);
+        }
+        return (object) $out;
     }
 }

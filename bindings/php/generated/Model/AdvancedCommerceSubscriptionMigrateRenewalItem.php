@@ -41,7 +41,7 @@ final class AdvancedCommerceSubscriptionMigrateRenewalItem implements \JsonSeria
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class AdvancedCommerceSubscriptionMigrateRenewalItem implements \JsonSeria
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->description !== null) {
+            $out['description'] = C::json($this->description);
+        }
+        if ($this->displayName !== null) {
+            $out['displayName'] = C::json($this->displayName);
+        }
+        if ($this->SKU !== null) {
+            $out['SKU'] = C::json($this->SKU);
+        }
+        return (object) $out;
     }
 }

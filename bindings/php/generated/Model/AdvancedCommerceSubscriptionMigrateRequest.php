@@ -63,7 +63,7 @@ final class AdvancedCommerceSubscriptionMigrateRequest implements \JsonSerializa
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -91,8 +91,31 @@ final class AdvancedCommerceSubscriptionMigrateRequest implements \JsonSerializa
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->descriptors !== null) {
+            $out['descriptors'] = C::json($this->descriptors);
+        }
+        if ($this->items !== null) {
+            $out['items'] = C::json($this->items);
+        }
+        if ($this->renewalItems !== null) {
+            $out['renewalItems'] = C::json($this->renewalItems);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->targetProductId !== null) {
+            $out['targetProductId'] = C::json($this->targetProductId);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        return (object) $out;
     }
 }

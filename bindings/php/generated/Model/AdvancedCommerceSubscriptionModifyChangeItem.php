@@ -71,7 +71,7 @@ final class AdvancedCommerceSubscriptionModifyChangeItem implements \JsonSeriali
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -105,8 +105,37 @@ final class AdvancedCommerceSubscriptionModifyChangeItem implements \JsonSeriali
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->currentSKU !== null) {
+            $out['currentSKU'] = C::json($this->currentSKU);
+        }
+        if ($this->description !== null) {
+            $out['description'] = C::json($this->description);
+        }
+        if ($this->displayName !== null) {
+            $out['displayName'] = C::json($this->displayName);
+        }
+        if ($this->effective !== null) {
+            $out['effective'] = C::json($this->effective);
+        }
+        if ($this->offer !== null) {
+            $out['offer'] = C::json($this->offer);
+        }
+        if ($this->price !== null) {
+            $out['price'] = C::json($this->price);
+        }
+        if ($this->proratedPrice !== null) {
+            $out['proratedPrice'] = C::json($this->proratedPrice);
+        }
+        if ($this->reason !== null) {
+            $out['reason'] = C::json($this->reason);
+        }
+        if ($this->SKU !== null) {
+            $out['SKU'] = C::json($this->SKU);
+        }
+        return (object) $out;
     }
 }

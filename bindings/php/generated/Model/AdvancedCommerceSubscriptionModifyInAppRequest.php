@@ -86,7 +86,7 @@ final class AdvancedCommerceSubscriptionModifyInAppRequest implements \JsonSeria
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = self::CONSTANTS;
@@ -126,8 +126,43 @@ final class AdvancedCommerceSubscriptionModifyInAppRequest implements \JsonSeria
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = self::CONSTANTS;
+        if ($this->addItems !== null) {
+            $out['addItems'] = C::json($this->addItems);
+        }
+        if ($this->changeItems !== null) {
+            $out['changeItems'] = C::json($this->changeItems);
+        }
+        if ($this->currency !== null) {
+            $out['currency'] = C::json($this->currency);
+        }
+        if ($this->descriptors !== null) {
+            $out['descriptors'] = C::json($this->descriptors);
+        }
+        if ($this->periodChange !== null) {
+            $out['periodChange'] = C::json($this->periodChange);
+        }
+        if ($this->removeItems !== null) {
+            $out['removeItems'] = C::json($this->removeItems);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->retainBillingCycle !== null) {
+            $out['retainBillingCycle'] = C::json($this->retainBillingCycle);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        return (object) $out;
     }
 }

@@ -49,7 +49,7 @@ final class AdvancedCommerceSubscriptionReactivateInAppRequest implements \JsonS
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = self::CONSTANTS;
@@ -68,8 +68,22 @@ final class AdvancedCommerceSubscriptionReactivateInAppRequest implements \JsonS
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = self::CONSTANTS;
+        if ($this->items !== null) {
+            $out['items'] = C::json($this->items);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        return (object) $out;
     }
 }

@@ -51,7 +51,7 @@ final class AdvancedCommerceSubscriptionRevokeRequest implements \JsonSerializab
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class AdvancedCommerceSubscriptionRevokeRequest implements \JsonSerializab
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->refundReason !== null) {
+            $out['refundReason'] = C::json($this->refundReason);
+        }
+        if ($this->refundRiskingPreference !== null) {
+            $out['refundRiskingPreference'] = C::json($this->refundRiskingPreference);
+        }
+        if ($this->refundType !== null) {
+            $out['refundType'] = C::json($this->refundType);
+        }
+        if ($this->requestInfo !== null) {
+            $out['requestInfo'] = C::json($this->requestInfo);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        return (object) $out;
     }
 }

@@ -67,7 +67,7 @@ final class AdvancedCommerceTransactionInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -98,8 +98,34 @@ final class AdvancedCommerceTransactionInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->descriptors !== null) {
+            $out['descriptors'] = C::json($this->descriptors);
+        }
+        if ($this->estimatedTax !== null) {
+            $out['estimatedTax'] = C::json($this->estimatedTax);
+        }
+        if ($this->items !== null) {
+            $out['items'] = C::json($this->items);
+        }
+        if ($this->period !== null) {
+            $out['period'] = C::json($this->period);
+        }
+        if ($this->requestReferenceId !== null) {
+            $out['requestReferenceId'] = C::json($this->requestReferenceId);
+        }
+        if ($this->taxCode !== null) {
+            $out['taxCode'] = C::json($this->taxCode);
+        }
+        if ($this->taxExclusivePrice !== null) {
+            $out['taxExclusivePrice'] = C::json($this->taxExclusivePrice);
+        }
+        if ($this->taxRate !== null) {
+            $out['taxRate'] = C::json($this->taxRate);
+        }
+        return (object) $out;
     }
 }

@@ -41,7 +41,7 @@ final class AlternateProduct implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class AlternateProduct implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->messageIdentifier !== null) {
+            $out['messageIdentifier'] = C::json($this->messageIdentifier);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->billingPlanType !== null) {
+            $out['billingPlanType'] = C::json($this->billingPlanType);
+        }
+        return (object) $out;
     }
 }

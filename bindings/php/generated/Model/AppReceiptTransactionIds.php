@@ -49,7 +49,7 @@ final class AppReceiptTransactionIds implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -68,8 +68,22 @@ final class AppReceiptTransactionIds implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->firstTransactionId !== null) {
+            $out['firstTransactionId'] = C::json($this->firstTransactionId);
+        }
+        if ($this->transactionIds !== null) {
+            $out['transactionIds'] = C::json($this->transactionIds);
+        }
+        if ($this->originalTransactionIds !== null) {
+            $out['originalTransactionIds'] = C::json($this->originalTransactionIds);
+        }
+        if ($this->inApp !== null) {
+            $out['inApp'] = C::json($this->inApp);
+        }
+        return (object) $out;
     }
 }

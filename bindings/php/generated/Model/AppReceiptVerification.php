@@ -41,7 +41,7 @@ final class AppReceiptVerification implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class AppReceiptVerification implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->effectiveDate !== null) {
+            $out['effectiveDate'] = C::json($this->effectiveDate);
+        }
+        if ($this->effectiveDateSource !== null) {
+            $out['effectiveDateSource'] = C::json($this->effectiveDateSource);
+        }
+        if ($this->signer !== null) {
+            $out['signer'] = C::json($this->signer);
+        }
+        return (object) $out;
     }
 }

@@ -91,7 +91,7 @@ final class AppTransaction implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -137,8 +137,49 @@ final class AppTransaction implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->receiptType !== null) {
+            $out['receiptType'] = C::json($this->receiptType);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->applicationVersion !== null) {
+            $out['applicationVersion'] = C::json($this->applicationVersion);
+        }
+        if ($this->versionExternalIdentifier !== null) {
+            $out['versionExternalIdentifier'] = C::json($this->versionExternalIdentifier);
+        }
+        if ($this->receiptCreationDate !== null) {
+            $out['receiptCreationDate'] = C::json($this->receiptCreationDate);
+        }
+        if ($this->originalPurchaseDate !== null) {
+            $out['originalPurchaseDate'] = C::json($this->originalPurchaseDate);
+        }
+        if ($this->originalApplicationVersion !== null) {
+            $out['originalApplicationVersion'] = C::json($this->originalApplicationVersion);
+        }
+        if ($this->deviceVerification !== null) {
+            $out['deviceVerification'] = C::json($this->deviceVerification);
+        }
+        if ($this->deviceVerificationNonce !== null) {
+            $out['deviceVerificationNonce'] = C::json($this->deviceVerificationNonce);
+        }
+        if ($this->preorderDate !== null) {
+            $out['preorderDate'] = C::json($this->preorderDate);
+        }
+        if ($this->appTransactionId !== null) {
+            $out['appTransactionId'] = C::json($this->appTransactionId);
+        }
+        if ($this->originalPlatform !== null) {
+            $out['originalPlatform'] = C::json($this->originalPlatform);
+        }
+        return (object) $out;
     }
 }

@@ -51,7 +51,7 @@ final class ConsumptionRequest implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class ConsumptionRequest implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->customerConsented !== null) {
+            $out['customerConsented'] = C::json($this->customerConsented);
+        }
+        if ($this->consumptionPercentage !== null) {
+            $out['consumptionPercentage'] = C::json($this->consumptionPercentage);
+        }
+        if ($this->deliveryStatus !== null) {
+            $out['deliveryStatus'] = C::json($this->deliveryStatus);
+        }
+        if ($this->refundPreference !== null) {
+            $out['refundPreference'] = C::json($this->refundPreference);
+        }
+        if ($this->sampleContentProvided !== null) {
+            $out['sampleContentProvided'] = C::json($this->sampleContentProvided);
+        }
+        return (object) $out;
     }
 }

@@ -86,7 +86,7 @@ final class ConsumptionRequestV1 implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -129,8 +129,46 @@ final class ConsumptionRequestV1 implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->customerConsented !== null) {
+            $out['customerConsented'] = C::json($this->customerConsented);
+        }
+        if ($this->consumptionStatus !== null) {
+            $out['consumptionStatus'] = C::json($this->consumptionStatus);
+        }
+        if ($this->platform !== null) {
+            $out['platform'] = C::json($this->platform);
+        }
+        if ($this->sampleContentProvided !== null) {
+            $out['sampleContentProvided'] = C::json($this->sampleContentProvided);
+        }
+        if ($this->deliveryStatus !== null) {
+            $out['deliveryStatus'] = C::json($this->deliveryStatus);
+        }
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        if ($this->accountTenure !== null) {
+            $out['accountTenure'] = C::json($this->accountTenure);
+        }
+        if ($this->playTime !== null) {
+            $out['playTime'] = C::json($this->playTime);
+        }
+        if ($this->lifetimeDollarsRefunded !== null) {
+            $out['lifetimeDollarsRefunded'] = C::json($this->lifetimeDollarsRefunded);
+        }
+        if ($this->lifetimeDollarsPurchased !== null) {
+            $out['lifetimeDollarsPurchased'] = C::json($this->lifetimeDollarsPurchased);
+        }
+        if ($this->userStatus !== null) {
+            $out['userStatus'] = C::json($this->userStatus);
+        }
+        if ($this->refundPreference !== null) {
+            $out['refundPreference'] = C::json($this->refundPreference);
+        }
+        return (object) $out;
     }
 }

@@ -66,7 +66,7 @@ final class Data implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -97,8 +97,34 @@ final class Data implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->bundleVersion !== null) {
+            $out['bundleVersion'] = C::json($this->bundleVersion);
+        }
+        if ($this->signedTransactionInfo !== null) {
+            $out['signedTransactionInfo'] = C::json($this->signedTransactionInfo);
+        }
+        if ($this->signedRenewalInfo !== null) {
+            $out['signedRenewalInfo'] = C::json($this->signedRenewalInfo);
+        }
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        if ($this->consumptionRequestReason !== null) {
+            $out['consumptionRequestReason'] = C::json($this->consumptionRequestReason);
+        }
+        return (object) $out;
     }
 }

@@ -61,7 +61,7 @@ final class DecodedRealtimeRequestBody implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -89,8 +89,31 @@ final class DecodedRealtimeRequestBody implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->userLocale !== null) {
+            $out['userLocale'] = C::json($this->userLocale);
+        }
+        if ($this->requestIdentifier !== null) {
+            $out['requestIdentifier'] = C::json($this->requestIdentifier);
+        }
+        if ($this->signedDate !== null) {
+            $out['signedDate'] = C::json($this->signedDate);
+        }
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        return (object) $out;
     }
 }

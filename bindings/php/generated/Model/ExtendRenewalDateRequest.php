@@ -41,7 +41,7 @@ final class ExtendRenewalDateRequest implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class ExtendRenewalDateRequest implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->extendByDays !== null) {
+            $out['extendByDays'] = C::json($this->extendByDays);
+        }
+        if ($this->extendReasonCode !== null) {
+            $out['extendReasonCode'] = C::json($this->extendReasonCode);
+        }
+        if ($this->requestIdentifier !== null) {
+            $out['requestIdentifier'] = C::json($this->requestIdentifier);
+        }
+        return (object) $out;
     }
 }

@@ -46,7 +46,7 @@ final class ExtendRenewalDateResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class ExtendRenewalDateResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->webOrderLineItemId !== null) {
+            $out['webOrderLineItemId'] = C::json($this->webOrderLineItemId);
+        }
+        if ($this->success !== null) {
+            $out['success'] = C::json($this->success);
+        }
+        if ($this->effectiveDate !== null) {
+            $out['effectiveDate'] = C::json($this->effectiveDate);
+        }
+        return (object) $out;
     }
 }

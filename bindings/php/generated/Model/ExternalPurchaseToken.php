@@ -56,7 +56,7 @@ final class ExternalPurchaseToken implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -81,8 +81,28 @@ final class ExternalPurchaseToken implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->externalPurchaseId !== null) {
+            $out['externalPurchaseId'] = C::json($this->externalPurchaseId);
+        }
+        if ($this->tokenCreationDate !== null) {
+            $out['tokenCreationDate'] = C::json($this->tokenCreationDate);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->tokenType !== null) {
+            $out['tokenType'] = C::json($this->tokenType);
+        }
+        if ($this->tokenExpirationDate !== null) {
+            $out['tokenExpirationDate'] = C::json($this->tokenExpirationDate);
+        }
+        return (object) $out;
     }
 }

@@ -32,7 +32,7 @@ final class GetImageListResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -42,8 +42,13 @@ final class GetImageListResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->imageIdentifiers !== null) {
+            $out['imageIdentifiers'] = C::json($this->imageIdentifiers);
+        }
+        return (object) $out;
     }
 }

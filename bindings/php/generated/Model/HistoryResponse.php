@@ -57,7 +57,7 @@ final class HistoryResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -82,8 +82,28 @@ final class HistoryResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->revision !== null) {
+            $out['revision'] = C::json($this->revision);
+        }
+        if ($this->hasMore !== null) {
+            $out['hasMore'] = C::json($this->hasMore);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->signedTransactions !== null) {
+            $out['signedTransactions'] = C::json($this->signedTransactions);
+        }
+        return (object) $out;
     }
 }

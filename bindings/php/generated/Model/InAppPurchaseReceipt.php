@@ -76,7 +76,7 @@ final class InAppPurchaseReceipt implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -113,8 +113,40 @@ final class InAppPurchaseReceipt implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->quantity !== null) {
+            $out['quantity'] = C::json($this->quantity);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->purchaseDate !== null) {
+            $out['purchaseDate'] = C::json($this->purchaseDate);
+        }
+        if ($this->originalPurchaseDate !== null) {
+            $out['originalPurchaseDate'] = C::json($this->originalPurchaseDate);
+        }
+        if ($this->expiresDate !== null) {
+            $out['expiresDate'] = C::json($this->expiresDate);
+        }
+        if ($this->cancellationDate !== null) {
+            $out['cancellationDate'] = C::json($this->cancellationDate);
+        }
+        if ($this->webOrderLineItemId !== null) {
+            $out['webOrderLineItemId'] = C::json($this->webOrderLineItemId);
+        }
+        if ($this->isInIntroOfferPeriod !== null) {
+            $out['isInIntroOfferPeriod'] = C::json($this->isInIntroOfferPeriod);
+        }
+        return (object) $out;
     }
 }

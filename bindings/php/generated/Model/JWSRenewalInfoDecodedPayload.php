@@ -147,7 +147,7 @@ final class JWSRenewalInfoDecodedPayload implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -226,8 +226,82 @@ final class JWSRenewalInfoDecodedPayload implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->expirationIntent !== null) {
+            $out['expirationIntent'] = C::json($this->expirationIntent);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->autoRenewProductId !== null) {
+            $out['autoRenewProductId'] = C::json($this->autoRenewProductId);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->autoRenewStatus !== null) {
+            $out['autoRenewStatus'] = C::json($this->autoRenewStatus);
+        }
+        if ($this->isInBillingRetryPeriod !== null) {
+            $out['isInBillingRetryPeriod'] = C::json($this->isInBillingRetryPeriod);
+        }
+        if ($this->priceIncreaseStatus !== null) {
+            $out['priceIncreaseStatus'] = C::json($this->priceIncreaseStatus);
+        }
+        if ($this->gracePeriodExpiresDate !== null) {
+            $out['gracePeriodExpiresDate'] = C::json($this->gracePeriodExpiresDate);
+        }
+        if ($this->offerType !== null) {
+            $out['offerType'] = C::json($this->offerType);
+        }
+        if ($this->offerIdentifier !== null) {
+            $out['offerIdentifier'] = C::json($this->offerIdentifier);
+        }
+        if ($this->signedDate !== null) {
+            $out['signedDate'] = C::json($this->signedDate);
+        }
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->recentSubscriptionStartDate !== null) {
+            $out['recentSubscriptionStartDate'] = C::json($this->recentSubscriptionStartDate);
+        }
+        if ($this->renewalDate !== null) {
+            $out['renewalDate'] = C::json($this->renewalDate);
+        }
+        if ($this->currency !== null) {
+            $out['currency'] = C::json($this->currency);
+        }
+        if ($this->renewalPrice !== null) {
+            $out['renewalPrice'] = C::json($this->renewalPrice);
+        }
+        if ($this->offerDiscountType !== null) {
+            $out['offerDiscountType'] = C::json($this->offerDiscountType);
+        }
+        if ($this->eligibleWinBackOfferIds !== null) {
+            $out['eligibleWinBackOfferIds'] = C::json($this->eligibleWinBackOfferIds);
+        }
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        if ($this->appTransactionId !== null) {
+            $out['appTransactionId'] = C::json($this->appTransactionId);
+        }
+        if ($this->offerPeriod !== null) {
+            $out['offerPeriod'] = C::json($this->offerPeriod);
+        }
+        if ($this->advancedCommerceInfo !== null) {
+            $out['advancedCommerceInfo'] = C::json($this->advancedCommerceInfo);
+        }
+        if ($this->commitmentInfo !== null) {
+            $out['commitmentInfo'] = C::json($this->commitmentInfo);
+        }
+        if ($this->renewalBillingPlanType !== null) {
+            $out['renewalBillingPlanType'] = C::json($this->renewalBillingPlanType);
+        }
+        return (object) $out;
     }
 }

@@ -191,7 +191,7 @@ final class JWSTransactionDecodedPayload implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -297,8 +297,109 @@ final class JWSTransactionDecodedPayload implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->webOrderLineItemId !== null) {
+            $out['webOrderLineItemId'] = C::json($this->webOrderLineItemId);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->subscriptionGroupIdentifier !== null) {
+            $out['subscriptionGroupIdentifier'] = C::json($this->subscriptionGroupIdentifier);
+        }
+        if ($this->purchaseDate !== null) {
+            $out['purchaseDate'] = C::json($this->purchaseDate);
+        }
+        if ($this->originalPurchaseDate !== null) {
+            $out['originalPurchaseDate'] = C::json($this->originalPurchaseDate);
+        }
+        if ($this->expiresDate !== null) {
+            $out['expiresDate'] = C::json($this->expiresDate);
+        }
+        if ($this->quantity !== null) {
+            $out['quantity'] = C::json($this->quantity);
+        }
+        if ($this->type !== null) {
+            $out['type'] = C::json($this->type);
+        }
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        if ($this->inAppOwnershipType !== null) {
+            $out['inAppOwnershipType'] = C::json($this->inAppOwnershipType);
+        }
+        if ($this->signedDate !== null) {
+            $out['signedDate'] = C::json($this->signedDate);
+        }
+        if ($this->revocationReason !== null) {
+            $out['revocationReason'] = C::json($this->revocationReason);
+        }
+        if ($this->revocationDate !== null) {
+            $out['revocationDate'] = C::json($this->revocationDate);
+        }
+        if ($this->isUpgraded !== null) {
+            $out['isUpgraded'] = C::json($this->isUpgraded);
+        }
+        if ($this->offerType !== null) {
+            $out['offerType'] = C::json($this->offerType);
+        }
+        if ($this->offerIdentifier !== null) {
+            $out['offerIdentifier'] = C::json($this->offerIdentifier);
+        }
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->storefront !== null) {
+            $out['storefront'] = C::json($this->storefront);
+        }
+        if ($this->storefrontId !== null) {
+            $out['storefrontId'] = C::json($this->storefrontId);
+        }
+        if ($this->transactionReason !== null) {
+            $out['transactionReason'] = C::json($this->transactionReason);
+        }
+        if ($this->currency !== null) {
+            $out['currency'] = C::json($this->currency);
+        }
+        if ($this->price !== null) {
+            $out['price'] = C::json($this->price);
+        }
+        if ($this->offerDiscountType !== null) {
+            $out['offerDiscountType'] = C::json($this->offerDiscountType);
+        }
+        if ($this->appTransactionId !== null) {
+            $out['appTransactionId'] = C::json($this->appTransactionId);
+        }
+        if ($this->offerPeriod !== null) {
+            $out['offerPeriod'] = C::json($this->offerPeriod);
+        }
+        if ($this->revocationType !== null) {
+            $out['revocationType'] = C::json($this->revocationType);
+        }
+        if ($this->revocationPercentage !== null) {
+            $out['revocationPercentage'] = C::json($this->revocationPercentage);
+        }
+        if ($this->advancedCommerceInfo !== null) {
+            $out['advancedCommerceInfo'] = C::json($this->advancedCommerceInfo);
+        }
+        if ($this->billingPlanType !== null) {
+            $out['billingPlanType'] = C::json($this->billingPlanType);
+        }
+        if ($this->commitmentInfo !== null) {
+            $out['commitmentInfo'] = C::json($this->commitmentInfo);
+        }
+        return (object) $out;
     }
 }

@@ -46,7 +46,7 @@ final class LastTransactionsItem implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class LastTransactionsItem implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->signedTransactionInfo !== null) {
+            $out['signedTransactionInfo'] = C::json($this->signedTransactionInfo);
+        }
+        if ($this->signedRenewalInfo !== null) {
+            $out['signedRenewalInfo'] = C::json($this->signedRenewalInfo);
+        }
+        return (object) $out;
     }
 }

@@ -51,7 +51,7 @@ final class LedgerConsumableTotal implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class LedgerConsumableTotal implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->purchasedQuantity !== null) {
+            $out['purchasedQuantity'] = C::json($this->purchasedQuantity);
+        }
+        if ($this->refundedQuantity !== null) {
+            $out['refundedQuantity'] = C::json($this->refundedQuantity);
+        }
+        if ($this->transactions !== null) {
+            $out['transactions'] = C::json($this->transactions);
+        }
+        if ($this->refundedTransactions !== null) {
+            $out['refundedTransactions'] = C::json($this->refundedTransactions);
+        }
+        return (object) $out;
     }
 }

@@ -60,7 +60,7 @@ final class LedgerCustomer implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -85,8 +85,28 @@ final class LedgerCustomer implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->customerId !== null) {
+            $out['customerId'] = C::json($this->customerId);
+        }
+        if ($this->at !== null) {
+            $out['at'] = C::json($this->at);
+        }
+        if ($this->entitlements !== null) {
+            $out['entitlements'] = C::json($this->entitlements);
+        }
+        if ($this->subscriptions !== null) {
+            $out['subscriptions'] = C::json($this->subscriptions);
+        }
+        if ($this->purchases !== null) {
+            $out['purchases'] = C::json($this->purchases);
+        }
+        if ($this->consumables !== null) {
+            $out['consumables'] = C::json($this->consumables);
+        }
+        return (object) $out;
     }
 }

@@ -61,7 +61,7 @@ final class LedgerDisagreement implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -89,8 +89,31 @@ final class LedgerDisagreement implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->notificationUUID !== null) {
+            $out['notificationUUID'] = C::json($this->notificationUUID);
+        }
+        if ($this->notificationType !== null) {
+            $out['notificationType'] = C::json($this->notificationType);
+        }
+        if ($this->subtype !== null) {
+            $out['subtype'] = C::json($this->subtype);
+        }
+        if ($this->signedDate !== null) {
+            $out['signedDate'] = C::json($this->signedDate);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->appleStatus !== null) {
+            $out['appleStatus'] = C::json($this->appleStatus);
+        }
+        if ($this->engineStatus !== null) {
+            $out['engineStatus'] = C::json($this->engineStatus);
+        }
+        return (object) $out;
     }
 }

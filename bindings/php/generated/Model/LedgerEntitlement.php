@@ -76,7 +76,7 @@ final class LedgerEntitlement implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -113,8 +113,40 @@ final class LedgerEntitlement implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->reason !== null) {
+            $out['reason'] = C::json($this->reason);
+        }
+        if ($this->until !== null) {
+            $out['until'] = C::json($this->until);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->productType !== null) {
+            $out['productType'] = C::json($this->productType);
+        }
+        if ($this->purchaseDate !== null) {
+            $out['purchaseDate'] = C::json($this->purchaseDate);
+        }
+        if ($this->inAppOwnershipType !== null) {
+            $out['inAppOwnershipType'] = C::json($this->inAppOwnershipType);
+        }
+        if ($this->subscriptionGroupIdentifier !== null) {
+            $out['subscriptionGroupIdentifier'] = C::json($this->subscriptionGroupIdentifier);
+        }
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        return (object) $out;
     }
 }

@@ -86,7 +86,7 @@ final class LedgerPurchase implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -129,8 +129,46 @@ final class LedgerPurchase implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->productType !== null) {
+            $out['productType'] = C::json($this->productType);
+        }
+        if ($this->quantity !== null) {
+            $out['quantity'] = C::json($this->quantity);
+        }
+        if ($this->purchaseDate !== null) {
+            $out['purchaseDate'] = C::json($this->purchaseDate);
+        }
+        if ($this->inAppOwnershipType !== null) {
+            $out['inAppOwnershipType'] = C::json($this->inAppOwnershipType);
+        }
+        if ($this->revoked !== null) {
+            $out['revoked'] = C::json($this->revoked);
+        }
+        if ($this->revocationDate !== null) {
+            $out['revocationDate'] = C::json($this->revocationDate);
+        }
+        if ($this->revocationReason !== null) {
+            $out['revocationReason'] = C::json($this->revocationReason);
+        }
+        if ($this->revocationType !== null) {
+            $out['revocationType'] = C::json($this->revocationType);
+        }
+        if ($this->revocationPercentage !== null) {
+            $out['revocationPercentage'] = C::json($this->revocationPercentage);
+        }
+        return (object) $out;
     }
 }

@@ -216,7 +216,7 @@ final class LedgerSubscription implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -337,8 +337,124 @@ final class LedgerSubscription implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->originalTransactionId !== null) {
+            $out['originalTransactionId'] = C::json($this->originalTransactionId);
+        }
+        if ($this->at !== null) {
+            $out['at'] = C::json($this->at);
+        }
+        if ($this->customerId !== null) {
+            $out['customerId'] = C::json($this->customerId);
+        }
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        if ($this->entitled !== null) {
+            $out['entitled'] = C::json($this->entitled);
+        }
+        if ($this->entitledUntil !== null) {
+            $out['entitledUntil'] = C::json($this->entitledUntil);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->subscriptionGroupIdentifier !== null) {
+            $out['subscriptionGroupIdentifier'] = C::json($this->subscriptionGroupIdentifier);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->purchaseDate !== null) {
+            $out['purchaseDate'] = C::json($this->purchaseDate);
+        }
+        if ($this->originalPurchaseDate !== null) {
+            $out['originalPurchaseDate'] = C::json($this->originalPurchaseDate);
+        }
+        if ($this->expiresDate !== null) {
+            $out['expiresDate'] = C::json($this->expiresDate);
+        }
+        if ($this->gracePeriodExpiresDate !== null) {
+            $out['gracePeriodExpiresDate'] = C::json($this->gracePeriodExpiresDate);
+        }
+        if ($this->isInBillingRetryPeriod !== null) {
+            $out['isInBillingRetryPeriod'] = C::json($this->isInBillingRetryPeriod);
+        }
+        if ($this->expirationIntent !== null) {
+            $out['expirationIntent'] = C::json($this->expirationIntent);
+        }
+        if ($this->autoRenewStatus !== null) {
+            $out['autoRenewStatus'] = C::json($this->autoRenewStatus);
+        }
+        if ($this->autoRenewProductId !== null) {
+            $out['autoRenewProductId'] = C::json($this->autoRenewProductId);
+        }
+        if ($this->pendingProductId !== null) {
+            $out['pendingProductId'] = C::json($this->pendingProductId);
+        }
+        if ($this->upgradedFromProductId !== null) {
+            $out['upgradedFromProductId'] = C::json($this->upgradedFromProductId);
+        }
+        if ($this->upgradedFromTransactionId !== null) {
+            $out['upgradedFromTransactionId'] = C::json($this->upgradedFromTransactionId);
+        }
+        if ($this->offerType !== null) {
+            $out['offerType'] = C::json($this->offerType);
+        }
+        if ($this->offerIdentifier !== null) {
+            $out['offerIdentifier'] = C::json($this->offerIdentifier);
+        }
+        if ($this->offerDiscountType !== null) {
+            $out['offerDiscountType'] = C::json($this->offerDiscountType);
+        }
+        if ($this->offerPeriod !== null) {
+            $out['offerPeriod'] = C::json($this->offerPeriod);
+        }
+        if ($this->renewalOfferType !== null) {
+            $out['renewalOfferType'] = C::json($this->renewalOfferType);
+        }
+        if ($this->renewalOfferIdentifier !== null) {
+            $out['renewalOfferIdentifier'] = C::json($this->renewalOfferIdentifier);
+        }
+        if ($this->inAppOwnershipType !== null) {
+            $out['inAppOwnershipType'] = C::json($this->inAppOwnershipType);
+        }
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        if ($this->revocationDate !== null) {
+            $out['revocationDate'] = C::json($this->revocationDate);
+        }
+        if ($this->revocationReason !== null) {
+            $out['revocationReason'] = C::json($this->revocationReason);
+        }
+        if ($this->revocationType !== null) {
+            $out['revocationType'] = C::json($this->revocationType);
+        }
+        if ($this->revocationPercentage !== null) {
+            $out['revocationPercentage'] = C::json($this->revocationPercentage);
+        }
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->transactionSignedDate !== null) {
+            $out['transactionSignedDate'] = C::json($this->transactionSignedDate);
+        }
+        if ($this->renewalInfoSignedDate !== null) {
+            $out['renewalInfoSignedDate'] = C::json($this->renewalInfoSignedDate);
+        }
+        if ($this->lastNotificationType !== null) {
+            $out['lastNotificationType'] = C::json($this->lastNotificationType);
+        }
+        if ($this->lastNotificationSubtype !== null) {
+            $out['lastNotificationSubtype'] = C::json($this->lastNotificationSubtype);
+        }
+        if ($this->lastNotificationDate !== null) {
+            $out['lastNotificationDate'] = C::json($this->lastNotificationDate);
+        }
+        return (object) $out;
     }
 }

@@ -72,7 +72,7 @@ final class LedgerSummary implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -106,8 +106,37 @@ final class LedgerSummary implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->events !== null) {
+            $out['events'] = C::json($this->events);
+        }
+        if ($this->notifications !== null) {
+            $out['notifications'] = C::json($this->notifications);
+        }
+        if ($this->transactions !== null) {
+            $out['transactions'] = C::json($this->transactions);
+        }
+        if ($this->transactionVersions !== null) {
+            $out['transactionVersions'] = C::json($this->transactionVersions);
+        }
+        if ($this->renewalInfos !== null) {
+            $out['renewalInfos'] = C::json($this->renewalInfos);
+        }
+        if ($this->subscriptions !== null) {
+            $out['subscriptions'] = C::json($this->subscriptions);
+        }
+        if ($this->customers !== null) {
+            $out['customers'] = C::json($this->customers);
+        }
+        if ($this->checkedNotifications !== null) {
+            $out['checkedNotifications'] = C::json($this->checkedNotifications);
+        }
+        if ($this->disagreements !== null) {
+            $out['disagreements'] = C::json($this->disagreements);
+        }
+        return (object) $out;
     }
 }

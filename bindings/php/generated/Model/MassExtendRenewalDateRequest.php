@@ -52,7 +52,7 @@ final class MassExtendRenewalDateRequest implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -74,8 +74,25 @@ final class MassExtendRenewalDateRequest implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->extendByDays !== null) {
+            $out['extendByDays'] = C::json($this->extendByDays);
+        }
+        if ($this->extendReasonCode !== null) {
+            $out['extendReasonCode'] = C::json($this->extendReasonCode);
+        }
+        if ($this->requestIdentifier !== null) {
+            $out['requestIdentifier'] = C::json($this->requestIdentifier);
+        }
+        if ($this->storefrontCountryCodes !== null) {
+            $out['storefrontCountryCodes'] = C::json($this->storefrontCountryCodes);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        return (object) $out;
     }
 }

@@ -51,7 +51,7 @@ final class MassExtendRenewalDateStatusResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class MassExtendRenewalDateStatusResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->requestIdentifier !== null) {
+            $out['requestIdentifier'] = C::json($this->requestIdentifier);
+        }
+        if ($this->complete !== null) {
+            $out['complete'] = C::json($this->complete);
+        }
+        if ($this->completeDate !== null) {
+            $out['completeDate'] = C::json($this->completeDate);
+        }
+        if ($this->succeededCount !== null) {
+            $out['succeededCount'] = C::json($this->succeededCount);
+        }
+        if ($this->failedCount !== null) {
+            $out['failedCount'] = C::json($this->failedCount);
+        }
+        return (object) $out;
     }
 }

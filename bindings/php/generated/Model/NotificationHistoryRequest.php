@@ -56,7 +56,7 @@ final class NotificationHistoryRequest implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -81,8 +81,28 @@ final class NotificationHistoryRequest implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->startDate !== null) {
+            $out['startDate'] = C::json($this->startDate);
+        }
+        if ($this->endDate !== null) {
+            $out['endDate'] = C::json($this->endDate);
+        }
+        if ($this->notificationType !== null) {
+            $out['notificationType'] = C::json($this->notificationType);
+        }
+        if ($this->notificationSubtype !== null) {
+            $out['notificationSubtype'] = C::json($this->notificationSubtype);
+        }
+        if ($this->transactionId !== null) {
+            $out['transactionId'] = C::json($this->transactionId);
+        }
+        if ($this->onlyFailures !== null) {
+            $out['onlyFailures'] = C::json($this->onlyFailures);
+        }
+        return (object) $out;
     }
 }

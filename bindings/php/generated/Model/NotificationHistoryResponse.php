@@ -42,7 +42,7 @@ final class NotificationHistoryResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -58,8 +58,19 @@ final class NotificationHistoryResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->paginationToken !== null) {
+            $out['paginationToken'] = C::json($this->paginationToken);
+        }
+        if ($this->hasMore !== null) {
+            $out['hasMore'] = C::json($this->hasMore);
+        }
+        if ($this->notificationHistory !== null) {
+            $out['notificationHistory'] = C::json($this->notificationHistory);
+        }
+        return (object) $out;
     }
 }

@@ -37,7 +37,7 @@ final class OrderLookupResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -50,8 +50,16 @@ final class OrderLookupResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->status !== null) {
+            $out['status'] = C::json($this->status);
+        }
+        if ($this->signedTransactions !== null) {
+            $out['signedTransactions'] = C::json($this->signedTransactions);
+        }
+        return (object) $out;
     }
 }

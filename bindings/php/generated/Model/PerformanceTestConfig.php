@@ -51,7 +51,7 @@ final class PerformanceTestConfig implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class PerformanceTestConfig implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->maxConcurrentRequests !== null) {
+            $out['maxConcurrentRequests'] = C::json($this->maxConcurrentRequests);
+        }
+        if ($this->totalRequests !== null) {
+            $out['totalRequests'] = C::json($this->totalRequests);
+        }
+        if ($this->totalDuration !== null) {
+            $out['totalDuration'] = C::json($this->totalDuration);
+        }
+        if ($this->responseTimeThreshold !== null) {
+            $out['responseTimeThreshold'] = C::json($this->responseTimeThreshold);
+        }
+        if ($this->successRateThreshold !== null) {
+            $out['successRateThreshold'] = C::json($this->successRateThreshold);
+        }
+        return (object) $out;
     }
 }

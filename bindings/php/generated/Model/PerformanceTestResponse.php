@@ -36,7 +36,7 @@ final class PerformanceTestResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -49,8 +49,16 @@ final class PerformanceTestResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->config !== null) {
+            $out['config'] = C::json($this->config);
+        }
+        if ($this->requestId !== null) {
+            $out['requestId'] = C::json($this->requestId);
+        }
+        return (object) $out;
     }
 }

@@ -51,7 +51,7 @@ final class PerformanceTestResponseTimes implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class PerformanceTestResponseTimes implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->average !== null) {
+            $out['average'] = C::json($this->average);
+        }
+        if ($this->p50 !== null) {
+            $out['p50'] = C::json($this->p50);
+        }
+        if ($this->p90 !== null) {
+            $out['p90'] = C::json($this->p90);
+        }
+        if ($this->p95 !== null) {
+            $out['p95'] = C::json($this->p95);
+        }
+        if ($this->p99 !== null) {
+            $out['p99'] = C::json($this->p99);
+        }
+        return (object) $out;
     }
 }

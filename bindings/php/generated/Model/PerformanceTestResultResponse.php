@@ -62,7 +62,7 @@ final class PerformanceTestResultResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -90,8 +90,31 @@ final class PerformanceTestResultResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->config !== null) {
+            $out['config'] = C::json($this->config);
+        }
+        if ($this->target !== null) {
+            $out['target'] = C::json($this->target);
+        }
+        if ($this->result !== null) {
+            $out['result'] = C::json($this->result);
+        }
+        if ($this->successRate !== null) {
+            $out['successRate'] = C::json($this->successRate);
+        }
+        if ($this->numPending !== null) {
+            $out['numPending'] = C::json($this->numPending);
+        }
+        if ($this->responseTimes !== null) {
+            $out['responseTimes'] = C::json($this->responseTimes);
+        }
+        if ($this->failures !== null) {
+            $out['failures'] = C::json($this->failures);
+        }
+        return (object) $out;
     }
 }

@@ -41,7 +41,7 @@ final class PromotionalOffer implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -57,8 +57,19 @@ final class PromotionalOffer implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->messageIdentifier !== null) {
+            $out['messageIdentifier'] = C::json($this->messageIdentifier);
+        }
+        if ($this->promotionalOfferSignatureV2 !== null) {
+            $out['promotionalOfferSignatureV2'] = C::json($this->promotionalOfferSignatureV2);
+        }
+        if ($this->promotionalOfferSignatureV1 !== null) {
+            $out['promotionalOfferSignatureV1'] = C::json($this->promotionalOfferSignatureV1);
+        }
+        return (object) $out;
     }
 }

@@ -61,7 +61,7 @@ final class PromotionalOfferSignatureV1 implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -89,8 +89,31 @@ final class PromotionalOfferSignatureV1 implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->encodedSignature !== null) {
+            $out['encodedSignature'] = C::json($this->encodedSignature);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->nonce !== null) {
+            $out['nonce'] = C::json($this->nonce);
+        }
+        if ($this->timestamp !== null) {
+            $out['timestamp'] = C::json($this->timestamp);
+        }
+        if ($this->keyId !== null) {
+            $out['keyId'] = C::json($this->keyId);
+        }
+        if ($this->offerIdentifier !== null) {
+            $out['offerIdentifier'] = C::json($this->offerIdentifier);
+        }
+        if ($this->appAccountToken !== null) {
+            $out['appAccountToken'] = C::json($this->appAccountToken);
+        }
+        return (object) $out;
     }
 }

@@ -31,7 +31,7 @@ final class RealtimeRequestBody implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -41,8 +41,13 @@ final class RealtimeRequestBody implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->signedPayload !== null) {
+            $out['signedPayload'] = C::json($this->signedPayload);
+        }
+        return (object) $out;
     }
 }

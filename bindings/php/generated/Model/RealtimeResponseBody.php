@@ -46,7 +46,7 @@ final class RealtimeResponseBody implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class RealtimeResponseBody implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->message !== null) {
+            $out['message'] = C::json($this->message);
+        }
+        if ($this->alternateProduct !== null) {
+            $out['alternateProduct'] = C::json($this->alternateProduct);
+        }
+        if ($this->promotionalOffer !== null) {
+            $out['promotionalOffer'] = C::json($this->promotionalOffer);
+        }
+        if ($this->advancedCommerceInfo !== null) {
+            $out['advancedCommerceInfo'] = C::json($this->advancedCommerceInfo);
+        }
+        return (object) $out;
     }
 }

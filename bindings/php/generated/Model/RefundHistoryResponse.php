@@ -42,7 +42,7 @@ final class RefundHistoryResponse implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -58,8 +58,19 @@ final class RefundHistoryResponse implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->signedTransactions !== null) {
+            $out['signedTransactions'] = C::json($this->signedTransactions);
+        }
+        if ($this->revision !== null) {
+            $out['revision'] = C::json($this->revision);
+        }
+        if ($this->hasMore !== null) {
+            $out['hasMore'] = C::json($this->hasMore);
+        }
+        return (object) $out;
     }
 }

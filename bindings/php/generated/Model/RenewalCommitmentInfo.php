@@ -51,7 +51,7 @@ final class RenewalCommitmentInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -73,8 +73,25 @@ final class RenewalCommitmentInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->commitmentAutoRenewProductId !== null) {
+            $out['commitmentAutoRenewProductId'] = C::json($this->commitmentAutoRenewProductId);
+        }
+        if ($this->commitmentAutoRenewStatus !== null) {
+            $out['commitmentAutoRenewStatus'] = C::json($this->commitmentAutoRenewStatus);
+        }
+        if ($this->commitmentRenewalBillingPlanType !== null) {
+            $out['commitmentRenewalBillingPlanType'] = C::json($this->commitmentRenewalBillingPlanType);
+        }
+        if ($this->commitmentRenewalDate !== null) {
+            $out['commitmentRenewalDate'] = C::json($this->commitmentRenewalDate);
+        }
+        if ($this->commitmentRenewalPrice !== null) {
+            $out['commitmentRenewalPrice'] = C::json($this->commitmentRenewalPrice);
+        }
+        return (object) $out;
     }
 }

@@ -71,7 +71,7 @@ final class ResponseBodyV2DecodedPayload implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -105,8 +105,37 @@ final class ResponseBodyV2DecodedPayload implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->notificationType !== null) {
+            $out['notificationType'] = C::json($this->notificationType);
+        }
+        if ($this->subtype !== null) {
+            $out['subtype'] = C::json($this->subtype);
+        }
+        if ($this->notificationUUID !== null) {
+            $out['notificationUUID'] = C::json($this->notificationUUID);
+        }
+        if ($this->data !== null) {
+            $out['data'] = C::json($this->data);
+        }
+        if ($this->version !== null) {
+            $out['version'] = C::json($this->version);
+        }
+        if ($this->signedDate !== null) {
+            $out['signedDate'] = C::json($this->signedDate);
+        }
+        if ($this->summary !== null) {
+            $out['summary'] = C::json($this->summary);
+        }
+        if ($this->externalPurchaseToken !== null) {
+            $out['externalPurchaseToken'] = C::json($this->externalPurchaseToken);
+        }
+        if ($this->appData !== null) {
+            $out['appData'] = C::json($this->appData);
+        }
+        return (object) $out;
     }
 }

@@ -37,7 +37,7 @@ final class SubscriptionGroupIdentifierItem implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -50,8 +50,16 @@ final class SubscriptionGroupIdentifierItem implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->subscriptionGroupIdentifier !== null) {
+            $out['subscriptionGroupIdentifier'] = C::json($this->subscriptionGroupIdentifier);
+        }
+        if ($this->lastTransactions !== null) {
+            $out['lastTransactions'] = C::json($this->lastTransactions);
+        }
+        return (object) $out;
     }
 }

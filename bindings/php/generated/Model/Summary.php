@@ -67,7 +67,7 @@ final class Summary implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -98,8 +98,34 @@ final class Summary implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->environment !== null) {
+            $out['environment'] = C::json($this->environment);
+        }
+        if ($this->appAppleId !== null) {
+            $out['appAppleId'] = C::json($this->appAppleId);
+        }
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->productId !== null) {
+            $out['productId'] = C::json($this->productId);
+        }
+        if ($this->requestIdentifier !== null) {
+            $out['requestIdentifier'] = C::json($this->requestIdentifier);
+        }
+        if ($this->storefrontCountryCodes !== null) {
+            $out['storefrontCountryCodes'] = C::json($this->storefrontCountryCodes);
+        }
+        if ($this->succeededCount !== null) {
+            $out['succeededCount'] = C::json($this->succeededCount);
+        }
+        if ($this->failedCount !== null) {
+            $out['failedCount'] = C::json($this->failedCount);
+        }
+        return (object) $out;
     }
 }

@@ -46,7 +46,7 @@ final class TransactionCommitmentInfo implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class TransactionCommitmentInfo implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->billingPeriodNumber !== null) {
+            $out['billingPeriodNumber'] = C::json($this->billingPeriodNumber);
+        }
+        if ($this->commitmentExpiresDate !== null) {
+            $out['commitmentExpiresDate'] = C::json($this->commitmentExpiresDate);
+        }
+        if ($this->commitmentPrice !== null) {
+            $out['commitmentPrice'] = C::json($this->commitmentPrice);
+        }
+        if ($this->totalBillingPeriods !== null) {
+            $out['totalBillingPeriods'] = C::json($this->totalBillingPeriods);
+        }
+        return (object) $out;
     }
 }

@@ -69,7 +69,7 @@ final class TransactionHistoryRequest implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -100,8 +100,34 @@ final class TransactionHistoryRequest implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->startDate !== null) {
+            $out['startDate'] = C::json($this->startDate);
+        }
+        if ($this->endDate !== null) {
+            $out['endDate'] = C::json($this->endDate);
+        }
+        if ($this->productIds !== null) {
+            $out['productIds'] = C::json($this->productIds);
+        }
+        if ($this->productTypes !== null) {
+            $out['productTypes'] = C::json($this->productTypes);
+        }
+        if ($this->sort !== null) {
+            $out['sort'] = C::json($this->sort);
+        }
+        if ($this->subscriptionGroupIdentifiers !== null) {
+            $out['subscriptionGroupIdentifiers'] = C::json($this->subscriptionGroupIdentifiers);
+        }
+        if ($this->inAppOwnershipType !== null) {
+            $out['inAppOwnershipType'] = C::json($this->inAppOwnershipType);
+        }
+        if ($this->revoked !== null) {
+            $out['revoked'] = C::json($this->revoked);
+        }
+        return (object) $out;
     }
 }

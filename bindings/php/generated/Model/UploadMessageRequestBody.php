@@ -52,7 +52,7 @@ final class UploadMessageRequestBody implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -74,8 +74,25 @@ final class UploadMessageRequestBody implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->header !== null) {
+            $out['header'] = C::json($this->header);
+        }
+        if ($this->body !== null) {
+            $out['body'] = C::json($this->body);
+        }
+        if ($this->image !== null) {
+            $out['image'] = C::json($this->image);
+        }
+        if ($this->headerPosition !== null) {
+            $out['headerPosition'] = C::json($this->headerPosition);
+        }
+        if ($this->bulletPoints !== null) {
+            $out['bulletPoints'] = C::json($this->bulletPoints);
+        }
+        return (object) $out;
     }
 }

@@ -62,7 +62,7 @@ final class VerifiedAppReceiptFields implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -90,8 +90,31 @@ final class VerifiedAppReceiptFields implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->bundleId !== null) {
+            $out['bundleId'] = C::json($this->bundleId);
+        }
+        if ($this->applicationVersion !== null) {
+            $out['applicationVersion'] = C::json($this->applicationVersion);
+        }
+        if ($this->originalApplicationVersion !== null) {
+            $out['originalApplicationVersion'] = C::json($this->originalApplicationVersion);
+        }
+        if ($this->receiptCreationDate !== null) {
+            $out['receiptCreationDate'] = C::json($this->receiptCreationDate);
+        }
+        if ($this->receiptExpirationDate !== null) {
+            $out['receiptExpirationDate'] = C::json($this->receiptExpirationDate);
+        }
+        if ($this->inApp !== null) {
+            $out['inApp'] = C::json($this->inApp);
+        }
+        if ($this->verification !== null) {
+            $out['verification'] = C::json($this->verification);
+        }
+        return (object) $out;
     }
 }

@@ -46,7 +46,7 @@ final class VerifiedNotification implements \JsonSerializable
         );
     }
 
-    /** The JSON object of this model: Apple's keys, absent fields left out, enums as their raw values. */
+    /** This model as an array (fromArray's input): Apple's keys, absent fields left out, enums as raw values. */
     public function toArray(): array
     {
         $out = [];
@@ -65,8 +65,22 @@ final class VerifiedNotification implements \JsonSerializable
         return $out;
     }
 
+    /** The JSON object of this model (nested models as objects), for json_encode(). */
     public function jsonSerialize(): mixed
     {
-        return (object) $this->toArray();
+        $out = [];
+        if ($this->notification !== null) {
+            $out['notification'] = C::json($this->notification);
+        }
+        if ($this->transaction !== null) {
+            $out['transaction'] = C::json($this->transaction);
+        }
+        if ($this->renewalInfo !== null) {
+            $out['renewalInfo'] = C::json($this->renewalInfo);
+        }
+        if ($this->appTransaction !== null) {
+            $out['appTransaction'] = C::json($this->appTransaction);
+        }
+        return (object) $out;
     }
 }

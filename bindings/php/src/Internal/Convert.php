@@ -90,8 +90,23 @@ final class Convert
         return is_array($v) ? array_map(static fn ($x) => self::model($x, $cls), $v) : null;
     }
 
-    /** A property value as JSON: enums as their raw value, models as objects, lists element by element. */
+    /** A property value as toArray() gives it: enums as their raw values, models as arrays, lists element by element. */
     public static function out(mixed $v): mixed
+    {
+        if ($v instanceof \BackedEnum) {
+            return $v->value;
+        }
+        if (is_object($v) && method_exists($v, 'toArray')) {
+            return $v->toArray();
+        }
+        if (is_array($v)) {
+            return array_map(self::out(...), $v);
+        }
+        return $v;
+    }
+
+    /** A property value for json_encode(): as out(), but models as objects (an empty one is {} too). */
+    public static function json(mixed $v): mixed
     {
         if ($v instanceof \BackedEnum) {
             return $v->value;
@@ -100,7 +115,7 @@ final class Convert
             return $v->jsonSerialize();
         }
         if (is_array($v)) {
-            return array_map(self::out(...), $v);
+            return array_map(self::json(...), $v);
         }
         return $v;
     }
