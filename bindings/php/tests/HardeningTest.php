@@ -184,4 +184,49 @@ final class HardeningTest extends TestCase
             $this->assertSame(TransportFailure::UNREACHABLE, $e->failure, $e->getMessage());
         }
     }
+
+    /**
+     * Every endpoint method with values of the right types but wrong content (invalid UTF-8, negative numbers, empty
+     * models, unknown enum values): an InvalidArgumentException or an APIException (nothing reachable: the base URL
+     * is a closed port), never another error.
+     */
+    public function testEveryEndpointRefusesBadValuesWithAnException(): void
+    {
+        $client = new \AppStoreServer\Api\AppStoreServerAPIClient((string) file_get_contents(Support::keys() . '/p256.p8'),
+            Support::KEY_ID, Support::ISSUER, Support::BUNDLE, Environment::SANDBOX, baseUrl: 'http://127.0.0.1:1', timeoutMs: 2000);
+        $rc = new \ReflectionClass($client);
+        $methods = 0;
+        foreach ($rc->getMethods(\ReflectionMethod::IS_PUBLIC) as $m) {
+            if (!$m->getDeclaringClass()->isTrait() && $m->getFileName() !== (new \ReflectionClass(\AppStoreServer\Api\EndpointMethods::class))->getFileName()) {
+                continue;
+            }
+            foreach (["\xff\xfe", '', "no-uuid"] as $text) {
+                $args = [];
+                foreach ($m->getParameters() as $p) {
+                    $t = $p->getType();
+                    $names = $t instanceof \ReflectionUnionType ? array_map(static fn ($x) => $x->getName(), $t->getTypes()) : [$t->getName()];
+                    $cls = current(array_filter($names, static fn ($n) => str_starts_with($n, 'AppStoreServer\\')));
+                    $args[] = match (true) {
+                        $cls !== false && method_exists($cls, 'fromArray') => $cls::fromArray([]),
+                        in_array('string', $names, true) => $text,
+                        in_array('array', $names, true) => [$text],
+                        in_array('int', $names, true) => -1,
+                        in_array('bool', $names, true) => true,
+                        default => null,
+                    };
+                }
+                try {
+                    $r = $m->invokeArgs($client, $args);
+                    if ($r instanceof \Generator) {
+                        iterator_to_array($r);
+                    }
+                    $this->fail("{$m->getName()}: accepted");
+                } catch (\InvalidArgumentException | \AppStoreServer\Api\APIException $e) {
+                    $this->assertNotSame('', $e->getMessage());
+                }
+            }
+            $methods++;
+        }
+        $this->assertGreaterThanOrEqual(37, $methods);
+    }
 }

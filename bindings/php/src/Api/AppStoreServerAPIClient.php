@@ -174,7 +174,11 @@ class AppStoreServerAPIClient
     private function drive(string $endpoint, array $params, ?string $cls, bool $allPages): \Generator
     {
         $f = Native::ffi();
-        $json = json_encode((object) $params, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR | JSON_PRESERVE_ZERO_FRACTION);
+        try {
+            $json = json_encode((object) $params, JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR | JSON_PRESERVE_ZERO_FRACTION);
+        } catch (\JsonException $e) {
+            throw new \InvalidArgumentException("$endpoint: the parameters do not convert to JSON ({$e->getMessage()})", 0, $e);
+        }
         $err = Native::errorSlot();
         $call = $f->new('appstore_api_call *');
         $st = $f->appstore_api_call_new($this->client, $endpoint, $json, FFI::addr($call), FFI::addr($err));
