@@ -7,6 +7,7 @@ namespace AppStoreServer;
 use AppStoreServer\Internal\AbiConstants as K;
 use AppStoreServer\Internal\ErrorInfo;
 use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\LedgerCustomer;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
@@ -21,11 +22,14 @@ use FFI\CData;
  */
 final class Ledger
 {
+    use NotCloneable;
+
     private ?CData $handle;
 
     private function __construct(CData $handle, public readonly string $url)
     {
         $this->handle = $handle;
+        $this->own();
     }
 
     /**
@@ -66,7 +70,7 @@ final class Ledger
     /** Closes the database (also when the object is destroyed). */
     public function close(): void
     {
-        if ($this->handle !== null) {
+        if ($this->handle !== null && $this->owns()) {
             Native::ffi()->appstore_ledger_free($this->handle);
             $this->handle = null;
         }

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace AppStoreServer;
 
 use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\VerifiedAppReceiptFields;
 use FFI;
 use FFI\CData;
@@ -16,6 +17,8 @@ use FFI\CData;
  */
 final class ReceiptVerifier
 {
+    use NotCloneable;
+
     private CData $handle;
 
     /**
@@ -57,11 +60,12 @@ final class ReceiptVerifier
             throw $st === 1 ? new \InvalidArgumentException($i->message) : ConfigurationException::fromInfo($i);
         }
         $this->handle = $out;
+        $this->own();
     }
 
     public function __destruct()
     {
-        if (isset($this->handle)) {
+        if (isset($this->handle) && $this->owns()) {
             Native::ffi()->appstore_receipt_verifier_free($this->handle);
         }
     }

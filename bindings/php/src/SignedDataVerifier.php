@@ -9,6 +9,7 @@ use AppStoreServer\Internal\AbiConstants as K;
 use AppStoreServer\Internal\CTransport;
 use AppStoreServer\Internal\ErrorInfo;
 use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\AppTransaction;
 use AppStoreServer\Model\DecodedRealtimeRequestBody;
 use AppStoreServer\Model\Environment;
@@ -30,6 +31,8 @@ use FFI\CData;
  */
 final class SignedDataVerifier
 {
+    use NotCloneable;
+
     private ?CData $handle = null;
     private ?ErrorInfo $failure = null;
     private ?CTransport $transport = null;
@@ -81,6 +84,7 @@ final class SignedDataVerifier
         if ($maxJwsBytes !== null && ($maxJwsBytes < 1 || $maxJwsBytes > 2147483647)) {
             throw new \InvalidArgumentException("maxJwsBytes must be 1 ... 2147483647, got $maxJwsBytes");
         }
+        $this->own();
         $f = Native::ffi();
         $opts = $f->new('appstore_verifier_options *');
         $err = Native::errorSlot();
@@ -161,7 +165,7 @@ final class SignedDataVerifier
 
     public function __destruct()
     {
-        if ($this->handle !== null) {
+        if ($this->handle !== null && $this->owns()) {
             Native::ffi()->appstore_verifier_free($this->handle);
             $this->handle = null;
         }

@@ -229,4 +229,28 @@ final class HardeningTest extends TestCase
         }
         $this->assertGreaterThanOrEqual(37, $methods);
     }
+
+    /**
+     * A clone would share the library handle and free it twice: cloning any handle-owning object throws, and the
+     * original still works once the refused copy is gone (its destructor frees nothing).
+     */
+    public function testHandleOwnersCannotBeCloned(): void
+    {
+        $v = self::verifier();
+        $objects = [$v, \AppStoreServer\Ledger::open('sqlite::memory:', $v), new \AppStoreServer\ReceiptVerifier([(string) file_get_contents(Support::testpki() . '/root.der')]),
+            new \AppStoreServer\Api\AppStoreServerAPIClient((string) file_get_contents(Support::keys() . '/p256.p8'), Support::KEY_ID,
+                Support::ISSUER, Support::BUNDLE, Environment::SANDBOX)];
+        foreach ($objects as $o) {
+            try {
+                $copy = clone $o;
+                $this->fail(get_class($o) . ': cloned');
+            } catch (\LogicException $e) {
+                $this->assertStringContainsString('cannot be cloned', $e->getMessage());
+            }
+        }
+        gc_collect_cycles();
+        $jws = trim((string) file_get_contents(Support::testpki() . '/jws/tx-valid.jws'));
+        $this->assertSame('2000000912345678', $v->verifyAndDecodeTransaction($jws)->transactionId);
+        $this->assertSame(0, $objects[1]->summary()->events);
+    }
 }

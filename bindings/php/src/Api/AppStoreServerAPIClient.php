@@ -11,6 +11,7 @@ use AppStoreServer\Http\HttpTransport;
 use AppStoreServer\Http\TransportException;
 use AppStoreServer\Internal\AbiConstants as K;
 use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\Environment;
 use AppStoreServer\SignedDataVerifier;
 use AppStoreServer\SigningException;
@@ -26,6 +27,7 @@ use FFI\CData;
 class AppStoreServerAPIClient
 {
     use EndpointMethods;
+    use NotCloneable;
 
     private CData $client;
     private CData $key;
@@ -70,6 +72,7 @@ class AppStoreServerAPIClient
             || $rateLimitSharePercent < 1 || $rateLimitSharePercent > 100) {
             throw new \InvalidArgumentException('timeoutMs, maxRetries (0-100), backoffs, rateLimitMaxWaitMs or rateLimitSharePercent (1-100) out of range');
         }
+        $this->own();
         $this->transport = $transport ?? DefaultTransport::create();
         $err = Native::errorSlot();
         $key = $f->new('appstore_signing_key *');
@@ -82,6 +85,7 @@ class AppStoreServerAPIClient
         $opts = $f->new('appstore_api_client_options *');
         $st = $f->appstore_api_client_options_new(FFI::addr($opts), FFI::addr($err));
         if ($st !== 0) {
+            $f->appstore_signing_key_free($key); // a constructor that throws gets no destructor
             throw ConfigurationException::fromInfo(Native::takeError($err, $st));
         }
         try {
@@ -109,6 +113,9 @@ class AppStoreServerAPIClient
                 throw ConfigurationException::fromInfo(Native::takeError($err, $st));
             }
             $this->client = $client;
+        } catch (\Throwable $e) {
+            $f->appstore_signing_key_free($key); // a constructor that throws gets no destructor
+            throw $e;
         } finally {
             $f->appstore_api_client_options_free($opts);
         }
@@ -116,6 +123,9 @@ class AppStoreServerAPIClient
 
     public function __destruct()
     {
+        if (!$this->owns()) {
+            return;
+        }
         $f = Native::ffi();
         if (isset($this->client)) {
             $f->appstore_api_client_free($this->client);

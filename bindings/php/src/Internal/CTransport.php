@@ -19,6 +19,8 @@ use FFI\CData;
  */
 final class CTransport
 {
+    use NotCloneable;
+
     public readonly CData $handle;
     private \Closure $callback; // kept alive as long as the handle
     private static ?self $default = null;
@@ -50,6 +52,7 @@ final class CTransport
             throw new \RuntimeException(Native::takeError($err, $st)->message);
         }
         $this->handle = $out;
+        $this->own();
     }
 
     private static function text(mixed $v, int $len = -1): string
@@ -95,6 +98,8 @@ final class CTransport
 
     public function __destruct()
     {
-        Native::ffi()->appstore_transport_free($this->handle);
+        if ($this->owns()) {
+            Native::ffi()->appstore_transport_free($this->handle);
+        }
     }
 }

@@ -16,6 +16,8 @@ use FFI\CData;
  */
 final class SigningKey
 {
+    use NotCloneable;
+
     public readonly CData $handle;
 
     public function __construct(string $pem, string $keyId, ?string $issuerId, string $bundleId)
@@ -34,11 +36,14 @@ final class SigningKey
             throw $st === K::APPSTORE_INVALID_KEY ? SigningException::fromInfo($i) : new \InvalidArgumentException($i->message);
         }
         $this->handle = $out;
+        $this->own();
     }
 
     public function __destruct()
     {
-        Native::ffi()->appstore_signing_key_free($this->handle);
+        if ($this->owns()) {
+            Native::ffi()->appstore_signing_key_free($this->handle);
+        }
     }
 
     /**
