@@ -24,7 +24,7 @@ final class Ledger
 {
     use NotCloneable;
 
-    private ?CData $handle;
+    private ?CData $handle = null;
 
     private function __construct(CData $handle, public readonly string $url)
     {
@@ -70,7 +70,7 @@ final class Ledger
     /** Closes the database (also when the object is destroyed). */
     public function close(): void
     {
-        if ($this->handle !== null && $this->owns()) {
+        if ($this->owns() && $this->handle !== null) {
             Native::ffi()->appstore_ledger_free($this->handle);
             $this->handle = null;
         }

@@ -65,7 +65,7 @@ final class ReceiptVerifier
 
     public function __destruct()
     {
-        if (isset($this->handle) && $this->owns()) {
+        if ($this->owns() && isset($this->handle)) {
             Native::ffi()->appstore_receipt_verifier_free($this->handle);
         }
     }

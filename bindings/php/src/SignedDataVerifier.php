@@ -165,7 +165,7 @@ final class SignedDataVerifier
 
     public function __destruct()
     {
-        if ($this->handle !== null && $this->owns()) {
+        if ($this->owns() && $this->handle !== null) {
             Native::ffi()->appstore_verifier_free($this->handle);
             $this->handle = null;
         }

@@ -231,10 +231,11 @@ final class HardeningTest extends TestCase
     }
 
     /**
-     * A clone would share the library handle and free it twice: cloning any handle-owning object throws, and the
-     * original still works once the refused copy is gone (its destructor frees nothing).
+     * A clone would share the library handle and free it twice, an unserialized object would hold a forged one:
+     * cloning and (un)serializing any handle-owning object throws, and the original still works once the refused
+     * copies are gone (their destructors free nothing).
      */
-    public function testHandleOwnersCannotBeCloned(): void
+    public function testHandleOwnersCannotBeClonedOrSerialized(): void
     {
         $v = self::verifier();
         $objects = [$v, \AppStoreServer\Ledger::open('sqlite::memory:', $v), new \AppStoreServer\ReceiptVerifier([(string) file_get_contents(Support::testpki() . '/root.der')]),
@@ -246,6 +247,21 @@ final class HardeningTest extends TestCase
                 $this->fail(get_class($o) . ': cloned');
             } catch (\LogicException $e) {
                 $this->assertStringContainsString('cannot be cloned', $e->getMessage());
+            }
+        }
+        foreach ($objects as $o) {
+            try {
+                serialize($o);
+                $this->fail(get_class($o) . ': serialized');
+            } catch (\LogicException $e) {
+                $this->assertStringContainsString('cannot be serialized', $e->getMessage());
+            }
+            $c = get_class($o);
+            try {
+                unserialize('O:' . strlen($c) . ':"' . $c . '":1:{s:6:"handle";i:5;}'); // a forged handle
+                $this->fail("$c: unserialized");
+            } catch (\LogicException $e) {
+                $this->assertStringContainsString('cannot be unserialized', $e->getMessage());
             }
         }
         gc_collect_cycles();
