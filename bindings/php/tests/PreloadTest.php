@@ -45,4 +45,17 @@ final class PreloadTest extends TestCase
         $this->assertSame(0, $rc, $out);
         $this->assertSame('2000000912345678 scope', trim($out));
     }
+
+    /** FFI disabled: the first use says what to configure, as an exception (not a fatal error). */
+    public function testFfiRefusedIsAnExceptionThatSaysWhatToDo(): void
+    {
+        $script = tempnam(sys_get_temp_dir(), 'noffi') . '.php';
+        file_put_contents($script, '<?php require ' . var_export(dirname(__DIR__) . '/vendor/autoload.php', true) . ';'
+            . ' try { AppStoreServer\AppleRoots::appleRootCAG3(); echo "loaded"; } catch (RuntimeException $e) { echo $e->getMessage(); }');
+        exec(escapeshellarg(PHP_BINARY) . ' -d ffi.enable=0 ' . escapeshellarg($script) . ' 2>&1', $out, $rc);
+        unlink($script);
+        $this->assertSame(0, $rc, implode("\n", $out));
+        $this->assertStringContainsString('PHP refused FFI', implode("\n", $out));
+        $this->assertStringContainsString('preload.php', implode("\n", $out));
+    }
 }

@@ -72,7 +72,13 @@ final class Native
         if ($header === false) {
             throw new \RuntimeException('appstoreserver: cannot read ' . self::headerPath());
         }
-        return FFI::cdef($header, $lib);
+        try {
+            return FFI::cdef($header, $lib);
+        } catch (\FFI\Exception $e) {
+            throw new \RuntimeException('appstoreserver: PHP refused FFI (' . $e->getMessage() . '): with ffi.enable=preload '
+                . '(php-fpm\'s default) preload the package (opcache.preload=.../preload.php, docs/php.md "php-fpm"), or set '
+                . 'ffi.enable=1', 0, $e);
+        }
     }
 
     private static function scopeLoaded(): bool
