@@ -83,4 +83,47 @@ final class ModelsTest extends TestCase
             $this->assertSame(array_map(static fn ($f) => $f['key'] ?? $f['name'], $m['fields']), $cls::KEYS, $cls);
         }
     }
+
+    /** A JWS signed with the own PKI's leaf key by PHP's openssl (not by this library). */
+    private static function resign(string $headerSegment, array $claims): string
+    {
+        $b64 = static fn (string $s) => rtrim(strtr(base64_encode($s), '+/', '-_'), '=');
+        $input = $headerSegment . '.' . $b64(json_encode($claims, JSON_UNESCAPED_SLASHES));
+        $key = openssl_pkey_get_private((string) file_get_contents(Support::testpki() . '/leaf_key.pem'));
+        openssl_sign($input, $der, $key, OPENSSL_ALGO_SHA256);
+        // DER SEQUENCE { INTEGER r, INTEGER s } -> r || s, 32 bytes each
+        $at = 2;
+        $raw = '';
+        for ($k = 0; $k < 2; $k++) {
+            $len = ord($der[$at + 1]);
+            $raw .= str_pad(ltrim(substr($der, $at + 2, $len), "\0"), 32, "\0", STR_PAD_LEFT);
+            $at += 2 + $len;
+        }
+        return $input . '.' . $b64($raw);
+    }
+
+    public function testDeepNotification(): void
+    {
+        $v = self::verifier();
+        $text = self::jws('notif-valid-did-renew');
+        $deep = $v->verifyAndDecodeNotificationDeep($text);
+        $n = $v->verifyAndDecodeNotification($text);
+        $this->assertEquals($n, $deep->notification);
+        $this->assertEquals($v->verifyAndDecodeTransaction($n->data->signedTransactionInfo), $deep->transaction);
+        $this->assertEquals($v->verifyAndDecodeRenewalInfo($n->data->signedRenewalInfo), $deep->renewalInfo);
+        $this->assertNull($deep->appTransaction);
+        // A nested value that does not verify fails the deep call, naming the field; the outer one alone verifies.
+        $outer = ManifestRunner::signedPayload($text);
+        $nested = $outer['data']['signedTransactionInfo'];
+        $outer['data']['signedTransactionInfo'] = substr($nested, 0, -2) . (substr($nested, -2) !== 'AA' ? 'AA' : 'BB');
+        $forged = self::resign(explode('.', $text)[0], $outer);
+        $this->assertSame('com.example.testpki', $v->verifyAndDecodeNotification($forged)->data->bundleId);
+        try {
+            $v->verifyAndDecodeNotificationDeep($forged);
+            $this->fail('accepted');
+        } catch (\AppStoreServer\VerificationException $e) {
+            $this->assertStringStartsWith('data.signedTransactionInfo', $e->detail);
+            $this->assertSame(\AppStoreServer\FailureReason::BAD_SIGNATURE, $e->reason);
+        }
+    }
 }
