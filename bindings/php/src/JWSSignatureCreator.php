@@ -11,8 +11,11 @@ abstract class JWSSignatureCreator
 {
     protected SigningKey $key;
 
-    /** @throws SigningException a key that cannot be used */
-    public function __construct(string $signingKey, string $keyId, string $issuerId, string $bundleId)
+    /**
+     * @param string|ExternalKey $signingKey the .p8 text, or a key held in a KMS or an HSM
+     * @throws SigningException a key that cannot be used
+     */
+    public function __construct(string|ExternalKey $signingKey, string $keyId, string $issuerId, string $bundleId)
     {
         $this->key = new SigningKey($signingKey, $keyId, $issuerId, $bundleId);
     }

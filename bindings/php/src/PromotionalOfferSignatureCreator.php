@@ -13,8 +13,11 @@ final class PromotionalOfferSignatureCreator
 {
     private SigningKey $key;
 
-    /** @throws SigningException a key that cannot be used */
-    public function __construct(string $signingKey, string $keyId, string $bundleId)
+    /**
+     * @param string|ExternalKey $signingKey the .p8 text, or a key held in a KMS or an HSM
+     * @throws SigningException a key that cannot be used
+     */
+    public function __construct(string|ExternalKey $signingKey, string $keyId, string $bundleId)
     {
         $this->key = new SigningKey($signingKey, $keyId, null, $bundleId);
     }

@@ -177,4 +177,20 @@ final class ApiTest extends TestCase
         $c = self::client();
         $c->getTransactionInfo(...[12345]);
     }
+
+    public function testBearerTokensFromAnExternalKey(): void
+    {
+        $p8 = openssl_pkey_get_private((string) file_get_contents(Support::keys() . '/p256.p8'));
+        $calls = 0;
+        $ext = new \AppStoreServer\ExternalKey(static function (string $message, string $digest) use ($p8, &$calls): string {
+            $calls++;
+            openssl_sign($message, $der, $p8, OPENSSL_ALGO_SHA256);
+            return $der;
+        }, (string) file_get_contents(Support::keys() . '/p256_public.pem'));
+        $c = new AppStoreServerAPIClient($ext, Support::KEY_ID, Support::ISSUER, Support::BUNDLE, Environment::SANDBOX,
+            baseUrl: self::$mock->url());
+        // The mock verifies the bearer token with the public key (joserfc), never with this library.
+        $this->assertSame('signed-transaction-info', $c->getTransactionInfo('2000000000000001')->signedTransactionInfo);
+        $this->assertSame(1, $calls);
+    }
 }

@@ -105,4 +105,52 @@ final class SigningTest extends TestCase
         $this->expectException(\InvalidArgumentException::class);
         $v2->createSignature("com.example\0p", 'o');
     }
+
+    /** A PHP signer over PHP's openssl, the way a KMS client would be plugged in. */
+    private static function opensslSigner(string $p8): \Closure
+    {
+        $key = openssl_pkey_get_private($p8);
+        return static function (string $message, string $digest) use ($key): string {
+            if (hash('sha256', $message, true) !== $digest) {
+                throw new \LogicException('the digest is not SHA-256 of the message');
+            }
+            openssl_sign($message, $der, $key, OPENSSL_ALGO_SHA256);
+            return $der;
+        };
+    }
+
+    public function testAnExternalKeySignsEverything(): void
+    {
+        $ext = new \AppStoreServer\ExternalKey(self::opensslSigner(self::key()), self::key('p256_public.pem'));
+        $ids = ['kid' => self::KID, 'iss' => self::ISS, 'bid' => self::BID];
+        $v2 = new PromotionalOfferV2SignatureCreator($ext, self::KID, self::ISS, self::BID);
+        $intro = new IntroductoryOfferEligibilitySignatureCreator($ext, self::KID, self::ISS, self::BID);
+        $items = [
+            ['kind' => 'promo_v2', 'value' => $v2->createSignature('p', 'o', '7'), 'expect' => $ids + ['productId' => 'p', 'offerIdentifier' => 'o', 'transactionId' => '7']],
+            ['kind' => 'intro_eligibility', 'value' => $intro->createSignature('p', true, '8'), 'expect' => $ids + ['productId' => 'p', 'allowIntroductoryOffer' => true, 'transactionId' => '8']],
+        ];
+        $file = tempnam(sys_get_temp_dir(), 'sigs');
+        file_put_contents($file, json_encode(['public_key' => Support::keys() . '/p256_public.pem', 'items' => $items]));
+        exec('python3 ' . escapeshellarg(Support::repo() . '/Tests/support/check_signatures.py') . ' check ' . escapeshellarg($file) . ' 2>&1', $out, $rc);
+        unlink($file);
+        $this->assertSame(0, $rc, implode("\n", $out));
+    }
+
+    public function testAnExternalSignerThatFailsIsASigningException(): void
+    {
+        $signers = [
+            'throws' => static fn (string $m, string $d): string => throw new \RuntimeException('KMS unavailable'),
+            'another key' => self::opensslSigner(self::key('other_p256.p8')),
+            'garbage' => static fn (string $m, string $d): string => random_bytes(64),
+        ];
+        foreach ($signers as $what => $signer) {
+            $v2 = new PromotionalOfferV2SignatureCreator(new \AppStoreServer\ExternalKey($signer, self::key('p256_public.pem')), self::KID, self::ISS, self::BID);
+            try {
+                $v2->createSignature('p', 'o');
+                $this->fail("$what: signed");
+            } catch (SigningException $e) {
+                $this->assertSame(FailureReason::SIGNER_FAILED, $e->reason, "$what: {$e->getMessage()}");
+            }
+        }
+    }
 }

@@ -11,6 +11,8 @@ use AppStoreServer\Http\HttpTransport;
 use AppStoreServer\Http\TransportException;
 use AppStoreServer\Internal\AbiConstants as K;
 use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\SigningKey;
+use AppStoreServer\ExternalKey;
 use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\Environment;
 use AppStoreServer\SignedDataVerifier;
@@ -30,12 +32,12 @@ class AppStoreServerAPIClient
     use NotCloneable;
 
     private CData $client;
-    private CData $key;
+    private SigningKey $signingKey; // the key (and an external signer's callback), kept as long as the client
     private HttpTransport $transport;
     private ?Environment $lastEnvironment = null;
 
     /**
-     * @param string $signingKey the App Store Connect key (.p8 PEM text)
+     * @param string|ExternalKey $signingKey the App Store Connect key (.p8 PEM text), or a key held in a KMS or an HSM
      * @param int $maxRetries retries of HTTP 429 and Apple's retryable errors (0 = off), waiting
      *        $initialBackoffMs, doubling up to $maxBackoffMs, or until Retry-After
      * @param bool $sandboxFallback Production lookups that Production does not know are asked in Sandbox
@@ -46,7 +48,7 @@ class AppStoreServerAPIClient
      * @throws ConfigurationException options that do not make a client (the Xcode environment, ...)
      */
     public function __construct(
-        string $signingKey,
+        string|ExternalKey $signingKey,
         string $keyId,
         string $issuerId,
         string $bundleId,
@@ -75,17 +77,11 @@ class AppStoreServerAPIClient
         $this->own();
         $this->transport = $transport ?? DefaultTransport::create();
         $err = Native::errorSlot();
-        $key = $f->new('appstore_signing_key *');
-        $st = $f->appstore_signing_key_new($signingKey, strlen($signingKey), $keyId, $issuerId, $bundleId, FFI::addr($key), FFI::addr($err));
-        if ($st !== 0) {
-            $i = Native::takeError($err, $st);
-            throw $st === K::APPSTORE_INVALID_KEY ? SigningException::fromInfo($i) : new \InvalidArgumentException($i->message);
-        }
-        $this->key = $key;
+        $this->signingKey = new SigningKey($signingKey, $keyId, $issuerId, $bundleId);
+        $key = $this->signingKey->handle;
         $opts = $f->new('appstore_api_client_options *');
         $st = $f->appstore_api_client_options_new(FFI::addr($opts), FFI::addr($err));
         if ($st !== 0) {
-            $f->appstore_signing_key_free($key); // a constructor that throws gets no destructor
             throw ConfigurationException::fromInfo(Native::takeError($err, $st));
         }
         try {
@@ -113,9 +109,6 @@ class AppStoreServerAPIClient
                 throw ConfigurationException::fromInfo(Native::takeError($err, $st));
             }
             $this->client = $client;
-        } catch (\Throwable $e) {
-            $f->appstore_signing_key_free($key); // a constructor that throws gets no destructor
-            throw $e;
         } finally {
             $f->appstore_api_client_options_free($opts);
         }
@@ -129,9 +122,6 @@ class AppStoreServerAPIClient
         $f = Native::ffi();
         if (isset($this->client)) {
             $f->appstore_api_client_free($this->client);
-        }
-        if (isset($this->key)) {
-            $f->appstore_signing_key_free($this->key);
         }
     }
 
