@@ -17,9 +17,18 @@ use AppStoreServer\Model\AdvancedCommerceSubscriptionReactivateInAppRequest;
 final class AdvancedCommerceAPIInAppSignatureCreator extends JWSSignatureCreator
 {
     /**
+     * An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
+     * request models, chosen by its "operation" (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+     * REACTIVATE_SUBSCRIPTION); it is validated against Apple's limits (a failure names the field), re-encoded with
+     * operation and version "1", and its standard base64 is the `request` claim. Keys the model does not know are
+     * refused at every level (the message names the key path, e.g. "items[0].descripton"), so nothing given is dropped
+     * silently; "version", when given, must be "1".
+     *
      * @param AdvancedCommerceOneTimeChargeCreateRequest|AdvancedCommerceSubscriptionCreateRequest|AdvancedCommerceSubscriptionModifyInAppRequest|AdvancedCommerceSubscriptionReactivateInAppRequest|array $advancedCommerceInAppRequest
      *        one of the four in-app request models, or its JSON object as an array (with "operation")
      * @throws \InvalidArgumentException a request the library refuses (the message names the field)
+     *
+     * @cfunction appstore_signing_key_create_advanced_commerce_in_app
      */
     public function createSignature(
         AdvancedCommerceOneTimeChargeCreateRequest|AdvancedCommerceSubscriptionCreateRequest|AdvancedCommerceSubscriptionModifyInAppRequest|AdvancedCommerceSubscriptionReactivateInAppRequest|array $advancedCommerceInAppRequest,

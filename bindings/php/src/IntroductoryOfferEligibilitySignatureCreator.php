@@ -9,7 +9,12 @@ use AppStoreServer\Internal\Native;
 /** Introductory offer eligibility signatures (aud "introductory-offer-eligibility"; Apple's class of that name). */
 final class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCreator
 {
-    /** A JWS with productId, allowIntroductoryOffer (a JSON boolean) and transactionId. */
+    /**
+     * An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+     * (a JSON boolean) and transactionId, all required.
+     *
+     * @cfunction appstore_signing_key_create_introductory_offer_eligibility
+     */
     public function createSignature(string $productId, bool $allowIntroductoryOffer, string $transactionId): string
     {
         Native::cText($productId, 'productId');

@@ -33,11 +33,17 @@ final class Ledger
     }
 
     /**
-     * Opens (creating if needed) "sqlite:/path/ledger.db", "sqlite::memory:" or "postgresql://user@host:port/db".
+     * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+     * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
+     * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
+     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with the
+     * given verifier.
      *
      * @throws \InvalidArgumentException a URL it cannot use
      * @throws ConfigurationException a database of a newer schema, PostgreSQL without libpq, a verifier without roots
      * @throws LedgerException the database failed or cannot be reached
+     *
+     * @cfunction appstore_ledger_open
      */
     public static function open(string $url, SignedDataVerifier $verifier): self
     {
@@ -67,7 +73,11 @@ final class Ledger
         };
     }
 
-    /** Closes the database (also when the object is destroyed). */
+    /**
+     * Closes the database and frees the ledger.
+     *
+     * @cfunction appstore_ledger_free
+     */
     public function close(): void
     {
         if ($this->owns() && $this->handle !== null) {
@@ -90,23 +100,51 @@ final class Ledger
     }
 
     /**
-     * Verifies and records a notification (its signed transaction and renewal info too).
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
      *
      * @throws VerificationException a value the verifier refuses (nothing changes)
      * @throws LedgerException the database failed (nothing was acknowledged)
+     *
+     * @cfunction appstore_ledger_ingest_notification
      */
     public function ingestNotification(string $signedPayload): LedgerIngestResult
     {
         return $this->ingest('appstore_ledger_ingest_notification', $signedPayload);
     }
 
-    /** Verifies and records a signed transaction (from the app, Get Transaction History / Info, statuses). */
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * @cfunction appstore_ledger_ingest_transaction
+     */
     public function ingestTransaction(string $signedTransaction): LedgerIngestResult
     {
         return $this->ingest('appstore_ledger_ingest_transaction', $signedTransaction);
     }
 
-    /** Verifies and records a signed renewal info (Get All Subscription Statuses). */
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * @cfunction appstore_ledger_ingest_renewal_info
+     */
     public function ingestRenewalInfo(string $signedRenewalInfo): LedgerIngestResult
     {
         return $this->ingest('appstore_ledger_ingest_renewal_info', $signedRenewalInfo);
@@ -125,8 +163,11 @@ final class Ledger
     }
 
     /**
-     * One subscription (its originalTransactionId) at an instant (milliseconds since 1970; null = now); null when
-     * the ledger knows nothing of it then.
+     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry,
+     * grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact signed
+     * at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it then.
+     *
+     * @cfunction appstore_ledger_query_subscription
      */
     public function subscription(string $originalTransactionId, ?int $atMs = null): ?LedgerSubscription
     {
@@ -134,13 +175,23 @@ final class Ledger
         return $v === null ? null : LedgerSubscription::fromArray($v);
     }
 
-    /** One customer (an appAccountToken, or the originalTransactionId of purchases without one) at an instant. */
+    /**
+     * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
+     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
+     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     *
+     * @cfunction appstore_ledger_query_customer
+     */
     public function customer(string $customerId, ?int $atMs = null): LedgerCustomer
     {
         return LedgerCustomer::fromArray($this->query('appstore_ledger_query_customer', Native::cText($customerId, 'customerId'), self::at($atMs)) ?? []);
     }
 
-    /** Counts, and the notifications whose data.status the ledger does not reproduce at their signedDate. */
+    /**
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     *
+     * @cfunction appstore_ledger_query_summary
+     */
     public function summary(): LedgerSummary
     {
         return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);

@@ -23,11 +23,14 @@ final class PromotionalOfferSignatureCreator
     }
 
     /**
-     * The base64 DER ECDSA signature over bundle id, key id, product id, offer id, application username, nonce and
-     * timestamp, joined with U+2063 (lowercase username and nonce).
+     * A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined
+     * string of bundle id, key id, product id, offer id, lowercase application username (app account token), lowercase
+     * nonce and timestamp (milliseconds since 1970).
      *
      * @param string $nonce a UUID
      * @param int $timestamp milliseconds since 1970
+     *
+     * @cfunction appstore_signing_key_create_promotional_offer_v1
      */
     public function createSignature(string $productIdentifier, string $subscriptionOfferId, string $applicationUsername,
                                     string $nonce, int $timestamp): string

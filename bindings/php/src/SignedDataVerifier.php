@@ -171,39 +171,76 @@ final class SignedDataVerifier
         }
     }
 
-    /** Verifies and decodes an App Store Server Notification V2 signedPayload. */
+    /**
+     * Verifies and decodes an App Store Server Notification V2 signedPayload.
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_notification
+     */
     public function verifyAndDecodeNotification(string $signedPayload): ResponseBodyV2DecodedPayload
     {
         return ResponseBodyV2DecodedPayload::fromArray($this->verify('notification', $signedPayload));
     }
 
-    /** Verifies and decodes a signedTransaction (bundle id, then environment). */
+    /**
+     * Verifies and decodes a signedTransaction (bundle id, then environment).
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_transaction
+     */
     public function verifyAndDecodeTransaction(string $signedTransaction): JWSTransactionDecodedPayload
     {
         return JWSTransactionDecodedPayload::fromArray($this->verify('transaction', $signedTransaction));
     }
 
-    /** Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id). */
+    /**
+     * Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id).
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_renewal_info
+     */
     public function verifyAndDecodeRenewalInfo(string $signedRenewalInfo): JWSRenewalInfoDecodedPayload
     {
         return JWSRenewalInfoDecodedPayload::fromArray($this->verify('renewal_info', $signedRenewalInfo));
     }
 
-    /** Verifies and decodes a signed AppTransaction. */
+    /**
+     * Verifies and decodes a signed AppTransaction.
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_app_transaction
+     */
     public function verifyAndDecodeAppTransaction(string $signedAppTransaction): AppTransaction
     {
         return AppTransaction::fromArray($this->verify('app_transaction', $signedAppTransaction));
     }
 
-    /** Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload. */
+    /**
+     * Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload.
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_realtime_request
+     */
     public function verifyAndDecodeRealtimeRequest(string $signedPayload): DecodedRealtimeRequestBody
     {
         return DecodedRealtimeRequestBody::fromArray($this->verify('realtime_request', $signedPayload));
     }
 
     /**
-     * Verifies and decodes a notification and the signed values nested in it (its transaction, renewal info and app
-     * transaction), each at its own effective date (beyond Apple's libraries).
+     * Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
+     * data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded
+     * (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). A
+     * nested failure fails the call, and the error message starts with the field name (e.g.
+     * "data.signedTransactionInfo: ...").
+     *
+     * @throws VerificationException the data is not genuine, not valid, or not for this verifier
+     *
+     * @cfunction appstore_verifier_verify_notification_deep
      */
     public function verifyAndDecodeNotificationDeep(string $signedPayload): VerifiedNotification
     {
@@ -253,9 +290,11 @@ final class SignedDataVerifier
     }
 
     /**
-     * The chain cache's counters since the verifier was made.
+     * Chain cache counters since the verifier was created: hits, misses, and the chains cached now.
      *
      * @return array{hits: int, misses: int, entries: int}
+     *
+     * @cfunction appstore_verifier_cache_stats
      */
     public function cacheStats(): array
     {
