@@ -1,0 +1,219 @@
+<?php
+
+declare(strict_types=1);
+
+namespace AppStoreServer;
+
+use AppStoreServer\Internal\AbiConstants as K;
+use AppStoreServer\Internal\ErrorInfo;
+use AppStoreServer\Internal\Native;
+use AppStoreServer\Internal\NotCloneable;
+use AppStoreServer\Model\LedgerCustomer;
+use AppStoreServer\Model\LedgerIngestResult;
+use AppStoreServer\Model\LedgerSubscription;
+use AppStoreServer\Model\LedgerSummary;
+use FFI;
+use FFI\CData;
+
+/**
+ * The purchase ledger (docs/ledger.md): a durable record of verified App Store data and, from it, what each customer
+ * is entitled to at any instant. Only values the verifier accepts enter; the same events in any order, any number of
+ * times, give the same answers. Several processes (php-fpm workers) may open one SQLite file.
+ */
+final class Ledger
+{
+    use NotCloneable;
+
+    private ?CData $handle = null;
+
+    private function __construct(CData $handle, public readonly string $url)
+    {
+        $this->handle = $handle;
+        $this->own();
+    }
+
+    /**
+     * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
+     * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
+     * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
+     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with the
+     * given verifier.
+     *
+     * @throws \InvalidArgumentException a URL it cannot use
+     * @throws ConfigurationException a database of a newer schema, PostgreSQL without libpq, a verifier without roots
+     * @throws LedgerException the database failed or cannot be reached
+     *
+     * @cfunction appstore_ledger_open
+     */
+    public static function open(string $url, SignedDataVerifier $verifier): self
+    {
+        Native::cText($url, 'url');
+        $h = $verifier->handle();
+        if ($h === null) {
+            throw new ConfigurationException(K::APPSTORE_CONFIGURATION_ERROR, K::APPSTORE_REASON_NO_TRUST_ANCHOR,
+                'the verifier has no root certificates');
+        }
+        $f = Native::ffi();
+        $out = $f->new('appstore_ledger *');
+        $err = Native::errorSlot();
+        $st = $f->appstore_ledger_open($url, $h, FFI::addr($out), FFI::addr($err));
+        if ($st !== 0) {
+            throw self::exception(Native::takeError($err, $st));
+        }
+        return new self($out, $url);
+    }
+
+    private static function exception(ErrorInfo $i): \Exception
+    {
+        return match ($i->status) {
+            K::APPSTORE_INVALID_ARGUMENT => new \InvalidArgumentException($i->message),
+            K::APPSTORE_CONFIGURATION_ERROR => ConfigurationException::fromInfo($i),
+            K::APPSTORE_STORAGE_ERROR, K::APPSTORE_INTERNAL_ERROR => LedgerException::fromInfo($i),
+            default => new VerificationException($i->status, $i->reason, $i->message),
+        };
+    }
+
+    /**
+     * Closes the database and frees the ledger.
+     *
+     * @cfunction appstore_ledger_free
+     */
+    public function close(): void
+    {
+        if ($this->owns() && $this->handle !== null) {
+            Native::ffi()->appstore_ledger_free($this->handle);
+            $this->handle = null;
+        }
+    }
+
+    public function __destruct()
+    {
+        $this->close();
+    }
+
+    private function h(): CData
+    {
+        if ($this->handle === null) {
+            throw new \LogicException('the ledger is closed');
+        }
+        return $this->handle;
+    }
+
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * @throws VerificationException a value the verifier refuses (nothing changes)
+     * @throws LedgerException the database failed (nothing was acknowledged)
+     *
+     * @cfunction appstore_ledger_ingest_notification
+     */
+    public function ingestNotification(string $signedPayload): LedgerIngestResult
+    {
+        return $this->ingest('appstore_ledger_ingest_notification', $signedPayload);
+    }
+
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * @cfunction appstore_ledger_ingest_transaction
+     */
+    public function ingestTransaction(string $signedTransaction): LedgerIngestResult
+    {
+        return $this->ingest('appstore_ledger_ingest_transaction', $signedTransaction);
+    }
+
+    /**
+     * Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too),
+     * a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a
+     * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
+     * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
+     * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
+     * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
+     * signedDate).
+     *
+     * @cfunction appstore_ledger_ingest_renewal_info
+     */
+    public function ingestRenewalInfo(string $signedRenewalInfo): LedgerIngestResult
+    {
+        return $this->ingest('appstore_ledger_ingest_renewal_info', $signedRenewalInfo);
+    }
+
+    private function ingest(string $fn, string $jws): LedgerIngestResult
+    {
+        $f = Native::ffi();
+        $out = $f->new('char *');
+        $err = Native::errorSlot();
+        $st = $f->$fn($this->h(), $jws, strlen($jws), FFI::addr($out), FFI::addr($err));
+        if ($st !== 0) {
+            throw self::exception(Native::takeError($err, $st));
+        }
+        return LedgerIngestResult::fromArray(json_decode(Native::takeString($out), true, 512, JSON_THROW_ON_ERROR));
+    }
+
+    /**
+     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry,
+     * grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact signed
+     * at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it then.
+     *
+     * @cfunction appstore_ledger_query_subscription
+     */
+    public function subscription(string $originalTransactionId, ?int $atMs = null): ?LedgerSubscription
+    {
+        $v = $this->query('appstore_ledger_query_subscription', Native::cText($originalTransactionId, 'originalTransactionId'), self::at($atMs));
+        return $v === null ? null : LedgerSubscription::fromArray($v);
+    }
+
+    /**
+     * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
+     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
+     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     *
+     * @cfunction appstore_ledger_query_customer
+     */
+    public function customer(string $customerId, ?int $atMs = null): LedgerCustomer
+    {
+        return LedgerCustomer::fromArray($this->query('appstore_ledger_query_customer', Native::cText($customerId, 'customerId'), self::at($atMs)) ?? []);
+    }
+
+    /**
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     *
+     * @cfunction appstore_ledger_query_summary
+     */
+    public function summary(): LedgerSummary
+    {
+        return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);
+    }
+
+    private static function at(?int $atMs): int
+    {
+        if ($atMs !== null && $atMs <= 0) {
+            throw new \InvalidArgumentException("atMs must be milliseconds since 1970, got $atMs");
+        }
+        return $atMs ?? 0;
+    }
+
+    private function query(string $fn, mixed ...$args): ?array
+    {
+        $f = Native::ffi();
+        $out = $f->new('char *');
+        $err = Native::errorSlot();
+        $st = $f->$fn($this->h(), ...[...$args, FFI::addr($out), FFI::addr($err)]);
+        if ($st !== 0) {
+            throw self::exception(Native::takeError($err, $st));
+        }
+        return json_decode(Native::takeString($out), true, 512, JSON_THROW_ON_ERROR);
+    }
+}

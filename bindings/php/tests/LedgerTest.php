@@ -1,0 +1,260 @@
+<?php
+
+declare(strict_types=1);
+
+namespace AppStoreServer\Tests;
+
+use AppStoreServer\FailureReason;
+use AppStoreServer\Ledger;
+use AppStoreServer\Model\Environment;
+use AppStoreServer\Model\LedgerEventKind;
+use AppStoreServer\SignedDataVerifier;
+use AppStoreServer\VerificationException;
+use PHPUnit\Framework\TestCase;
+
+/**
+ * The purchase ledger from PHP over Tests/support/lifecycles.py's signed lifecycles: every expectation of the
+ * hand-written scenarios (written there from Apple's documentation, never from the ledger's output) for each
+ * delivery; the oracle (no disagreement over every lifecycle); idempotence; refused input with the verifier's
+ * status and reason and the ledger unchanged; a database reopened gives the same answers.
+ */
+final class LedgerTest extends TestCase
+{
+    private const DELIVERIES = ['notifications', 'history', 'both'];
+    private const SKIP = ['at', 'subscription', 'customer', 'rule', 'deliveries'];
+    private static ?array $doc = null;
+
+    private static function doc(): array
+    {
+        if (self::$doc === null) {
+            $out = (getenv('APPSTORESERVER_WORK') ?: sys_get_temp_dir()) . '/lifecycles-' . bin2hex(random_bytes(4));
+            exec('python3 ' . escapeshellarg(Support::repo() . '/Tests/support/lifecycles.py') . ' ' . escapeshellarg(Support::testpki())
+                . ' ' . escapeshellarg($out) . ' 2>&1', $o, $rc);
+            if ($rc !== 0) {
+                throw new \RuntimeException('lifecycles.py failed: ' . implode("\n", $o));
+            }
+            self::$doc = Support::json("$out/lifecycles.json");
+        }
+        return self::$doc;
+    }
+
+    private static function verifier(?string $bundle = null): SignedDataVerifier
+    {
+        return new SignedDataVerifier([(string) file_get_contents(Support::testpki() . '/root.der')], false,
+            Environment::SANDBOX, $bundle ?? self::doc()['bundleId']);
+    }
+
+    /** @return list<array{0: string, 1: string}> (kind, jws) */
+    private static function signed(array $lc, string $delivery): array
+    {
+        $out = [];
+        if ($delivery !== 'history') {
+            foreach ($lc['notifications'] as $n) {
+                $out[] = ['NOTIFICATION', $n['signed']];
+            }
+        }
+        if ($delivery !== 'notifications') {
+            foreach ($lc['history']['pages'] as $page) {
+                foreach ($page['signedTransactions'] as $t) {
+                    $out[] = ['TRANSACTION', $t];
+                }
+            }
+            foreach ($lc['history']['signedRenewalInfos'] as $r) {
+                $out[] = ['RENEWAL_INFO', $r];
+            }
+        }
+        return $out;
+    }
+
+    private static function ingest(Ledger $l, string $kind, string $jws): \AppStoreServer\Model\LedgerIngestResult
+    {
+        return match ($kind) {
+            'TRANSACTION' => $l->ingestTransaction($jws),
+            'RENEWAL_INFO' => $l->ingestRenewalInfo($jws),
+            default => $l->ingestNotification($jws),
+        };
+    }
+
+    /** The expectation's fields are a subset of the answer ("absent": missing; lists matched by productId). */
+    private static function mismatches(?array $answer, array $want): array
+    {
+        if ($answer === null) {
+            return ['no answer (unknown)'];
+        }
+        $problems = [];
+        foreach ($want as $key => $w) {
+            if (in_array($key, self::SKIP, true)) {
+                continue;
+            }
+            $got = $answer[$key] ?? null;
+            if ($w === 'absent') {
+                if (array_key_exists($key, $answer)) {
+                    $problems[] = "$key: expected absent, got " . json_encode($got);
+                }
+            } elseif (is_array($w) && array_is_list($w)) {
+                if (!is_array($got) || count($got) !== count($w)) {
+                    $problems[] = "$key: expected " . count($w) . ' entries, got ' . json_encode($got);
+                    continue;
+                }
+                foreach ($w as $x) {
+                    $same = array_filter($got, static fn ($g) => ($g['productId'] ?? null) === ($x['productId'] ?? null));
+                    if (!$same) {
+                        $problems[] = "$key: no entry for " . ($x['productId'] ?? '?');
+                    }
+                    foreach ($same as $g) {
+                        foreach (self::mismatches($g, $x) as $p) {
+                            $problems[] = "{$key}[" . ($x['productId'] ?? '?') . "].$p";
+                        }
+                    }
+                }
+            } elseif ($got !== $w) {
+                $problems[] = "$key: expected " . json_encode($w) . ', got ' . json_encode($got);
+            }
+        }
+        return $problems;
+    }
+
+    private static function answer(Ledger $l, array $e): ?array
+    {
+        if (isset($e['subscription'])) {
+            $s = $l->subscription($e['subscription'], $e['at']);
+            return $s === null ? null : json_decode(json_encode($s), true);
+        }
+        return json_decode(json_encode($l->customer($e['customer'], $e['at'])), true);
+    }
+
+    public static function scenarios(): iterable
+    {
+        foreach (self::doc()['scenarios'] as $s) {
+            foreach (self::DELIVERIES as $d) {
+                yield "{$s['name']} ($d)" => [$s, $d];
+            }
+        }
+    }
+
+    /** @dataProvider scenarios */
+    public function testScenarioMatchesApplesDocumentation(array $scenario, string $delivery): void
+    {
+        $path = tempnam(sys_get_temp_dir(), 'ledger');
+        unlink($path);
+        $l = Ledger::open("sqlite:$path", self::verifier());
+        try {
+            foreach (self::signed($scenario, $delivery) as [$kind, $jws]) {
+                $r = self::ingest($l, $kind, $jws);
+                $this->assertTrue($r->stored);
+                $this->assertSame(LedgerEventKind::from($kind), $r->kind);
+                if ($r->appleStatus !== null) {
+                    $this->assertTrue($r->agrees, json_encode($r));
+                }
+            }
+            $checked = 0;
+            $failures = [];
+            foreach ($scenario['expect'] as $e) {
+                $ds = $e['deliveries'] ?? ($e['at'] >= $scenario['historyDate'] ? self::DELIVERIES : ['notifications', 'both']);
+                if (!in_array($delivery, $ds, true)) {
+                    continue;
+                }
+                $checked++;
+                foreach (self::mismatches(self::answer($l, $e), $e) as $p) {
+                    $failures[] = "at {$e['at']} ({$e['rule']}): $p";
+                }
+            }
+            $this->assertSame([], $failures);
+            if ($delivery !== 'history') {
+                $this->assertGreaterThan(0, $checked);
+                $this->assertSame([], $l->summary()->disagreements);
+            }
+            // The same answers from the database reopened.
+            $answers = array_map(static fn ($e) => self::answer($l, $e), $scenario['expect']);
+            $l->close();
+            $l = Ledger::open("sqlite:$path", self::verifier());
+            $this->assertSame($answers, array_map(static fn ($e) => self::answer($l, $e), $scenario['expect']));
+        } finally {
+            $l->close();
+            @unlink($path);
+            foreach (glob("$path-*") ?: [] as $x) {
+                @unlink($x);
+            }
+        }
+    }
+
+    public function testOracleAgreesWithAppleOnEveryLifecycleAndIngestIsIdempotent(): void
+    {
+        $doc = self::doc();
+        $all = array_merge($doc['scenarios'], $doc['random']);
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        $stored = 0;
+        $values = [];
+        foreach ($all as $lc) {
+            foreach (self::signed($lc, 'both') as $v) {
+                $values[] = $v;
+                $stored += self::ingest($l, ...$v)->stored ? 1 : 0;
+            }
+        }
+        $summary = $l->summary();
+        $this->assertSame([], $summary->disagreements);
+        $this->assertGreaterThan(300, $summary->checkedNotifications);
+        $this->assertSame($stored, $summary->events);
+        $this->assertSame(array_sum(array_map(static fn ($lc) => count($lc['notifications']), $all)), $summary->notifications);
+        foreach (array_slice($values, 0, 200) as $v) {
+            $this->assertFalse(self::ingest($l, ...$v)->stored);
+        }
+        $this->assertEquals($summary, $l->summary());
+    }
+
+    public function testBadInputIsRefusedWithTheVerifiersReason(): void
+    {
+        $doc = self::doc();
+        $first = $doc['scenarios'][0];
+        $customer = null;
+        foreach ($first['expect'] as $e) {
+            $customer ??= $e['customer'] ?? null;
+        }
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        foreach (self::signed($first, 'both') as $v) {
+            self::ingest($l, ...$v);
+        }
+        $before = [json_encode($l->summary()), json_encode($l->customer($customer, 1_900_000_000_000))];
+        $this->assertGreaterThanOrEqual(9, count($doc['bad']));
+        foreach ($doc['bad'] as $bad) {
+            $jws = !empty($bad['oversizedBytes']) ? str_repeat('a', $bad['oversizedBytes']) : $bad['signed'];
+            try {
+                self::ingest($l, $bad['kind'], $jws);
+                $this->fail("{$bad['name']}: accepted");
+            } catch (VerificationException $x) {
+                $this->assertSame($bad['status'], $x->appstoreStatus->name, "{$bad['name']}: {$x->getMessage()}");
+                $this->assertSame(strtoupper($bad['reason']), $x->reason->name, $bad['name']);
+            }
+        }
+        $this->assertSame($before, [json_encode($l->summary()), json_encode($l->customer($customer, 1_900_000_000_000))]);
+    }
+
+    public function testTheVerifiersIdentityDecides(): void
+    {
+        $jws = self::doc()['scenarios'][0]['notifications'][0]['signed'];
+        $l = Ledger::open('sqlite::memory:', self::verifier('com.example.other'));
+        try {
+            $l->ingestNotification($jws);
+            $this->fail('accepted');
+        } catch (VerificationException $e) {
+            $this->assertSame(FailureReason::WRONG_BUNDLE, $e->reason);
+        }
+        $this->assertSame(0, $l->summary()->events);
+    }
+
+    public function testArguments(): void
+    {
+        try {
+            Ledger::open('mysql://nope', self::verifier());
+            $this->fail('accepted');
+        } catch (\InvalidArgumentException $e) {
+            $this->assertNotSame('', $e->getMessage());
+        }
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        $this->assertNull($l->subscription('unknown'));
+        $this->assertSame([], $l->customer('unknown')->entitlements);
+        $l->close();
+        $this->expectException(\LogicException::class);
+        $l->summary();
+    }
+}
