@@ -161,7 +161,7 @@ struct ServeConfig {
                     }
                 }
             default:
-                throw ServeConfig.configurationError("\(path): unknown member \(QuotedText.quote(key)) (see docs/serve.md)")
+                throw ServeConfig.configurationError("\(path): unknown member \(QuotedText.quote(key)) (see serve.md)")
             }
         }
     }
