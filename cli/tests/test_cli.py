@@ -262,6 +262,8 @@ def test_own_pki_needs_its_root(testpki: Path) -> None:
     summary = tool("verify", "--summary", "--root", pem.name, str(path))
     assert summary.code == 0 and summary.out.startswith("VALID transaction"), summary
     assert "2000000912345678" in summary.out
+    # Another root than Apple's: the summary does not say "signed by Apple".
+    assert f"signed under the given root (chain to {pem.name}" in summary.out and "by Apple" not in summary.out, summary
 
 
 def test_online_checks_report_an_unreachable_responder_as_network(testpki: Path) -> None:
