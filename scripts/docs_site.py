@@ -219,11 +219,12 @@ def browser(out: str, chromium: str, api: bool) -> int:
     if api:
         todo += [("api/index.html", "API reference"), ("api/c/index.html", "appstoreserver"),
                  ("api/python/appstoreserver.html", "appstoreserver"),
-                 ("api/swift/documentation/appstoreserver/index.html", "SignedDataVerifier")]
+                 # DocC's router takes the folder's URL (with index.html it shows "page not found")
+                 ("api/swift/documentation/appstoreserver/", "SignedDataVerifier")]
     failed = []
     profile = os.path.join(out, ".chromium-profile")
     for page, want in todo:
-        if not os.path.exists(os.path.join(out, page)):
+        if not os.path.exists(os.path.join(out, page, "index.html") if page.endswith("/") else os.path.join(out, page)):
             failed.append(f"{page}: missing")
             continue
         try:
