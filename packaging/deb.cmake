@@ -9,7 +9,6 @@
 
 # The packages' library files (components excluded from cmake --install): the self-contained library as the default
 # libappstoreserver.so.X, and the self-contained directory's names leading to it.
-appstore_link(sc_major_to_default "../../${APPSTORE_SO_FULL}")
 install(FILES "${APPSTORE_DIST_LIB}" RENAME "${APPSTORE_SO_FULL}" DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         COMPONENT deb_runtime EXCLUDE_FROM_ALL)
 install(FILES "${APPSTORE_PKG_BIN}/links/so_major_to_full" RENAME "${APPSTORE_SO_MAJOR}"

@@ -3,9 +3,13 @@
 #
 # cmake --install build --prefix P  (components runtime, selfcontained, development, tool):
 #   include/appstoreserver.h
-#   lib/libappstoreserver.so.X.Y.Z, .so.X, .so                      system-linked (RUNPATH: APPSTORE_INSTALL_RPATH)
-#   lib/appstoreserver/selfcontained/libappstoreserver.so.X.Y.Z, .so.X, .so   the stripped build/dist library
-#   lib/pkgconfig/appstoreserver.pc, appstoreserver-selfcontained.pc
+#   lib/libappstoreserver.so.X.Y.Z, .so.X, .so                      the default: the self-contained library (the
+#                                                                   stripped build/dist one; needs only glibc)
+#   lib/appstoreserver/selfcontained/libappstoreserver.so.X, .so    the same library under its old name (links)
+#   lib/appstoreserver/swiftrt/libappstoreserver.so.X.Y.Z, .so.X, .so   the system-linked library (needs the Swift
+#                                                                   runtime: RUNPATH APPSTORE_INSTALL_RPATH, libcrypto)
+#   lib/pkgconfig/appstoreserver.pc (self-contained), appstoreserver-selfcontained.pc (the same),
+#                 appstoreserver-swiftrt.pc (system-linked)
 #   lib/cmake/appstoreserver/appstoreserverConfig.cmake, appstoreserverConfigVersion.cmake
 #   share/appstoreserver/appstoreserver.abi.json                   the machine-readable ABI, for binding generators
 #   share/doc/appstoreserver/LICENSE, THIRD_PARTY_NOTICES           the licence, and what each binary contains
@@ -22,6 +26,7 @@ set(APPSTORE_SO_MAJOR "libappstoreserver.so.${PROJECT_VERSION_MAJOR}")
 set(APPSTORE_SO_FULL "libappstoreserver.so.${PROJECT_VERSION}")
 set(APPSTORE_DIST_LIB "${CMAKE_CURRENT_BINARY_DIR}/dist/${APPSTORE_SO_MAJOR}")
 set(APPSTORE_SC_LIBDIR "${CMAKE_INSTALL_LIBDIR}/appstoreserver/selfcontained")
+set(APPSTORE_SWIFTRT_LIBDIR "${CMAKE_INSTALL_LIBDIR}/appstoreserver/swiftrt")
 set(APPSTORE_PKG_BIN "${CMAKE_CURRENT_BINARY_DIR}/packaging")
 
 # --- RUNPATH of the system-linked library -------------------------------------------------------------------
@@ -54,8 +59,12 @@ set(APPSTORE_TOOL_COMPLETIONS_DIR "" CACHE PATH
     "Directory of completion scripts to install (appstoreserver.bash, _appstoreserver for zsh, appstoreserver.fish)")
 
 # --- 1. libraries -------------------------------------------------------------------------------------------
+# The default name (lib/libappstoreserver.so, `-lappstoreserver`, pkg-config appstoreserver,
+# appstoreserver::appstoreserver) is the self-contained library, which works everywhere; the system-linked one, which
+# needs the Swift runtime of the toolchain that built it, has its own folder and names (swiftrt). The Debian packages
+# have the same layout without the swiftrt folder (deb.cmake).
 install(TARGETS appstoreserver
-  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT runtime NAMELINK_COMPONENT development)
+  LIBRARY DESTINATION "${APPSTORE_SWIFTRT_LIBDIR}" COMPONENT runtime NAMELINK_COMPONENT runtime)
 
 # The self-contained library installed is the stripped build/dist copy the selfcontained_lib test checks; its
 # links are made here (CMake installs a symbolic link as a link).
@@ -65,14 +74,20 @@ function(appstore_link name target)
 endfunction()
 appstore_link(so_major_to_full "${APPSTORE_SO_FULL}")
 appstore_link(so_to_major "${APPSTORE_SO_MAJOR}")
+appstore_link(sc_major_to_default "../../${APPSTORE_SO_FULL}")
 
 # install(FILES) gives mode 0644, as install(TARGETS) gives the system-linked one on Debian (CMAKE_INSTALL_SO_NO_EXE).
-install(FILES "${APPSTORE_DIST_LIB}" RENAME "${APPSTORE_SO_FULL}" DESTINATION "${APPSTORE_SC_LIBDIR}"
+install(FILES "${APPSTORE_DIST_LIB}" RENAME "${APPSTORE_SO_FULL}" DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         COMPONENT selfcontained)
 install(FILES "${APPSTORE_PKG_BIN}/links/so_major_to_full" RENAME "${APPSTORE_SO_MAJOR}"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT selfcontained)
+install(FILES "${APPSTORE_PKG_BIN}/links/sc_major_to_default" RENAME "${APPSTORE_SO_MAJOR}"
         DESTINATION "${APPSTORE_SC_LIBDIR}" COMPONENT selfcontained)
 install(FILES "${APPSTORE_PKG_BIN}/links/so_to_major" RENAME libappstoreserver.so
         DESTINATION "${APPSTORE_SC_LIBDIR}" COMPONENT selfcontained)
+# The link a linker finds for -lappstoreserver (development, so the .deb's -dev package has it too).
+install(FILES "${APPSTORE_PKG_BIN}/links/so_to_major" RENAME libappstoreserver.so
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT development)
 
 # --- 2. header, ABI description, pkg-config, CMake package ----------------------------------------------------
 install(FILES "${CMAKE_CURRENT_SOURCE_DIR}/include/appstoreserver.h"
@@ -85,10 +100,14 @@ file(RELATIVE_PATH APPSTORE_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgcon
 file(RELATIVE_PATH APPSTORE_CMAKE_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/cmake/appstoreserver" "/prefix")
 string(REGEX REPLACE "/$" "" APPSTORE_PC_TO_PREFIX "${APPSTORE_PC_TO_PREFIX}")
 string(REGEX REPLACE "/$" "" APPSTORE_CMAKE_TO_PREFIX "${APPSTORE_CMAKE_TO_PREFIX}")
-foreach(pc appstoreserver appstoreserver-selfcontained)
+foreach(pc appstoreserver appstoreserver-selfcontained appstoreserver-swiftrt)
   configure_file("${CMAKE_CURRENT_SOURCE_DIR}/packaging/${pc}.pc.in" "${APPSTORE_PKG_BIN}/${pc}.pc" @ONLY)
-  install(FILES "${APPSTORE_PKG_BIN}/${pc}.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig" COMPONENT development)
 endforeach()
+install(FILES "${APPSTORE_PKG_BIN}/appstoreserver.pc" "${APPSTORE_PKG_BIN}/appstoreserver-selfcontained.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig" COMPONENT development)
+# With the system-linked library (not in the .debs, which do not ship it).
+install(FILES "${APPSTORE_PKG_BIN}/appstoreserver-swiftrt.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig" COMPONENT runtime)
 
 configure_file("${CMAKE_CURRENT_SOURCE_DIR}/packaging/appstoreserverConfig.cmake.in"
                "${APPSTORE_PKG_BIN}/appstoreserverConfig.cmake" @ONLY)
@@ -134,6 +153,19 @@ if(APPSTORE_TOOL_COMPLETIONS_DIR)
        FILES \"${from}\")
 endif()" COMPONENT tool)
   endforeach()
+endif()
+
+# The tool's man pages (cli/build writes them beside the binary: man/man1/, from scripts/manpages) and its guides,
+# where --help points (share/doc/appstoreserver).
+if(APPSTORE_TOOL)
+  get_filename_component(_appstore_tool_dir "${APPSTORE_TOOL}" DIRECTORY)
+  install(CODE "file(GLOB _pages \"${_appstore_tool_dir}/man/man1/*.1\")
+if(NOT _pages)
+  message(FATAL_ERROR \"no man pages in ${_appstore_tool_dir}/man/man1 (cli/build makes them)\")
+endif()
+file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man1\" TYPE FILE FILES \${_pages})" COMPONENT tool)
+  install(FILES "${CMAKE_CURRENT_SOURCE_DIR}/docs/cli.md" "${CMAKE_CURRENT_SOURCE_DIR}/docs/serve.md"
+                "${CMAKE_CURRENT_SOURCE_DIR}/docs/ledger.md" DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT tool)
 endif()
 
 # --- 4. Debian packages --------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 // A comment ending with `@cfunction appstore_...` documents a method that wraps that C function: its first
 // paragraph is the function's summary in include/appstoreserver.h, rendered by scripts/generate
 // (scripts/specgen/binding_docs.py; do not edit it here); the Node notes follow an empty line (test/docs.test.js).
+/// <reference lib="es2018.asynciterable" />  // the ...Pages iterators, for projects compiled for older targets
 import {
     AppStoreServerAPIEndpoints,
     SignedDataVerifierOperations,

@@ -31,7 +31,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
@@ -263,6 +263,8 @@ def test_own_pki_needs_its_root(testpki: Path) -> None:
     summary = tool("verify", "--summary", "--root", pem.name, str(path))
     assert summary.code == 0 and summary.out.startswith("VALID transaction"), summary
     assert "2000000912345678" in summary.out
+    # Another root than Apple's: the summary does not say "signed by Apple".
+    assert f"signed under the given root (chain to {pem.name}" in summary.out and "by Apple" not in summary.out, summary
 
 
 def test_online_checks_report_an_unreachable_responder_as_network(testpki: Path) -> None:
@@ -377,6 +379,23 @@ def test_help_and_version() -> None:
         assert h.code == 0 and "USAGE:" in h.out.upper(), h
     v = tool("--version")
     assert v.code == 0 and v.out.strip() == (REPO / "VERSION").read_text().strip()
+
+
+def test_help_fits_80_columns() -> None:
+    """Every command's --help wraps only prose at 80 columns: no preformatted line of a discussion (examples, the exit
+    status table; indented in the text) is longer than 80 characters, so none is broken in the middle. The man pages
+    (scripts/manpages) come from the same text."""
+    def commands(cmd: Dict[str, Any], path: List[str]):
+        yield path, cmd
+        for sub in cmd.get("subcommands", []):
+            if sub["commandName"] != "help":
+                yield from commands(sub, path + [sub["commandName"]])
+    dump = json.loads(tool("--experimental-dump-help").out)
+    found = list(commands(dump["command"], ["appstoreserver"]))
+    assert len(found) > 15 and sum("EXAMPLES" in (c.get("discussion") or "") for _, c in found) >= 8, len(found)
+    for path, cmd in found:
+        long = [line for line in (cmd.get("discussion") or "").splitlines() if line.startswith(" ") and len(line) > 78]
+        assert not long, f"{' '.join(path)}: {long}"
 
 
 def test_completion_scripts() -> None:

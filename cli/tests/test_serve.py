@@ -1045,3 +1045,16 @@ def test_configuration_file_and_flags(pki: Path, doc: Dict[str, Any], tmp_path: 
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == CONFIG and "cannot listen" in r.stderr, r
     assert tool("serve", "--help").code == 0
+    # The README's first command names a ledger in a folder that does not exist yet: serve makes it (and its
+    # parents); a folder that cannot be made is named, with the reason.
+    deep = tmp_path / "var" / "lib" / "appstoreserver" / "sandbox.db"
+    r = check(config, "--ledger", f"sandbox={deep}")
+    assert r.returncode == 0 and deep.exists() and "made the ledger's folder" in r.stderr, r
+    (tmp_path / "a-file").write_text("x")
+    r = check(config, "--ledger", f"sandbox={tmp_path / 'a-file' / 'sub' / 'sandbox.db'}")
+    assert r.returncode == CONFIG and f"{tmp_path / 'a-file'} is not a folder" in r.stderr, r
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        r = check(config, "--ledger", f"sandbox={locked / 'new' / 'sandbox.db'}")
+        assert r.returncode == CONFIG and f"{locked / 'new'}" in r.stderr and "Permission denied" in r.stderr, r

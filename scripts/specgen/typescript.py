@@ -218,7 +218,10 @@ def render_verifier(abi: dict) -> list[str]:
 
 
 def render(spec: Spec, abi: dict) -> str:
-    out = [MARK, "// Declarations of the generated part of the appstoreserver Node binding; index.d.ts re-exports them.", ""]
+    # The ...Pages methods return AsyncIterableIterator (ES2018): referenced here so that a project compiled for an
+    # older target (TypeScript 4.8 defaults to ES3) still type-checks.
+    out = [MARK, "// Declarations of the generated part of the appstoreserver Node binding; index.d.ts re-exports them.",
+           '/// <reference lib="es2018.asynciterable" />', ""]
     for name, enum in spec.enums.items():
         out += render_enum(node.node_type(name), node.enum_members(spec, name), enum.get("doc"))
     for m in node.MERGED_ENDPOINTS.values():

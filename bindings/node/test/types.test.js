@@ -386,3 +386,20 @@ test('the drift check fails when the declarations and the JavaScript differ', { 
     assert.match(r.stdout, want);
   }
 });
+
+test('tsc with TypeScript\'s defaults (no target, no lib: ES3 in 4.8): the declarations still type-check', { skip: !HAVE_TSC && 'no tsc' }, () => {
+  // The ...Pages iterators are AsyncIterableIterator (ES2018): the declarations reference that lib themselves.
+  const dir = fs.mkdtempSync(path.join(tmpdir(), 'ts-default-'));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(PKG, path.join(dir, 'node_modules', 'appstoreserver'));
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, moduleResolution: 'node', types: [] }, files: ['app.ts'] }));
+  fs.writeFileSync(path.join(dir, 'app.ts'), `import { AppStoreServerAPIClient, Environment, SignedDataVerifier } from 'appstoreserver';
+const verifier = new SignedDataVerifier([], false, Environment.SANDBOX, 'com.example.app');
+declare const client: AppStoreServerAPIClient;
+const pages = client.getRefundHistoryPages('1');
+export { verifier, pages };
+`);
+  const r = check(dir);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});

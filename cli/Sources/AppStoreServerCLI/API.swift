@@ -13,11 +13,17 @@ struct API: ParsableCommand {
             missing or mistyped one is an error naming it.
 
             EXAMPLES
-              appstoreserver api getTransactionInfo --param transactionId=2000000123456789 --key key.p8
-              appstoreserver api getTransactionHistory --param anyTransactionId=2000000123456789 \\
-                  --param productTypes:='["AUTO_RENEWABLE"]' --param sort=DESCENDING --all-pages --verify
-              appstoreserver api requestTestNotification --environment production --dry-run
-              appstoreserver api extendSubscriptionRenewalDate --param originalTransactionId=2000000123 --body extend.json
+              appstoreserver api getTransactionInfo \\
+                  --param transactionId=2000000123456789 \\
+                  --key key.p8
+              appstoreserver api getTransactionHistory \\
+                  --param anyTransactionId=2000000123456789 \\
+                  --param productTypes:='["AUTO_RENEWABLE"]' --param sort=DESCENDING \\
+                  --all-pages --verify
+              appstoreserver api requestTestNotification --environment production \\
+                  --dry-run
+              appstoreserver api extendSubscriptionRenewalDate \\
+                  --param originalTransactionId=2000000123 --body extend.json
             """
     )
 

@@ -9,18 +9,21 @@ struct LedgerCommand: ParsableCommand {
         abstract: "Record verified App Store data in a purchase ledger; show who is entitled to what.",
         discussion: """
             The ledger keeps every verified notification, transaction and renewal info (SQLite) and answers, for any \
-            instant, a subscription's status (Apple's 1-5) and a customer's entitlements (docs/ledger.md). The same \
+            instant, a subscription's status (Apple's 1-5) and a customer's entitlements (ledger.md). The same \
             ledger as the library's in every language: a database written here is read by Python, Node, C and Swift.
 
             --db names the ledger: sqlite:/path/ledger.db or a plain path, or postgresql://user@host/database (libpq, \
             loaded then; several processes may share it) (default: $APPSTORE_LEDGER).
 
             EXAMPLES
-              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app --environment production \\
-                  --app-apple-id 1234 notification.json history-page.json
-              appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
-              appstoreserver ledger show --db ledger.db 2000000123456789 --at 2025-04-01T00:00:00Z
-              appstoreserver ledger show --db ledger.db            # counts, and the oracle's disagreements
+              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app \\
+                  --environment production --app-apple-id 1234 \\
+                  notification.json history-page.json
+              appstoreserver ledger entitlements --db ledger.db \\
+                  6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              appstoreserver ledger show --db ledger.db 2000000123456789 \\
+                  --at 2025-04-01T00:00:00Z
+              appstoreserver ledger show --db ledger.db    # counts, oracle disagreements
             """,
         subcommands: [Ingest.self, Show.self, Entitlements.self]
     )

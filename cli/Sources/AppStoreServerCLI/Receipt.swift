@@ -6,7 +6,8 @@ struct Receipt: ParsableCommand {
         abstract: "Read legacy App Store receipts.",
         discussion: """
             EXAMPLES
-              appstoreserver receipt ids receipt.b64          # transaction ids, nothing checked (as Apple's ReceiptUtility)
+              # the transaction ids, nothing checked (as Apple's ReceiptUtility):
+              appstoreserver receipt ids receipt.b64
               appstoreserver receipt verify --bundle-id com.example.app receipt.b64
             """,
         subcommands: [IDs.self, VerifyReceipt.self]

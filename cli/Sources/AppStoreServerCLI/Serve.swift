@@ -11,7 +11,7 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Receive App Store Server Notifications: verify each, store it in the ledger, answer 200 once it is durable.",
         discussion: """
-            An HTTP/1.1 server (loopback by default; put a TLS reverse proxy such as nginx in front, docs/serve.md) \
+            An HTTP/1.1 server (loopback by default; put a TLS reverse proxy such as nginx in front, serve.md) \
             with one notification URL per environment: POST /notifications/production and \
             /notifications/sandbox, each with its own ledger (a ledger holds one app's data in one environment). \
             Each post is verified deeply (signature, Apple's chain, bundle id, App Apple ID, environment; the \
@@ -25,20 +25,23 @@ struct Serve: ParsableCommand {
             Always: GET /healthz. Logs: JSON lines on \
             stdout. SIGTERM or SIGINT: stop accepting, finish the requests begun, close the ledgers, exit 0.
 
-            Flags override the configuration file (--config, JSON, docs/serve.md).
+            Flags override the configuration file (--config, JSON, serve.md).
 
             EXAMPLES
               appstoreserver serve --bundle-id com.example.app --app-apple-id 1234567890 \\
                   --ledger production=/var/lib/appstoreserver/production.db \\
-                  --ledger sandbox=/var/lib/appstoreserver/sandbox.db --api-key-file /etc/appstoreserver/api-key
+                  --ledger sandbox=/var/lib/appstoreserver/sandbox.db \\
+                  --api-key-file /etc/appstoreserver/api-key
               appstoreserver serve --config /etc/appstoreserver/serve.json
-              appstoreserver serve --config serve.json --check      # check the configuration, open the ledgers, exit
-              appstoreserver serve --config serve.json --sync-interval 3600 --key key.p8 --key-id ABC123 \\
-                  --issuer-id 57246542-96fe-1a63-e053-0824d011072a   # and catch up on missed ones hourly (docs/serve.md)
+              # check the configuration, open the ledgers, exit:
+              appstoreserver serve --config serve.json --check
+              # and catch up on missed notifications hourly (serve.md, "sync"):
+              appstoreserver serve --config serve.json --sync-interval 3600 --key key.p8 \\
+                  --key-id ABC123 --issuer-id 57246542-96fe-1a63-e053-0824d011072a
             """
     )
 
-    @Option(help: ArgumentHelp("A JSON configuration file (docs/serve.md); the flags below override it.", valueName: "file"))
+    @Option(help: ArgumentHelp("A JSON configuration file (serve.md); the flags below override it.", valueName: "file"))
     var config: String?
     @Option(help: ArgumentHelp("Where to listen: host:port, [v6]:port or a port (default: 127.0.0.1:8080; port 0: any free one, logged).", valueName: "address"))
     var listen: String?
@@ -97,6 +100,7 @@ struct Serve: ParsableCommand {
             var ledgers: [ServeEnvironment: Ledger] = [:]
             for (env, url) in config.ledgers.sorted(by: { $0.key < $1.key }) {
                 let verifier = try config.verifier(env, bundleId: bundle)
+                try Serve.makeLedgerFolder(url)
                 do throws(LedgerError) {
                     ledgers[env] = try Ledger.open(url, verifier: verifier)
                 } catch {
@@ -110,6 +114,35 @@ struct Serve: ParsableCommand {
             }
             try Serve.serve(config, bundle, consume ledgers, apiKey, periodic)
         }
+    }
+
+    /// A SQLite ledger's folder: made (with its parents, mode 0750) when it does not exist yet, as a first run from the
+    /// README's command needs; when it cannot be made, the error names the folder and why.
+    static func makeLedgerFolder(_ url: String) throws(ToolFailure) {
+        guard url.hasPrefix("sqlite:") else { return }
+        var path = String(url.dropFirst("sqlite:".count))
+        if let query = path.firstIndex(of: "?") { path = String(path[..<query]) }
+        guard !path.hasPrefix(":memory:"), let slash = path.lastIndex(of: "/") else { return }
+        let folder = String(path[..<slash])
+        guard !folder.isEmpty else { return }
+        var made: [String] = []
+        var prefix = folder.hasPrefix("/") ? "" : "."
+        for part in folder.split(separator: "/") {
+            prefix += "/" + part
+            var st = stat()
+            if stat(prefix, &st) == 0 {
+                guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                    throw ServeConfig.configurationError("the ledger's folder \(folder) cannot be made: \(prefix) is not a folder")
+                }
+                continue
+            }
+            guard errno == ENOENT, mkdir(prefix, 0o750) == 0 || errno == EEXIST else {
+                let why = String(cString: strerror(errno))
+                throw ServeConfig.configurationError("the ledger's folder \(folder) does not exist and cannot be made (\(prefix): \(why)); make it, or give --ledger another path")
+            }
+            made.append(prefix)
+        }
+        if !made.isEmpty { Output.error("serve: made the ledger's folder \(folder)") }
     }
 
     /// The file's values, then the flags.

@@ -174,7 +174,7 @@ struct ServeConfig {
                     }
                 }
             default:
-                throw ServeConfig.configurationError("\(path): unknown member \(QuotedText.quote(key)) (see docs/serve.md)")
+                throw ServeConfig.configurationError("\(path): unknown member \(QuotedText.quote(key)) (see serve.md)")
             }
         }
     }

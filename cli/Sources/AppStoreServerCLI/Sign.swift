@@ -41,12 +41,15 @@ struct Sign: ParsableCommand {
             The key comes from --key FILE or $APPSTORE_PRIVATE_KEY (its PEM text), never from an argument.
 
             EXAMPLES
-              export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" APPSTORE_KEY_ID=ABC123 \\
-                     APPSTORE_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a APPSTORE_BUNDLE_ID=com.example.app
+              export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" \\
+                  APPSTORE_KEY_ID=ABC123 APPSTORE_BUNDLE_ID=com.example.app \\
+                  APPSTORE_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a
               appstoreserver sign token
-              appstoreserver sign promotional-offer-v2 --product-id com.example.monthly --offer-id WINBACK
-              appstoreserver sign promotional-offer --product-id com.example.monthly --offer-id WINBACK \\
-                     --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
+              appstoreserver sign promotional-offer-v2 --product-id com.example.monthly \\
+                  --offer-id WINBACK
+              appstoreserver sign promotional-offer --product-id com.example.monthly \\
+                  --offer-id WINBACK \\
+                  --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
             """,
         subcommands: [Token.self, PromotionalOffer.self, PromotionalOfferV2.self, IntroductoryOfferEligibility.self,
                       AdvancedCommerce.self]

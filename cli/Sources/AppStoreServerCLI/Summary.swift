@@ -7,7 +7,7 @@ enum Summary {
         guard let object = JSONValue.parse(json), object.object != nil else { return ["VALID"] }
         let signedBy = setup.environment == .xcode || setup.environment == .localTesting
             ? "not signed by Apple (\(setup.environment.rawValue) data: no signature check)"
-            : "signed by Apple (chain to \(setup.anchors)\(setup.online ? ", OCSP checked" : ", offline"))"
+            : "\(setup.anchors == AppleRoot.g3.name ? "signed by Apple" : "signed under the given root") (chain to \(setup.anchors)\(setup.online ? ", OCSP checked" : ", offline"))"
         var out = ["VALID \(label(kind))\(deep ? " (nested signed data verified too)" : ""), \(signedBy)"]
         func add(_ name: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }

@@ -30,13 +30,16 @@ struct Sync: ParsableCommand {
             other commands.
 
             EXAMPLES
-              export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" APPSTORE_KEY_ID=ABC123 \\
-                     APPSTORE_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a APPSTORE_BUNDLE_ID=com.example.app
+              export APPSTORE_PRIVATE_KEY="$(cat SubscriptionKey_ABC123.p8)" \\
+                  APPSTORE_KEY_ID=ABC123 APPSTORE_BUNDLE_ID=com.example.app \\
+                  APPSTORE_ISSUER_ID=57246542-96fe-1a63-e053-0824d011072a
+              # the cursor is kept in production.db.sync.json:
               appstoreserver sync --environment production --app-apple-id 1234567890 \\
-                  --db /var/lib/appstoreserver/production.db          # cursor: production.db.sync.json
-              appstoreserver sync --environment sandbox --db sandbox.db --transaction-id 2000000123456789
-              appstoreserver sync --environment production --app-apple-id 1234567890 --db production.db \\
-                  --known-subscriptions --no-notification-history
+                  --db /var/lib/appstoreserver/production.db
+              appstoreserver sync --environment sandbox --db sandbox.db \\
+                  --transaction-id 2000000123456789
+              appstoreserver sync --environment production --app-apple-id 1234567890 \\
+                  --db production.db --known-subscriptions --no-notification-history
             """
     )
 

@@ -14,18 +14,29 @@ struct AppStoreServerTool: ParsableCommand {
             the checks are the ones your servers make.
 
             EXAMPLES
-              appstoreserver verify --summary notification.json      # is it real, and what does it say?
-              appstoreserver verify --bundle-id com.example.app --environment sandbox transaction.jws
-              appstoreserver decode notification.json               # no verification: for debugging
-              APPSTORE_PRIVATE_KEY="$(cat key.p8)" appstoreserver sign token --key-id ABC --issuer-id UUID --bundle-id com.example.app
-              appstoreserver api getTransactionInfo --param transactionId=2000000123 --key key.p8 --dry-run
+              appstoreserver verify --summary notification.json  # real? what does it say?
+              appstoreserver verify --bundle-id com.example.app --environment sandbox \\
+                  tx.jws
+              appstoreserver decode notification.json            # not verified: debugging
+              APPSTORE_PRIVATE_KEY="$(cat key.p8)" appstoreserver sign token \\
+                  --key-id ABC --issuer-id UUID --bundle-id com.example.app
+              appstoreserver api getTransactionInfo --param transactionId=2000000123 \\
+                  --key key.p8 --dry-run
               appstoreserver receipt ids receipt.b64
-              appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
-              appstoreserver serve --bundle-id com.example.app --ledger sandbox=sandbox.db   # notifications in, verified, stored
-              appstoreserver sync --environment sandbox --db sandbox.db       # and those missed, from Apple's history
+              appstoreserver ledger entitlements --db ledger.db \\
+                  6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              # notifications in, verified, stored; and those missed, from Apple:
+              appstoreserver serve --bundle-id com.example.app --ledger sandbox=sandbox.db
+              appstoreserver sync --environment sandbox --db sandbox.db
 
             EXIT STATUS
               \(ExitStatus.table)
+
+            DOCUMENTATION
+              man appstoreserver-COMMAND: a page per command (appstoreserver-serve, ...);
+              the guides cli.md, serve.md and ledger.md in share/doc/appstoreserver where
+              the tool is installed (/usr/share/doc/appstoreserver from the .deb), also
+              at https://github.com/OWNER/appstoreserver/tree/main/docs
             """,
         version: AppStoreServerVersion.string,
         subcommands: [Verify.self, Decode.self, Sign.self, API.self, Receipt.self, Roots.self, LedgerCommand.self, Serve.self, Sync.self]
@@ -72,7 +83,7 @@ enum ExitStatus: Int32, CaseIterable {
     var meaning: String {
         switch self {
         case .success: "valid / done"
-        case .invalid: "invalid: the data was read and rejected (signature, chain, identity, receipt)"
+        case .invalid: "invalid: read and rejected (signature, chain, identity, receipt)"
         case .apiError: "the App Store Server API answered with an error"
         case .network: "network failure (connection, timeout, OCSP responder unreachable)"
         case .usage: "bad usage (options, arguments, parameters)"

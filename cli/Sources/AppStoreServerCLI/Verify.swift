@@ -62,8 +62,10 @@ struct Verify: ParsableCommand {
             EXAMPLES
               appstoreserver verify --summary notification.json
               curl -s … | appstoreserver verify --deep - | jq .transaction
-              appstoreserver verify --bundle-id com.example.app --environment production --app-apple-id 1234 tx.jws
-              appstoreserver verify --online tx.jws          # also asks Apple's OCSP responders about revocation
+              appstoreserver verify --bundle-id com.example.app --environment production \\
+                  --app-apple-id 1234 tx.jws
+              # also ask Apple's OCSP responders whether a certificate was revoked:
+              appstoreserver verify --online tx.jws
             """
     )
 
