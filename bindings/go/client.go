@@ -48,7 +48,7 @@ type AppStoreServerAPIClient struct {
 	key    *SigningKey
 	ownKey bool
 	http   *http.Client
-	now    func() int64                                  // ms since 1970 (tests: a scripted clock)
+	now    func() int64                                     // ms since 1970 (tests: a scripted clock)
 	sleep  func(ctx context.Context, d time.Duration) error // tests: a scripted sleep
 }
 

@@ -13,8 +13,11 @@ type Environment = model.Environment
 
 const (
 	EnvironmentSandbox = model.EnvironmentSandbox
+
 	EnvironmentProduction = model.EnvironmentProduction
+
 	EnvironmentXcode = model.EnvironmentXcode
+
 	EnvironmentLocalTesting = model.EnvironmentLocalTesting
 )
 
@@ -55,48 +58,66 @@ type VerificationStatus int32
 const (
 	// success
 	VerificationStatusOk VerificationStatus = 0
+
 	// a required argument is NULL, not valid UTF-8, or out of range; nothing was done
 	VerificationStatusInvalidArgument VerificationStatus = 1
+
 	// the options do not make a usable verifier or client (no roots, Production without app Apple ID, online checks
 	// without a transport, ...)
 	VerificationStatusConfigurationError VerificationStatus = 2
+
 	// the signed data is not genuine or not valid (Apple's VERIFICATION_FAILURE)
 	VerificationStatusVerificationFailure VerificationStatus = 3
+
 	// online checks only: no OCSP answer could be obtained; nothing was learnt about the data, verify again later;
 	// never cached
 	VerificationStatusRetryableVerificationFailure VerificationStatus = 4
+
 	// the data is for another app (bundle id or app Apple ID)
 	VerificationStatusInvalidAppIdentifier VerificationStatus = 5
+
 	// the data is from another environment
 	VerificationStatusInvalidEnvironment VerificationStatus = 6
+
 	// the x5c chain is missing or not exactly 3 certificates
 	VerificationStatusInvalidChainLength VerificationStatus = 7
+
 	// an x5c certificate cannot be read
 	VerificationStatusInvalidCertificate VerificationStatus = 8
+
 	// not a compact JWS, or its JSON does not decode (Apple's Swift status; Python and Node report
 	// VERIFICATION_FAILURE)
 	VerificationStatusInvalidJwtFormat VerificationStatus = 9
+
 	// a signing key that cannot be used (not PEM, encrypted, truncated, not EC P-256), or an external signer that
 	// failed
 	VerificationStatusInvalidKey VerificationStatus = 10
+
 	// receipts: a well-formed receipt that holds no transaction id (Apple's libraries return null / nil)
 	VerificationStatusNotFound VerificationStatus = 11
+
 	// receipts: not a receipt of the expected kind (not base64, not BER / PKCS#7, wrong kind, undecodable field)
 	VerificationStatusInvalidReceipt VerificationStatus = 12
+
 	// App Store Server API: Apple answered with an HTTP error status (see appstore_error_http_status /
 	// _api_error_code / _retry_after)
 	VerificationStatusApiError VerificationStatus = 20
+
 	// App Store Server API: no answer; the transport timed out, could not connect, or failed
 	VerificationStatusTransportError VerificationStatus = 21
+
 	// App Store Server API: Apple answered with a success status, but the body does not decode into the endpoint's
 	// model
 	VerificationStatusInvalidResponse VerificationStatus = 22
+
 	// App Store Server API: the client's own rate limiter (opt-in) had no free slot within the wait allowed; nothing
 	// was sent; appstore_error_retry_at_ms says when the next slot is free
 	VerificationStatusRateLimited VerificationStatus = 23
+
 	// the purchase ledger's database failed (I/O error, disk full, a lock held too long, a database server
 	// unreachable); nothing was acknowledged; try again later
 	VerificationStatusStorageError VerificationStatus = 24
+
 	// a bug or resource exhaustion inside the library
 	VerificationStatusInternalError VerificationStatus = 99
 )
@@ -152,120 +173,177 @@ type Reason int32
 const (
 	// no failure
 	ReasonNone Reason = 0
+
 	// not three base64url segments, header not JSON, payload not JSON
 	ReasonMalformed Reason = 1
+
 	// alg is not ES256
 	ReasonUnsupportedAlg Reason = 2
+
 	// no x5c header
 	ReasonMissingX5c Reason = 3
+
 	// x5c has certificates, but not exactly 3
 	ReasonChainLength Reason = 4
+
 	// x5c entry not base64 / not DER / leaf key not P-256
 	ReasonBadCertificate Reason = 5
+
 	// no root certificates configured
 	ReasonNoTrustAnchor Reason = 6
+
 	// chain does not lead to a configured root
 	ReasonUntrustedChain Reason = 7
+
 	// a certificate is not valid at the effective date
 	ReasonExpired Reason = 8
+
 	// Apple's leaf or intermediate marker extension missing
 	ReasonMissingMarkerOid Reason = 9
+
 	// ES256 signature wrong, or not 64-byte r||s
 	ReasonBadSignature Reason = 10
+
 	// signed JSON does not decode into the expected model
 	ReasonUndecodablePayload Reason = 11
+
 	// the payload's bundle id is not the verifier's
 	ReasonWrongBundle Reason = 12
+
 	// the payload's app Apple ID is not the verifier's (Production)
 	ReasonWrongAppID Reason = 13
+
 	// the payload's environment is not the verifier's
 	ReasonWrongEnvironment Reason = 14
+
 	// e.g. a transaction given to the notification call
 	ReasonWrongKind Reason = 15
+
 	// online checks on, but no transport to reach OCSP responders
 	ReasonOnlineChecksUnavailable Reason = 16
+
 	// a required argument is NULL, not UTF-8, out of range, or a request JSON key is unknown
 	ReasonInvalidArgument Reason = 17
+
 	// a bug or resource exhaustion inside the library
 	ReasonInternal Reason = 18
+
 	// no -----BEGIN PRIVATE KEY----- block
 	ReasonKeyNotPem Reason = 19
+
 	// encrypted PKCS#8: provide the plain .p8
 	ReasonKeyEncrypted Reason = 20
+
 	// truncated or corrupt PEM/DER
 	ReasonKeyMalformed Reason = 21
+
 	// RSA, Ed25519, ...
 	ReasonKeyNotEc Reason = 22
+
 	// EC, but not P-256
 	ReasonKeyWrongCurve Reason = 23
+
 	// a request model breaks Apple's limits; the message names the field
 	ReasonInvalidRequest Reason = 24
+
 	// OpenSSL could not create the signature
 	ReasonSigningFailed Reason = 25
+
 	// the input is larger than the documented limit (JWS: the verifier's max_jws_bytes, 1 MiB by default; receipts:
 	// 16 MiB of base64); refused before it is read
 	ReasonInputTooLarge Reason = 26
+
 	// an external signer (a key held in a KMS or HSM) failed, or returned something that is not an ECDSA P-256
 	// signature
 	ReasonSignerFailed Reason = 27
+
 	// the x5c header is an empty list (no certificates)
 	ReasonEmptyX5c Reason = 28
+
 	// receipt not base64 / not BER / not PKCS#7 SignedData / bad attributes
 	ReasonReceiptMalformed Reason = 40
+
 	// with APPSTORE_NOT_FOUND: the receipt has no transaction id
 	ReasonNoTransactionID Reason = 41
+
 	// receipt unsigned, or without its signer's certificate
 	ReasonSignerMissing Reason = 42
+
 	// the Xcode environment has no App Store Server API
 	ReasonUnsupportedEnvironment Reason = 60
+
 	// not one of the APPSTORE_ENDPOINT_* endpoint names
 	ReasonUnknownEndpoint Reason = 61
+
 	// params_json: not an object, unknown/missing key, wrong type
 	ReasonInvalidParameters Reason = 62
+
 	// HTTP error with Apple's error payload (errorCode, errorMessage)
 	ReasonApiError Reason = 63
+
 	// HTTP error without an App Store error payload
 	ReasonHttpError Reason = 64
+
 	// HTTP 429
 	ReasonRateLimited Reason = 65
+
 	// success status, body does not decode (message says what)
 	ReasonUndecodableResponse Reason = 66
+
 	// the transport reported TIMEOUT
 	ReasonTransportTimeout Reason = 67
+
 	// the transport reported UNREACHABLE
 	ReasonTransportUnreachable Reason = 68
+
 	// the transport reported FAILED, or the response body exceeded 64 MiB
 	ReasonTransportFailed Reason = 69
+
 	// appstore_api_client_call without a configured transport
 	ReasonNoTransport Reason = 70
+
 	// the client's rate limiter: no slot for the endpoint within the allowed wait
 	ReasonLocalRateLimit Reason = 71
+
 	// the message names the certificate, revocation time and reason
 	ReasonRevoked Reason = 80
+
 	// the responder does not know the certificate
 	ReasonOcspUnknown Reason = 81
+
 	// answer not signed by the issuer or a responder it authorised
 	ReasonOcspBadSignature Reason = 82
+
 	// thisUpdate in the future or nextUpdate passed (60 s skew)
 	ReasonOcspStale Reason = 83
+
 	// not a DER OCSP response, not basic, unreadable fields
 	ReasonOcspMalformed Reason = 84
+
 	// the answer is about other certificates
 	ReasonOcspCertIDMismatch Reason = 85
+
 	// the answer echoes another nonce (replay)
 	ReasonOcspNonceMismatch Reason = 86
+
 	// responseStatus malformedRequest / sigRequired / unauthorized
 	ReasonOcspRefused Reason = 87
+
 	// the certificate names no http(s) OCSP URL
 	ReasonOcspNoResponder Reason = 88
+
 	// the transport reported UNREACHABLE or FAILED
 	ReasonOcspUnreachable Reason = 89
+
 	// the transport reported TIMEOUT
 	ReasonOcspTimeout Reason = 90
+
 	// HTTP status other than 200
 	ReasonOcspHttpError Reason = 91
+
 	// responseStatus tryLater / internalError
 	ReasonOcspTryLater Reason = 92
+
 	// the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
 	ReasonStorageFailed Reason = 100
 )
@@ -407,91 +485,177 @@ type APIErrorCode int64
 
 const (
 	APIErrorCodeGeneralBadRequest APIErrorCode = 4000000
+
 	APIErrorCodeInvalidAppIdentifier APIErrorCode = 4000002
+
 	APIErrorCodeInvalidRequestRevision APIErrorCode = 4000005
+
 	APIErrorCodeInvalidTransactionID APIErrorCode = 4000006
+
 	APIErrorCodeInvalidOriginalTransactionID APIErrorCode = 4000008
+
 	APIErrorCodeInvalidExtendByDays APIErrorCode = 4000009
+
 	APIErrorCodeInvalidExtendReasonCode APIErrorCode = 4000010
+
 	APIErrorCodeInvalidRequestIdentifier APIErrorCode = 4000011
+
 	APIErrorCodeStartDateTooFarInPast APIErrorCode = 4000012
+
 	APIErrorCodeStartDateAfterEndDate APIErrorCode = 4000013
+
 	APIErrorCodeInvalidPaginationToken APIErrorCode = 4000014
+
 	APIErrorCodeInvalidStartDate APIErrorCode = 4000015
+
 	APIErrorCodeInvalidEndDate APIErrorCode = 4000016
+
 	APIErrorCodePaginationTokenExpired APIErrorCode = 4000017
+
 	APIErrorCodeInvalidNotificationType APIErrorCode = 4000018
+
 	APIErrorCodeMultipleFiltersSupplied APIErrorCode = 4000019
+
 	APIErrorCodeInvalidTestNotificationToken APIErrorCode = 4000020
+
 	APIErrorCodeInvalidSort APIErrorCode = 4000021
+
 	APIErrorCodeInvalidProductType APIErrorCode = 4000022
+
 	APIErrorCodeInvalidProductID APIErrorCode = 4000023
+
 	APIErrorCodeInvalidSubscriptionGroupIdentifier APIErrorCode = 4000024
+
 	APIErrorCodeInvalidExcludeRevoked APIErrorCode = 4000025
+
 	APIErrorCodeInvalidInAppOwnershipType APIErrorCode = 4000026
+
 	APIErrorCodeInvalidEmptyStorefrontCountryCodeList APIErrorCode = 4000027
+
 	APIErrorCodeInvalidStorefrontCountryCode APIErrorCode = 4000028
+
 	APIErrorCodeInvalidRevoked APIErrorCode = 4000030
+
 	APIErrorCodeInvalidStatus APIErrorCode = 4000031
+
 	APIErrorCodeInvalidAccountTenure APIErrorCode = 4000032
+
 	APIErrorCodeInvalidAppAccountToken APIErrorCode = 4000033
+
 	APIErrorCodeInvalidConsumptionStatus APIErrorCode = 4000034
+
 	APIErrorCodeInvalidCustomerConsented APIErrorCode = 4000035
+
 	APIErrorCodeInvalidDeliveryStatus APIErrorCode = 4000036
+
 	APIErrorCodeInvalidLifetimeDollarsPurchased APIErrorCode = 4000037
+
 	APIErrorCodeInvalidLifetimeDollarsRefunded APIErrorCode = 4000038
+
 	APIErrorCodeInvalidPlatform APIErrorCode = 4000039
+
 	APIErrorCodeInvalidPlayTime APIErrorCode = 4000040
+
 	APIErrorCodeInvalidSampleContentProvided APIErrorCode = 4000041
+
 	APIErrorCodeInvalidUserStatus APIErrorCode = 4000042
+
 	APIErrorCodeInvalidTransactionNotConsumable APIErrorCode = 4000043
+
 	APIErrorCodeInvalidTransactionTypeNotSupported APIErrorCode = 4000047
+
 	APIErrorCodeAppTransactionIDNotSupported APIErrorCode = 4000048
+
 	APIErrorCodeInvalidImage APIErrorCode = 4000161
+
 	APIErrorCodeHeaderTooLong APIErrorCode = 4000162
+
 	APIErrorCodeBodyTooLong APIErrorCode = 4000163
+
 	APIErrorCodeInvalidLocale APIErrorCode = 4000164
+
 	APIErrorCodeAltTextTooLong APIErrorCode = 4000175
+
 	APIErrorCodeInvalidAppAccountTokenUUID APIErrorCode = 4000183
+
 	APIErrorCodeFamilyTransactionNotSupported APIErrorCode = 4000185
+
 	APIErrorCodeTransactionIDNotOriginalTransactionID APIErrorCode = 4000187
+
 	APIErrorCodeInvalidPerformanceTestRequest APIErrorCode = 4000211
+
 	APIErrorCodeInvalidRequestID APIErrorCode = 4000212
+
 	APIErrorCodeExistingPerformanceTestRun APIErrorCode = 4000213
+
 	APIErrorCodeBadRequestRealtimeURL APIErrorCode = 4000215
+
 	APIErrorCodeBadRequestImageSize APIErrorCode = 4000216
+
 	APIErrorCodeBadRequestTooManyBulletPoints APIErrorCode = 4000218
+
 	APIErrorCodeBadRequestBulletPointTextTooLong APIErrorCode = 4000219
+
 	APIErrorCodeBadRequestAboveImageRequiresAnImage APIErrorCode = 4000224
+
 	APIErrorCodeSubscriptionExtensionIneligible APIErrorCode = 4030004
+
 	APIErrorCodeSubscriptionMaxExtension APIErrorCode = 4030005
+
 	APIErrorCodeFamilySharedSubscriptionExtensionIneligible APIErrorCode = 4030007
+
 	APIErrorCodeMaximumNumberOfImagesReached APIErrorCode = 4030014
+
 	APIErrorCodeMaximumNumberOfMessagesReached APIErrorCode = 4030016
+
 	APIErrorCodeMessageNotApproved APIErrorCode = 4030017
+
 	APIErrorCodeImageNotApproved APIErrorCode = 4030018
+
 	APIErrorCodeImageInUse APIErrorCode = 4030019
+
 	APIErrorCodeForbiddenNoPassingTest APIErrorCode = 4030026
+
 	APIErrorCodeAccountNotFound APIErrorCode = 4040001
+
 	APIErrorCodeAccountNotFoundRetryable APIErrorCode = 4040002
+
 	APIErrorCodeAppNotFound APIErrorCode = 4040003
+
 	APIErrorCodeAppNotFoundRetryable APIErrorCode = 4040004
+
 	APIErrorCodeOriginalTransactionIDNotFound APIErrorCode = 4040005
+
 	APIErrorCodeOriginalTransactionIDNotFoundRetryable APIErrorCode = 4040006
+
 	APIErrorCodeServerNotificationURLNotFound APIErrorCode = 4040007
+
 	APIErrorCodeTestNotificationNotFound APIErrorCode = 4040008
+
 	APIErrorCodeStatusRequestNotFound APIErrorCode = 4040009
+
 	APIErrorCodeTransactionIDNotFound APIErrorCode = 4040010
+
 	APIErrorCodeImageNotFound APIErrorCode = 4040014
+
 	APIErrorCodeMessageNotFound APIErrorCode = 4040015
+
 	APIErrorCodePerformanceTestRunNotFound APIErrorCode = 4040018
+
 	APIErrorCodeAppTransactionDoesNotExistError APIErrorCode = 4040019
+
 	APIErrorCodeDefaultMessageNotFound APIErrorCode = 4040020
+
 	APIErrorCodeRealtimeURLNotFound APIErrorCode = 4040021
+
 	APIErrorCodeImageAlreadyExists APIErrorCode = 4090000
+
 	APIErrorCodeMessageAlreadyExists APIErrorCode = 4090001
+
 	APIErrorCodeRateLimitExceeded APIErrorCode = 4290000
+
 	APIErrorCodeGeneralInternal APIErrorCode = 5000000
+
 	APIErrorCodeGeneralInternalRetryable APIErrorCode = 5000001
 )
 
@@ -512,153 +676,282 @@ type AdvancedCommerceAPIErrorCode int64
 
 const (
 	AdvancedCommerceAPIErrorCodeInvalidTransactionID AdvancedCommerceAPIErrorCode = 4000006
+
 	AdvancedCommerceAPIErrorCodeInvalidStorefront AdvancedCommerceAPIErrorCode = 4000028
+
 	AdvancedCommerceAPIErrorCodeInvalidAppAccountToken AdvancedCommerceAPIErrorCode = 4000033
+
 	AdvancedCommerceAPIErrorCodeInvalidCurrency AdvancedCommerceAPIErrorCode = 4000053
+
 	AdvancedCommerceAPIErrorCodeOneItemNeededInModify AdvancedCommerceAPIErrorCode = 4000063
+
 	AdvancedCommerceAPIErrorCodeNullRequestInfo AdvancedCommerceAPIErrorCode = 4000079
+
 	AdvancedCommerceAPIErrorCodeNullRequestReferenceID AdvancedCommerceAPIErrorCode = 4000080
+
 	AdvancedCommerceAPIErrorCodeInvalidRequestReferenceID AdvancedCommerceAPIErrorCode = 4000081
+
 	AdvancedCommerceAPIErrorCodeInvalidConsistencyToken AdvancedCommerceAPIErrorCode = 4000082
+
 	AdvancedCommerceAPIErrorCodeNullVersion AdvancedCommerceAPIErrorCode = 4000083
+
 	AdvancedCommerceAPIErrorCodeUnexpectedVersion AdvancedCommerceAPIErrorCode = 4000084
+
 	AdvancedCommerceAPIErrorCodeNullTransactionID AdvancedCommerceAPIErrorCode = 4000085
+
 	AdvancedCommerceAPIErrorCodeNegativePrice AdvancedCommerceAPIErrorCode = 4000086
+
 	AdvancedCommerceAPIErrorCodeSkuLengthExceeded AdvancedCommerceAPIErrorCode = 4000087
+
 	AdvancedCommerceAPIErrorCodeDescriptionLengthExceeded AdvancedCommerceAPIErrorCode = 4000088
+
 	AdvancedCommerceAPIErrorCodeDisplayNameLengthExceeded AdvancedCommerceAPIErrorCode = 4000089
+
 	AdvancedCommerceAPIErrorCodeNegativeProratedPrice AdvancedCommerceAPIErrorCode = 4000091
+
 	AdvancedCommerceAPIErrorCodeNullOfferPeriod AdvancedCommerceAPIErrorCode = 4000092
+
 	AdvancedCommerceAPIErrorCodeNullPeriodCount AdvancedCommerceAPIErrorCode = 4000093
+
 	AdvancedCommerceAPIErrorCodePeriodCountNotPositive AdvancedCommerceAPIErrorCode = 4000094
+
 	AdvancedCommerceAPIErrorCodeNullReason AdvancedCommerceAPIErrorCode = 4000095
+
 	AdvancedCommerceAPIErrorCodeInvalidPreviousTransactionID AdvancedCommerceAPIErrorCode = 4000096
+
 	AdvancedCommerceAPIErrorCodeRepeatedRequestReferenceID AdvancedCommerceAPIErrorCode = 4000097
+
 	AdvancedCommerceAPIErrorCodeNullCurrency AdvancedCommerceAPIErrorCode = 4000098
+
 	AdvancedCommerceAPIErrorCodeNullTaxCode AdvancedCommerceAPIErrorCode = 4000099
+
 	AdvancedCommerceAPIErrorCodeNullStorefront AdvancedCommerceAPIErrorCode = 4000100
+
 	AdvancedCommerceAPIErrorCodeNullItems AdvancedCommerceAPIErrorCode = 4000101
+
 	AdvancedCommerceAPIErrorCodeNullItem AdvancedCommerceAPIErrorCode = 4000102
+
 	AdvancedCommerceAPIErrorCodeNullDescriptors AdvancedCommerceAPIErrorCode = 4000103
+
 	AdvancedCommerceAPIErrorCodeNullPeriod AdvancedCommerceAPIErrorCode = 4000104
+
 	AdvancedCommerceAPIErrorCodeNullSKU AdvancedCommerceAPIErrorCode = 4000105
+
 	AdvancedCommerceAPIErrorCodeNullDisplayName AdvancedCommerceAPIErrorCode = 4000106
+
 	AdvancedCommerceAPIErrorCodeNullDescription AdvancedCommerceAPIErrorCode = 4000107
+
 	AdvancedCommerceAPIErrorCodeNullPrice AdvancedCommerceAPIErrorCode = 4000109
+
 	AdvancedCommerceAPIErrorCodeNullRetainBillingCycle AdvancedCommerceAPIErrorCode = 4000110
+
 	AdvancedCommerceAPIErrorCodeNullEffective AdvancedCommerceAPIErrorCode = 4000111
+
 	AdvancedCommerceAPIErrorCodeNullNewSKU AdvancedCommerceAPIErrorCode = 4000112
+
 	AdvancedCommerceAPIErrorCodeInvalidPreviousSubscription AdvancedCommerceAPIErrorCode = 4000113
+
 	AdvancedCommerceAPIErrorCodeProductAlreadyExists AdvancedCommerceAPIErrorCode = 4000114
+
 	AdvancedCommerceAPIErrorCodeInvalidProductChanges AdvancedCommerceAPIErrorCode = 4000115
+
 	AdvancedCommerceAPIErrorCodeInvalidSalable AdvancedCommerceAPIErrorCode = 4000116
+
 	AdvancedCommerceAPIErrorCodeInvalidSalableDuration AdvancedCommerceAPIErrorCode = 4000117
+
 	AdvancedCommerceAPIErrorCodeInvalidDisplayName AdvancedCommerceAPIErrorCode = 4000118
+
 	AdvancedCommerceAPIErrorCodeInvalidDescription AdvancedCommerceAPIErrorCode = 4000119
+
 	AdvancedCommerceAPIErrorCodeInvalidProduct AdvancedCommerceAPIErrorCode = 4000121
+
 	AdvancedCommerceAPIErrorCodeInvalidSKU AdvancedCommerceAPIErrorCode = 4000122
+
 	AdvancedCommerceAPIErrorCodeInvalidRefundType AdvancedCommerceAPIErrorCode = 4000123
+
 	AdvancedCommerceAPIErrorCodeInvalidRefundReason AdvancedCommerceAPIErrorCode = 4000124
+
 	AdvancedCommerceAPIErrorCodeInvalidChangeReason AdvancedCommerceAPIErrorCode = 4000125
+
 	AdvancedCommerceAPIErrorCodeInvalidOfferReason AdvancedCommerceAPIErrorCode = 4000126
+
 	AdvancedCommerceAPIErrorCodeInvalidTaxProductCode AdvancedCommerceAPIErrorCode = 4000127
+
 	AdvancedCommerceAPIErrorCodeInvalidOfferPeriod AdvancedCommerceAPIErrorCode = 4000128
+
 	AdvancedCommerceAPIErrorCodeInvalidOfferPeriodCount AdvancedCommerceAPIErrorCode = 4000129
+
 	AdvancedCommerceAPIErrorCodeInvalidRenewalPeriod AdvancedCommerceAPIErrorCode = 4000130
+
 	AdvancedCommerceAPIErrorCodeInvalidRenewalPrice AdvancedCommerceAPIErrorCode = 4000131
+
 	AdvancedCommerceAPIErrorCodeInvalidAmount AdvancedCommerceAPIErrorCode = 4000132
+
 	AdvancedCommerceAPIErrorCodeMismatchedStorefront AdvancedCommerceAPIErrorCode = 4000133
+
 	AdvancedCommerceAPIErrorCodeMissingPricingConfigForStorefront AdvancedCommerceAPIErrorCode = 4000134
+
 	AdvancedCommerceAPIErrorCodeOperationNotAllowed AdvancedCommerceAPIErrorCode = 4000135
+
 	AdvancedCommerceAPIErrorCodeMoreItemsThanAllowed AdvancedCommerceAPIErrorCode = 4000136
+
 	AdvancedCommerceAPIErrorCodeMoreOffersThanAllowed AdvancedCommerceAPIErrorCode = 4000137
+
 	AdvancedCommerceAPIErrorCodeEmptyAddChangeItems AdvancedCommerceAPIErrorCode = 4000139
+
 	AdvancedCommerceAPIErrorCodeMissingUpdatedItemsWithPeriodChange AdvancedCommerceAPIErrorCode = 4000140
+
 	AdvancedCommerceAPIErrorCodePeriodResetWithRetainBillingCycle AdvancedCommerceAPIErrorCode = 4000141
+
 	AdvancedCommerceAPIErrorCodePeriodChangeEffectiveConflict AdvancedCommerceAPIErrorCode = 4000142
+
 	AdvancedCommerceAPIErrorCodeMultipleOperationsOnSingleSKU AdvancedCommerceAPIErrorCode = 4000143
+
 	AdvancedCommerceAPIErrorCodeRemoveItemsWithoutAddOrChangeItems AdvancedCommerceAPIErrorCode = 4000144
+
 	AdvancedCommerceAPIErrorCodeRemoveItemNotFound AdvancedCommerceAPIErrorCode = 4000145
+
 	AdvancedCommerceAPIErrorCodeChangeItemNotFound AdvancedCommerceAPIErrorCode = 4000146
+
 	AdvancedCommerceAPIErrorCodeMisalignedBillingCycle AdvancedCommerceAPIErrorCode = 4000147
+
 	AdvancedCommerceAPIErrorCodeBillingCycleResetWithEffectiveLater AdvancedCommerceAPIErrorCode = 4000148
+
 	AdvancedCommerceAPIErrorCodePeriodChangeImmediateWithEffectiveAtNextBillingCycle AdvancedCommerceAPIErrorCode = 4000149
+
 	AdvancedCommerceAPIErrorCodeMultiplePrices AdvancedCommerceAPIErrorCode = 4000150
+
 	AdvancedCommerceAPIErrorCodeInvalidProratedPrice AdvancedCommerceAPIErrorCode = 4000151
+
 	AdvancedCommerceAPIErrorCodeInvalidOfferPrice AdvancedCommerceAPIErrorCode = 4000152
+
 	AdvancedCommerceAPIErrorCodeNullRefundAmount AdvancedCommerceAPIErrorCode = 4000153
+
 	AdvancedCommerceAPIErrorCodeNegativeRefundAmount AdvancedCommerceAPIErrorCode = 4000154
+
 	AdvancedCommerceAPIErrorCodeRefundAmountWithoutCustom AdvancedCommerceAPIErrorCode = 4000155
+
 	AdvancedCommerceAPIErrorCodeNullRefundReason AdvancedCommerceAPIErrorCode = 4000156
+
 	AdvancedCommerceAPIErrorCodeNullRefundType AdvancedCommerceAPIErrorCode = 4000157
+
 	AdvancedCommerceAPIErrorCodeSimulateRefundDeclineOnlyInSandbox AdvancedCommerceAPIErrorCode = 4000158
+
 	AdvancedCommerceAPIErrorCodeNullRefundRisking AdvancedCommerceAPIErrorCode = 4000159
+
 	AdvancedCommerceAPIErrorCodeAtLeastOneItem AdvancedCommerceAPIErrorCode = 4000160
+
 	AdvancedCommerceAPIErrorCodeAtLeastOneOfDisplayNameOrDescription AdvancedCommerceAPIErrorCode = 4000165
+
 	AdvancedCommerceAPIErrorCodeNullTargetProductID AdvancedCommerceAPIErrorCode = 4000166
+
 	AdvancedCommerceAPIErrorCodeInvalidTargetProductID AdvancedCommerceAPIErrorCode = 4000167
+
 	// Apple also publishes this code as RemoveAllItemsNotAllowedError
 	AdvancedCommerceAPIErrorCodeRemovalAllNotAllowed AdvancedCommerceAPIErrorCode = 4000168
+
 	AdvancedCommerceAPIErrorCodeNullCurrentSKU AdvancedCommerceAPIErrorCode = 4000169
+
 	AdvancedCommerceAPIErrorCodeCurrentSKULengthExceeded AdvancedCommerceAPIErrorCode = 4000170
+
 	AdvancedCommerceAPIErrorCodeNullAdvancedCommerceData AdvancedCommerceAPIErrorCode = 4000171
+
 	AdvancedCommerceAPIErrorCodeInvalidOperation AdvancedCommerceAPIErrorCode = 4000172
+
 	AdvancedCommerceAPIErrorCodeMalformedPayload AdvancedCommerceAPIErrorCode = 4000173
+
 	AdvancedCommerceAPIErrorCodeInvalidSignature AdvancedCommerceAPIErrorCode = 4000174
+
 	AdvancedCommerceAPIErrorCodeSubscriptionAlreadyMigrated AdvancedCommerceAPIErrorCode = 4000176
+
 	AdvancedCommerceAPIErrorCodeOfferPreventsItemMidCycleChange AdvancedCommerceAPIErrorCode = 4000177
+
 	AdvancedCommerceAPIErrorCodePriceChangeNotSupportedThroughModifyItems AdvancedCommerceAPIErrorCode = 4000178
+
 	AdvancedCommerceAPIErrorCodeItemLimitExceeded AdvancedCommerceAPIErrorCode = 4000179
+
 	AdvancedCommerceAPIErrorCodePendingChangesMismatch AdvancedCommerceAPIErrorCode = 4000180
+
 	AdvancedCommerceAPIErrorCodePendingRefund AdvancedCommerceAPIErrorCode = 4000181
+
 	AdvancedCommerceAPIErrorCodeProratedOnlyLatestTransaction AdvancedCommerceAPIErrorCode = 4000182
+
 	AdvancedCommerceAPIErrorCodePartialSimulateRefundDecline AdvancedCommerceAPIErrorCode = 4000184
+
 	AdvancedCommerceAPIErrorCodeRevokeOnInactiveSubscription AdvancedCommerceAPIErrorCode = 4000186
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeDependentSKUsCannotBeShared AdvancedCommerceAPIErrorCode = 4000192
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeDependentSKUsCannotBeChained AdvancedCommerceAPIErrorCode = 4000193
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeItemCannotBeSpecifiedMultipleTimes AdvancedCommerceAPIErrorCode = 4000194
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodePriceChangeCannotBeIssuedWhenAlreadyCommunicated AdvancedCommerceAPIErrorCode = 4000205
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeInvalidPriceForChangeItemInPriceIncrease AdvancedCommerceAPIErrorCode = 4000214
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeInvalidSKUProvidedMustBeCurrentSKUSetToRenew AdvancedCommerceAPIErrorCode = 4000220
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeAcaPriceIncreaseIsNotCurrentlySupportedInIndia AdvancedCommerceAPIErrorCode = 4000221
+
 	AdvancedCommerceAPIErrorCodeInvalidProratedPriceForChangeItemWithEffectiveLater AdvancedCommerceAPIErrorCode = 4000222
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeFreeTrialOfferMustUsePeriodCountOfOne AdvancedCommerceAPIErrorCode = 4000223
+
 	AdvancedCommerceAPIErrorCodeUnauthorized AdvancedCommerceAPIErrorCode = 4010000
+
 	AdvancedCommerceAPIErrorCodeSubscriptionDoesNotExist AdvancedCommerceAPIErrorCode = 4030008
+
 	AdvancedCommerceAPIErrorCodeSubscriptionAlreadyExists AdvancedCommerceAPIErrorCode = 4030009
+
 	AdvancedCommerceAPIErrorCodeSubscriptionNotEligible AdvancedCommerceAPIErrorCode = 4030010
+
 	AdvancedCommerceAPIErrorCodeSubscriptionAlreadyActive AdvancedCommerceAPIErrorCode = 4030011
+
 	AdvancedCommerceAPIErrorCodeProductNotOwned AdvancedCommerceAPIErrorCode = 4030013
+
 	AdvancedCommerceAPIErrorCodeInactiveACASub AdvancedCommerceAPIErrorCode = 4030015
+
 	AdvancedCommerceAPIErrorCodeInsufficientFunds AdvancedCommerceAPIErrorCode = 4030020
+
 	AdvancedCommerceAPIErrorCodeAlreadyRefunded AdvancedCommerceAPIErrorCode = 4030021
+
 	AdvancedCommerceAPIErrorCodeStorefrontChange AdvancedCommerceAPIErrorCode = 4030022
+
 	AdvancedCommerceAPIErrorCodeProductNotEligible AdvancedCommerceAPIErrorCode = 4030023
+
 	AdvancedCommerceAPIErrorCodeTransactionNotRefundable AdvancedCommerceAPIErrorCode = 4030024
+
 	AdvancedCommerceAPIErrorCodeTransactionCannotBeRefundedContactSupport AdvancedCommerceAPIErrorCode = 4030025
+
 	// name from Apple's changelog; number from namecare/app-store-server-library-rust (not yet seen on an Apple
 	// page)
 	AdvancedCommerceAPIErrorCodeMigrationNotAllowedWhenPriceIncreaseCommunicated AdvancedCommerceAPIErrorCode = 4030027
+
 	AdvancedCommerceAPIErrorCodeTransactionIDNotFound AdvancedCommerceAPIErrorCode = 4040010
+
 	AdvancedCommerceAPIErrorCodeProductNotFound AdvancedCommerceAPIErrorCode = 4040016
+
 	AdvancedCommerceAPIErrorCodeRateLimitExceeded AdvancedCommerceAPIErrorCode = 4290000
+
 	AdvancedCommerceAPIErrorCodeGeneralInternal AdvancedCommerceAPIErrorCode = 5000000
+
 	AdvancedCommerceAPIErrorCodeGeneralInternalRetryable AdvancedCommerceAPIErrorCode = 5000001
 )
 
@@ -674,41 +967,77 @@ func (c AdvancedCommerceAPIErrorCode) Retryable() bool {
 // Endpoint names (spec/endpoints.json): the names the C ABI's call driver knows.
 const (
 	EndpointGetTransactionInfo = "getTransactionInfo"
+
 	EndpointGetTransactionHistory = "getTransactionHistory"
+
 	EndpointGetTransactionHistoryV1 = "getTransactionHistoryV1"
+
 	EndpointGetAllSubscriptionStatuses = "getAllSubscriptionStatuses"
+
 	EndpointGetRefundHistory = "getRefundHistory"
+
 	EndpointLookUpOrderID = "lookUpOrderId"
+
 	EndpointGetAppTransactionInfo = "getAppTransactionInfo"
+
 	EndpointFinishTransaction = "finishTransaction"
+
 	EndpointSendConsumptionData = "sendConsumptionData"
+
 	EndpointSendConsumptionInformation = "sendConsumptionInformation"
+
 	EndpointSetAppAccountToken = "setAppAccountToken"
+
 	EndpointExtendSubscriptionRenewalDate = "extendSubscriptionRenewalDate"
+
 	EndpointExtendRenewalDateForAllActiveSubscribers = "extendRenewalDateForAllActiveSubscribers"
+
 	EndpointGetStatusOfSubscriptionRenewalDateExtensions = "getStatusOfSubscriptionRenewalDateExtensions"
+
 	EndpointRequestTestNotification = "requestTestNotification"
+
 	EndpointGetTestNotificationStatus = "getTestNotificationStatus"
+
 	EndpointGetNotificationHistory = "getNotificationHistory"
+
 	EndpointUploadImage = "uploadImage"
+
 	EndpointDeleteImage = "deleteImage"
+
 	EndpointGetImageList = "getImageList"
+
 	EndpointUploadMessage = "uploadMessage"
+
 	EndpointDeleteMessage = "deleteMessage"
+
 	EndpointGetMessageList = "getMessageList"
+
 	EndpointConfigureDefaultMessage = "configureDefaultMessage"
+
 	EndpointDeleteDefaultMessage = "deleteDefaultMessage"
+
 	EndpointGetDefaultMessage = "getDefaultMessage"
+
 	EndpointConfigureRealtimeURL = "configureRealtimeURL"
+
 	EndpointDeleteRealtimeURL = "deleteRealtimeURL"
+
 	EndpointGetRealtimeURL = "getRealtimeURL"
+
 	EndpointInitiatePerformanceTest = "initiatePerformanceTest"
+
 	EndpointGetPerformanceTestResults = "getPerformanceTestResults"
+
 	EndpointCancelSubscription = "cancelSubscription"
+
 	EndpointChangeSubscriptionMetadata = "changeSubscriptionMetadata"
+
 	EndpointChangeSubscriptionPrice = "changeSubscriptionPrice"
+
 	EndpointMigrateSubscription = "migrateSubscription"
+
 	EndpointRevokeSubscription = "revokeSubscription"
+
 	EndpointRequestTransactionRefund = "requestTransactionRefund"
 )
 
@@ -1269,4 +1598,3 @@ func (c *AppStoreServerAPIClient) RequestTransactionRefund(ctx context.Context, 
 	}
 	return &out, nil
 }
-

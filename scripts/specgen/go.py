@@ -143,6 +143,7 @@ def render_models(spec: Spec) -> str:
     out = [ln for ln in out if not ln.startswith("var timestampType")]
     out.insert(out.index("// withConstants writes the JSON of a request model with the members it always carries (operation, version)."),
                "var timestampType = reflect.TypeOf(Timestamp(0))\n")
+    del out[out.index("var timestampType = reflect.TypeOf(Timestamp(0))\n") - 1]
     out[out.index('\t"encoding/json"')] = '\t"encoding/json"\n\t"reflect"'
     for name, model in spec.models.items():
         gname = type_name(name)
@@ -165,6 +166,8 @@ def render_models(spec: Spec) -> str:
             else:
                 t = "*" + t if scalar else t
                 tag = key + ",omitempty"
+            if len(seen) > 1:
+                out.append("")  # one entry per section: gofmt aligns nothing
             out += comment(f.get("doc"), "\t")
             out.append(f"\t{fname} {t} `json:{gostr(tag)}`")
         out.append("}")
@@ -195,7 +198,8 @@ def render_enums(spec: Spec) -> str:
         out.append(f"type {gname} {ENUM_RAW[enum['rawType']]}")
         out.append("")
         out.append("const (")
-        for c in enum["cases"]:
+        for i, c in enumerate(enum["cases"]):
+            out += [""] if i else []
             out += comment(c.get("doc"), "\t")
             out.append(f"\t{enum_const(name, c['name'])} {gname} = {gostr(c['value']) if isinstance(c['value'], str) else c['value']}")
         out.append(")")
@@ -571,7 +575,9 @@ def render_capi_runtime(abi: dict) -> str:
         "// StringFree frees a string the library returned (for callers of the hand-written bridges).",
         "func StringFree(p unsafe.Pointer) { C.appstore_string_free((*C.char)(p)) }", "",
         "// ReadError reads and frees an appstore_error the hand-written bridges received.",
-        "func ReadError(status int32, err unsafe.Pointer) *Error { return readError(status, (*C.appstore_error)(err)) }",
+        "func ReadError(status int32, err unsafe.Pointer) *Error {",
+        "\treturn readError(status, (*C.appstore_error)(err))",
+        "}",
     ]) + "\n"
 
 
@@ -579,7 +585,8 @@ def render_capi_constants(abi: dict) -> str:
     out = [MARK, "", "package capi", "", "// The constants of the C ABI (include/appstoreserver.abi.json).", "const ("]
     for group, items in abi["constants"].items():
         out.append(f"\t// {group}")
-        for c in items:
+        for i, c in enumerate(items):
+            out += [""] if i else []
             n = exported(c["name"][len("APPSTORE_"):].lower())
             v = c["value"]
             out.append(f"\t{n} = {gostr(v) if isinstance(v, str) else v}")
@@ -598,7 +605,8 @@ def render_root(spec: Spec, abi: dict) -> str:
            '\t"appstoreserver.dev/appstoreserver/model"', ')', "",
            "// Environment is the environment signed data comes from and API calls go to (Apple's Environment).",
            "type Environment = model.Environment", "", "const ("]
-    for c in env_enum["cases"]:
+    for i, c in enumerate(env_enum["cases"]):
+        out += [""] if i else []
         out.append(f"\tEnvironment{exported(c['name'])} = model.{enum_const('AppStoreEnvironment', c['name'])}")
     out += [")", "",
             "// cEnvironment is the C ABI's value of an environment (0: not one the library knows).",
@@ -621,7 +629,8 @@ def render_root(spec: Spec, abi: dict) -> str:
     out += ["// VerificationStatus is the status of a failure (spec/errors.json; the names Apple's libraries use for",
             "// verification failures, and the library's own for the others).",
             "type VerificationStatus int32", "", "const ("]
-    for s in spec.statuses:
+    for i, s in enumerate(spec.statuses):
+        out += [""] if i else []
         out += comment(s.get("doc"), "\t")
         out.append(f"\tVerificationStatus{camel_of_upper(s['name'])} VerificationStatus = {s['value']}")
     out += [")", "", "// String is Apple's name of the status (\"VERIFICATION_FAILURE\", ...).",
@@ -632,7 +641,8 @@ def render_root(spec: Spec, abi: dict) -> str:
     out += ["\t}", '\treturn "UNKNOWN"', "}", ""]
     out += ["// Reason says why a call failed, finer than its status (spec/errors.json).", "type Reason int32", "",
             "const ("]
-    for r in spec.reasons:
+    for i, r in enumerate(spec.reasons):
+        out += [""] if i else []
         out += comment(r.get("doc"), "\t")
         out.append(f"\tReason{exported(r['name'])} Reason = {r['value']}")
     out += [")", "", "// String is the reason's snake_case name (\"bad_signature\", ...).",
@@ -654,7 +664,8 @@ def render_root(spec: Spec, abi: dict) -> str:
         out.append(f"type {gname} int64")
         out.append("")
         out.append("const (")
-        for c in enum["cases"]:
+        for i, c in enumerate(enum["cases"]):
+            out += [""] if i else []
             out += comment(c.get("doc"), "\t")
             out.append(f"\t{gname}{exported(c['name'])} {gname} = {c['value']}")
         out.append(")")
@@ -714,7 +725,8 @@ def go_param_name(n: str) -> str:
 
 def render_endpoints(spec: Spec) -> list[str]:
     out = ["// Endpoint names (spec/endpoints.json): the names the C ABI's call driver knows.", "const ("]
-    for ep in spec.endpoints:
+    for i, ep in enumerate(spec.endpoints):
+        out += [""] if i else []
         out.append(f"\tEndpoint{exported(ep['name'])} = {gostr(ep['name'])}")
     out += [")", ""]
     for ep in spec.endpoints:
@@ -780,9 +792,14 @@ def render_endpoints(spec: Spec) -> list[str]:
 # ---- outputs ----------------------------------------------------------------------------------------------------------
 
 
+def _gofmt_end(text: str) -> str:
+    """gofmt ends a file with exactly one newline."""
+    return text.rstrip("\n") + "\n"
+
+
 def outputs(spec: Spec, abi_text: str) -> dict[str, str]:
     abi = json.loads(abi_text)
-    return {
+    files = {
         f"{MODEL}/models.go": render_models(spec),
         f"{MODEL}/enums.go": render_enums(spec),
         f"{CAPI}/abi.go": render_capi(abi),
@@ -790,3 +807,4 @@ def outputs(spec: Spec, abi_text: str) -> dict[str, str]:
         f"{CAPI}/constants.go": render_capi_constants(abi),
         ROOT_FILE: render_root(spec, abi),
     }
+    return {k: _gofmt_end(v) for k, v in files.items()}

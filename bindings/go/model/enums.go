@@ -7,12 +7,19 @@ type AccountTenure int32
 
 const (
 	AccountTenureUndeclared AccountTenure = 0
+
 	AccountTenureZeroToThreeDays AccountTenure = 1
+
 	AccountTenureThreeDaysToTenDays AccountTenure = 2
+
 	AccountTenureTenDaysToThirtyDays AccountTenure = 3
+
 	AccountTenureThirtyDaysToNinetyDays AccountTenure = 4
+
 	AccountTenureNinetyDaysToOneHundredEightyDays AccountTenure = 5
+
 	AccountTenureOneHundredEightyDaysToThreeHundredSixtyFiveDays AccountTenure = 6
+
 	AccountTenureGreaterThanThreeHundredSixtyFiveDays AccountTenure = 7
 )
 
@@ -30,6 +37,7 @@ type AdvancedCommerceEffective string
 
 const (
 	AdvancedCommerceEffectiveImmediately AdvancedCommerceEffective = "IMMEDIATELY"
+
 	AdvancedCommerceEffectiveNextBillCycle AdvancedCommerceEffective = "NEXT_BILL_CYCLE"
 )
 
@@ -47,13 +55,21 @@ type AdvancedCommerceOfferPeriod string
 
 const (
 	AdvancedCommerceOfferPeriodP3D AdvancedCommerceOfferPeriod = "P3D"
+
 	AdvancedCommerceOfferPeriodP1W AdvancedCommerceOfferPeriod = "P1W"
+
 	AdvancedCommerceOfferPeriodP2W AdvancedCommerceOfferPeriod = "P2W"
+
 	AdvancedCommerceOfferPeriodP1M AdvancedCommerceOfferPeriod = "P1M"
+
 	AdvancedCommerceOfferPeriodP2M AdvancedCommerceOfferPeriod = "P2M"
+
 	AdvancedCommerceOfferPeriodP3M AdvancedCommerceOfferPeriod = "P3M"
+
 	AdvancedCommerceOfferPeriodP6M AdvancedCommerceOfferPeriod = "P6M"
+
 	AdvancedCommerceOfferPeriodP9M AdvancedCommerceOfferPeriod = "P9M"
+
 	AdvancedCommerceOfferPeriodP1Y AdvancedCommerceOfferPeriod = "P1Y"
 )
 
@@ -71,7 +87,9 @@ type AdvancedCommerceOfferReason string
 
 const (
 	AdvancedCommerceOfferReasonAcquisition AdvancedCommerceOfferReason = "ACQUISITION"
+
 	AdvancedCommerceOfferReasonWinBack AdvancedCommerceOfferReason = "WIN_BACK"
+
 	AdvancedCommerceOfferReasonRetention AdvancedCommerceOfferReason = "RETENTION"
 )
 
@@ -89,10 +107,15 @@ type AdvancedCommercePeriod string
 
 const (
 	AdvancedCommercePeriodP1W AdvancedCommercePeriod = "P1W"
+
 	AdvancedCommercePeriodP1M AdvancedCommercePeriod = "P1M"
+
 	AdvancedCommercePeriodP2M AdvancedCommercePeriod = "P2M"
+
 	AdvancedCommercePeriodP3M AdvancedCommercePeriod = "P3M"
+
 	AdvancedCommercePeriodP6M AdvancedCommercePeriod = "P6M"
+
 	AdvancedCommercePeriodP1Y AdvancedCommercePeriod = "P1Y"
 )
 
@@ -110,7 +133,9 @@ type AdvancedCommercePriceIncreaseInfoStatus string
 
 const (
 	AdvancedCommercePriceIncreaseInfoStatusScheduled AdvancedCommercePriceIncreaseInfoStatus = "SCHEDULED"
+
 	AdvancedCommercePriceIncreaseInfoStatusPending AdvancedCommercePriceIncreaseInfoStatus = "PENDING"
+
 	AdvancedCommercePriceIncreaseInfoStatusAccepted AdvancedCommercePriceIncreaseInfoStatus = "ACCEPTED"
 )
 
@@ -128,7 +153,9 @@ type AdvancedCommerceReason string
 
 const (
 	AdvancedCommerceReasonUpgrade AdvancedCommerceReason = "UPGRADE"
+
 	AdvancedCommerceReasonDowngrade AdvancedCommerceReason = "DOWNGRADE"
+
 	AdvancedCommerceReasonApplyOffer AdvancedCommerceReason = "APPLY_OFFER"
 )
 
@@ -146,11 +173,17 @@ type AdvancedCommerceRefundReason string
 
 const (
 	AdvancedCommerceRefundReasonUnintendedPurchase AdvancedCommerceRefundReason = "UNINTENDED_PURCHASE"
+
 	AdvancedCommerceRefundReasonFulfillmentIssue AdvancedCommerceRefundReason = "FULFILLMENT_ISSUE"
+
 	AdvancedCommerceRefundReasonUnsatisfiedWithPurchase AdvancedCommerceRefundReason = "UNSATISFIED_WITH_PURCHASE"
+
 	AdvancedCommerceRefundReasonLegal AdvancedCommerceRefundReason = "LEGAL"
+
 	AdvancedCommerceRefundReasonOther AdvancedCommerceRefundReason = "OTHER"
+
 	AdvancedCommerceRefundReasonModifyItemsRefund AdvancedCommerceRefundReason = "MODIFY_ITEMS_REFUND"
+
 	AdvancedCommerceRefundReasonSimulateRefundDecline AdvancedCommerceRefundReason = "SIMULATE_REFUND_DECLINE"
 )
 
@@ -168,7 +201,9 @@ type AdvancedCommerceRefundType string
 
 const (
 	AdvancedCommerceRefundTypeFull AdvancedCommerceRefundType = "FULL"
+
 	AdvancedCommerceRefundTypeProrated AdvancedCommerceRefundType = "PRORATED"
+
 	AdvancedCommerceRefundTypeCustom AdvancedCommerceRefundType = "CUSTOM"
 )
 
@@ -186,8 +221,11 @@ type Environment string
 
 const (
 	EnvironmentSandbox Environment = "Sandbox"
+
 	EnvironmentProduction Environment = "Production"
+
 	EnvironmentXcode Environment = "Xcode"
+
 	EnvironmentLocalTesting Environment = "LocalTesting"
 )
 
@@ -205,6 +243,7 @@ type AutoRenewStatus int32
 
 const (
 	AutoRenewStatusOff AutoRenewStatus = 0
+
 	AutoRenewStatusOn AutoRenewStatus = 1
 )
 
@@ -222,6 +261,7 @@ type BillingPlanType string
 
 const (
 	BillingPlanTypeBilledUpfront BillingPlanType = "BILLED_UPFRONT"
+
 	BillingPlanTypeMonthly BillingPlanType = "MONTHLY"
 )
 
@@ -239,9 +279,13 @@ type ConsumptionRequestReason string
 
 const (
 	ConsumptionRequestReasonUnintendedPurchase ConsumptionRequestReason = "UNINTENDED_PURCHASE"
+
 	ConsumptionRequestReasonFulfillmentIssue ConsumptionRequestReason = "FULFILLMENT_ISSUE"
+
 	ConsumptionRequestReasonUnsatisfiedWithPurchase ConsumptionRequestReason = "UNSATISFIED_WITH_PURCHASE"
+
 	ConsumptionRequestReasonLegal ConsumptionRequestReason = "LEGAL"
+
 	ConsumptionRequestReasonOther ConsumptionRequestReason = "OTHER"
 )
 
@@ -259,8 +303,11 @@ type ConsumptionStatus int32
 
 const (
 	ConsumptionStatusUndeclared ConsumptionStatus = 0
+
 	ConsumptionStatusNotConsumed ConsumptionStatus = 1
+
 	ConsumptionStatusPartiallyConsumed ConsumptionStatus = 2
+
 	ConsumptionStatusFullyConsumed ConsumptionStatus = 3
 )
 
@@ -278,9 +325,13 @@ type DeliveryStatus string
 
 const (
 	DeliveryStatusDelivered DeliveryStatus = "DELIVERED"
+
 	DeliveryStatusUndeliveredQualityIssue DeliveryStatus = "UNDELIVERED_QUALITY_ISSUE"
+
 	DeliveryStatusUndeliveredWrongItem DeliveryStatus = "UNDELIVERED_WRONG_ITEM"
+
 	DeliveryStatusUndeliveredServerOutage DeliveryStatus = "UNDELIVERED_SERVER_OUTAGE"
+
 	DeliveryStatusUndeliveredOther DeliveryStatus = "UNDELIVERED_OTHER"
 )
 
@@ -298,10 +349,15 @@ type DeliveryStatusV1 int32
 
 const (
 	DeliveryStatusV1DeliveredAndWorkingProperly DeliveryStatusV1 = 0
+
 	DeliveryStatusV1DidNotDeliverDueToQualityIssue DeliveryStatusV1 = 1
+
 	DeliveryStatusV1DeliveredWrongItem DeliveryStatusV1 = 2
+
 	DeliveryStatusV1DidNotDeliverDueToServerOutage DeliveryStatusV1 = 3
+
 	DeliveryStatusV1DidNotDeliverDueToIngameCurrencyChange DeliveryStatusV1 = 4
+
 	DeliveryStatusV1DidNotDeliverForOtherReason DeliveryStatusV1 = 5
 )
 
@@ -319,9 +375,13 @@ type ExpirationIntent int32
 
 const (
 	ExpirationIntentCustomerCancelled ExpirationIntent = 1
+
 	ExpirationIntentBillingError ExpirationIntent = 2
+
 	ExpirationIntentCustomerDidNotConsentToPriceIncrease ExpirationIntent = 3
+
 	ExpirationIntentProductNotAvailable ExpirationIntent = 4
+
 	ExpirationIntentOther ExpirationIntent = 5
 )
 
@@ -339,8 +399,11 @@ type ExtendReasonCode int32
 
 const (
 	ExtendReasonCodeUndeclared ExtendReasonCode = 0
+
 	ExtendReasonCodeCustomerSatisfaction ExtendReasonCode = 1
+
 	ExtendReasonCodeOther ExtendReasonCode = 2
+
 	ExtendReasonCodeServiceIssueOrOutage ExtendReasonCode = 3
 )
 
@@ -358,6 +421,7 @@ type HeaderPosition string
 
 const (
 	HeaderPositionAboveBody HeaderPosition = "ABOVE_BODY"
+
 	HeaderPositionAboveImage HeaderPosition = "ABOVE_IMAGE"
 )
 
@@ -375,6 +439,7 @@ type ImageSize string
 
 const (
 	ImageSizeFullSize ImageSize = "FULL_SIZE"
+
 	ImageSizeBulletPoint ImageSize = "BULLET_POINT"
 )
 
@@ -392,7 +457,9 @@ type ImageState string
 
 const (
 	ImageStatePending ImageState = "PENDING"
+
 	ImageStateApproved ImageState = "APPROVED"
+
 	ImageStateRejected ImageState = "REJECTED"
 )
 
@@ -410,6 +477,7 @@ type InAppOwnershipType string
 
 const (
 	InAppOwnershipTypeFamilyShared InAppOwnershipType = "FAMILY_SHARED"
+
 	InAppOwnershipTypePurchased InAppOwnershipType = "PURCHASED"
 )
 
@@ -428,10 +496,13 @@ type LedgerEntitlementReason string
 const (
 	// An auto-renewable subscription in status 1 (subscribed), until its expiresDate.
 	LedgerEntitlementReasonActive LedgerEntitlementReason = "ACTIVE"
+
 	// An auto-renewable subscription in status 4 (billing grace period), until its gracePeriodExpiresDate.
 	LedgerEntitlementReasonBillingGracePeriod LedgerEntitlementReason = "BILLING_GRACE_PERIOD"
+
 	// A non-consumable that is not revoked or refunded.
 	LedgerEntitlementReasonNonConsumable LedgerEntitlementReason = "NON_CONSUMABLE"
+
 	// A non-renewing subscription that is not revoked or refunded; the app decides how long it lasts.
 	LedgerEntitlementReasonNonRenewingSubscription LedgerEntitlementReason = "NON_RENEWING_SUBSCRIPTION"
 )
@@ -450,7 +521,9 @@ type LedgerEventKind string
 
 const (
 	LedgerEventKindNotification LedgerEventKind = "NOTIFICATION"
+
 	LedgerEventKindTransaction LedgerEventKind = "TRANSACTION"
+
 	LedgerEventKindRenewalInfo LedgerEventKind = "RENEWAL_INFO"
 )
 
@@ -468,12 +541,19 @@ type LifetimeDollarsPurchased int32
 
 const (
 	LifetimeDollarsPurchasedUndeclared LifetimeDollarsPurchased = 0
+
 	LifetimeDollarsPurchasedZeroDollars LifetimeDollarsPurchased = 1
+
 	LifetimeDollarsPurchasedOneCentToFortyNineDollarsAndNinetyNineCents LifetimeDollarsPurchased = 2
+
 	LifetimeDollarsPurchasedFiftyDollarsToNinetyNineDollarsAndNinetyNineCents LifetimeDollarsPurchased = 3
+
 	LifetimeDollarsPurchasedOneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsPurchased = 4
+
 	LifetimeDollarsPurchasedFiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsPurchased = 5
+
 	LifetimeDollarsPurchasedOneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsPurchased = 6
+
 	LifetimeDollarsPurchasedTwoThousandDollarsOrGreater LifetimeDollarsPurchased = 7
 )
 
@@ -491,12 +571,19 @@ type LifetimeDollarsRefunded int32
 
 const (
 	LifetimeDollarsRefundedUndeclared LifetimeDollarsRefunded = 0
+
 	LifetimeDollarsRefundedZeroDollars LifetimeDollarsRefunded = 1
+
 	LifetimeDollarsRefundedOneCentToFortyNineDollarsAndNinetyNineCents LifetimeDollarsRefunded = 2
+
 	LifetimeDollarsRefundedFiftyDollarsToNinetyNineDollarsAndNinetyNineCents LifetimeDollarsRefunded = 3
+
 	LifetimeDollarsRefundedOneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsRefunded = 4
+
 	LifetimeDollarsRefundedFiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsRefunded = 5
+
 	LifetimeDollarsRefundedOneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents LifetimeDollarsRefunded = 6
+
 	LifetimeDollarsRefundedTwoThousandDollarsOrGreater LifetimeDollarsRefunded = 7
 )
 
@@ -514,7 +601,9 @@ type MessageState string
 
 const (
 	MessageStatePending MessageState = "PENDING"
+
 	MessageStateApproved MessageState = "APPROVED"
+
 	MessageStateRejected MessageState = "REJECTED"
 )
 
@@ -532,27 +621,49 @@ type NotificationTypeV2 string
 
 const (
 	NotificationTypeV2Subscribed NotificationTypeV2 = "SUBSCRIBED"
+
 	NotificationTypeV2DidChangeRenewalPref NotificationTypeV2 = "DID_CHANGE_RENEWAL_PREF"
+
 	NotificationTypeV2DidChangeRenewalStatus NotificationTypeV2 = "DID_CHANGE_RENEWAL_STATUS"
+
 	NotificationTypeV2OfferRedeemed NotificationTypeV2 = "OFFER_REDEEMED"
+
 	NotificationTypeV2DidRenew NotificationTypeV2 = "DID_RENEW"
+
 	NotificationTypeV2Expired NotificationTypeV2 = "EXPIRED"
+
 	NotificationTypeV2DidFailToRenew NotificationTypeV2 = "DID_FAIL_TO_RENEW"
+
 	NotificationTypeV2GracePeriodExpired NotificationTypeV2 = "GRACE_PERIOD_EXPIRED"
+
 	NotificationTypeV2PriceIncrease NotificationTypeV2 = "PRICE_INCREASE"
+
 	NotificationTypeV2Refund NotificationTypeV2 = "REFUND"
+
 	NotificationTypeV2RefundDeclined NotificationTypeV2 = "REFUND_DECLINED"
+
 	NotificationTypeV2ConsumptionRequest NotificationTypeV2 = "CONSUMPTION_REQUEST"
+
 	NotificationTypeV2RenewalExtended NotificationTypeV2 = "RENEWAL_EXTENDED"
+
 	NotificationTypeV2Revoke NotificationTypeV2 = "REVOKE"
+
 	NotificationTypeV2Test NotificationTypeV2 = "TEST"
+
 	NotificationTypeV2RenewalExtension NotificationTypeV2 = "RENEWAL_EXTENSION"
+
 	NotificationTypeV2RefundReversed NotificationTypeV2 = "REFUND_REVERSED"
+
 	NotificationTypeV2ExternalPurchaseToken NotificationTypeV2 = "EXTERNAL_PURCHASE_TOKEN"
+
 	NotificationTypeV2OneTimeCharge NotificationTypeV2 = "ONE_TIME_CHARGE"
+
 	NotificationTypeV2RescindConsent NotificationTypeV2 = "RESCIND_CONSENT"
+
 	NotificationTypeV2MetadataUpdate NotificationTypeV2 = "METADATA_UPDATE"
+
 	NotificationTypeV2Migration NotificationTypeV2 = "MIGRATION"
+
 	NotificationTypeV2PriceChange NotificationTypeV2 = "PRICE_CHANGE"
 )
 
@@ -570,8 +681,11 @@ type OfferDiscountType string
 
 const (
 	OfferDiscountTypeFreeTrial OfferDiscountType = "FREE_TRIAL"
+
 	OfferDiscountTypePayAsYouGo OfferDiscountType = "PAY_AS_YOU_GO"
+
 	OfferDiscountTypePayUpFront OfferDiscountType = "PAY_UP_FRONT"
+
 	OfferDiscountTypeOneTime OfferDiscountType = "ONE_TIME"
 )
 
@@ -589,8 +703,11 @@ type OfferType int32
 
 const (
 	OfferTypeIntroductoryOffer OfferType = 1
+
 	OfferTypePromotionalOffer OfferType = 2
+
 	OfferTypeOfferCode OfferType = 3
+
 	OfferTypeWinBackOffer OfferType = 4
 )
 
@@ -608,6 +725,7 @@ type OrderLookupStatus int32
 
 const (
 	OrderLookupStatusValid OrderLookupStatus = 0
+
 	OrderLookupStatusInvalid OrderLookupStatus = 1
 )
 
@@ -625,7 +743,9 @@ type PerformanceTestStatus string
 
 const (
 	PerformanceTestStatusPending PerformanceTestStatus = "PENDING"
+
 	PerformanceTestStatusPass PerformanceTestStatus = "PASS"
+
 	PerformanceTestStatusFail PerformanceTestStatus = "FAIL"
 )
 
@@ -643,7 +763,9 @@ type Platform int32
 
 const (
 	PlatformUndeclared Platform = 0
+
 	PlatformApple Platform = 1
+
 	PlatformNonApple Platform = 2
 )
 
@@ -661,12 +783,19 @@ type PlayTime int32
 
 const (
 	PlayTimeUndeclared PlayTime = 0
+
 	PlayTimeZeroToFiveMinutes PlayTime = 1
+
 	PlayTimeFiveToSixtyMinutes PlayTime = 2
+
 	PlayTimeOneToSixHours PlayTime = 3
+
 	PlayTimeSixHoursToTwentyFourHours PlayTime = 4
+
 	PlayTimeOneDayToFourDays PlayTime = 5
+
 	PlayTimeFourDaysToSixteenDays PlayTime = 6
+
 	PlayTimeOverSixteenDays PlayTime = 7
 )
 
@@ -684,6 +813,7 @@ type PriceIncreaseStatus int32
 
 const (
 	PriceIncreaseStatusCustomerHasNotResponded PriceIncreaseStatus = 0
+
 	PriceIncreaseStatusCustomerConsentedOrWasNotifiedWithoutNeedingConsent PriceIncreaseStatus = 1
 )
 
@@ -701,8 +831,11 @@ type ProductType string
 
 const (
 	ProductTypeAutoRenewableSubscription ProductType = "Auto-Renewable Subscription"
+
 	ProductTypeNonConsumable ProductType = "Non-Consumable"
+
 	ProductTypeConsumable ProductType = "Consumable"
+
 	ProductTypeNonRenewingSubscription ProductType = "Non-Renewing Subscription"
 )
 
@@ -720,8 +853,11 @@ type PurchasePlatform string
 
 const (
 	PurchasePlatformIOS PurchasePlatform = "iOS"
+
 	PurchasePlatformMacOS PurchasePlatform = "macOS"
+
 	PurchasePlatformTvOS PurchasePlatform = "tvOS"
+
 	PurchasePlatformVisionOS PurchasePlatform = "visionOS"
 )
 
@@ -739,6 +875,7 @@ type ReceiptEffectiveDateSource string
 
 const (
 	ReceiptEffectiveDateSourceReceiptCreationDate ReceiptEffectiveDateSource = "receiptCreationDate"
+
 	ReceiptEffectiveDateSourceNow ReceiptEffectiveDateSource = "now"
 )
 
@@ -756,7 +893,9 @@ type RefundPreference string
 
 const (
 	RefundPreferenceDecline RefundPreference = "DECLINE"
+
 	RefundPreferenceGrantFull RefundPreference = "GRANT_FULL"
+
 	RefundPreferenceGrantProrated RefundPreference = "GRANT_PRORATED"
 )
 
@@ -774,8 +913,11 @@ type RefundPreferenceV1 int32
 
 const (
 	RefundPreferenceV1Undeclared RefundPreferenceV1 = 0
+
 	RefundPreferenceV1PreferGrant RefundPreferenceV1 = 1
+
 	RefundPreferenceV1PreferDecline RefundPreferenceV1 = 2
+
 	RefundPreferenceV1NoPreference RefundPreferenceV1 = 3
 )
 
@@ -793,6 +935,7 @@ type RenewalBillingPlanType string
 
 const (
 	RenewalBillingPlanTypeBilledUpfront RenewalBillingPlanType = "BILLED_UPFRONT"
+
 	RenewalBillingPlanTypeMonthly RenewalBillingPlanType = "MONTHLY"
 )
 
@@ -810,6 +953,7 @@ type RevocationReason int32
 
 const (
 	RevocationReasonRefundedDueToIssue RevocationReason = 1
+
 	RevocationReasonRefundedForOtherReason RevocationReason = 0
 )
 
@@ -827,7 +971,9 @@ type RevocationType string
 
 const (
 	RevocationTypeRefundFull RevocationType = "REFUND_FULL"
+
 	RevocationTypeRefundProrated RevocationType = "REFUND_PRORATED"
+
 	RevocationTypeFamilyRevoke RevocationType = "FAMILY_REVOKE"
 )
 
@@ -845,15 +991,25 @@ type SendAttemptResult string
 
 const (
 	SendAttemptResultSuccess SendAttemptResult = "SUCCESS"
+
 	SendAttemptResultTimedOut SendAttemptResult = "TIMED_OUT"
+
 	SendAttemptResultTlsIssue SendAttemptResult = "TLS_ISSUE"
+
 	SendAttemptResultCircularRedirect SendAttemptResult = "CIRCULAR_REDIRECT"
+
 	SendAttemptResultNoResponse SendAttemptResult = "NO_RESPONSE"
+
 	SendAttemptResultSocketIssue SendAttemptResult = "SOCKET_ISSUE"
+
 	SendAttemptResultUnsupportedCharset SendAttemptResult = "UNSUPPORTED_CHARSET"
+
 	SendAttemptResultInvalidResponse SendAttemptResult = "INVALID_RESPONSE"
+
 	SendAttemptResultPrematureClose SendAttemptResult = "PREMATURE_CLOSE"
+
 	SendAttemptResultUnsuccessfulHttpResponseCode SendAttemptResult = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+
 	SendAttemptResultOther SendAttemptResult = "OTHER"
 )
 
@@ -871,9 +1027,13 @@ type Status int32
 
 const (
 	StatusActive Status = 1
+
 	StatusExpired Status = 2
+
 	StatusBillingRetry Status = 3
+
 	StatusBillingGracePeriod Status = 4
+
 	StatusRevoked Status = 5
 )
 
@@ -891,23 +1051,41 @@ type Subtype string
 
 const (
 	SubtypeInitialBuy Subtype = "INITIAL_BUY"
+
 	SubtypeResubscribe Subtype = "RESUBSCRIBE"
+
 	SubtypeDowngrade Subtype = "DOWNGRADE"
+
 	SubtypeUpgrade Subtype = "UPGRADE"
+
 	SubtypeAutoRenewEnabled Subtype = "AUTO_RENEW_ENABLED"
+
 	SubtypeAutoRenewDisabled Subtype = "AUTO_RENEW_DISABLED"
+
 	SubtypeVoluntary Subtype = "VOLUNTARY"
+
 	SubtypeBillingRetry Subtype = "BILLING_RETRY"
+
 	SubtypePriceIncrease Subtype = "PRICE_INCREASE"
+
 	SubtypeGracePeriod Subtype = "GRACE_PERIOD"
+
 	SubtypePending Subtype = "PENDING"
+
 	SubtypeAccepted Subtype = "ACCEPTED"
+
 	SubtypeBillingRecovery Subtype = "BILLING_RECOVERY"
+
 	SubtypeProductNotForSale Subtype = "PRODUCT_NOT_FOR_SALE"
+
 	SubtypeSummary Subtype = "SUMMARY"
+
 	SubtypeFailure Subtype = "FAILURE"
+
 	SubtypeUnreported Subtype = "UNREPORTED"
+
 	SubtypeActiveTokenReminder Subtype = "ACTIVE_TOKEN_REMINDER"
+
 	SubtypeCreated Subtype = "CREATED"
 )
 
@@ -926,6 +1104,7 @@ type TokenType string
 
 const (
 	TokenTypeServices TokenType = "SERVICES"
+
 	TokenTypeAcquisition TokenType = "ACQUISITION"
 )
 
@@ -943,6 +1122,7 @@ type TransactionHistoryOrder string
 
 const (
 	TransactionHistoryOrderAscending TransactionHistoryOrder = "ASCENDING"
+
 	TransactionHistoryOrderDescending TransactionHistoryOrder = "DESCENDING"
 )
 
@@ -960,8 +1140,11 @@ type TransactionHistoryProductType string
 
 const (
 	TransactionHistoryProductTypeAutoRenewable TransactionHistoryProductType = "AUTO_RENEWABLE"
+
 	TransactionHistoryProductTypeNonRenewable TransactionHistoryProductType = "NON_RENEWABLE"
+
 	TransactionHistoryProductTypeConsumable TransactionHistoryProductType = "CONSUMABLE"
+
 	TransactionHistoryProductTypeNonConsumable TransactionHistoryProductType = "NON_CONSUMABLE"
 )
 
@@ -979,6 +1162,7 @@ type TransactionReason string
 
 const (
 	TransactionReasonPurchase TransactionReason = "PURCHASE"
+
 	TransactionReasonRenewal TransactionReason = "RENEWAL"
 )
 
@@ -996,9 +1180,13 @@ type UserStatus int32
 
 const (
 	UserStatusUndeclared UserStatus = 0
+
 	UserStatusActive UserStatus = 1
+
 	UserStatusSuspended UserStatus = 2
+
 	UserStatusTerminated UserStatus = 3
+
 	UserStatusLimitedAccess UserStatus = 4
 )
 
@@ -1010,4 +1198,3 @@ func (v UserStatus) IsKnown() bool {
 	}
 	return false
 }
-

@@ -36,7 +36,6 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-
 var timestampType = reflect.TypeOf(Timestamp(0))
 
 // withConstants writes the JSON of a request model with the members it always carries (operation, version).
@@ -54,6 +53,7 @@ func withConstants(plain []byte, err error, members string) ([]byte, error) {
 type AdvancedCommerceDescriptors struct {
 	// A description of the product.
 	Description string `json:"description"`
+
 	// The product name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
 }
@@ -62,6 +62,7 @@ type AdvancedCommerceDescriptors struct {
 type AdvancedCommerceInfo struct {
 	// The message to show.
 	MessageIdentifier *string `json:"messageIdentifier,omitempty"`
+
 	// Advanced Commerce request data.
 	AdvancedCommerceData *string `json:"advancedCommerceData,omitempty"`
 }
@@ -70,10 +71,13 @@ type AdvancedCommerceInfo struct {
 type AdvancedCommerceOffer struct {
 	// The duration of one period of the offer.
 	Period AdvancedCommerceOfferPeriod `json:"period"`
+
 	// The number of periods the offer lasts.
 	PeriodCount int32 `json:"periodCount"`
+
 	// The offer price, in milliunits of the currency.
 	Price int64 `json:"price"`
+
 	// The reason for the offer.
 	Reason AdvancedCommerceOfferReason `json:"reason"`
 }
@@ -82,12 +86,16 @@ type AdvancedCommerceOffer struct {
 type AdvancedCommerceOneTimeChargeCreateRequest struct {
 	// The ISO 4217 currency code of the price.
 	Currency string `json:"currency"`
+
 	// The product to buy.
 	Item AdvancedCommerceOneTimeChargeItem `json:"item"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The tax code of the product.
 	TaxCode string `json:"taxCode"`
 }
@@ -103,10 +111,13 @@ func (m AdvancedCommerceOneTimeChargeCreateRequest) MarshalJSON() ([]byte, error
 type AdvancedCommerceOneTimeChargeItem struct {
 	// A description of the product.
 	Description string `json:"description"`
+
 	// The product name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// The SKU you define for the product.
 	Sku string `json:"SKU"`
+
 	// The price, in milliunits of the currency.
 	Price int64 `json:"price"`
 }
@@ -115,8 +126,10 @@ type AdvancedCommerceOneTimeChargeItem struct {
 type AdvancedCommercePriceIncreaseInfo struct {
 	// The SKUs of other items the price increase depends on.
 	DependentSKUs []string `json:"dependentSKUs,omitempty"`
+
 	// The new price, in milliunits of the currency.
 	Price *int64 `json:"price,omitempty"`
+
 	// The status of the price increase.
 	Status *AdvancedCommercePriceIncreaseInfoStatus `json:"status,omitempty"`
 }
@@ -125,10 +138,13 @@ type AdvancedCommercePriceIncreaseInfo struct {
 type AdvancedCommerceRefund struct {
 	// The refunded amount, in milliunits of the currency.
 	RefundAmount *int64 `json:"refundAmount,omitempty"`
+
 	// The time of the refund.
 	RefundDate *Timestamp `json:"refundDate,omitempty"`
+
 	// The reason for the refund.
 	RefundReason *AdvancedCommerceRefundReason `json:"refundReason,omitempty"`
+
 	// The type of the refund.
 	RefundType *AdvancedCommerceRefundType `json:"refundType,omitempty"`
 }
@@ -137,14 +153,19 @@ type AdvancedCommerceRefund struct {
 type AdvancedCommerceRenewalInfo struct {
 	// A token identifying the subscription's current state, for use in later requests.
 	ConsistencyToken *string `json:"consistencyToken,omitempty"`
+
 	// The display name and description of the subscription.
 	Descriptors *AdvancedCommerceDescriptors `json:"descriptors,omitempty"`
+
 	// The items that renew at the next billing period.
 	Items []AdvancedCommerceRenewalItem `json:"items,omitempty"`
+
 	// The duration of a single subscription cycle.
 	Period *AdvancedCommercePeriod `json:"period,omitempty"`
+
 	// The reference identifier of the request that last changed the subscription.
 	RequestReferenceID *string `json:"requestReferenceId,omitempty"`
+
 	// The tax code of the subscription.
 	TaxCode *string `json:"taxCode,omitempty"`
 }
@@ -153,14 +174,19 @@ type AdvancedCommerceRenewalInfo struct {
 type AdvancedCommerceRenewalItem struct {
 	// The SKU you define for the item.
 	Sku *string `json:"SKU,omitempty"`
+
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
+
 	// The item name, suitable for display to customers.
 	DisplayName *string `json:"displayName,omitempty"`
+
 	// The discount offer that applies to the item, if any.
 	Offer *AdvancedCommerceOffer `json:"offer,omitempty"`
+
 	// The renewal price, in milliunits of the currency.
 	Price *int64 `json:"price,omitempty"`
+
 	// A price increase that applies to the item, if any.
 	PriceIncreaseInfo *AdvancedCommercePriceIncreaseInfo `json:"priceIncreaseInfo,omitempty"`
 }
@@ -169,8 +195,10 @@ type AdvancedCommerceRenewalItem struct {
 type AdvancedCommerceRequestInfo struct {
 	// The app account token to associate with the transaction, if any.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
+
 	// The consistency token from the subscription's latest renewal info; do not generate it.
 	ConsistencyToken *string `json:"consistencyToken,omitempty"`
+
 	// A UUID identifying the request; reuse it only to retry the same request.
 	RequestReferenceID string `json:"requestReferenceId"`
 }
@@ -179,12 +207,16 @@ type AdvancedCommerceRequestInfo struct {
 type AdvancedCommerceRequestRefundItem struct {
 	// The product identifier (SKU) of the item.
 	Sku string `json:"SKU"`
+
 	// The refund amount in milliunits of the currency (CUSTOM refunds only).
 	RefundAmount *int64 `json:"refundAmount,omitempty"`
+
 	// The reason for the refund.
 	RefundReason AdvancedCommerceRefundReason `json:"refundReason"`
+
 	// The type of the refund.
 	RefundType AdvancedCommerceRefundType `json:"refundType"`
+
 	// Whether to revoke access to the item.
 	Revoke bool `json:"revoke"`
 }
@@ -193,12 +225,16 @@ type AdvancedCommerceRequestRefundItem struct {
 type AdvancedCommerceRequestRefundRequest struct {
 	// The ISO 4217 currency code of the refund amounts.
 	Currency *string `json:"currency,omitempty"`
+
 	// The items to refund.
 	Items []AdvancedCommerceRequestRefundItem `json:"items"`
+
 	// Whether you accept the risk of a refund in dispute.
 	RefundRiskingPreference bool `json:"refundRiskingPreference"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
 }
@@ -207,6 +243,7 @@ type AdvancedCommerceRequestRefundRequest struct {
 type AdvancedCommerceRequestRefundResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo *string `json:"signedRenewalInfo,omitempty"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -215,6 +252,7 @@ type AdvancedCommerceRequestRefundResponse struct {
 type AdvancedCommerceSubscriptionCancelRequest struct {
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
 }
@@ -223,6 +261,7 @@ type AdvancedCommerceSubscriptionCancelRequest struct {
 type AdvancedCommerceSubscriptionCancelResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo string `json:"signedRenewalInfo"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -231,8 +270,10 @@ type AdvancedCommerceSubscriptionCancelResponse struct {
 type AdvancedCommerceSubscriptionChangeMetadataDescriptors struct {
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
+
 	// The item name, suitable for display to customers.
 	DisplayName *string `json:"displayName,omitempty"`
+
 	// When the change takes effect.
 	Effective AdvancedCommerceEffective `json:"effective"`
 }
@@ -241,12 +282,16 @@ type AdvancedCommerceSubscriptionChangeMetadataDescriptors struct {
 type AdvancedCommerceSubscriptionChangeMetadataItem struct {
 	// The SKU of the item to change.
 	CurrentSku string `json:"currentSKU"`
+
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
+
 	// The item name, suitable for display to customers.
 	DisplayName *string `json:"displayName,omitempty"`
+
 	// When the change takes effect.
 	Effective AdvancedCommerceEffective `json:"effective"`
+
 	// The new SKU of the item.
 	Sku *string `json:"SKU,omitempty"`
 }
@@ -255,12 +300,16 @@ type AdvancedCommerceSubscriptionChangeMetadataItem struct {
 type AdvancedCommerceSubscriptionChangeMetadataRequest struct {
 	// New descriptors of the subscription.
 	Descriptors *AdvancedCommerceSubscriptionChangeMetadataDescriptors `json:"descriptors,omitempty"`
+
 	// Items whose metadata changes.
 	Items []AdvancedCommerceSubscriptionChangeMetadataItem `json:"items,omitempty"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The new tax code of the subscription.
 	TaxCode *string `json:"taxCode,omitempty"`
 }
@@ -269,6 +318,7 @@ type AdvancedCommerceSubscriptionChangeMetadataRequest struct {
 type AdvancedCommerceSubscriptionChangeMetadataResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo string `json:"signedRenewalInfo"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -277,12 +327,16 @@ type AdvancedCommerceSubscriptionChangeMetadataResponse struct {
 type AdvancedCommerceSubscriptionCreateItem struct {
 	// A description of the item.
 	Description string `json:"description"`
+
 	// The item name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// A discount offer for the item, if any.
 	Offer *AdvancedCommerceOffer `json:"offer,omitempty"`
+
 	// The price of the item, in milliunits of the currency.
 	Price int64 `json:"price"`
+
 	// The SKU you define for the item.
 	Sku string `json:"SKU"`
 }
@@ -291,18 +345,25 @@ type AdvancedCommerceSubscriptionCreateItem struct {
 type AdvancedCommerceSubscriptionCreateRequest struct {
 	// The ISO 4217 currency code of the prices.
 	Currency string `json:"currency"`
+
 	// The display name and description of the subscription.
 	Descriptors AdvancedCommerceDescriptors `json:"descriptors"`
+
 	// The items of the subscription; at least one.
 	Items []AdvancedCommerceSubscriptionCreateItem `json:"items"`
+
 	// The duration of a single subscription cycle.
 	Period AdvancedCommercePeriod `json:"period"`
+
 	// The transaction identifier of a previous subscription the customer had, if any.
 	PreviousTransactionID *string `json:"previousTransactionId,omitempty"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The tax code of the subscription.
 	TaxCode string `json:"taxCode"`
 }
@@ -318,6 +379,7 @@ func (m AdvancedCommerceSubscriptionCreateRequest) MarshalJSON() ([]byte, error)
 type AdvancedCommerceSubscriptionMigrateDescriptors struct {
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
+
 	// The item name, suitable for display to customers.
 	DisplayName *string `json:"displayName,omitempty"`
 }
@@ -326,8 +388,10 @@ type AdvancedCommerceSubscriptionMigrateDescriptors struct {
 type AdvancedCommerceSubscriptionMigrateItem struct {
 	// A description of the item.
 	Description string `json:"description"`
+
 	// The item name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// The product identifier (SKU) of the item.
 	Sku string `json:"SKU"`
 }
@@ -336,8 +400,10 @@ type AdvancedCommerceSubscriptionMigrateItem struct {
 type AdvancedCommerceSubscriptionMigrateRenewalItem struct {
 	// A description of the item.
 	Description string `json:"description"`
+
 	// The item name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// The product identifier (SKU) of the item.
 	Sku string `json:"SKU"`
 }
@@ -346,16 +412,22 @@ type AdvancedCommerceSubscriptionMigrateRenewalItem struct {
 type AdvancedCommerceSubscriptionMigrateRequest struct {
 	// The descriptors of the migrated subscription.
 	Descriptors AdvancedCommerceSubscriptionMigrateDescriptors `json:"descriptors"`
+
 	// The items of the migrated subscription.
 	Items []AdvancedCommerceSubscriptionMigrateItem `json:"items"`
+
 	// The items of the next renewal, when they differ.
 	RenewalItems []AdvancedCommerceSubscriptionMigrateRenewalItem `json:"renewalItems,omitempty"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The Advanced Commerce product identifier to migrate to.
 	TargetProductID string `json:"targetProductId"`
+
 	// The tax code of the subscription.
 	TaxCode string `json:"taxCode"`
 }
@@ -364,6 +436,7 @@ type AdvancedCommerceSubscriptionMigrateRequest struct {
 type AdvancedCommerceSubscriptionMigrateResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo string `json:"signedRenewalInfo"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -372,14 +445,19 @@ type AdvancedCommerceSubscriptionMigrateResponse struct {
 type AdvancedCommerceSubscriptionModifyAddItem struct {
 	// A description of the item.
 	Description string `json:"description"`
+
 	// The item name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// A discount offer for the item, if any.
 	Offer *AdvancedCommerceOffer `json:"offer,omitempty"`
+
 	// The price of the item, in milliunits of the currency.
 	Price int64 `json:"price"`
+
 	// The prorated price for the rest of the current cycle, in milliunits of the currency.
 	ProratedPrice *int64 `json:"proratedPrice,omitempty"`
+
 	// The SKU you define for the item.
 	Sku string `json:"SKU"`
 }
@@ -388,20 +466,28 @@ type AdvancedCommerceSubscriptionModifyAddItem struct {
 type AdvancedCommerceSubscriptionModifyChangeItem struct {
 	// The SKU of the item to change.
 	CurrentSku string `json:"currentSKU"`
+
 	// A description of the new item.
 	Description string `json:"description"`
+
 	// The new item name, suitable for display to customers.
 	DisplayName string `json:"displayName"`
+
 	// When the change takes effect.
 	Effective AdvancedCommerceEffective `json:"effective"`
+
 	// A discount offer for the item, if any.
 	Offer *AdvancedCommerceOffer `json:"offer,omitempty"`
+
 	// The price of the new item, in milliunits of the currency.
 	Price int64 `json:"price"`
+
 	// The prorated price for the rest of the current cycle, in milliunits of the currency.
 	ProratedPrice *int64 `json:"proratedPrice,omitempty"`
+
 	// The reason for the change.
 	Reason AdvancedCommerceReason `json:"reason"`
+
 	// The SKU of the new item.
 	Sku string `json:"SKU"`
 }
@@ -410,8 +496,10 @@ type AdvancedCommerceSubscriptionModifyChangeItem struct {
 type AdvancedCommerceSubscriptionModifyDescriptors struct {
 	// The new description, if it changes.
 	Description *string `json:"description,omitempty"`
+
 	// The new display name, if it changes.
 	DisplayName *string `json:"displayName,omitempty"`
+
 	// When the change takes effect.
 	Effective AdvancedCommerceEffective `json:"effective"`
 }
@@ -420,24 +508,34 @@ type AdvancedCommerceSubscriptionModifyDescriptors struct {
 type AdvancedCommerceSubscriptionModifyInAppRequest struct {
 	// Items to add; omit rather than send an empty list.
 	AddItems []AdvancedCommerceSubscriptionModifyAddItem `json:"addItems,omitempty"`
+
 	// Items to replace; omit rather than send an empty list.
 	ChangeItems []AdvancedCommerceSubscriptionModifyChangeItem `json:"changeItems,omitempty"`
+
 	// The ISO 4217 currency code of the prices.
 	Currency *string `json:"currency,omitempty"`
+
 	// A new display name and description, if they change.
 	Descriptors *AdvancedCommerceSubscriptionModifyDescriptors `json:"descriptors,omitempty"`
+
 	// A new subscription period, if it changes.
 	PeriodChange *AdvancedCommerceSubscriptionModifyPeriodChange `json:"periodChange,omitempty"`
+
 	// Items to remove; omit rather than send an empty list.
 	RemoveItems []AdvancedCommerceSubscriptionModifyRemoveItem `json:"removeItems,omitempty"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// Whether the subscription keeps its current billing cycle.
 	RetainBillingCycle bool `json:"retainBillingCycle"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The new tax code of the subscription, if it changes.
 	TaxCode *string `json:"taxCode,omitempty"`
+
 	// The transaction identifier of the subscription to change.
 	TransactionID string `json:"transactionId"`
 }
@@ -453,6 +551,7 @@ func (m AdvancedCommerceSubscriptionModifyInAppRequest) MarshalJSON() ([]byte, e
 type AdvancedCommerceSubscriptionModifyPeriodChange struct {
 	// When the change takes effect.
 	Effective AdvancedCommerceEffective `json:"effective"`
+
 	// The new duration of a single subscription cycle.
 	Period AdvancedCommercePeriod `json:"period"`
 }
@@ -467,8 +566,10 @@ type AdvancedCommerceSubscriptionModifyRemoveItem struct {
 type AdvancedCommerceSubscriptionPriceChangeItem struct {
 	// The product identifier (SKU) of the item.
 	Sku string `json:"SKU"`
+
 	// The new price, in milliunits of the currency.
 	Price int64 `json:"price"`
+
 	// SKUs whose price change depends on this one.
 	DependentSKUs []string `json:"dependentSKUs,omitempty"`
 }
@@ -477,10 +578,13 @@ type AdvancedCommerceSubscriptionPriceChangeItem struct {
 type AdvancedCommerceSubscriptionPriceChangeRequest struct {
 	// The ISO 4217 currency code of the prices.
 	Currency *string `json:"currency,omitempty"`
+
 	// The items whose price changes.
 	Items []AdvancedCommerceSubscriptionPriceChangeItem `json:"items"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
 }
@@ -489,6 +593,7 @@ type AdvancedCommerceSubscriptionPriceChangeRequest struct {
 type AdvancedCommerceSubscriptionPriceChangeResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo string `json:"signedRenewalInfo"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -497,10 +602,13 @@ type AdvancedCommerceSubscriptionPriceChangeResponse struct {
 type AdvancedCommerceSubscriptionReactivateInAppRequest struct {
 	// The items to reactivate; omit for all, rather than send an empty list.
 	Items []AdvancedCommerceSubscriptionReactivateItem `json:"items,omitempty"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The transaction identifier of the subscription to reactivate.
 	TransactionID string `json:"transactionId"`
 }
@@ -522,12 +630,16 @@ type AdvancedCommerceSubscriptionReactivateItem struct {
 type AdvancedCommerceSubscriptionRevokeRequest struct {
 	// The reason for the refund.
 	RefundReason AdvancedCommerceRefundReason `json:"refundReason"`
+
 	// Whether you accept the risk of a refund in dispute.
 	RefundRiskingPreference bool `json:"refundRiskingPreference"`
+
 	// The type of the refund.
 	RefundType AdvancedCommerceRefundType `json:"refundType"`
+
 	// Metadata identifying the request.
 	RequestInfo AdvancedCommerceRequestInfo `json:"requestInfo"`
+
 	// The storefront of the purchase, as a three-letter country code.
 	Storefront *string `json:"storefront,omitempty"`
 }
@@ -536,6 +648,7 @@ type AdvancedCommerceSubscriptionRevokeRequest struct {
 type AdvancedCommerceSubscriptionRevokeResponse struct {
 	// The subscription renewal information signed by the App Store (JWS).
 	SignedRenewalInfo string `json:"signedRenewalInfo"`
+
 	// The transaction information signed by the App Store (JWS).
 	SignedTransactionInfo string `json:"signedTransactionInfo"`
 }
@@ -544,18 +657,25 @@ type AdvancedCommerceSubscriptionRevokeResponse struct {
 type AdvancedCommerceTransactionInfo struct {
 	// The display name and description of the purchase.
 	Descriptors *AdvancedCommerceDescriptors `json:"descriptors,omitempty"`
+
 	// The estimated tax, in milliunits of the currency.
 	EstimatedTax *int64 `json:"estimatedTax,omitempty"`
+
 	// The items in the transaction.
 	Items []AdvancedCommerceTransactionItem `json:"items,omitempty"`
+
 	// The duration of a single subscription cycle.
 	Period *AdvancedCommercePeriod `json:"period,omitempty"`
+
 	// The reference identifier of the request that created the transaction.
 	RequestReferenceID *string `json:"requestReferenceId,omitempty"`
+
 	// The tax code of the purchase.
 	TaxCode *string `json:"taxCode,omitempty"`
+
 	// The price excluding tax, in milliunits of the currency.
 	TaxExclusivePrice *int64 `json:"taxExclusivePrice,omitempty"`
+
 	// The tax rate applied, as a decimal string.
 	TaxRate *string `json:"taxRate,omitempty"`
 }
@@ -564,16 +684,22 @@ type AdvancedCommerceTransactionInfo struct {
 type AdvancedCommerceTransactionItem struct {
 	// The SKU you define for the item.
 	Sku *string `json:"SKU,omitempty"`
+
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
+
 	// The item name, suitable for display to customers.
 	DisplayName *string `json:"displayName,omitempty"`
+
 	// The discount offer that applies to the item, if any.
 	Offer *AdvancedCommerceOffer `json:"offer,omitempty"`
+
 	// The price of the item, in milliunits of the currency.
 	Price *int64 `json:"price,omitempty"`
+
 	// The refunds issued for the item.
 	Refunds []AdvancedCommerceRefund `json:"refunds,omitempty"`
+
 	// The time the App Store revoked the item.
 	RevocationDate *Timestamp `json:"revocationDate,omitempty"`
 }
@@ -582,8 +708,10 @@ type AdvancedCommerceTransactionItem struct {
 type AlternateProduct struct {
 	// The message to show.
 	MessageIdentifier *string `json:"messageIdentifier,omitempty"`
+
 	// The product to offer.
 	ProductID *string `json:"productId,omitempty"`
+
 	// The billing plan of the offered product.
 	BillingPlanType *BillingPlanType `json:"billingPlanType,omitempty"`
 }
@@ -592,10 +720,13 @@ type AlternateProduct struct {
 type AppData struct {
 	// The unique identifier of the app that the notification applies to.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The server environment that the notification applies to.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// App transaction information signed by the App Store, in JWS format.
 	SignedAppTransactionInfo *string `json:"signedAppTransactionInfo,omitempty"`
 }
@@ -604,6 +735,7 @@ type AppData struct {
 type AppReceiptInAppIdentifiers struct {
 	// Attribute 1703.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// Attribute 1705.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
 }
@@ -614,10 +746,13 @@ type AppReceiptTransactionIds struct {
 	// What Apple's ReceiptUtility returns (Python, Node, Java): the first 1703 or 1705 value in encoding order; null
 	// without in-app records.
 	FirstTransactionID *string `json:"firstTransactionId"`
+
 	// Attribute 1703 of each in-app record, in receipt order.
 	TransactionIds []string `json:"transactionIds"`
+
 	// The distinct 1705 values, in order of first appearance.
 	OriginalTransactionIds []string `json:"originalTransactionIds"`
+
 	// One entry per in-app purchase record.
 	InApp []AppReceiptInAppIdentifiers `json:"inApp"`
 }
@@ -626,8 +761,10 @@ type AppReceiptTransactionIds struct {
 type AppReceiptVerification struct {
 	// The date the certificate chain was validated at.
 	EffectiveDate Timestamp `json:"effectiveDate"`
+
 	// Where that date came from.
 	EffectiveDateSource ReceiptEffectiveDateSource `json:"effectiveDateSource"`
+
 	// The signer certificate's subject (OpenSSL one-line form).
 	Signer string `json:"signer"`
 }
@@ -636,28 +773,40 @@ type AppReceiptVerification struct {
 type AppTransaction struct {
 	// The server environment that signed the app transaction.
 	ReceiptType *Environment `json:"receiptType,omitempty"`
+
 	// The unique identifier the App Store uses for the app.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The app version that the app transaction applies to.
 	ApplicationVersion *string `json:"applicationVersion,omitempty"`
+
 	// The version external identifier of the app.
 	VersionExternalIdentifier *int64 `json:"versionExternalIdentifier,omitempty"`
+
 	// The time the App Store signed the app transaction.
 	ReceiptCreationDate *Timestamp `json:"receiptCreationDate,omitempty"`
+
 	// The time the customer originally purchased the app.
 	OriginalPurchaseDate *Timestamp `json:"originalPurchaseDate,omitempty"`
+
 	// The app version that the customer originally purchased.
 	OriginalApplicationVersion *string `json:"originalApplicationVersion,omitempty"`
+
 	// The Base64 value that verifies the app transaction belongs to the device.
 	DeviceVerification *string `json:"deviceVerification,omitempty"`
+
 	// The UUID used to compute the device verification value.
 	DeviceVerificationNonce *string `json:"deviceVerificationNonce,omitempty"`
+
 	// The time the customer pre-ordered the app, if they did.
 	PreorderDate *Timestamp `json:"preorderDate,omitempty"`
+
 	// The unique identifier of the app download transaction.
 	AppTransactionID *string `json:"appTransactionId,omitempty"`
+
 	// The platform on which the customer originally purchased the app.
 	OriginalPlatform *PurchasePlatform `json:"originalPlatform,omitempty"`
 }
@@ -672,8 +821,10 @@ type AppTransactionInfoResponse struct {
 type BulletPoint struct {
 	// The bullet point text.
 	Text string `json:"text"`
+
 	// The image shown with the bullet point.
 	ImageIdentifier string `json:"imageIdentifier"`
+
 	// The image's alternative text.
 	AltText string `json:"altText"`
 }
@@ -682,6 +833,7 @@ type BulletPoint struct {
 type CheckTestNotificationResponse struct {
 	// The test notification that was sent (JWS).
 	SignedPayload *string `json:"signedPayload,omitempty"`
+
 	// The attempts to send the test notification.
 	SendAttempts []SendAttemptItem `json:"sendAttempts,omitempty"`
 }
@@ -690,12 +842,16 @@ type CheckTestNotificationResponse struct {
 type ConsumptionRequest struct {
 	// Whether the customer consented to sharing consumption data.
 	CustomerConsented bool `json:"customerConsented"`
+
 	// How much of the purchase was consumed, in thousandths of a percent (0-100000).
 	ConsumptionPercentage *int32 `json:"consumptionPercentage,omitempty"`
+
 	// Whether the app delivered the purchase and it works.
 	DeliveryStatus DeliveryStatus `json:"deliveryStatus"`
+
 	// The refund decision you prefer.
 	RefundPreference *RefundPreference `json:"refundPreference,omitempty"`
+
 	// Whether you provided a free sample or trial before purchase.
 	SampleContentProvided bool `json:"sampleContentProvided"`
 }
@@ -704,26 +860,37 @@ type ConsumptionRequest struct {
 type ConsumptionRequestV1 struct {
 	// Whether the customer consented to sharing consumption data.
 	CustomerConsented bool `json:"customerConsented"`
+
 	// How much of the purchase was consumed.
 	ConsumptionStatus ConsumptionStatus `json:"consumptionStatus"`
+
 	// The platform the customer uses.
 	Platform Platform `json:"platform"`
+
 	// Whether you provided a free sample or trial before purchase.
 	SampleContentProvided bool `json:"sampleContentProvided"`
+
 	// Whether the app delivered the purchase and it works.
 	DeliveryStatus DeliveryStatusV1 `json:"deliveryStatus"`
+
 	// The app account token (a UUID), always sent; empty when none.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
+
 	// The age of the customer's account.
 	AccountTenure AccountTenure `json:"accountTenure"`
+
 	// How much time the customer spent in the app.
 	PlayTime PlayTime `json:"playTime"`
+
 	// The customer's total refunds.
 	LifetimeDollarsRefunded LifetimeDollarsRefunded `json:"lifetimeDollarsRefunded"`
+
 	// The customer's total spending.
 	LifetimeDollarsPurchased LifetimeDollarsPurchased `json:"lifetimeDollarsPurchased"`
+
 	// The status of the customer's account.
 	UserStatus UserStatus `json:"userStatus"`
+
 	// The refund decision you prefer.
 	RefundPreference *RefundPreferenceV1 `json:"refundPreference,omitempty"`
 }
@@ -732,16 +899,22 @@ type ConsumptionRequestV1 struct {
 type DecodedRealtimeRequestBody struct {
 	// The original transaction identifier of the customer's subscription.
 	OriginalTransactionID string `json:"originalTransactionId"`
+
 	// The unique identifier of the app.
 	AppAppleID int64 `json:"appAppleId"`
+
 	// The product identifier of the subscription.
 	ProductID string `json:"productId"`
+
 	// The locale of the customer's device.
 	UserLocale string `json:"userLocale"`
+
 	// A UUID the App Store creates to identify this request.
 	RequestIdentifier string `json:"requestIdentifier"`
+
 	// The time the App Store signed the request.
 	SignedDate Timestamp `json:"signedDate"`
+
 	// The server environment that signed the request.
 	Environment Environment `json:"environment"`
 }
@@ -762,6 +935,7 @@ type DefaultConfigurationResponse struct {
 type ErrorPayload struct {
 	// The error code.
 	ErrorCode *int64 `json:"errorCode,omitempty"`
+
 	// A description of the error.
 	ErrorMessage *string `json:"errorMessage,omitempty"`
 }
@@ -770,8 +944,10 @@ type ErrorPayload struct {
 type ExtendRenewalDateRequest struct {
 	// The number of days to extend the renewal date by (at most 90).
 	ExtendByDays int32 `json:"extendByDays"`
+
 	// The reason for the extension.
 	ExtendReasonCode ExtendReasonCode `json:"extendReasonCode"`
+
 	// Your identifier of this request (at most 128 characters).
 	RequestIdentifier string `json:"requestIdentifier"`
 }
@@ -780,10 +956,13 @@ type ExtendRenewalDateRequest struct {
 type ExtendRenewalDateResponse struct {
 	// The original transaction identifier of the subscription.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// The identifier of the subscription's renewal period.
 	WebOrderLineItemID *string `json:"webOrderLineItemId,omitempty"`
+
 	// Whether the extension succeeded.
 	Success *bool `json:"success,omitempty"`
+
 	// The new renewal date.
 	EffectiveDate *Timestamp `json:"effectiveDate,omitempty"`
 }
@@ -792,14 +971,19 @@ type ExtendRenewalDateResponse struct {
 type ExternalPurchaseToken struct {
 	// The unique identifier of the token.
 	ExternalPurchaseID *string `json:"externalPurchaseId,omitempty"`
+
 	// The time the system created the token, in milliseconds since 1970 (kept as a plain integer).
 	TokenCreationDate *int64 `json:"tokenCreationDate,omitempty"`
+
 	// The unique identifier of the app the token was generated for.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The bundle identifier of the app the token was generated for.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The type of a custom link token, present only for custom link tokens (Notifications v2.17).
 	TokenType *TokenType `json:"tokenType,omitempty"`
+
 	// The time the token expires, in milliseconds since 1970 (kept as a plain integer, as tokenCreationDate),
 	// present only for custom link tokens (Notifications v2.17).
 	TokenExpirationDate *int64 `json:"tokenExpirationDate,omitempty"`
@@ -815,8 +999,10 @@ type GetImageListResponse struct {
 type GetImageListResponseItem struct {
 	// The image identifier.
 	ImageIdentifier *string `json:"imageIdentifier,omitempty"`
+
 	// The review state of the image.
 	ImageState *ImageState `json:"imageState,omitempty"`
+
 	// The size of the image.
 	ImageSize *ImageSize `json:"imageSize,omitempty"`
 }
@@ -831,6 +1017,7 @@ type GetMessageListResponse struct {
 type GetMessageListResponseItem struct {
 	// The message identifier.
 	MessageIdentifier *string `json:"messageIdentifier,omitempty"`
+
 	// The review state of the message.
 	MessageState *MessageState `json:"messageState,omitempty"`
 }
@@ -839,14 +1026,19 @@ type GetMessageListResponseItem struct {
 type HistoryResponse struct {
 	// The token of the next page.
 	Revision *string `json:"revision,omitempty"`
+
 	// Whether more pages follow.
 	HasMore *bool `json:"hasMore,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The unique identifier of the app.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The server environment.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// Transactions signed by the App Store (JWS).
 	SignedTransactions []string `json:"signedTransactions,omitempty"`
 }
@@ -855,22 +1047,31 @@ type HistoryResponse struct {
 type InAppPurchaseReceipt struct {
 	// Attribute 1701.
 	Quantity *int64 `json:"quantity,omitempty"`
+
 	// Attribute 1702.
 	ProductID *string `json:"productId,omitempty"`
+
 	// Attribute 1703.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// Attribute 1705.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// Attribute 1704.
 	PurchaseDate *Timestamp `json:"purchaseDate,omitempty"`
+
 	// Attribute 1706.
 	OriginalPurchaseDate *Timestamp `json:"originalPurchaseDate,omitempty"`
+
 	// Attribute 1708 (auto-renewable subscriptions).
 	ExpiresDate *Timestamp `json:"expiresDate,omitempty"`
+
 	// Attribute 1712 (refunded by Apple customer support, or upgraded).
 	CancellationDate *Timestamp `json:"cancellationDate,omitempty"`
+
 	// Attribute 1711 as a decimal string (as in signed transactions, and safe from JavaScript's 2^53 limit).
 	WebOrderLineItemID *string `json:"webOrderLineItemId,omitempty"`
+
 	// Attribute 1719 (auto-renewable subscriptions: in an introductory price period).
 	IsInIntroOfferPeriod *bool `json:"isInIntroOfferPeriod,omitempty"`
 }
@@ -879,50 +1080,73 @@ type InAppPurchaseReceipt struct {
 type JWSRenewalInfoDecodedPayload struct {
 	// The reason the subscription expired.
 	ExpirationIntent *ExpirationIntent `json:"expirationIntent,omitempty"`
+
 	// The original transaction identifier of the purchase.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// The product identifier of the product that renews at the next billing period.
 	AutoRenewProductID *string `json:"autoRenewProductId,omitempty"`
+
 	// The product identifier of the subscription.
 	ProductID *string `json:"productId,omitempty"`
+
 	// The renewal status of the subscription.
 	AutoRenewStatus *AutoRenewStatus `json:"autoRenewStatus,omitempty"`
+
 	// Whether the App Store is trying to renew an expired subscription.
 	IsInBillingRetryPeriod *bool `json:"isInBillingRetryPeriod,omitempty"`
+
 	// Whether the subscription is subject to a price increase.
 	PriceIncreaseStatus *PriceIncreaseStatus `json:"priceIncreaseStatus,omitempty"`
+
 	// The time the billing grace period for subscription renewals expires.
 	GracePeriodExpiresDate *Timestamp `json:"gracePeriodExpiresDate,omitempty"`
+
 	// The type of subscription offer that applies to the renewal.
 	OfferType *OfferType `json:"offerType,omitempty"`
+
 	// The offer code or promotional offer identifier.
 	OfferIdentifier *string `json:"offerIdentifier,omitempty"`
+
 	// The time the App Store signed the data.
 	SignedDate *Timestamp `json:"signedDate,omitempty"`
+
 	// The server environment that signed the data.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The earliest start of the current run of subscriptions, ignoring lapses shorter than 60 days.
 	RecentSubscriptionStartDate *Timestamp `json:"recentSubscriptionStartDate,omitempty"`
+
 	// The time the most recent subscription purchase expires or renews.
 	RenewalDate *Timestamp `json:"renewalDate,omitempty"`
+
 	// The ISO 4217 currency code of renewalPrice.
 	Currency *string `json:"currency,omitempty"`
+
 	// The renewal price, in milliunits of the currency.
 	RenewalPrice *int64 `json:"renewalPrice,omitempty"`
+
 	// The payment mode of the offer that applies to the renewal.
 	OfferDiscountType *OfferDiscountType `json:"offerDiscountType,omitempty"`
+
 	// The win-back offers the customer is eligible for, best offer first.
 	EligibleWinBackOfferIds []string `json:"eligibleWinBackOfferIds,omitempty"`
+
 	// The UUID the app set to associate the purchase with a customer account.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
+
 	// The unique identifier of the app download transaction.
 	AppTransactionID *string `json:"appTransactionId,omitempty"`
+
 	// The duration of the offer, as an ISO 8601 duration.
 	OfferPeriod *string `json:"offerPeriod,omitempty"`
+
 	// Renewal information present only for Advanced Commerce SKUs.
 	AdvancedCommerceInfo *AdvancedCommerceRenewalInfo `json:"advancedCommerceInfo,omitempty"`
+
 	// Renewal information for a subscription with a billing commitment.
 	CommitmentInfo *RenewalCommitmentInfo `json:"commitmentInfo,omitempty"`
+
 	// The billing plan that applies to the next renewal.
 	RenewalBillingPlanType *RenewalBillingPlanType `json:"renewalBillingPlanType,omitempty"`
 }
@@ -931,68 +1155,100 @@ type JWSRenewalInfoDecodedPayload struct {
 type JWSTransactionDecodedPayload struct {
 	// The transaction identifier of the original purchase.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// The unique identifier of the transaction.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// The identifier of subscription purchase events across devices, including renewals.
 	WebOrderLineItemID *string `json:"webOrderLineItemId,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The product identifier of the in-app purchase.
 	ProductID *string `json:"productId,omitempty"`
+
 	// The identifier of the subscription group the subscription belongs to.
 	SubscriptionGroupIdentifier *string `json:"subscriptionGroupIdentifier,omitempty"`
+
 	// The time the App Store charged the customer's account.
 	PurchaseDate *Timestamp `json:"purchaseDate,omitempty"`
+
 	// The purchase time of the original transaction.
 	OriginalPurchaseDate *Timestamp `json:"originalPurchaseDate,omitempty"`
+
 	// The time the subscription expires or renews.
 	ExpiresDate *Timestamp `json:"expiresDate,omitempty"`
+
 	// The number of consumable products purchased.
 	Quantity *int32 `json:"quantity,omitempty"`
+
 	// The type of the in-app purchase.
 	Type *ProductType `json:"type,omitempty"`
+
 	// The UUID the app set to associate the purchase with a customer account.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
+
 	// Whether the customer purchased the item or has access to it through Family Sharing.
 	InAppOwnershipType *InAppOwnershipType `json:"inAppOwnershipType,omitempty"`
+
 	// The time the App Store signed the data.
 	SignedDate *Timestamp `json:"signedDate,omitempty"`
+
 	// The reason the App Store refunded or revoked the transaction.
 	RevocationReason *RevocationReason `json:"revocationReason,omitempty"`
+
 	// The time the App Store refunded or revoked the transaction.
 	RevocationDate *Timestamp `json:"revocationDate,omitempty"`
+
 	// Whether the customer upgraded to another subscription.
 	IsUpgraded *bool `json:"isUpgraded,omitempty"`
+
 	// The type of offer applied to the transaction.
 	OfferType *OfferType `json:"offerType,omitempty"`
+
 	// The offer code or promotional offer identifier.
 	OfferIdentifier *string `json:"offerIdentifier,omitempty"`
+
 	// The server environment that signed the data.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The three-letter code of the App Store storefront's country or region.
 	Storefront *string `json:"storefront,omitempty"`
+
 	// The Apple-defined identifier of the App Store storefront.
 	StorefrontID *string `json:"storefrontId,omitempty"`
+
 	// Whether the transaction is a purchase or a system-initiated renewal.
 	TransactionReason *TransactionReason `json:"transactionReason,omitempty"`
+
 	// The ISO 4217 currency code of price.
 	Currency *string `json:"currency,omitempty"`
+
 	// The price, in milliunits of the currency.
 	Price *int64 `json:"price,omitempty"`
+
 	// The payment mode of the offer applied to the transaction.
 	OfferDiscountType *OfferDiscountType `json:"offerDiscountType,omitempty"`
+
 	// The unique identifier of the app download transaction.
 	AppTransactionID *string `json:"appTransactionId,omitempty"`
+
 	// The duration of the offer, as an ISO 8601 duration.
 	OfferPeriod *string `json:"offerPeriod,omitempty"`
+
 	// The type of refund or revocation that applies to the transaction.
 	RevocationType *RevocationType `json:"revocationType,omitempty"`
+
 	// The refunded or revoked share of the transaction, in milliunits of a percent.
 	RevocationPercentage *int32 `json:"revocationPercentage,omitempty"`
+
 	// Transaction information present only for Advanced Commerce SKUs.
 	AdvancedCommerceInfo *AdvancedCommerceTransactionInfo `json:"advancedCommerceInfo,omitempty"`
+
 	// The billing plan of the transaction.
 	BillingPlanType *BillingPlanType `json:"billingPlanType,omitempty"`
+
 	// Transaction information for a subscription with a billing commitment.
 	CommitmentInfo *TransactionCommitmentInfo `json:"commitmentInfo,omitempty"`
 }
@@ -1001,10 +1257,13 @@ type JWSTransactionDecodedPayload struct {
 type LastTransactionsItem struct {
 	// The status of the subscription.
 	Status *Status `json:"status,omitempty"`
+
 	// The original transaction identifier.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// The transaction signed by the App Store (JWS).
 	SignedTransactionInfo *string `json:"signedTransactionInfo,omitempty"`
+
 	// The renewal information signed by the App Store (JWS).
 	SignedRenewalInfo *string `json:"signedRenewalInfo,omitempty"`
 }
@@ -1013,12 +1272,16 @@ type LastTransactionsItem struct {
 type LedgerConsumableTotal struct {
 	// The consumable product.
 	ProductID string `json:"productId"`
+
 	// The quantity bought, over every transaction (refunded ones included).
 	PurchasedQuantity int64 `json:"purchasedQuantity"`
+
 	// The quantity of the transactions refunded (revocationDate set).
 	RefundedQuantity int64 `json:"refundedQuantity"`
+
 	// The number of transactions.
 	Transactions int64 `json:"transactions"`
+
 	// The number of refunded transactions.
 	RefundedTransactions int64 `json:"refundedTransactions"`
 }
@@ -1027,14 +1290,19 @@ type LedgerConsumableTotal struct {
 type LedgerCustomer struct {
 	// The appAccountToken (lowercase), or the originalTransactionId of purchases without one.
 	CustomerID string `json:"customerId"`
+
 	// The instant the answer is for.
 	At Timestamp `json:"at"`
+
 	// The products the customer is entitled to at that instant, ordered by productId.
 	Entitlements []LedgerEntitlement `json:"entitlements"`
+
 	// Every auto-renewable subscription of the customer, entitled or not, ordered by originalTransactionId.
 	Subscriptions []LedgerSubscription `json:"subscriptions"`
+
 	// Every consumable, non-consumable and non-renewing subscription transaction, ordered by purchaseDate.
 	Purchases []LedgerPurchase `json:"purchases"`
+
 	// Consumables bought and refunded, per product.
 	Consumables []LedgerConsumableTotal `json:"consumables"`
 }
@@ -1044,16 +1312,22 @@ type LedgerCustomer struct {
 type LedgerDisagreement struct {
 	// The notification.
 	NotificationUUID string `json:"notificationUUID"`
+
 	// Its type.
 	NotificationType *NotificationTypeV2 `json:"notificationType,omitempty"`
+
 	// Its subtype.
 	Subtype *Subtype `json:"subtype,omitempty"`
+
 	// Its signedDate, the instant compared.
 	SignedDate Timestamp `json:"signedDate"`
+
 	// The subscription.
 	OriginalTransactionID string `json:"originalTransactionId"`
+
 	// Apple's data.status.
 	AppleStatus Status `json:"appleStatus"`
+
 	// The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
 	EngineStatus *Status `json:"engineStatus,omitempty"`
 }
@@ -1062,23 +1336,32 @@ type LedgerDisagreement struct {
 type LedgerEntitlement struct {
 	// The product.
 	ProductID string `json:"productId"`
+
 	// Why the customer is entitled to it.
 	Reason LedgerEntitlementReason `json:"reason"`
+
 	// When the entitlement ends unless a newer signed fact arrives (expiresDate, gracePeriodExpiresDate); absent for
 	// purchases without an end.
 	Until *Timestamp `json:"until,omitempty"`
+
 	// The transaction that grants it.
 	TransactionID string `json:"transactionId"`
+
 	// Its original transaction (for a subscription: the subscription).
 	OriginalTransactionID string `json:"originalTransactionId"`
+
 	// The product's type.
 	ProductType *ProductType `json:"productType,omitempty"`
+
 	// The granting transaction's purchaseDate.
 	PurchaseDate *Timestamp `json:"purchaseDate,omitempty"`
+
 	// PURCHASED, or FAMILY_SHARED for a family member's access.
 	InAppOwnershipType *InAppOwnershipType `json:"inAppOwnershipType,omitempty"`
+
 	// The subscription group (subscriptions).
 	SubscriptionGroupIdentifier *string `json:"subscriptionGroupIdentifier,omitempty"`
+
 	// The subscription's status, 1 or 4 (subscriptions).
 	Status *Status `json:"status,omitempty"`
 }
@@ -1087,24 +1370,34 @@ type LedgerEntitlement struct {
 type LedgerIngestResult struct {
 	// What was ingested.
 	Kind LedgerEventKind `json:"kind"`
+
 	// false when the same signed payload was already in the ledger (nothing changed).
 	Stored bool `json:"stored"`
+
 	// The value's signedDate.
 	SignedDate *Timestamp `json:"signedDate,omitempty"`
+
 	// The notification's notificationUUID (notifications).
 	NotificationUUID *string `json:"notificationUUID,omitempty"`
+
 	// The notification's type (notifications).
 	NotificationType *NotificationTypeV2 `json:"notificationType,omitempty"`
+
 	// The notification's subtype (notifications).
 	Subtype *Subtype `json:"subtype,omitempty"`
+
 	// The transaction carried, if any.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// The subscription or original purchase it concerns, if any.
 	OriginalTransactionID *string `json:"originalTransactionId,omitempty"`
+
 	// The notification's data.status, when it has one.
 	AppleStatus *Status `json:"appleStatus,omitempty"`
+
 	// The ledger's status of the subscription at the notification's signedDate, when Apple gave one.
 	EngineStatus *Status `json:"engineStatus,omitempty"`
+
 	// Whether appleStatus and engineStatus are equal (present with appleStatus).
 	Agrees *bool `json:"agrees,omitempty"`
 }
@@ -1113,26 +1406,37 @@ type LedgerIngestResult struct {
 type LedgerPurchase struct {
 	// The transaction.
 	TransactionID string `json:"transactionId"`
+
 	// Its original transaction.
 	OriginalTransactionID string `json:"originalTransactionId"`
+
 	// The product.
 	ProductID string `json:"productId"`
+
 	// The product's type.
 	ProductType *ProductType `json:"productType,omitempty"`
+
 	// The quantity bought.
 	Quantity *int32 `json:"quantity,omitempty"`
+
 	// When it was bought.
 	PurchaseDate *Timestamp `json:"purchaseDate,omitempty"`
+
 	// PURCHASED or FAMILY_SHARED.
 	InAppOwnershipType *InAppOwnershipType `json:"inAppOwnershipType,omitempty"`
+
 	// Whether it is refunded or revoked at the instant asked (revocationDate set and not after it).
 	Revoked bool `json:"revoked"`
+
 	// When it was refunded or revoked.
 	RevocationDate *Timestamp `json:"revocationDate,omitempty"`
+
 	// Why.
 	RevocationReason *RevocationReason `json:"revocationReason,omitempty"`
+
 	// REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE.
 	RevocationType *RevocationType `json:"revocationType,omitempty"`
+
 	// The refunded share, in milliunits of a percent (100000 = 100%).
 	RevocationPercentage *int32 `json:"revocationPercentage,omitempty"`
 }
@@ -1142,79 +1446,116 @@ type LedgerPurchase struct {
 type LedgerSubscription struct {
 	// The subscription.
 	OriginalTransactionID string `json:"originalTransactionId"`
+
 	// The instant the answer is for: every fact signed at or before it counts, later ones do not.
 	At Timestamp `json:"at"`
+
 	// The appAccountToken (lowercase) of its current transaction, else the originalTransactionId.
 	CustomerID string `json:"customerId"`
+
 	// Apple's status (1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked); absent when no
 	// transaction of it is known at that instant.
 	Status *Status `json:"status,omitempty"`
+
 	// Whether it entitles the customer to productId (status 1 or 4).
 	Entitled bool `json:"entitled"`
+
 	// When that ends unless a newer fact arrives: expiresDate (1) or gracePeriodExpiresDate (4).
 	EntitledUntil *Timestamp `json:"entitledUntil,omitempty"`
+
 	// The current transaction's product.
 	ProductID *string `json:"productId,omitempty"`
+
 	// Its subscription group.
 	SubscriptionGroupIdentifier *string `json:"subscriptionGroupIdentifier,omitempty"`
+
 	// The current transaction: the latest purchase of the subscription not upgraded away from.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// The current transaction's purchaseDate.
 	PurchaseDate *Timestamp `json:"purchaseDate,omitempty"`
+
 	// The original purchase's date.
 	OriginalPurchaseDate *Timestamp `json:"originalPurchaseDate,omitempty"`
+
 	// The current transaction's expiresDate (the newest signed version, so a renewal extension counts).
 	ExpiresDate *Timestamp `json:"expiresDate,omitempty"`
+
 	// The renewal info's gracePeriodExpiresDate, when it applies to the current period.
 	GracePeriodExpiresDate *Timestamp `json:"gracePeriodExpiresDate,omitempty"`
+
 	// The renewal info's isInBillingRetryPeriod, when it applies to the current period.
 	IsInBillingRetryPeriod *bool `json:"isInBillingRetryPeriod,omitempty"`
+
 	// The renewal info's expirationIntent.
 	ExpirationIntent *ExpirationIntent `json:"expirationIntent,omitempty"`
+
 	// Whether it will renew (renewal info).
 	AutoRenewStatus *AutoRenewStatus `json:"autoRenewStatus,omitempty"`
+
 	// The product it renews to (renewal info).
 	AutoRenewProductID *string `json:"autoRenewProductId,omitempty"`
+
 	// autoRenewProductId when it differs from productId: a downgrade or crossgrade waiting for the next renewal.
 	PendingProductID *string `json:"pendingProductId,omitempty"`
+
 	// The product of the transaction the customer upgraded away from (isUpgraded) into the current one.
 	UpgradedFromProductID *string `json:"upgradedFromProductId,omitempty"`
+
 	// That transaction.
 	UpgradedFromTransactionID *string `json:"upgradedFromTransactionId,omitempty"`
+
 	// The offer applied to the current transaction.
 	OfferType *OfferType `json:"offerType,omitempty"`
+
 	// Its identifier.
 	OfferIdentifier *string `json:"offerIdentifier,omitempty"`
+
 	// Its payment mode.
 	OfferDiscountType *OfferDiscountType `json:"offerDiscountType,omitempty"`
+
 	// Its duration (ISO 8601).
 	OfferPeriod *string `json:"offerPeriod,omitempty"`
+
 	// The offer that applies to the next renewal (renewal info).
 	RenewalOfferType *OfferType `json:"renewalOfferType,omitempty"`
+
 	// Its identifier.
 	RenewalOfferIdentifier *string `json:"renewalOfferIdentifier,omitempty"`
+
 	// PURCHASED, or FAMILY_SHARED for a family member's access.
 	InAppOwnershipType *InAppOwnershipType `json:"inAppOwnershipType,omitempty"`
+
 	// The current transaction's appAccountToken.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
+
 	// When the current transaction was refunded or revoked (Family Sharing).
 	RevocationDate *Timestamp `json:"revocationDate,omitempty"`
+
 	// Why.
 	RevocationReason *RevocationReason `json:"revocationReason,omitempty"`
+
 	// REFUND_FULL, REFUND_PRORATED or FAMILY_REVOKE.
 	RevocationType *RevocationType `json:"revocationType,omitempty"`
+
 	// The refunded share, in milliunits of a percent.
 	RevocationPercentage *int32 `json:"revocationPercentage,omitempty"`
+
 	// The environment that signed the current transaction.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The signedDate of the current transaction's version used.
 	TransactionSignedDate *Timestamp `json:"transactionSignedDate,omitempty"`
+
 	// The signedDate of the renewal info used.
 	RenewalInfoSignedDate *Timestamp `json:"renewalInfoSignedDate,omitempty"`
+
 	// The newest notification about the subscription at that instant (by signedDate): what happened last.
 	LastNotificationType *NotificationTypeV2 `json:"lastNotificationType,omitempty"`
+
 	// Its subtype (e.g. UPGRADE, DOWNGRADE, GRACE_PERIOD).
 	LastNotificationSubtype *Subtype `json:"lastNotificationSubtype,omitempty"`
+
 	// Its signedDate.
 	LastNotificationDate *Timestamp `json:"lastNotificationDate,omitempty"`
 }
@@ -1224,20 +1565,28 @@ type LedgerSubscription struct {
 type LedgerSummary struct {
 	// Signed values stored (each distinct payload once).
 	Events int64 `json:"events"`
+
 	// Distinct notifications (by notificationUUID).
 	Notifications int64 `json:"notifications"`
+
 	// Distinct transactions (by transactionId).
 	Transactions int64 `json:"transactions"`
+
 	// Distinct signed versions of them.
 	TransactionVersions int64 `json:"transactionVersions"`
+
 	// Distinct signed renewal infos.
 	RenewalInfos int64 `json:"renewalInfos"`
+
 	// Distinct auto-renewable subscriptions (originalTransactionId).
 	Subscriptions int64 `json:"subscriptions"`
+
 	// Distinct customers (appAccountToken, else originalTransactionId).
 	Customers int64 `json:"customers"`
+
 	// Notifications with a data.status the oracle compared.
 	CheckedNotifications int64 `json:"checkedNotifications"`
+
 	// The ones whose status the ledger does not reproduce, ordered by signedDate.
 	Disagreements []LedgerDisagreement `json:"disagreements"`
 }
@@ -1246,12 +1595,16 @@ type LedgerSummary struct {
 type MassExtendRenewalDateRequest struct {
 	// The number of days to extend the renewal dates by (at most 90).
 	ExtendByDays int32 `json:"extendByDays"`
+
 	// The reason for the extension.
 	ExtendReasonCode ExtendReasonCode `json:"extendReasonCode"`
+
 	// Your identifier of this request (at most 128 characters).
 	RequestIdentifier string `json:"requestIdentifier"`
+
 	// Storefront country codes to limit the extension to.
 	StorefrontCountryCodes []string `json:"storefrontCountryCodes,omitempty"`
+
 	// The subscription product to extend.
 	ProductID string `json:"productId"`
 }
@@ -1266,12 +1619,16 @@ type MassExtendRenewalDateResponse struct {
 type MassExtendRenewalDateStatusResponse struct {
 	// Your identifier of the request.
 	RequestIdentifier *string `json:"requestIdentifier,omitempty"`
+
 	// Whether the extension is complete.
 	Complete *bool `json:"complete,omitempty"`
+
 	// When the extension completed.
 	CompleteDate *Timestamp `json:"completeDate,omitempty"`
+
 	// The number of extended subscriptions.
 	SucceededCount *int64 `json:"succeededCount,omitempty"`
+
 	// The number of subscriptions that could not be extended.
 	FailedCount *int64 `json:"failedCount,omitempty"`
 }
@@ -1286,18 +1643,25 @@ type Message struct {
 type NotificationData struct {
 	// The server environment that the notification applies to.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The unique identifier of the app that the notification applies to.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The version of the build of the app.
 	BundleVersion *string `json:"bundleVersion,omitempty"`
+
 	// Transaction information signed by the App Store, in JWS format.
 	SignedTransactionInfo *string `json:"signedTransactionInfo,omitempty"`
+
 	// Subscription renewal information signed by the App Store, in JWS format.
 	SignedRenewalInfo *string `json:"signedRenewalInfo,omitempty"`
+
 	// The status of the subscription as of the notification's signedDate.
 	Status *Status `json:"status,omitempty"`
+
 	// The customer-provided reason for the refund request.
 	ConsumptionRequestReason *ConsumptionRequestReason `json:"consumptionRequestReason,omitempty"`
 }
@@ -1306,14 +1670,19 @@ type NotificationData struct {
 type NotificationHistoryRequest struct {
 	// The start of the period (inclusive).
 	StartDate Timestamp `json:"startDate"`
+
 	// The end of the period (exclusive).
 	EndDate Timestamp `json:"endDate"`
+
 	// Only notifications of this type.
 	NotificationType *NotificationTypeV2 `json:"notificationType,omitempty"`
+
 	// Only notifications of this subtype.
 	NotificationSubtype *Subtype `json:"notificationSubtype,omitempty"`
+
 	// Only notifications about this transaction.
 	TransactionID *string `json:"transactionId,omitempty"`
+
 	// Only notifications that did not reach your server.
 	OnlyFailures *bool `json:"onlyFailures,omitempty"`
 }
@@ -1322,8 +1691,10 @@ type NotificationHistoryRequest struct {
 type NotificationHistoryResponse struct {
 	// The token of the next page.
 	PaginationToken *string `json:"paginationToken,omitempty"`
+
 	// Whether more pages follow.
 	HasMore *bool `json:"hasMore,omitempty"`
+
 	// The notifications.
 	NotificationHistory []NotificationHistoryResponseItem `json:"notificationHistory,omitempty"`
 }
@@ -1332,6 +1703,7 @@ type NotificationHistoryResponse struct {
 type NotificationHistoryResponseItem struct {
 	// The notification (JWS).
 	SignedPayload *string `json:"signedPayload,omitempty"`
+
 	// The attempts to send it.
 	SendAttempts []SendAttemptItem `json:"sendAttempts,omitempty"`
 }
@@ -1340,6 +1712,7 @@ type NotificationHistoryResponseItem struct {
 type OrderLookupResponse struct {
 	// Whether the order ID is valid.
 	Status *OrderLookupStatus `json:"status,omitempty"`
+
 	// The transactions of the order, signed by the App Store (JWS).
 	SignedTransactions []string `json:"signedTransactions,omitempty"`
 }
@@ -1348,12 +1721,16 @@ type OrderLookupResponse struct {
 type PerformanceTestConfig struct {
 	// The maximum number of concurrent requests.
 	MaxConcurrentRequests int64 `json:"maxConcurrentRequests"`
+
 	// The total number of requests.
 	TotalRequests int64 `json:"totalRequests"`
+
 	// The duration of the test.
 	TotalDuration int64 `json:"totalDuration"`
+
 	// The response time your server must meet.
 	ResponseTimeThreshold int64 `json:"responseTimeThreshold"`
+
 	// The success rate your server must meet.
 	SuccessRateThreshold int32 `json:"successRateThreshold"`
 }
@@ -1368,6 +1745,7 @@ type PerformanceTestRequest struct {
 type PerformanceTestResponse struct {
 	// The test configuration.
 	Config PerformanceTestConfig `json:"config"`
+
 	// The test identifier.
 	RequestID string `json:"requestId"`
 }
@@ -1376,12 +1754,16 @@ type PerformanceTestResponse struct {
 type PerformanceTestResponseTimes struct {
 	// The average.
 	Average int64 `json:"average"`
+
 	// The 50th percentile.
 	P50 int64 `json:"p50"`
+
 	// The 90th percentile.
 	P90 int64 `json:"p90"`
+
 	// The 95th percentile.
 	P95 int64 `json:"p95"`
+
 	// The 99th percentile.
 	P99 int64 `json:"p99"`
 }
@@ -1390,16 +1772,22 @@ type PerformanceTestResponseTimes struct {
 type PerformanceTestResultResponse struct {
 	// The test configuration.
 	Config PerformanceTestConfig `json:"config"`
+
 	// The URL that was tested.
 	Target string `json:"target"`
+
 	// The test result.
 	Result *PerformanceTestStatus `json:"result,omitempty"`
+
 	// The success rate.
 	SuccessRate int32 `json:"successRate"`
+
 	// The number of requests still pending.
 	NumPending int32 `json:"numPending"`
+
 	// The response times.
 	ResponseTimes PerformanceTestResponseTimes `json:"responseTimes"`
+
 	// Failure counts keyed by SendAttemptResult raw value (unknown keys kept).
 	Failures map[string]int32 `json:"failures,omitempty"`
 }
@@ -1408,8 +1796,10 @@ type PerformanceTestResultResponse struct {
 type PromotionalOffer struct {
 	// The message to show.
 	MessageIdentifier *string `json:"messageIdentifier,omitempty"`
+
 	// A promotional offer V2 signature (JWS).
 	PromotionalOfferSignatureV2 *string `json:"promotionalOfferSignatureV2,omitempty"`
+
 	// A promotional offer V1 signature and what it signed.
 	PromotionalOfferSignatureV1 *PromotionalOfferSignatureV1 `json:"promotionalOfferSignatureV1,omitempty"`
 }
@@ -1418,16 +1808,22 @@ type PromotionalOffer struct {
 type PromotionalOfferSignatureV1 struct {
 	// The base64 signature.
 	EncodedSignature string `json:"encodedSignature"`
+
 	// The product identifier.
 	ProductID string `json:"productId"`
+
 	// The nonce that was signed.
 	Nonce string `json:"nonce"`
+
 	// The signed timestamp, in milliseconds since 1970.
 	Timestamp int64 `json:"timestamp"`
+
 	// The key identifier of the signing key.
 	KeyID string `json:"keyId"`
+
 	// The offer identifier.
 	OfferIdentifier string `json:"offerIdentifier"`
+
 	// The app account token that was signed.
 	AppAccountToken *string `json:"appAccountToken,omitempty"`
 }
@@ -1442,10 +1838,13 @@ type RealtimeRequestBody struct {
 type RealtimeResponseBody struct {
 	// A message to show.
 	Message *Message `json:"message,omitempty"`
+
 	// An alternate product to offer.
 	AlternateProduct *AlternateProduct `json:"alternateProduct,omitempty"`
+
 	// A promotional offer to show.
 	PromotionalOffer *PromotionalOffer `json:"promotionalOffer,omitempty"`
+
 	// Advanced Commerce data.
 	AdvancedCommerceInfo *AdvancedCommerceInfo `json:"advancedCommerceInfo,omitempty"`
 }
@@ -1466,8 +1865,10 @@ type RealtimeUrlResponse struct {
 type RefundHistoryResponse struct {
 	// Refunded transactions signed by the App Store (JWS).
 	SignedTransactions []string `json:"signedTransactions,omitempty"`
+
 	// The token of the next page.
 	Revision *string `json:"revision,omitempty"`
+
 	// Whether more pages follow.
 	HasMore *bool `json:"hasMore,omitempty"`
 }
@@ -1476,12 +1877,16 @@ type RefundHistoryResponse struct {
 type RenewalCommitmentInfo struct {
 	// The product identifier that renews when the commitment ends.
 	CommitmentAutoRenewProductID *string `json:"commitmentAutoRenewProductId,omitempty"`
+
 	// The renewal status when the commitment ends.
 	CommitmentAutoRenewStatus *AutoRenewStatus `json:"commitmentAutoRenewStatus,omitempty"`
+
 	// The billing plan that applies when the commitment renews.
 	CommitmentRenewalBillingPlanType *RenewalBillingPlanType `json:"commitmentRenewalBillingPlanType,omitempty"`
+
 	// The time the commitment renews.
 	CommitmentRenewalDate *Timestamp `json:"commitmentRenewalDate,omitempty"`
+
 	// The commitment renewal price, in milliunits of the currency.
 	CommitmentRenewalPrice *int64 `json:"commitmentRenewalPrice,omitempty"`
 }
@@ -1496,20 +1901,28 @@ type ResponseBodyV2 struct {
 type ResponseBodyV2DecodedPayload struct {
 	// The event that caused the notification.
 	NotificationType *NotificationTypeV2 `json:"notificationType,omitempty"`
+
 	// Details that further identify the event, if applicable.
 	Subtype *Subtype `json:"subtype,omitempty"`
+
 	// A unique identifier of the notification.
 	NotificationUUID *string `json:"notificationUUID,omitempty"`
+
 	// App metadata and signed transaction and renewal information.
 	Data *NotificationData `json:"data,omitempty"`
+
 	// The version of the notification format.
 	Version *string `json:"version,omitempty"`
+
 	// The time the App Store signed the notification.
 	SignedDate *Timestamp `json:"signedDate,omitempty"`
+
 	// The result of a completed mass subscription-renewal-date extension.
 	Summary *Summary `json:"summary,omitempty"`
+
 	// The external purchase token, for EXTERNAL_PURCHASE_TOKEN notifications.
 	ExternalPurchaseToken *ExternalPurchaseToken `json:"externalPurchaseToken,omitempty"`
+
 	// App metadata and signed app transaction information.
 	AppData *AppData `json:"appData,omitempty"`
 }
@@ -1518,6 +1931,7 @@ type ResponseBodyV2DecodedPayload struct {
 type SendAttemptItem struct {
 	// When the attempt was made.
 	AttemptDate *Timestamp `json:"attemptDate,omitempty"`
+
 	// The outcome.
 	SendAttemptResult *SendAttemptResult `json:"sendAttemptResult,omitempty"`
 }
@@ -1532,10 +1946,13 @@ type SendTestNotificationResponse struct {
 type StatusResponse struct {
 	// The server environment.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The unique identifier of the app.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The statuses, by subscription group.
 	Data []SubscriptionGroupIdentifierItem `json:"data,omitempty"`
 }
@@ -1544,6 +1961,7 @@ type StatusResponse struct {
 type SubscriptionGroupIdentifierItem struct {
 	// The subscription group.
 	SubscriptionGroupIdentifier *string `json:"subscriptionGroupIdentifier,omitempty"`
+
 	// The latest transaction of each subscription in the group.
 	LastTransactions []LastTransactionsItem `json:"lastTransactions,omitempty"`
 }
@@ -1552,18 +1970,25 @@ type SubscriptionGroupIdentifierItem struct {
 type Summary struct {
 	// The server environment that the notification applies to.
 	Environment *Environment `json:"environment,omitempty"`
+
 	// The unique identifier of the app.
 	AppAppleID *int64 `json:"appAppleId,omitempty"`
+
 	// The bundle identifier of the app.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// The product identifier of the extended subscriptions.
 	ProductID *string `json:"productId,omitempty"`
+
 	// The identifier you supplied with the mass extension request.
 	RequestIdentifier *string `json:"requestIdentifier,omitempty"`
+
 	// The storefront country codes the extension was limited to.
 	StorefrontCountryCodes []string `json:"storefrontCountryCodes,omitempty"`
+
 	// The number of subscriptions that received the extension.
 	SucceededCount *int64 `json:"succeededCount,omitempty"`
+
 	// The number of subscriptions that did not receive the extension.
 	FailedCount *int64 `json:"failedCount,omitempty"`
 }
@@ -1572,10 +1997,13 @@ type Summary struct {
 type TransactionCommitmentInfo struct {
 	// The number (1-12) of the billing period within the commitment that the transaction pays for.
 	BillingPeriodNumber *int32 `json:"billingPeriodNumber,omitempty"`
+
 	// The time the commitment expires.
 	CommitmentExpiresDate *Timestamp `json:"commitmentExpiresDate,omitempty"`
+
 	// The commitment price, in milliunits of the currency.
 	CommitmentPrice *int64 `json:"commitmentPrice,omitempty"`
+
 	// The total number of billing periods in the commitment.
 	TotalBillingPeriods *int32 `json:"totalBillingPeriods,omitempty"`
 }
@@ -1584,18 +2012,25 @@ type TransactionCommitmentInfo struct {
 type TransactionHistoryRequest struct {
 	// Only transactions on or after this date.
 	StartDate *Timestamp `json:"startDate,omitempty"`
+
 	// Only transactions before this date.
 	EndDate *Timestamp `json:"endDate,omitempty"`
+
 	// Only these products (query parameter productId, repeated).
 	ProductIds []string `json:"productIds,omitempty"`
+
 	// Only these product types (query parameter productType, repeated).
 	ProductTypes []TransactionHistoryProductType `json:"productTypes,omitempty"`
+
 	// The sort order.
 	Sort *TransactionHistoryOrder `json:"sort,omitempty"`
+
 	// Only these subscription groups (query parameter subscriptionGroupIdentifier, repeated).
 	SubscriptionGroupIdentifiers []string `json:"subscriptionGroupIdentifiers,omitempty"`
+
 	// Only purchased or only family-shared transactions.
 	InAppOwnershipType *InAppOwnershipType `json:"inAppOwnershipType,omitempty"`
+
 	// Only revoked (true) or only not revoked (false) transactions.
 	Revoked *bool `json:"revoked,omitempty"`
 }
@@ -1616,6 +2051,7 @@ type UpdateAppAccountTokenRequest struct {
 type UploadMessageImage struct {
 	// The uploaded image to show.
 	ImageIdentifier string `json:"imageIdentifier"`
+
 	// The image's alternative text.
 	AltText string `json:"altText"`
 }
@@ -1624,12 +2060,16 @@ type UploadMessageImage struct {
 type UploadMessageRequestBody struct {
 	// The message header.
 	Header string `json:"header"`
+
 	// The message body.
 	Body string `json:"body"`
+
 	// The message image.
 	Image *UploadMessageImage `json:"image,omitempty"`
+
 	// Where the header shows.
 	HeaderPosition *HeaderPosition `json:"headerPosition,omitempty"`
+
 	// Bullet points (at most 5).
 	BulletPoints []BulletPoint `json:"bulletPoints,omitempty"`
 }
@@ -1638,16 +2078,22 @@ type UploadMessageRequestBody struct {
 type VerifiedAppReceiptFields struct {
 	// Attribute 2.
 	BundleID *string `json:"bundleId,omitempty"`
+
 	// Attribute 3 (CFBundleVersion on iOS, CFBundleShortVersionString on macOS).
 	ApplicationVersion *string `json:"applicationVersion,omitempty"`
+
 	// Attribute 19.
 	OriginalApplicationVersion *string `json:"originalApplicationVersion,omitempty"`
+
 	// Attribute 12.
 	ReceiptCreationDate *Timestamp `json:"receiptCreationDate,omitempty"`
+
 	// Attribute 21.
 	ReceiptExpirationDate *Timestamp `json:"receiptExpirationDate,omitempty"`
+
 	// Attribute 17, one per in-app purchase record, in the receipt's order.
 	InApp []InAppPurchaseReceipt `json:"inApp"`
+
 	// How the receipt was verified.
 	Verification AppReceiptVerification `json:"verification"`
 }
@@ -1657,11 +2103,13 @@ type VerifiedAppReceiptFields struct {
 type VerifiedNotification struct {
 	// The notification.
 	Notification ResponseBodyV2DecodedPayload `json:"notification"`
+
 	// data.signedTransactionInfo, verified, when present.
 	Transaction *JWSTransactionDecodedPayload `json:"transaction,omitempty"`
+
 	// data.signedRenewalInfo, verified, when present.
 	RenewalInfo *JWSRenewalInfoDecodedPayload `json:"renewalInfo,omitempty"`
+
 	// appData.signedAppTransactionInfo, verified, when present.
 	AppTransaction *AppTransaction `json:"appTransaction,omitempty"`
 }
-

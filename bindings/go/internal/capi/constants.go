@@ -6,141 +6,264 @@ package capi
 const (
 	// version
 	VersionMajor = 0
+
 	VersionMinor = 3
+
 	VersionPatch = 0
+
 	VersionString = "0.3.0"
 	// status
 	Ok = 0
+
 	InvalidArgument = 1
+
 	ConfigurationError = 2
+
 	VerificationFailure = 3
+
 	RetryableVerificationFailure = 4
+
 	InvalidAppIdentifier = 5
+
 	InvalidEnvironment = 6
+
 	InvalidChainLength = 7
+
 	InvalidCertificate = 8
+
 	InvalidJwtFormat = 9
+
 	InvalidKey = 10
+
 	NotFound = 11
+
 	InvalidReceipt = 12
+
 	ApiError = 20
+
 	TransportError = 21
+
 	InvalidResponse = 22
+
 	RateLimited = 23
+
 	StorageError = 24
+
 	InternalError = 99
 	// reason
 	ReasonNone = 0
+
 	ReasonMalformed = 1
+
 	ReasonUnsupportedAlg = 2
+
 	ReasonMissingX5c = 3
+
 	ReasonChainLength = 4
+
 	ReasonBadCertificate = 5
+
 	ReasonNoTrustAnchor = 6
+
 	ReasonUntrustedChain = 7
+
 	ReasonExpired = 8
+
 	ReasonMissingMarkerOid = 9
+
 	ReasonBadSignature = 10
+
 	ReasonUndecodablePayload = 11
+
 	ReasonWrongBundle = 12
+
 	ReasonWrongAppID = 13
+
 	ReasonWrongEnvironment = 14
+
 	ReasonWrongKind = 15
+
 	ReasonOnlineChecksUnavailable = 16
+
 	ReasonInvalidArgument = 17
+
 	ReasonInternal = 18
+
 	ReasonKeyNotPem = 19
+
 	ReasonKeyEncrypted = 20
+
 	ReasonKeyMalformed = 21
+
 	ReasonKeyNotEc = 22
+
 	ReasonKeyWrongCurve = 23
+
 	ReasonInvalidRequest = 24
+
 	ReasonSigningFailed = 25
+
 	ReasonInputTooLarge = 26
+
 	ReasonSignerFailed = 27
+
 	ReasonEmptyX5c = 28
+
 	ReasonReceiptMalformed = 40
+
 	ReasonNoTransactionID = 41
+
 	ReasonSignerMissing = 42
+
 	ReasonUnsupportedEnvironment = 60
+
 	ReasonUnknownEndpoint = 61
+
 	ReasonInvalidParameters = 62
+
 	ReasonApiError = 63
+
 	ReasonHttpError = 64
+
 	ReasonRateLimited = 65
+
 	ReasonUndecodableResponse = 66
+
 	ReasonTransportTimeout = 67
+
 	ReasonTransportUnreachable = 68
+
 	ReasonTransportFailed = 69
+
 	ReasonNoTransport = 70
+
 	ReasonLocalRateLimit = 71
+
 	ReasonRevoked = 80
+
 	ReasonOcspUnknown = 81
+
 	ReasonOcspBadSignature = 82
+
 	ReasonOcspStale = 83
+
 	ReasonOcspMalformed = 84
+
 	ReasonOcspCertIDMismatch = 85
+
 	ReasonOcspNonceMismatch = 86
+
 	ReasonOcspRefused = 87
+
 	ReasonOcspNoResponder = 88
+
 	ReasonOcspUnreachable = 89
+
 	ReasonOcspTimeout = 90
+
 	ReasonOcspHttpError = 91
+
 	ReasonOcspTryLater = 92
+
 	ReasonStorageFailed = 100
 	// environment
 	EnvironmentSandbox = 1
+
 	EnvironmentProduction = 2
+
 	EnvironmentXcode = 3
+
 	EnvironmentLocalTesting = 4
 	// transportResult
 	TransportResultOk = 0
+
 	TransportResultTimeout = 1
+
 	TransportResultUnreachable = 2
+
 	TransportResultFailed = 3
 	// endpoint
 	EndpointGetTransactionInfo = "getTransactionInfo"
+
 	EndpointGetTransactionHistory = "getTransactionHistory"
+
 	EndpointGetTransactionHistoryV1 = "getTransactionHistoryV1"
+
 	EndpointGetAllSubscriptionStatuses = "getAllSubscriptionStatuses"
+
 	EndpointGetRefundHistory = "getRefundHistory"
+
 	EndpointLookUpOrderID = "lookUpOrderId"
+
 	EndpointGetAppTransactionInfo = "getAppTransactionInfo"
+
 	EndpointFinishTransaction = "finishTransaction"
+
 	EndpointSendConsumptionData = "sendConsumptionData"
+
 	EndpointSendConsumptionInformation = "sendConsumptionInformation"
+
 	EndpointSetAppAccountToken = "setAppAccountToken"
+
 	EndpointExtendSubscriptionRenewalDate = "extendSubscriptionRenewalDate"
+
 	EndpointExtendRenewalDateForAllActiveSubscribers = "extendRenewalDateForAllActiveSubscribers"
+
 	EndpointGetStatusOfSubscriptionRenewalDateExtensions = "getStatusOfSubscriptionRenewalDateExtensions"
+
 	EndpointRequestTestNotification = "requestTestNotification"
+
 	EndpointGetTestNotificationStatus = "getTestNotificationStatus"
+
 	EndpointGetNotificationHistory = "getNotificationHistory"
+
 	EndpointUploadImage = "uploadImage"
+
 	EndpointDeleteImage = "deleteImage"
+
 	EndpointGetImageList = "getImageList"
+
 	EndpointUploadMessage = "uploadMessage"
+
 	EndpointDeleteMessage = "deleteMessage"
+
 	EndpointGetMessageList = "getMessageList"
+
 	EndpointConfigureDefaultMessage = "configureDefaultMessage"
+
 	EndpointDeleteDefaultMessage = "deleteDefaultMessage"
+
 	EndpointGetDefaultMessage = "getDefaultMessage"
+
 	EndpointConfigureRealtimeURL = "configureRealtimeURL"
+
 	EndpointDeleteRealtimeURL = "deleteRealtimeURL"
+
 	EndpointGetRealtimeURL = "getRealtimeURL"
+
 	EndpointInitiatePerformanceTest = "initiatePerformanceTest"
+
 	EndpointGetPerformanceTestResults = "getPerformanceTestResults"
+
 	EndpointCancelSubscription = "cancelSubscription"
+
 	EndpointChangeSubscriptionMetadata = "changeSubscriptionMetadata"
+
 	EndpointChangeSubscriptionPrice = "changeSubscriptionPrice"
+
 	EndpointMigrateSubscription = "migrateSubscription"
+
 	EndpointRevokeSubscription = "revokeSubscription"
+
 	EndpointRequestTransactionRefund = "requestTransactionRefund"
 	// limit
 	LimitApiResponseBytes = 16777216
+
 	LimitOcspResponseBytes = 1048576
 	// apiAction
 	ApiActionSend = 1
+
 	ApiActionWait = 2
+
 	ApiActionDone = 3
 )

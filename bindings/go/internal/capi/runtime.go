@@ -165,4 +165,6 @@ func (c *cBuffers) free() {
 func StringFree(p unsafe.Pointer) { C.appstore_string_free((*C.char)(p)) }
 
 // ReadError reads and frees an appstore_error the hand-written bridges received.
-func ReadError(status int32, err unsafe.Pointer) *Error { return readError(status, (*C.appstore_error)(err)) }
+func ReadError(status int32, err unsafe.Pointer) *Error {
+	return readError(status, (*C.appstore_error)(err))
+}
