@@ -16,11 +16,12 @@ type handle[T ~unsafe.Pointer] struct {
 
 func (h *handle[T]) get() (T, bool) {
 	h.mu.RLock()
-	if h.p == nil {
+	p := h.p
+	if p == nil {
 		h.mu.RUnlock()
-		return h.p, false
+		return p, false
 	}
-	return h.p, true
+	return p, true
 }
 
 func (h *handle[T]) release() { h.mu.RUnlock() }
