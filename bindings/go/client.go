@@ -214,7 +214,7 @@ func addQueryModel(params map[string]any, m any) error {
 }
 
 func decodeAnswer(raw []byte, out any) error {
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := unmarshal(raw, out); err != nil {
 		return &APIError{Status: VerificationStatusInvalidResponse, Reason: ReasonUndecodableResponse, RetryAfter: -1,
 			Message: "the answer does not decode into the Go model: " + err.Error()}
 	}

@@ -180,8 +180,17 @@ func (v *SignedDataVerifier) verify(ctx context.Context, fn verifyFunc, jws stri
 	return out, nil
 }
 
+// unmarshal decodes JSON the core produced into a model: its generated decoder directly (encoding/json would first
+// scan the whole text again).
+func unmarshal(raw []byte, out any) error {
+	if u, ok := out.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(raw)
+	}
+	return json.Unmarshal(raw, out)
+}
+
 func decodeInto(raw []byte, out any) error {
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := unmarshal(raw, out); err != nil {
 		// The core decoded the same JSON into the model; a Go type error here is a bug of the binding's models.
 		return &VerificationError{Status: VerificationStatusVerificationFailure, Reason: ReasonUndecodablePayload,
 			Message: "the verified payload does not decode into the Go model: " + err.Error()}

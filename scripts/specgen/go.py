@@ -216,6 +216,492 @@ def render_enums(spec: Spec) -> str:
     return "\n".join(out) + "\n"
 
 
+# The models' JSON decoder (a fixed part of package model; see its comment).
+DECODER = r'''package model
+
+// A JSON decoder for the models, generated with them: encoding/json's reflection costs more than a verification's
+// own JSON work, so each model decodes its known keys directly (exact keys, as Apple sends them; unknown keys and
+// values skipped; null leaves a field unset). Any input gives a value or an error, never a panic.
+
+import (
+	"errors"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+type decoder struct {
+	b     []byte
+	i     int
+	err   error
+	depth int
+}
+
+const maxDepth = 10000
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = errors.New("json: " + what + " at offset " + strconv.Itoa(d.i))
+	}
+	d.i = len(d.b)
+}
+
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next non-space byte (0 at the end).
+func (d *decoder) peek() byte {
+	d.ws()
+	if d.i >= len(d.b) {
+		return 0
+	}
+	return d.b[d.i]
+}
+
+func (d *decoder) literal(word string) bool {
+	if len(d.b)-d.i >= len(word) && string(d.b[d.i:d.i+len(word)]) == word {
+		d.i += len(word)
+		return true
+	}
+	d.fail("invalid literal")
+	return false
+}
+
+// null consumes a null and reports it.
+func (d *decoder) null() bool {
+	if d.peek() == 'n' {
+		return d.literal("null")
+	}
+	return false
+}
+
+// object calls field with each key (valid until the next call), which must consume the value.
+func (d *decoder) object(field func(key []byte)) {
+	if d.peek() != '{' {
+		d.fail("expected an object")
+		return
+	}
+	d.depth++
+	if d.depth > maxDepth {
+		d.fail("nesting too deep")
+		return
+	}
+	d.i++
+	if d.peek() == '}' {
+		d.i++
+		d.depth--
+		return
+	}
+	for d.err == nil {
+		if d.peek() != '"' {
+			d.fail("expected a key")
+			return
+		}
+		key := d.rawString()
+		if d.peek() != ':' {
+			d.fail("expected ':'")
+			return
+		}
+		d.i++
+		field(key)
+		switch d.peek() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			d.depth--
+			return
+		default:
+			d.fail("expected ',' or '}'")
+		}
+	}
+}
+
+// array calls elem for each element, which must consume it.
+func (d *decoder) array(elem func()) {
+	if d.peek() != '[' {
+		d.fail("expected an array")
+		return
+	}
+	d.depth++
+	if d.depth > maxDepth {
+		d.fail("nesting too deep")
+		return
+	}
+	d.i++
+	if d.peek() == ']' {
+		d.i++
+		d.depth--
+		return
+	}
+	for d.err == nil {
+		elem()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			d.depth--
+			return
+		default:
+			d.fail("expected ',' or ']'")
+		}
+	}
+}
+
+// rawString reads a string; the bytes are the input's when it has no escapes.
+func (d *decoder) rawString() []byte {
+	if d.peek() != '"' {
+		d.fail("expected a string")
+		return nil
+	}
+	d.i++
+	start := d.i
+	ascii := true
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			s := d.b[start:d.i]
+			d.i++
+			if !ascii && !utf8.Valid(s) {
+				return []byte(string([]rune(string(s)))) // invalid UTF-8 becomes U+FFFD, as encoding/json does
+			}
+			return s
+		case c == '\\':
+			return d.escapedString(start)
+		case c < 0x20:
+			d.fail("control character in a string")
+			return nil
+		case c >= 0x80:
+			ascii = false
+		}
+		d.i++
+	}
+	d.fail("unterminated string")
+	return nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func (d *decoder) escapedString(start int) []byte {
+	out := append([]byte(nil), d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			if !utf8.Valid(out) {
+				return []byte(string([]rune(string(out))))
+			}
+			return out
+		case c < 0x20:
+			d.fail("control character in a string")
+			return nil
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			break
+		}
+		e := d.b[d.i+1]
+		d.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(d.b[d.i:])
+			if !ok {
+				d.fail("invalid \\u escape")
+				return nil
+			}
+			d.i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(0), false
+				if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
+					r2, ok2 = hex4(d.b[d.i+2:])
+				}
+				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+					d.i += 6
+					r = dec
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			d.fail("invalid escape")
+			return nil
+		}
+	}
+	d.fail("unterminated string")
+	return nil
+}
+
+func (d *decoder) str() string { return string(d.rawString()) }
+
+// number is the next number's text.
+func (d *decoder) number() []byte {
+	d.ws()
+	start := d.i
+	for d.i < len(d.b) {
+		switch c := d.b[d.i]; {
+		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+			d.i++
+			continue
+		}
+		break
+	}
+	if start == d.i || !validNumber(d.b[start:d.i]) {
+		d.fail("expected a number")
+		return nil
+	}
+	return d.b[start:d.i]
+}
+
+// validNumber is JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+func (d *decoder) integer(bits int) int64 {
+	text := d.number()
+	if d.err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(text), 10, bits)
+	if err != nil {
+		d.fail("not an integer of " + strconv.Itoa(bits) + " bits: " + string(text))
+		return 0
+	}
+	return n
+}
+
+func (d *decoder) i32() int32 { return int32(d.integer(32)) }
+func (d *decoder) i64() int64 { return d.integer(64) }
+
+// ts is a date: integer milliseconds, or a decimal number of them (Xcode), the fraction dropped.
+func (d *decoder) ts() Timestamp {
+	text := d.number()
+	if d.err != nil {
+		return 0
+	}
+	if n, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+		return Timestamp(n)
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || f != f || f > 9.2e18 || f < -9.2e18 {
+		d.fail("not a date: " + string(text))
+		return 0
+	}
+	return Timestamp(int64(f))
+}
+
+func (d *decoder) boolean() bool {
+	switch d.peek() {
+	case 't':
+		return d.literal("true")
+	case 'f':
+		d.literal("false")
+		return false
+	}
+	d.fail("expected a boolean")
+	return false
+}
+
+// skip consumes any value.
+func (d *decoder) skip() {
+	switch d.peek() {
+	case '{':
+		d.object(func([]byte) { d.skip() })
+	case '[':
+		d.array(d.skip)
+	case '"':
+		d.rawString()
+	case 't':
+		d.literal("true")
+	case 'f':
+		d.literal("false")
+	case 'n':
+		d.literal("null")
+	default:
+		text := d.number()
+		if d.err == nil {
+			if _, err := strconv.ParseFloat(string(text), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+				d.fail("invalid number " + string(text))
+			}
+		}
+	}
+}
+
+// finish checks that only white space follows the value.
+func (d *decoder) finish() error {
+	if d.err == nil && d.peek() != 0 {
+		d.fail("text after the value")
+	}
+	return d.err
+}
+'''
+
+
+def _scalar_expr(spec: Spec, t: str) -> str | None:
+    """The decoder expression of a scalar spec type (None: not a scalar)."""
+    if t in ("String", "UUID"):
+        return "d.str()"
+    if t == "Int32":
+        return "d.i32()"
+    if t == "Int64":
+        return "d.i64()"
+    if t == "Bool":
+        return "d.boolean()"
+    if t == "Date":
+        return "d.ts()"
+    if t in spec.enums:
+        raw = spec.enums[t]["rawType"]
+        return f"{type_name(t)}({ {'String': 'd.str()', 'Int32': 'd.i32()', 'Int64': 'd.i64()'}[raw] })"
+    return None
+
+
+def _decode_field(spec: Spec, f: dict, name: str) -> list[str]:
+    """The statements decoding one field's value into m.<name> (the value is next in d)."""
+    t = f["type"]
+    required = bool(f.get("required"))
+    target = f"m.{name}"
+    if isinstance(t, list):
+        et = t[0]
+        gt = go_type(spec, et)[0]
+        expr = _scalar_expr(spec, et)
+        elem = [f"\t\t\tl = append(l, {expr})"] if expr else [
+            f"\t\t\tvar x {gt}", "\t\t\tx.decodeFrom(d)", "\t\t\tl = append(l, x)"]
+        return ["\t\tif d.null() {", f"\t\t\t{target} = nil", "\t\t\tbreak", "\t\t}",
+                f"\t\tl := []{gt}{{}}", "\t\td.array(func() {", "\t\t\tif d.null() {",
+                f"\t\t\t\tvar z {gt}", "\t\t\t\tl = append(l, z)", "\t\t\t\treturn", "\t\t\t}"] + elem + [
+                "\t\t})", f"\t\t{target} = l"]
+    if is_map(t):
+        et = t["map"]
+        gt = go_type(spec, et)[0]
+        expr = _scalar_expr(spec, et)
+        if expr is None:
+            raise GoRenderError(f"map of {et}: no decoder rule")
+        return ["\t\tif d.null() {", f"\t\t\t{target} = nil", "\t\t\tbreak", "\t\t}",
+                f"\t\tmp := {target}", "\t\tif mp == nil {", f"\t\t\tmp = map[string]{gt}{{}}", "\t\t}",
+                "\t\td.object(func(k []byte) {", "\t\t\tif d.null() {",
+                f"\t\t\t\tvar z {gt}", "\t\t\t\tmp[string(k)] = z", "\t\t\t\treturn", "\t\t\t}",
+                f"\t\t\tmp[string(k)] = {expr}", "\t\t})", f"\t\t{target} = mp"]
+    expr = _scalar_expr(spec, t)
+    if expr is not None:
+        if required:
+            return ["\t\tif d.null() {", "\t\t\tbreak", "\t\t}", f"\t\t{target} = {expr}"]
+        return ["\t\tif d.null() {", f"\t\t\t{target} = nil", "\t\t\tbreak", "\t\t}", f"\t\tv := {expr}",
+                f"\t\t{target} = &v"]
+    gt = go_type(spec, t)[0]
+    if required:
+        return ["\t\tif d.null() {", "\t\t\tbreak", "\t\t}", f"\t\t{target}.decodeFrom(d)"]
+    # A key given twice merges into the value decoded first, as encoding/json does.
+    return ["\t\tif d.null() {", f"\t\t\t{target} = nil", "\t\t\tbreak", "\t\t}", f"\t\tif {target} == nil {{",
+            f"\t\t\t{target} = new({gt})", "\t\t}", f"\t\t{target}.decodeFrom(d)"]
+
+
+def render_decoders(spec: Spec) -> str:
+    out = [MARK, ""] + DECODER.split("\n")[0:0]
+    body = DECODER.replace("package model\n", "", 1)
+    out = [MARK, "", "package model", body.rstrip("\n"), ""]
+    for name, model in spec.models.items():
+        gname = type_name(name)
+        out.append(f"// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).")
+        out.append(f"func (m *{gname}) UnmarshalJSON(b []byte) error {{")
+        out.append("\td := decoder{b: b}")
+        out.append("\tif !d.null() {")
+        out.append("\t\tm.decodeFrom(&d)")
+        out.append("\t}")
+        out.append("\treturn d.finish()")
+        out.append("}")
+        out.append("")
+        out.append(f"func (m *{gname}) decodeFrom(d *decoder) {{")
+        out.append("\td.object(func(key []byte) {")
+        out.append("\t\tswitch string(key) {")
+        for f in model["fields"]:
+            out.append(f"\t\tcase {gostr(f.get('key', f['name']))}:")
+            out += ["\t" + ln for ln in _decode_field(spec, f, exported(f["name"]))]
+        out.append("\t\tdefault:")
+        out.append("\t\t\td.skip()")
+        out.append("\t\t}")
+        out.append("\t})")
+        out.append("}")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
 # ---- the ABI: Go functions over cgo -------------------------------------------------------------------------------------
 
 # Functions the generated wrappers do not serve, and why.
@@ -802,6 +1288,7 @@ def outputs(spec: Spec, abi_text: str) -> dict[str, str]:
     files = {
         f"{MODEL}/models.go": render_models(spec),
         f"{MODEL}/enums.go": render_enums(spec),
+        f"{MODEL}/decode.go": render_decoders(spec),
         f"{CAPI}/abi.go": render_capi(abi),
         f"{CAPI}/runtime.go": render_capi_runtime(abi),
         f"{CAPI}/constants.go": render_capi_constants(abi),
