@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"runtime"
 	"time"
+	"unsafe"
 
 	"appstoreserver.dev/appstoreserver/internal/capi"
 	"appstoreserver.dev/appstoreserver/model"
@@ -163,14 +165,16 @@ func (v *SignedDataVerifier) verify(ctx context.Context, fn verifyFunc, jws stri
 	defer v.h.release()
 	var out []byte
 	var err error
+	in := stringBytes(jws) // the library only reads it, during the call
 	if v.transport != nil {
 		err = withCallContext(ctx, func() error {
-			out, err = fn(p, []byte(jws))
+			out, err = fn(p, in)
 			return err
 		})
 	} else {
-		out, err = fn(p, []byte(jws))
+		out, err = fn(p, in)
 	}
+	runtime.KeepAlive(jws)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -328,4 +332,14 @@ func quote(s string) string {
 	}
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// stringBytes is s's bytes without a copy, for inputs the library only reads during a call (a JWS of a notification
+// is some 15 KB; Go 1.19 has no unsafe.StringData).
+func stringBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	h := (*reflect.StringHeader)(unsafe.Pointer(&s))
+	return unsafe.Slice((*byte)(unsafe.Pointer(h.Data)), len(s))
 }
