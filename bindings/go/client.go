@@ -176,6 +176,9 @@ func NewAppStoreServerAPIClientWithKey(key *SigningKey, environment Environment,
 
 // Close releases the client (and its key, when the client made it). Calls in progress finish first.
 func (c *AppStoreServerAPIClient) Close() error {
+	if c == nil {
+		return nil
+	}
 	c.h.close()
 	if c.ownKey {
 		c.key.Close()
@@ -253,6 +256,9 @@ func (c *AppStoreServerAPIClient) run(ctx context.Context, endpoint string, para
 	page func([]byte, Environment) (bool, error)) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if c == nil {
+		return ErrClosed
 	}
 	pj, err := json.Marshal(params)
 	if err != nil {

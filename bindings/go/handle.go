@@ -15,6 +15,10 @@ type handle[T ~unsafe.Pointer] struct {
 }
 
 func (h *handle[T]) get() (T, bool) {
+	if h == nil { // a nil *SignedDataVerifier (the handle is every wrapper's first field): refused, not a panic
+		var zero T
+		return zero, false
+	}
 	h.mu.RLock()
 	p := h.p
 	if p == nil {
@@ -27,6 +31,9 @@ func (h *handle[T]) get() (T, bool) {
 func (h *handle[T]) release() { h.mu.RUnlock() }
 
 func (h *handle[T]) close() {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	p := h.p
 	h.p = nil

@@ -134,4 +134,30 @@ func TestWrongArguments(t *testing.T) {
 	wantError(t, "a customer id with a NUL byte", err, VerificationStatusInvalidArgument, ReasonInvalidArgument)
 	_, err = OpenLedger("mysql://nope", v)
 	wantError(t, "an unknown database URL", err, VerificationStatusInvalidArgument, -1)
+
+	// Nil handles are refused like closed ones.
+	var nv *SignedDataVerifier
+	if _, err := nv.VerifyAndDecodeTransaction(ctx, "a.b.c"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a nil verifier: %v", err)
+	}
+	nv.Close()
+	var nk *SigningKey
+	if _, err := nk.CreateAPIToken(time.Time{}, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("a nil key: %v", err)
+	}
+	if _, err := NewAppStoreServerAPIClientWithKey(nil, EnvironmentSandbox, nil); err == nil {
+		t.Error("a nil key was accepted by the client")
+	}
+	var nc *AppStoreServerAPIClient
+	if _, err := nc.GetTransactionInfo(ctx, "1"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a nil client: %v", err)
+	}
+	var nl *Ledger
+	if _, err := nl.Summary(); !errors.Is(err, ErrClosed) {
+		t.Errorf("a nil ledger: %v", err)
+	}
+	var nr *ReceiptVerifier
+	if _, err := nr.Verify("MIIB"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a nil receipt verifier: %v", err)
+	}
 }

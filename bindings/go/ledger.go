@@ -41,11 +41,17 @@ func OpenLedger(url string, verifier *SignedDataVerifier) (*Ledger, error) {
 
 // Close closes the database.
 func (l *Ledger) Close() error {
+	if l == nil {
+		return nil
+	}
 	l.h.close()
 	return nil
 }
 
 func (l *Ledger) ingest(fn func(capi.Ledger, []byte) ([]byte, error), jws string) (*model.LedgerIngestResult, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
 	p, ok := l.h.get()
 	if !ok {
 		return nil, ErrClosed
@@ -93,6 +99,9 @@ func atMs(at time.Time) int64 {
 // Subscription is one subscription (its originalTransactionId) at an instant (zero: now); nil when the ledger
 // knows nothing of it then.
 func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*model.LedgerSubscription, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
 	p, ok := l.h.get()
 	if !ok {
 		return nil, ErrClosed
@@ -115,6 +124,9 @@ func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*mode
 // Customer is one customer (an appAccountToken, or the originalTransactionId of purchases without one) at an
 // instant (zero: now): entitlements, subscriptions, purchases, consumables.
 func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustomer, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
 	p, ok := l.h.get()
 	if !ok {
 		return nil, ErrClosed
@@ -133,6 +145,9 @@ func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustome
 
 // Summary is the ledger's counts and the notifications whose data.status it does not reproduce.
 func (l *Ledger) Summary() (*model.LedgerSummary, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
 	p, ok := l.h.get()
 	if !ok {
 		return nil, ErrClosed

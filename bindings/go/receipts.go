@@ -70,6 +70,9 @@ func NewReceiptVerifier(roots [][]byte, bundleID string) (*ReceiptVerifier, erro
 
 // Close releases the verifier.
 func (v *ReceiptVerifier) Close() error {
+	if v == nil {
+		return nil
+	}
 	v.h.close()
 	return nil
 }
@@ -77,6 +80,9 @@ func (v *ReceiptVerifier) Close() error {
 // Verify verifies a base64 app receipt and returns its documented fields and how it was verified. Errors:
 // *VerificationError (signature, chain, bundle ID) or *Error (INVALID_RECEIPT, INVALID_ARGUMENT).
 func (v *ReceiptVerifier) Verify(appReceipt string) (*model.VerifiedAppReceiptFields, error) {
+	if v == nil {
+		return nil, ErrClosed
+	}
 	p, ok := v.h.get()
 	if !ok {
 		return nil, ErrClosed

@@ -129,11 +129,17 @@ func appstoreGoSign(userData unsafe.Pointer, message *C.uint8_t, messageLen C.si
 
 // Close releases the key. Clients made with it keep it until they are closed.
 func (k *SigningKey) Close() error {
+	if k == nil {
+		return nil
+	}
 	k.h.close()
 	return nil
 }
 
 func (k *SigningKey) use(fn func(capi.SigningKey) (string, error)) (string, error) {
+	if k == nil {
+		return "", ErrClosed
+	}
 	p, ok := k.h.get()
 	if !ok {
 		return "", ErrClosed

@@ -144,6 +144,9 @@ func NewSignedDataVerifierWithOptions(o VerifierOptions) (*SignedDataVerifier, e
 
 // Close releases the verifier. Calls after Close fail with ErrClosed; Close waits for calls in progress.
 func (v *SignedDataVerifier) Close() error {
+	if v == nil {
+		return nil
+	}
 	v.h.close()
 	return nil
 }
@@ -157,6 +160,9 @@ func (v *SignedDataVerifier) verify(ctx context.Context, fn verifyFunc, jws stri
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if v == nil {
+		return nil, ErrClosed
 	}
 	p, ok := v.h.get()
 	if !ok {
@@ -300,6 +306,9 @@ func (v *SignedDataVerifier) VerifyAndDecodeJSON(ctx context.Context, op Operati
 
 // CacheStats are the chain cache's counters since the verifier was made: hits, misses and chains cached now.
 func (v *SignedDataVerifier) CacheStats() (hits, misses, entries uint64, err error) {
+	if v == nil {
+		return 0, 0, 0, ErrClosed
+	}
 	p, ok := v.h.get()
 	if !ok {
 		return 0, 0, 0, ErrClosed
