@@ -8,6 +8,7 @@ package appstoreserver
 import (
 	"bufio"
 	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -226,6 +227,16 @@ func TestEveryEndpointAgainstTheMock(t *testing.T) {
 	}
 }
 
+// mockSigner is the mock's key as a crypto.Signer (what a KMS client gives).
+func mockSigner(t *testing.T, mock *mockServer) crypto.Signer {
+	block, _ := pem.Decode(mock.p8)
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(crypto.Signer)
+}
+
 // exportedName is the Go method name of an endpoint (the generator's rule, written again here).
 func exportedName(endpoint string) string {
 	s := strings.ToUpper(endpoint[:1]) + endpoint[1:]
@@ -282,6 +293,21 @@ func TestAPIErrorFromTheMock(t *testing.T) {
 	if _, err := c2.GetTransactionInfo(context.Background(), "1"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
+	// An external signer's key closed while a client made with it lives: the client still signs its tokens (the mock
+	// verifies them with the public key).
+	signerKey, err := NewSigningKeyWithSigner(mockSigner(t, mock), testKeyID, testIssuer, testBundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4, err := NewAppStoreServerAPIClientWithKey(signerKey, EnvironmentSandbox, &ClientOptions{BaseURL: mock.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signerKey.Close()
+	if _, err := c4.GetTransactionInfo(context.Background(), "2000000000000001"); err != nil {
+		t.Fatalf("a client whose external signer's key was closed: %v", err)
+	}
+	c4.Close()
 	// A cancelled context ends a call before anything is sent.
 	c3, _ := NewAppStoreServerAPIClientWithKey(key, EnvironmentSandbox, &ClientOptions{BaseURL: mock.url})
 	defer c3.Close()

@@ -158,6 +158,9 @@ func NewAppStoreServerAPIClientWithKey(key *SigningKey, environment Environment,
 		return nil, ErrClosed
 	}
 	p, err := capi.ApiClientNew(kp, env, opts)
+	if err == nil {
+		key.signer.retain() // the C client holds the key: its signer must outlive the client, whatever the key's Close
+	}
 	key.h.release()
 	if err != nil {
 		return nil, plainError(err)
@@ -169,7 +172,11 @@ func NewAppStoreServerAPIClientWithKey(key *SigningKey, environment Environment,
 	}
 	hc.CheckRedirect = noRedirects
 	c := &AppStoreServerAPIClient{key: key, http: hc, now: func() int64 { return time.Now().UnixMilli() }, sleep: sleepCtx}
-	c.h = handle[capi.ApiClient]{p: p, free: capi.ApiClientFree}
+	signer := key.signer
+	c.h = handle[capi.ApiClient]{p: p, free: func(p capi.ApiClient) {
+		capi.ApiClientFree(p)
+		signer.release()
+	}}
 	runtime.SetFinalizer(c, (*AppStoreServerAPIClient).Close)
 	return c, nil
 }

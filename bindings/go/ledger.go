@@ -16,6 +16,9 @@ type Ledger struct {
 	h handle[capi.Ledger]
 }
 
+// The ledger's C object holds the verifier's, which may call the verifier's Go transport (online checks): the
+// transport's user data lives until the verifier and every ledger made with it are closed.
+
 // OpenLedger opens (creating or migrating) the ledger at url: "sqlite:/path/ledger.db", "sqlite::memory:" or
 // "postgresql://user@host:port/database". Every value it records is verified with verifier (the ledger keeps its
 // own reference: the verifier may be closed). Errors: *Error (INVALID_ARGUMENT, CONFIGURATION_ERROR,
@@ -29,12 +32,21 @@ func OpenLedger(url string, verifier *SignedDataVerifier) (*Ledger, error) {
 		return nil, ErrClosed
 	}
 	p, err := capi.LedgerOpen(url, vp)
+	bridge := verifier.transport
+	if err == nil && bridge != nil {
+		bridge.retain()
+	}
 	verifier.h.release()
 	if err != nil {
 		return nil, plainError(err)
 	}
 	l := &Ledger{}
-	l.h = handle[capi.Ledger]{p: p, free: capi.LedgerFree}
+	l.h = handle[capi.Ledger]{p: p, free: func(p capi.Ledger) {
+		capi.LedgerFree(p)
+		if bridge != nil {
+			bridge.release()
+		}
+	}}
 	runtime.SetFinalizer(l, (*Ledger).Close)
 	return l, nil
 }

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/cgo"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -30,8 +31,29 @@ import (
 // identifiers every signature needs. It makes the API client's bearer tokens and Apple's signatures (promotional
 // offers v1 and v2, introductory-offer eligibility, Advanced Commerce in-app requests). Safe for concurrent use.
 type SigningKey struct {
-	h    handle[capi.SigningKey]
-	slot unsafe.Pointer // external signer: the callback's user data (C memory holding a cgo.Handle)
+	h      handle[capi.SigningKey]
+	signer *signerContext // external signer only
+}
+
+// signerContext is the external signer's callback user data (C memory holding a cgo.Handle). The key's C object and
+// every client made with it may call the signer, so it lives until the key and those clients are all closed.
+type signerContext struct {
+	slot   unsafe.Pointer
+	handle cgo.Handle
+	refs   atomic.Int32
+}
+
+func (s *signerContext) retain() {
+	if s != nil {
+		s.refs.Add(1)
+	}
+}
+
+func (s *signerContext) release() {
+	if s != nil && s.refs.Add(-1) == 0 {
+		C.free(s.slot)
+		s.handle.Delete()
+	}
 }
 
 func optional(s string) *string {
@@ -96,13 +118,12 @@ func NewSigningKeyWithSigner(signer crypto.Signer, keyID, issuerID, bundleID str
 		h.Delete()
 		return nil, plainError(capi.ReadError(int32(st), unsafe.Pointer(cerr)))
 	}
-	k := &SigningKey{slot: slot}
+	ctx := &signerContext{slot: slot, handle: h}
+	ctx.refs.Store(1)
+	k := &SigningKey{signer: ctx}
 	k.h = handle[capi.SigningKey]{p: capi.SigningKey(unsafe.Pointer(key)), free: func(p capi.SigningKey) {
 		capi.SigningKeyFree(p)
-		// Clients made with the key hold references to it; AppStoreServerAPIClient keeps its key open until its
-		// own Close, so the user data outlives every use.
-		C.free(slot)
-		h.Delete()
+		ctx.release()
 	}}
 	runtime.SetFinalizer(k, (*SigningKey).Close)
 	return k, nil

@@ -21,6 +21,7 @@ import (
 	"runtime/cgo"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -35,6 +36,7 @@ type transportBridge struct {
 	slot      unsafe.Pointer // C memory holding the cgo.Handle of the bridge (the callback's user data)
 	handle    cgo.Handle
 	client    *http.Client
+	refs      atomic.Int32 // the Go owners of C objects that may call the transport (a verifier, ledgers made with it)
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -47,6 +49,7 @@ func newTransportBridge(client *http.Client) (*transportBridge, error) {
 	}
 	c.CheckRedirect = noRedirects // a redirect is reported as it is, never followed
 	b := &transportBridge{client: c}
+	b.refs.Store(1)
 	b.handle = cgo.NewHandle(b)
 	b.slot = C.malloc(C.size_t(unsafe.Sizeof(C.uintptr_t(0))))
 	*(*C.uintptr_t)(b.slot) = C.uintptr_t(b.handle)
@@ -68,7 +71,16 @@ func (b *transportBridge) freeTransport() {
 	}
 }
 
-// close frees the user data: only once nothing can call the transport any more.
+func (b *transportBridge) retain() { b.refs.Add(1) }
+
+// release drops one owner; the last one frees the user data (nothing can call the transport any more).
+func (b *transportBridge) release() {
+	if b.refs.Add(-1) == 0 {
+		b.close()
+	}
+}
+
+// close frees the user data.
 func (b *transportBridge) close() {
 	b.freeTransport()
 	if b.slot != nil {

@@ -135,7 +135,7 @@ func NewSignedDataVerifierWithOptions(o VerifierOptions) (*SignedDataVerifier, e
 	v.h = handle[capi.Verifier]{p: p, free: func(p capi.Verifier) {
 		capi.VerifierFree(p)
 		if bridge != nil {
-			bridge.close()
+			bridge.release()
 		}
 	}}
 	runtime.SetFinalizer(v, (*SignedDataVerifier).Close)
