@@ -131,6 +131,61 @@ func TestSigning(t *testing.T) {
 	}
 }
 
+// Apple's creators give what the key's methods give: checked with crypto/ecdsa.
+func TestAppleCreators(t *testing.T) {
+	p8, priv := testP8(t)
+	v1, err := NewPromotionalOfferSignatureCreator(p8, testKeyID, testBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v1.Close()
+	nonce := "5c0d9b3a-1d4e-4f0a-8c8b-6b1e7d3f2a10"
+	sig, err := v1.CreateSignature("p", "o", "", nonce, 1698148900000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := base64.StdEncoding.DecodeString(sig)
+	digest := sha256.Sum256([]byte(strings.Join([]string{testBundle, testKeyID, "p", "o", "", nonce, "1698148900000"}, "\u2063")))
+	if !ecdsa.VerifyASN1(&priv.PublicKey, digest[:], der) {
+		t.Fatal("v1 does not verify")
+	}
+	v2, err := NewPromotionalOfferV2SignatureCreator(p8, testKeyID, testIssuer, testBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	jws, err := v2.CreateSignature("p", "o", "2000000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, c := verifyES256(t, jws, &priv.PublicKey); c["transactionId"] != "2000000000000001" {
+		t.Fatalf("v2 claims %v", c)
+	}
+	intro, err := NewIntroductoryOfferEligibilitySignatureCreator(p8, testKeyID, testIssuer, testBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intro.Close()
+	jws, err = intro.CreateSignature("p", false, "2000000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, c := verifyES256(t, jws, &priv.PublicKey); c["allowIntroductoryOffer"] != false {
+		t.Fatalf("intro claims %v", c)
+	}
+	ac, err := NewAdvancedCommerceAPIInAppSignatureCreator(p8, testKeyID, testIssuer, testBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	if _, err := ac.CreateSignature([]byte(`{"operation":"NO_SUCH_OPERATION"}`)); err == nil {
+		t.Fatal("an unknown operation was signed")
+	}
+	if _, err := NewPromotionalOfferSignatureCreator([]byte("garbage"), testKeyID, testBundle); err == nil {
+		t.Fatal("a garbage key was accepted")
+	}
+}
+
 type failingSigner struct {
 	crypto.Signer
 	panic bool
