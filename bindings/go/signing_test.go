@@ -99,7 +99,7 @@ func TestSigning(t *testing.T) {
 
 	// Advanced Commerce: the model (with operation and version), checked against Apple's limits.
 	req := model.AdvancedCommerceOneTimeChargeCreateRequest{Currency: "USD", TaxCode: "C003-00-1",
-		Item:        model.AdvancedCommerceOneTimeChargeItem{Sku: "sku1", Description: "d", DisplayName: "n", Price: 990},
+		Item:        model.AdvancedCommerceOneTimeChargeItem{SKU: "sku1", Description: "d", DisplayName: "n", Price: 990},
 		RequestInfo: model.AdvancedCommerceRequestInfo{RequestReferenceID: "5c0d9b3a-1d4e-4f0a-8c8b-6b1e7d3f2a10"}}
 	ac, err := key.CreateAdvancedCommerceInAppSignature(req)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestSigning(t *testing.T) {
 	if c["aud"] != "advanced-commerce-api" || json.Unmarshal(inner, &sent) != nil || sent["operation"] != "CREATE_ONE_TIME_CHARGE" || sent["version"] != "1" {
 		t.Fatalf("advanced commerce claims %v / %s", c, inner)
 	}
-	req.Item.Sku = strings.Repeat("x", 129)
+	req.Item.SKU = strings.Repeat("x", 129)
 	_, err = key.CreateAdvancedCommerceInAppSignature(req)
 	var e *Error
 	if !errors.As(err, &e) || e.Reason != ReasonInvalidRequest || !strings.Contains(e.Message, "SKU") {

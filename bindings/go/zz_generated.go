@@ -701,7 +701,7 @@ const (
 
 	AdvancedCommerceAPIErrorCodeNegativePrice AdvancedCommerceAPIErrorCode = 4000086
 
-	AdvancedCommerceAPIErrorCodeSkuLengthExceeded AdvancedCommerceAPIErrorCode = 4000087
+	AdvancedCommerceAPIErrorCodeSKULengthExceeded AdvancedCommerceAPIErrorCode = 4000087
 
 	AdvancedCommerceAPIErrorCodeDescriptionLengthExceeded AdvancedCommerceAPIErrorCode = 4000088
 

@@ -44,13 +44,14 @@ def gostr(s: str) -> str:
 
 
 def exported(name: str) -> str:
-    """camelCase (or snake_case) -> an exported Go name, with Go's initialisms for Id, Url and Uuid."""
+    """camelCase (or snake_case) -> an exported Go name, with Go's initialisms for Id, Url, Uuid and Sku."""
     if "_" in name:
         name = "".join(p[:1].upper() + p[1:] for p in name.split("_") if p)
     s = name[:1].upper() + name[1:]
     s = re.sub(r"Id(?=[A-Z]|$)", "ID", s)
     s = re.sub(r"Url(?=[A-Z]|$)", "URL", s)
     s = re.sub(r"Uuid(?=[A-Z]|$)", "UUID", s)
+    s = re.sub(r"Sku(?=[A-Z]|s?$)", "SKU", s)
     return s
 
 

@@ -564,7 +564,7 @@ func (m *AdvancedCommerceOneTimeChargeItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		case "price":
 			if d.null() {
 				break
@@ -755,11 +755,11 @@ func (m *AdvancedCommerceRenewalItem) decodeFrom(d *decoder) {
 		switch string(key) {
 		case "SKU":
 			if d.null() {
-				m.Sku = nil
+				m.SKU = nil
 				break
 			}
 			v := d.str()
-			m.Sku = &v
+			m.SKU = &v
 		case "description":
 			if d.null() {
 				m.Description = nil
@@ -858,7 +858,7 @@ func (m *AdvancedCommerceRequestRefundItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		case "refundAmount":
 			if d.null() {
 				m.RefundAmount = nil
@@ -1087,7 +1087,7 @@ func (m *AdvancedCommerceSubscriptionChangeMetadataItem) decodeFrom(d *decoder) 
 			if d.null() {
 				break
 			}
-			m.CurrentSku = d.str()
+			m.CurrentSKU = d.str()
 		case "description":
 			if d.null() {
 				m.Description = nil
@@ -1109,11 +1109,11 @@ func (m *AdvancedCommerceSubscriptionChangeMetadataItem) decodeFrom(d *decoder) 
 			m.Effective = AdvancedCommerceEffective(d.str())
 		case "SKU":
 			if d.null() {
-				m.Sku = nil
+				m.SKU = nil
 				break
 			}
 			v := d.str()
-			m.Sku = &v
+			m.SKU = &v
 		default:
 			d.skip()
 		}
@@ -1251,7 +1251,7 @@ func (m *AdvancedCommerceSubscriptionCreateItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1390,7 +1390,7 @@ func (m *AdvancedCommerceSubscriptionMigrateItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1423,7 +1423,7 @@ func (m *AdvancedCommerceSubscriptionMigrateRenewalItem) decodeFrom(d *decoder) 
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1584,7 +1584,7 @@ func (m *AdvancedCommerceSubscriptionModifyAddItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1607,7 +1607,7 @@ func (m *AdvancedCommerceSubscriptionModifyChangeItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.CurrentSku = d.str()
+			m.CurrentSKU = d.str()
 		case "description":
 			if d.null() {
 				break
@@ -1653,7 +1653,7 @@ func (m *AdvancedCommerceSubscriptionModifyChangeItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1864,7 +1864,7 @@ func (m *AdvancedCommerceSubscriptionModifyRemoveItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -1887,7 +1887,7 @@ func (m *AdvancedCommerceSubscriptionPriceChangeItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		case "price":
 			if d.null() {
 				break
@@ -2064,7 +2064,7 @@ func (m *AdvancedCommerceSubscriptionReactivateItem) decodeFrom(d *decoder) {
 			if d.null() {
 				break
 			}
-			m.Sku = d.str()
+			m.SKU = d.str()
 		default:
 			d.skip()
 		}
@@ -2244,11 +2244,11 @@ func (m *AdvancedCommerceTransactionItem) decodeFrom(d *decoder) {
 		switch string(key) {
 		case "SKU":
 			if d.null() {
-				m.Sku = nil
+				m.SKU = nil
 				break
 			}
 			v := d.str()
-			m.Sku = &v
+			m.SKU = &v
 		case "description":
 			if d.null() {
 				m.Description = nil

@@ -116,7 +116,7 @@ type AdvancedCommerceOneTimeChargeItem struct {
 	DisplayName string `json:"displayName"`
 
 	// The SKU you define for the product.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 
 	// The price, in milliunits of the currency.
 	Price int64 `json:"price"`
@@ -173,7 +173,7 @@ type AdvancedCommerceRenewalInfo struct {
 // An item of an Advanced Commerce subscription renewal.
 type AdvancedCommerceRenewalItem struct {
 	// The SKU you define for the item.
-	Sku *string `json:"SKU,omitempty"`
+	SKU *string `json:"SKU,omitempty"`
 
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
@@ -206,7 +206,7 @@ type AdvancedCommerceRequestInfo struct {
 // An item to refund in an Advanced Commerce Request Transaction Refund request.
 type AdvancedCommerceRequestRefundItem struct {
 	// The product identifier (SKU) of the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 
 	// The refund amount in milliunits of the currency (CUSTOM refunds only).
 	RefundAmount *int64 `json:"refundAmount,omitempty"`
@@ -281,7 +281,7 @@ type AdvancedCommerceSubscriptionChangeMetadataDescriptors struct {
 // New metadata of one item of an Advanced Commerce subscription.
 type AdvancedCommerceSubscriptionChangeMetadataItem struct {
 	// The SKU of the item to change.
-	CurrentSku string `json:"currentSKU"`
+	CurrentSKU string `json:"currentSKU"`
 
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
@@ -293,7 +293,7 @@ type AdvancedCommerceSubscriptionChangeMetadataItem struct {
 	Effective AdvancedCommerceEffective `json:"effective"`
 
 	// The new SKU of the item.
-	Sku *string `json:"SKU,omitempty"`
+	SKU *string `json:"SKU,omitempty"`
 }
 
 // The body of an Advanced Commerce Change Subscription Metadata request.
@@ -338,7 +338,7 @@ type AdvancedCommerceSubscriptionCreateItem struct {
 	Price int64 `json:"price"`
 
 	// The SKU you define for the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // The in-app request to buy an Advanced Commerce auto-renewable subscription.
@@ -393,7 +393,7 @@ type AdvancedCommerceSubscriptionMigrateItem struct {
 	DisplayName string `json:"displayName"`
 
 	// The product identifier (SKU) of the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // An item of the next renewal of a subscription migrated to Advanced Commerce.
@@ -405,7 +405,7 @@ type AdvancedCommerceSubscriptionMigrateRenewalItem struct {
 	DisplayName string `json:"displayName"`
 
 	// The product identifier (SKU) of the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // The body of an Advanced Commerce Migrate Subscription request.
@@ -459,13 +459,13 @@ type AdvancedCommerceSubscriptionModifyAddItem struct {
 	ProratedPrice *int64 `json:"proratedPrice,omitempty"`
 
 	// The SKU you define for the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // An item of an Advanced Commerce subscription to replace with another.
 type AdvancedCommerceSubscriptionModifyChangeItem struct {
 	// The SKU of the item to change.
-	CurrentSku string `json:"currentSKU"`
+	CurrentSKU string `json:"currentSKU"`
 
 	// A description of the new item.
 	Description string `json:"description"`
@@ -489,7 +489,7 @@ type AdvancedCommerceSubscriptionModifyChangeItem struct {
 	Reason AdvancedCommerceReason `json:"reason"`
 
 	// The SKU of the new item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // New display name and description of an Advanced Commerce subscription.
@@ -559,13 +559,13 @@ type AdvancedCommerceSubscriptionModifyPeriodChange struct {
 // An item to remove from an Advanced Commerce subscription.
 type AdvancedCommerceSubscriptionModifyRemoveItem struct {
 	// The SKU of the item to remove.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // A new price for one item of an Advanced Commerce subscription.
 type AdvancedCommerceSubscriptionPriceChangeItem struct {
 	// The product identifier (SKU) of the item.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 
 	// The new price, in milliunits of the currency.
 	Price int64 `json:"price"`
@@ -623,7 +623,7 @@ func (m AdvancedCommerceSubscriptionReactivateInAppRequest) MarshalJSON() ([]byt
 // An item of an Advanced Commerce subscription to reactivate.
 type AdvancedCommerceSubscriptionReactivateItem struct {
 	// The SKU of the item to reactivate.
-	Sku string `json:"SKU"`
+	SKU string `json:"SKU"`
 }
 
 // The body of an Advanced Commerce Revoke Subscription request.
@@ -683,7 +683,7 @@ type AdvancedCommerceTransactionInfo struct {
 // An item of an Advanced Commerce transaction.
 type AdvancedCommerceTransactionItem struct {
 	// The SKU you define for the item.
-	Sku *string `json:"SKU,omitempty"`
+	SKU *string `json:"SKU,omitempty"`
 
 	// A description of the item.
 	Description *string `json:"description,omitempty"`
