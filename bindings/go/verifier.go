@@ -153,41 +153,68 @@ func (v *SignedDataVerifier) Close() error {
 
 type verifyFunc func(capi.Verifier, []byte) ([]byte, error)
 
-// verify runs one verify call: the JSON of the payload exactly as signed.
-func (v *SignedDataVerifier) verify(ctx context.Context, fn verifyFunc, jws string) ([]byte, error) {
+type verifyIntoFunc func(capi.Verifier, []byte, func([]byte) error) error
+
+// call runs one verify call: the handle held, the caller's context reaching the OCSP transport.
+func (v *SignedDataVerifier) call(ctx context.Context, jws string, fn func(capi.Verifier, []byte) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if v == nil {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	p, ok := v.h.get()
 	if !ok {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer v.h.release()
-	var out []byte
-	var err error
 	in := stringBytes(jws) // the library only reads it, during the call
+	var err error
 	if v.transport != nil {
-		err = withCallContext(ctx, func() error {
-			out, err = fn(p, in)
-			return err
-		})
+		err = withCallContext(ctx, func() error { return fn(p, in) })
 	} else {
-		out, err = fn(p, in)
+		err = fn(p, in)
 	}
 	runtime.KeepAlive(jws)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, verificationError(err)
+		return verificationError(err)
+	}
+	return nil
+}
+
+// verify is the payload's JSON exactly as signed.
+func (v *SignedDataVerifier) verify(ctx context.Context, fn verifyFunc, jws string) ([]byte, error) {
+	var out []byte
+	err := v.call(ctx, jws, func(p capi.Verifier, in []byte) error {
+		var err error
+		out, err = fn(p, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// verifyInto decodes the payload into out straight from the library's memory.
+func (v *SignedDataVerifier) verifyInto(ctx context.Context, fn verifyIntoFunc, jws string, out json.Unmarshaler) error {
+	var decodeErr error
+	err := v.call(ctx, jws, func(p capi.Verifier, in []byte) error {
+		return fn(p, in, func(raw []byte) error {
+			decodeErr = decodeInto(raw, out)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return decodeErr
 }
 
 // unmarshal decodes JSON the core produced into a model: its generated decoder directly (encoding/json would first
@@ -210,54 +237,49 @@ func decodeInto(raw []byte, out any) error {
 
 // VerifyAndDecodeNotification verifies and decodes an App Store Server Notification V2 signedPayload.
 func (v *SignedDataVerifier) VerifyAndDecodeNotification(ctx context.Context, signedPayload string) (*model.ResponseBodyV2DecodedPayload, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyNotification, signedPayload)
-	if err != nil {
+	var out model.ResponseBodyV2DecodedPayload
+	if err := v.verifyInto(ctx, capi.VerifierVerifyNotificationInto, signedPayload, &out); err != nil {
 		return nil, err
 	}
-	var out model.ResponseBodyV2DecodedPayload
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // VerifyAndDecodeTransaction verifies and decodes a signedTransaction (bundle ID, then environment).
 func (v *SignedDataVerifier) VerifyAndDecodeTransaction(ctx context.Context, signedTransaction string) (*model.JWSTransactionDecodedPayload, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyTransaction, signedTransaction)
-	if err != nil {
+	var out model.JWSTransactionDecodedPayload
+	if err := v.verifyInto(ctx, capi.VerifierVerifyTransactionInto, signedTransaction, &out); err != nil {
 		return nil, err
 	}
-	var out model.JWSTransactionDecodedPayload
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // VerifyAndDecodeRenewalInfo verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks
 // no bundle ID).
 func (v *SignedDataVerifier) VerifyAndDecodeRenewalInfo(ctx context.Context, signedRenewalInfo string) (*model.JWSRenewalInfoDecodedPayload, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyRenewalInfo, signedRenewalInfo)
-	if err != nil {
+	var out model.JWSRenewalInfoDecodedPayload
+	if err := v.verifyInto(ctx, capi.VerifierVerifyRenewalInfoInto, signedRenewalInfo, &out); err != nil {
 		return nil, err
 	}
-	var out model.JWSRenewalInfoDecodedPayload
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // VerifyAndDecodeAppTransaction verifies and decodes a signed AppTransaction.
 func (v *SignedDataVerifier) VerifyAndDecodeAppTransaction(ctx context.Context, signedAppTransaction string) (*model.AppTransaction, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyAppTransaction, signedAppTransaction)
-	if err != nil {
+	var out model.AppTransaction
+	if err := v.verifyInto(ctx, capi.VerifierVerifyAppTransactionInto, signedAppTransaction, &out); err != nil {
 		return nil, err
 	}
-	var out model.AppTransaction
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // VerifyAndDecodeRealtimeRequest verifies and decodes a Retention Messaging "Get Retention Message" realtime
 // request body's signedPayload.
 func (v *SignedDataVerifier) VerifyAndDecodeRealtimeRequest(ctx context.Context, signedPayload string) (*model.DecodedRealtimeRequestBody, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyRealtimeRequest, signedPayload)
-	if err != nil {
+	var out model.DecodedRealtimeRequestBody
+	if err := v.verifyInto(ctx, capi.VerifierVerifyRealtimeRequestInto, signedPayload, &out); err != nil {
 		return nil, err
 	}
-	var out model.DecodedRealtimeRequestBody
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // VerifyAndDecodeNotificationDeep verifies a notification and the signed values nested in it
@@ -265,12 +287,11 @@ func (v *SignedDataVerifier) VerifyAndDecodeRealtimeRequest(ctx context.Context,
 // effective date, and returns them all decoded. A nested failure fails the call; its message starts with the
 // field's name.
 func (v *SignedDataVerifier) VerifyAndDecodeNotificationDeep(ctx context.Context, signedPayload string) (*model.VerifiedNotification, error) {
-	raw, err := v.verify(ctx, capi.VerifierVerifyNotificationDeep, signedPayload)
-	if err != nil {
+	var out model.VerifiedNotification
+	if err := v.verifyInto(ctx, capi.VerifierVerifyNotificationDeepInto, signedPayload, &out); err != nil {
 		return nil, err
 	}
-	var out model.VerifiedNotification
-	return &out, decodeInto(raw, &out)
+	return &out, nil
 }
 
 // Operation names a verify call, for VerifyAndDecodeJSON.

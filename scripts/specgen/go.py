@@ -225,6 +225,8 @@ DECODER = r'''package model
 // values skipped; null leaves a field unset). Any input gives a value or an error, never a panic.
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"unicode/utf16"
@@ -366,6 +368,20 @@ func (d *decoder) rawString() []byte {
 	}
 	d.i++
 	start := d.i
+	// Fast path: the closing quote by IndexByte, then the string checked eight bytes at a time (signed values are
+	// kilobytes of base64).
+	if q := bytes.IndexByte(d.b[start:], '"'); q >= 0 {
+		s := d.b[start : start+q]
+		if bytes.IndexByte(s, '\\') < 0 {
+			if plain, ascii := plainText(s); plain {
+				d.i = start + q + 1
+				if !ascii && !utf8.Valid(s) {
+					return []byte(string([]rune(string(s))))
+				}
+				return s
+			}
+		}
+	}
 	ascii := true
 	for d.i < len(d.b) {
 		c := d.b[d.i]
@@ -389,6 +405,28 @@ func (d *decoder) rawString() []byte {
 	}
 	d.fail("unterminated string")
 	return nil
+}
+
+// plainText reports whether s has no control character (which JSON forbids in strings), and whether it is ASCII.
+func plainText(s []byte) (plain, ascii bool) {
+	const low, high = 0x2020202020202020, 0x8080808080808080
+	var hi uint64
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		// A byte below 0x20 sets its high bit in (x - 0x20...) & ^x (for bytes below 0x80; the others are counted in hi).
+		if (x-low)&^x&high != 0 {
+			return false, false
+		}
+		hi |= x & high
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return false, false
+		}
+		hi |= uint64(s[i]) & 0x80
+	}
+	return true, hi == 0
 }
 
 func hex4(b []byte) (rune, bool) {
@@ -887,6 +925,7 @@ def render_capi(abi: dict) -> str:
             raise GoRenderError(f"{name}: result {ret} has no Go rule in go.py")
         if any("{ZERO}" in c for c in conv) and "error" not in results_sig:
             raise GoRenderError(f"{name}: a string argument needs an error result")
+        conv_raw = conv
         conv = [c.replace("{ZERO}", zero) for c in conv]
         summary = (f.get("summary") or "").split(". ")[0].strip()
         out.append(f"// {func_name(name)} calls {name}" + (f": {summary}" if summary else "") +
@@ -900,6 +939,22 @@ def render_capi(abi: dict) -> str:
         out += conv + cleanup + body
         out.append("}")
         out.append("")
+        if rk == "status" and has_err and [t for t, _ in outs] == ["[]byte"]:
+            # The JSON straight from the library's memory into a decoder (no copy of a notification's 11 KB): decode
+            # gets bytes valid only until it returns.
+            cvar = outs[0][1][len("takeBytes("):-1]
+            out.append(f"// {func_name(name)}Into is {func_name(name)} with the JSON text passed to decode, which must not keep")
+            out.append("// the bytes (they are the library's, freed when decode returns).")
+            out.append(f"func {func_name(name)}Into({', '.join(gparams + ['decode func([]byte) error'])}) error {{")
+            out += [c.replace("{ZERO}", "") for c in conv_raw] + cleanup + decls
+            out.append(f"\tst := {call}")
+            out.append("\tif st != 0 {")
+            out.append("\t\treturn readError(int32(st), cerr)")
+            out.append("\t}")
+            out.append(f"\tdefer C.appstore_string_free({cvar})")
+            out.append(f"\treturn decode(borrowBytes({cvar}))")
+            out.append("}")
+            out.append("")
     out.append("// Not served by the generated wrappers:")
     out += [f"//   {s}" for s in skipped]
     return "\n".join(out) + "\n"
@@ -1024,6 +1079,13 @@ def render_capi_runtime(abi: dict) -> str:
         "\tb := C.GoBytes(unsafe.Pointer(p), C.int(C.strlen(p)))",
         "\tC.appstore_string_free(p)",
         "\treturn b",
+        "}", "",
+        "// borrowBytes is the library's NUL-terminated text as bytes, without a copy (valid until it is freed).",
+        "func borrowBytes(p *C.char) []byte {",
+        "\tif p == nil {",
+        "\t\treturn nil",
+        "\t}",
+        "\treturn unsafe.Slice((*byte)(unsafe.Pointer(p)), int(C.strlen(p)))",
         "}", "",
         "// cBuffers is an array of buffers in C memory (cgo forbids passing Go memory that holds Go pointers).",
         "type cBuffers struct {",

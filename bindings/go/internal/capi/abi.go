@@ -205,6 +205,20 @@ func VerifierVerifyNotification(a_verifier Verifier, a_jws []byte) ([]byte, erro
 	return takeBytes(o_json_out), nil
 }
 
+// VerifierVerifyNotificationInto is VerifierVerifyNotification with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyNotificationInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_notification((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // VerifierVerifyTransaction calls appstore_verifier_verify_transaction: Verifies and decodes a signedTransaction (bundle id, then environment).
 func VerifierVerifyTransaction(a_verifier Verifier, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -215,6 +229,20 @@ func VerifierVerifyTransaction(a_verifier Verifier, a_jws []byte) ([]byte, error
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// VerifierVerifyTransactionInto is VerifierVerifyTransaction with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyTransactionInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_transaction((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // VerifierVerifyRenewalInfo calls appstore_verifier_verify_renewal_info: Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id).
@@ -229,6 +257,20 @@ func VerifierVerifyRenewalInfo(a_verifier Verifier, a_jws []byte) ([]byte, error
 	return takeBytes(o_json_out), nil
 }
 
+// VerifierVerifyRenewalInfoInto is VerifierVerifyRenewalInfo with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyRenewalInfoInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_renewal_info((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // VerifierVerifyAppTransaction calls appstore_verifier_verify_app_transaction: Verifies and decodes a signed AppTransaction.
 func VerifierVerifyAppTransaction(a_verifier Verifier, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -239,6 +281,20 @@ func VerifierVerifyAppTransaction(a_verifier Verifier, a_jws []byte) ([]byte, er
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// VerifierVerifyAppTransactionInto is VerifierVerifyAppTransaction with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyAppTransactionInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_app_transaction((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // VerifierVerifyRealtimeRequest calls appstore_verifier_verify_realtime_request: Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload.
@@ -253,6 +309,20 @@ func VerifierVerifyRealtimeRequest(a_verifier Verifier, a_jws []byte) ([]byte, e
 	return takeBytes(o_json_out), nil
 }
 
+// VerifierVerifyRealtimeRequestInto is VerifierVerifyRealtimeRequest with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyRealtimeRequestInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_realtime_request((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // VerifierVerifyNotificationDeep calls appstore_verifier_verify_notification_deep: Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none).
 func VerifierVerifyNotificationDeep(a_verifier Verifier, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -263,6 +333,20 @@ func VerifierVerifyNotificationDeep(a_verifier Verifier, a_jws []byte) ([]byte, 
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// VerifierVerifyNotificationDeepInto is VerifierVerifyNotificationDeep with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func VerifierVerifyNotificationDeepInto(a_verifier Verifier, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_verify_notification_deep((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // VerifierCacheStats calls appstore_verifier_cache_stats: Chain cache counters since the verifier was created: hits, misses, and the chains cached now.
@@ -474,6 +558,20 @@ func ReceiptExtractTransactionIds(a_receipt_b64 []byte) ([]byte, error) {
 	return takeBytes(o_json_out), nil
 }
 
+// ReceiptExtractTransactionIdsInto is ReceiptExtractTransactionIds with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func ReceiptExtractTransactionIdsInto(a_receipt_b64 []byte, decode func([]byte) error) error {
+	p_receipt_b64 := (*C.char)(reqBytes(a_receipt_b64))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_receipt_extract_transaction_ids(p_receipt_b64, C.size_t(len(a_receipt_b64)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // TransactionReceiptExtractTransactionID calls appstore_transaction_receipt_extract_transaction_id: The transaction id of an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" = "<base64>"; whose decoded text has "transaction-id" = "<id>"; (matched as Apple's libraries do; the first match wins).
 func TransactionReceiptExtractTransactionID(a_receipt_b64 []byte) (string, error) {
 	p_receipt_b64 := (*C.char)(reqBytes(a_receipt_b64))
@@ -518,6 +616,20 @@ func ReceiptVerifierVerify(a_verifier ReceiptVerifier, a_receipt_b64 []byte) ([]
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// ReceiptVerifierVerifyInto is ReceiptVerifierVerify with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func ReceiptVerifierVerifyInto(a_verifier ReceiptVerifier, a_receipt_b64 []byte, decode func([]byte) error) error {
+	p_receipt_b64 := (*C.char)(reqBytes(a_receipt_b64))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_receipt_verifier_verify((*C.appstore_receipt_verifier)(a_verifier), p_receipt_b64, C.size_t(len(a_receipt_b64)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // ApiEndpointCount calls appstore_api_endpoint_count: The endpoint names this library knows, for bindings: count and name by index ("" out of range).
@@ -716,6 +828,25 @@ func ApiClientDecodeResponse(a_client ApiClient, a_endpoint string, a_http_statu
 	return takeBytes(o_json_out), nil
 }
 
+// ApiClientDecodeResponseInto is ApiClientDecodeResponse with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func ApiClientDecodeResponseInto(a_client ApiClient, a_endpoint string, a_http_status int32, a_headers []byte, a_body []byte, decode func([]byte) error) error {
+	p_endpoint, ok_endpoint := cString(a_endpoint)
+	if !ok_endpoint {
+		return argError("appstore_api_client_decode_response", "endpoint")
+	}
+	p_headers := (*C.char)(optBytes(a_headers))
+	p_body := (*C.uint8_t)(optBytes(a_body))
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_api_client_decode_response((*C.appstore_api_client)(a_client), (*C.char)(p_endpoint), C.int32_t(a_http_status), p_headers, C.size_t(len(a_headers)), p_body, C.size_t(len(a_body)), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // ApiCallNew calls appstore_api_call_new: A call of `endpoint` with params_json (as appstore_api_client_build_request; checked now: INVALID_ARGUMENT for an unknown endpoint or key).
 func ApiCallNew(a_client ApiClient, a_endpoint string, a_params_json *string) (ApiCall, error) {
 	p_endpoint, ok_endpoint := cString(a_endpoint)
@@ -826,6 +957,27 @@ func ApiClientCall(a_client ApiClient, a_endpoint string, a_params_json *string)
 	return takeBytes(o_json_out), nil
 }
 
+// ApiClientCallInto is ApiClientCall with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func ApiClientCallInto(a_client ApiClient, a_endpoint string, a_params_json *string, decode func([]byte) error) error {
+	p_endpoint, ok_endpoint := cString(a_endpoint)
+	if !ok_endpoint {
+		return argError("appstore_api_client_call", "endpoint")
+	}
+	p_params_json, ok_params_json := optCString(a_params_json)
+	if !ok_params_json {
+		return argError("appstore_api_client_call", "params_json")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_api_client_call((*C.appstore_api_client)(a_client), (*C.char)(p_endpoint), (*C.char)(p_params_json), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // ApiClientCallExt calls appstore_api_client_call_ext: As appstore_api_client_call; on success *environment_out (optional) receives the APPSTORE_ENVIRONMENT_* that answered: APPSTORE_ENVIRONMENT_SANDBOX when a Production lookup fell back.
 func ApiClientCallExt(a_client ApiClient, a_endpoint string, a_params_json *string) ([]byte, int32, error) {
 	p_endpoint, ok_endpoint := cString(a_endpoint)
@@ -863,6 +1015,27 @@ func ApiClientCallAllPages(a_client ApiClient, a_endpoint string, a_params_json 
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// ApiClientCallAllPagesInto is ApiClientCallAllPages with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func ApiClientCallAllPagesInto(a_client ApiClient, a_endpoint string, a_params_json *string, decode func([]byte) error) error {
+	p_endpoint, ok_endpoint := cString(a_endpoint)
+	if !ok_endpoint {
+		return argError("appstore_api_client_call_all_pages", "endpoint")
+	}
+	p_params_json, ok_params_json := optCString(a_params_json)
+	if !ok_params_json {
+		return argError("appstore_api_client_call_all_pages", "params_json")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_api_client_call_all_pages((*C.appstore_api_client)(a_client), (*C.char)(p_endpoint), (*C.char)(p_params_json), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // VerifierOptionsSetTransport calls appstore_verifier_options_set_transport: The transport a verifier uses for online checks (OCSP), and the time one OCSP exchange may take (timeout_ms, passed to the callback; 0 = 30000, Apple's; the callback must enforce it, see Transport).
@@ -907,6 +1080,20 @@ func LedgerIngestNotification(a_ledger Ledger, a_jws []byte) ([]byte, error) {
 	return takeBytes(o_result_out), nil
 }
 
+// LedgerIngestNotificationInto is LedgerIngestNotification with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerIngestNotificationInto(a_ledger Ledger, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_ingest_notification((*C.appstore_ledger)(a_ledger), p_jws, C.size_t(len(a_jws)), &o_result_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_result_out)
+	return decode(borrowBytes(o_result_out))
+}
+
 // LedgerIngestTransaction calls appstore_ledger_ingest_transaction: Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a renewal info (Get All Subscription Statuses).
 func LedgerIngestTransaction(a_ledger Ledger, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -919,6 +1106,20 @@ func LedgerIngestTransaction(a_ledger Ledger, a_jws []byte) ([]byte, error) {
 	return takeBytes(o_result_out), nil
 }
 
+// LedgerIngestTransactionInto is LedgerIngestTransaction with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerIngestTransactionInto(a_ledger Ledger, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_ingest_transaction((*C.appstore_ledger)(a_ledger), p_jws, C.size_t(len(a_jws)), &o_result_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_result_out)
+	return decode(borrowBytes(o_result_out))
+}
+
 // LedgerIngestRenewalInfo calls appstore_ledger_ingest_renewal_info: Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a renewal info (Get All Subscription Statuses).
 func LedgerIngestRenewalInfo(a_ledger Ledger, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -929,6 +1130,20 @@ func LedgerIngestRenewalInfo(a_ledger Ledger, a_jws []byte) ([]byte, error) {
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_result_out), nil
+}
+
+// LedgerIngestRenewalInfoInto is LedgerIngestRenewalInfo with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerIngestRenewalInfoInto(a_ledger Ledger, a_jws []byte, decode func([]byte) error) error {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_ingest_renewal_info((*C.appstore_ledger)(a_ledger), p_jws, C.size_t(len(a_jws)), &o_result_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_result_out)
+	return decode(borrowBytes(o_result_out))
 }
 
 // LedgerQuerySubscription calls appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
@@ -946,6 +1161,23 @@ func LedgerQuerySubscription(a_ledger Ledger, a_original_transaction_id string, 
 	return takeBytes(o_json_out), nil
 }
 
+// LedgerQuerySubscriptionInto is LedgerQuerySubscription with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQuerySubscriptionInto(a_ledger Ledger, a_original_transaction_id string, a_at_ms int64, decode func([]byte) error) error {
+	p_original_transaction_id, ok_original_transaction_id := cString(a_original_transaction_id)
+	if !ok_original_transaction_id {
+		return argError("appstore_ledger_query_subscription", "original_transaction_id")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_subscription((*C.appstore_ledger)(a_ledger), (*C.char)(p_original_transaction_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // LedgerQueryCustomer calls appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded.
 func LedgerQueryCustomer(a_ledger Ledger, a_customer_id string, a_at_ms int64) ([]byte, error) {
 	p_customer_id, ok_customer_id := cString(a_customer_id)
@@ -961,6 +1193,23 @@ func LedgerQueryCustomer(a_ledger Ledger, a_customer_id string, a_at_ms int64) (
 	return takeBytes(o_json_out), nil
 }
 
+// LedgerQueryCustomerInto is LedgerQueryCustomer with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQueryCustomerInto(a_ledger Ledger, a_customer_id string, a_at_ms int64, decode func([]byte) error) error {
+	p_customer_id, ok_customer_id := cString(a_customer_id)
+	if !ok_customer_id {
+		return argError("appstore_ledger_query_customer", "customer_id")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_customer((*C.appstore_ledger)(a_ledger), (*C.char)(p_customer_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // LedgerQuerySummary calls appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
 func LedgerQuerySummary(a_ledger Ledger) ([]byte, error) {
 	var o_json_out *C.char
@@ -970,6 +1219,19 @@ func LedgerQuerySummary(a_ledger Ledger) ([]byte, error) {
 		return nil, readError(int32(st), cerr)
 	}
 	return takeBytes(o_json_out), nil
+}
+
+// LedgerQuerySummaryInto is LedgerQuerySummary with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQuerySummaryInto(a_ledger Ledger, decode func([]byte) error) error {
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_summary((*C.appstore_ledger)(a_ledger), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
 }
 
 // Not served by the generated wrappers:

@@ -124,6 +124,14 @@ func takeBytes(p *C.char) []byte {
 	return b
 }
 
+// borrowBytes is the library's NUL-terminated text as bytes, without a copy (valid until it is freed).
+func borrowBytes(p *C.char) []byte {
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(C.strlen(p)))
+}
+
 // cBuffers is an array of buffers in C memory (cgo forbids passing Go memory that holds Go pointers).
 type cBuffers struct {
 	ptrs  unsafe.Pointer
