@@ -1,0 +1,3 @@
+module appstoreserver.dev/appstoreserver
+
+go 1.19

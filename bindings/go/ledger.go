@@ -1,0 +1,177 @@
+package appstoreserver
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"appstoreserver.dev/appstoreserver/internal/capi"
+	"appstoreserver.dev/appstoreserver/model"
+)
+
+// Ledger is a durable record of verified App Store data and, from it, what each customer is entitled to at any
+// instant (docs/ledger.md). Only values its verifier accepts enter; each ingest is acknowledged once durable. Safe
+// for concurrent use (calls are serialized inside); several processes may share one SQLite file.
+type Ledger struct {
+	h handle[capi.Ledger]
+}
+
+// The ledger's C object holds the verifier's, which may call the verifier's Go transport (online checks): the
+// transport's user data lives until the verifier and every ledger made with it are closed.
+
+// OpenLedger opens (creating or migrating) the ledger at url: "sqlite:/path/ledger.db", "sqlite::memory:" or
+// "postgresql://user@host:port/database". Every value it records is verified with verifier (the ledger keeps its
+// own reference: the verifier may be closed). Errors: *Error (INVALID_ARGUMENT, CONFIGURATION_ERROR,
+// STORAGE_ERROR).
+func OpenLedger(url string, verifier *SignedDataVerifier) (*Ledger, error) {
+	if verifier == nil {
+		return nil, argError("verifier", "is nil")
+	}
+	vp, ok := verifier.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	p, err := capi.LedgerOpen(url, vp)
+	bridge := verifier.transport
+	if err == nil && bridge != nil {
+		bridge.retain()
+	}
+	verifier.h.release()
+	if err != nil {
+		return nil, plainError(err)
+	}
+	l := &Ledger{}
+	l.h = handle[capi.Ledger]{p: p, free: func(p capi.Ledger) {
+		capi.LedgerFree(p)
+		if bridge != nil {
+			bridge.release()
+		}
+	}}
+	runtime.SetFinalizer(l, (*Ledger).Close)
+	return l, nil
+}
+
+// Close closes the database.
+func (l *Ledger) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.h.close()
+	return nil
+}
+
+func (l *Ledger) ingest(fn func(capi.Ledger, []byte) ([]byte, error), jws string) (*model.LedgerIngestResult, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := fn(p, []byte(jws))
+	if err != nil {
+		var ce *capi.Error
+		if errors.As(err, &ce) && VerificationStatus(ce.Status) == VerificationStatusStorageError {
+			return nil, plainError(err)
+		}
+		return nil, verificationError(err)
+	}
+	var out model.LedgerIngestResult
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// IngestNotification verifies and records a notification's signedPayload (its signed transaction and renewal info
+// too). Errors: *VerificationError (refused: nothing changed), *Error with status STORAGE_ERROR (nothing was
+// acknowledged: give the value again later).
+func (l *Ledger) IngestNotification(signedPayload string) (*model.LedgerIngestResult, error) {
+	return l.ingest(capi.LedgerIngestNotification, signedPayload)
+}
+
+// IngestTransaction verifies and records a signed transaction (from the app or the App Store Server API).
+func (l *Ledger) IngestTransaction(signedTransaction string) (*model.LedgerIngestResult, error) {
+	return l.ingest(capi.LedgerIngestTransaction, signedTransaction)
+}
+
+// IngestRenewalInfo verifies and records a signed renewal info (Get All Subscription Statuses).
+func (l *Ledger) IngestRenewalInfo(signedRenewalInfo string) (*model.LedgerIngestResult, error) {
+	return l.ingest(capi.LedgerIngestRenewalInfo, signedRenewalInfo)
+}
+
+func atMs(at time.Time) int64 {
+	if at.IsZero() {
+		return 0
+	}
+	return at.UnixMilli()
+}
+
+// Subscription is one subscription (its originalTransactionId) at an instant (zero: now); nil when the ledger
+// knows nothing of it then.
+func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*model.LedgerSubscription, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := capi.LedgerQuerySubscription(p, originalTransactionID, atMs(at))
+	if err != nil {
+		return nil, plainError(err)
+	}
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var out model.LedgerSubscription
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Customer is one customer (an appAccountToken, or the originalTransactionId of purchases without one) at an
+// instant (zero: now): entitlements, subscriptions, purchases, consumables.
+func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustomer, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := capi.LedgerQueryCustomer(p, customerID, atMs(at))
+	if err != nil {
+		return nil, plainError(err)
+	}
+	var out model.LedgerCustomer
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Summary is the ledger's counts and the notifications whose data.status it does not reproduce.
+func (l *Ledger) Summary() (*model.LedgerSummary, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := capi.LedgerQuerySummary(p)
+	if err != nil {
+		return nil, plainError(err)
+	}
+	var out model.LedgerSummary
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,229 @@
+package appstoreserver
+
+// The purchase ledger from Go over Tests/support/lifecycles.py's signed lifecycles: every expectation of the
+// hand-written scenarios (written there from Apple's documentation, never from the ledger's output) read back
+// through the Go models, the oracle (no disagreement with Apple's data.status), idempotence, refused input.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"appstoreserver.dev/appstoreserver/model"
+)
+
+type lifecycle struct {
+	Name          string `json:"name"`
+	HistoryDate   int64  `json:"historyDate"`
+	Notifications []struct {
+		Signed string `json:"signed"`
+	} `json:"notifications"`
+	History struct {
+		Pages []struct {
+			SignedTransactions []string `json:"signedTransactions"`
+		} `json:"pages"`
+		SignedRenewalInfos []string `json:"signedRenewalInfos"`
+	} `json:"history"`
+	Expect []map[string]any `json:"expect"`
+}
+
+func lifecycles(t *testing.T) (string, []lifecycle, []lifecycle) {
+	pki := testpkiDir(t)
+	out := t.TempDir()
+	if b, err := exec.Command("python3", filepath.Join(repoRoot, "Tests", "support", "lifecycles.py"), pki, out).CombinedOutput(); err != nil {
+		t.Fatalf("lifecycles.py: %v\n%s", err, b)
+	}
+	var doc struct {
+		BundleID  string      `json:"bundleId"`
+		Scenarios []lifecycle `json:"scenarios"`
+		Random    []lifecycle `json:"random"`
+	}
+	readJSON(t, filepath.Join(out, "lifecycles.json"), &doc)
+	return doc.BundleID, doc.Scenarios, doc.Random
+}
+
+func ingestAll(t *testing.T, l *Ledger, lc lifecycle) int {
+	stored := 0
+	count := func(r *model.LedgerIngestResult, err error) {
+		if err != nil {
+			t.Fatalf("%s: %v", lc.Name, err)
+		}
+		if r.Stored {
+			stored++
+		}
+		if r.AppleStatus != nil && (r.Agrees == nil || !*r.Agrees) {
+			t.Errorf("%s: the ledger disagrees with Apple: %+v", lc.Name, r)
+		}
+	}
+	for _, n := range lc.Notifications {
+		count(l.IngestNotification(n.Signed))
+	}
+	for _, p := range lc.History.Pages {
+		for _, tx := range p.SignedTransactions {
+			count(l.IngestTransaction(tx))
+		}
+	}
+	for _, r := range lc.History.SignedRenewalInfos {
+		count(l.IngestRenewalInfo(r))
+	}
+	return stored
+}
+
+var skipKeys = map[string]bool{"at": true, "subscription": true, "customer": true, "rule": true, "deliveries": true}
+
+// mismatches: the expectation's fields are a subset of the answer ("absent": missing; lists matched by productId).
+func mismatches(answer map[string]any, want map[string]any) []string {
+	if answer == nil {
+		return []string{"no answer (unknown)"}
+	}
+	var problems []string
+	for k, w := range want {
+		if skipKeys[k] {
+			continue
+		}
+		got, present := answer[k]
+		switch wv := w.(type) {
+		case string:
+			if wv == "absent" {
+				if present {
+					problems = append(problems, fmt.Sprintf("%s: expected absent, got %v", k, got))
+				}
+				continue
+			}
+		case []any:
+			gl, ok := got.([]any)
+			if !ok || len(gl) != len(wv) {
+				problems = append(problems, fmt.Sprintf("%s: expected %d entries, got %v", k, len(wv), got))
+				continue
+			}
+			for _, x := range wv {
+				xm := x.(map[string]any)
+				found := false
+				for _, g := range gl {
+					gm := g.(map[string]any)
+					if gm["productId"] == xm["productId"] {
+						found = true
+						for _, p := range mismatches(gm, xm) {
+							problems = append(problems, fmt.Sprintf("%s[%v].%s", k, xm["productId"], p))
+						}
+					}
+				}
+				if !found {
+					problems = append(problems, fmt.Sprintf("%s: no entry for %v", k, xm["productId"]))
+				}
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, w) {
+			problems = append(problems, fmt.Sprintf("%s: expected %v, got %v", k, w, got))
+		}
+	}
+	return problems
+}
+
+func answerFor(t *testing.T, l *Ledger, e map[string]any) map[string]any {
+	at := time.UnixMilli(int64(e["at"].(float64)))
+	var v any
+	var err error
+	if id, ok := e["subscription"].(string); ok {
+		var s *model.LedgerSubscription
+		s, err = l.Subscription(id, at)
+		if s == nil && err == nil {
+			return nil
+		}
+		v = s
+	} else {
+		v, err = l.Customer(e["customer"].(string), at)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := asJSON(t, v).(map[string]any)
+	return m
+}
+
+func TestLedgerLifecycles(t *testing.T) {
+	bundle, scenarios, random := lifecycles(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLedger("sqlite:"+filepath.Join(t.TempDir(), "ledger.db"), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Close() // the ledger keeps its own reference
+	defer l.Close()
+	tl := &tally{name: "ledger scenarios"}
+	defer tl.print()
+	stored, notifications := 0, 0
+	for _, lc := range append(append([]lifecycle{}, scenarios...), random...) {
+		stored += ingestAll(t, l, lc)
+		notifications += len(lc.Notifications)
+	}
+	for _, lc := range scenarios {
+		var problems []string
+		checked := 0
+		for _, e := range lc.Expect {
+			// Every delivery was given (notifications and history): the expectations of "both" hold.
+			if ds, ok := e["deliveries"].([]any); ok {
+				listed := false
+				for _, d := range ds {
+					listed = listed || d == "both"
+				}
+				if !listed {
+					continue
+				}
+			}
+			checked++
+			for _, p := range mismatches(answerFor(t, l, e), e) {
+				problems = append(problems, fmt.Sprintf("at %v (%v): %s", e["at"], e["rule"], p))
+			}
+		}
+		tl.add(len(problems) == 0 && checked > 0)
+		if len(problems) > 0 || checked == 0 {
+			t.Errorf("%s (%d checked): %v", lc.Name, checked, problems)
+		}
+	}
+	s, err := l.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Disagreements) != 0 || int(s.Events) != stored || int(s.Notifications) != notifications {
+		t.Fatalf("summary %+v (stored %d, notifications %d)", s, stored, notifications)
+	}
+	// Idempotent: everything again stores nothing.
+	if again := ingestAll(t, l, scenarios[0]); again != 0 {
+		t.Fatalf("%d stored again", again)
+	}
+	// Refused input changes nothing: the verifier's error.
+	_, err = l.IngestTransaction(scenarios[0].Notifications[0].Signed)
+	var ve *VerificationError
+	if !errors.As(err, &ve) || ve.Reason != ReasonWrongKind {
+		t.Fatalf("a notification given as a transaction: %v", err)
+	}
+	if _, err := l.IngestNotification("not.a.jws"); !errors.As(err, &ve) {
+		t.Fatalf("garbage: %v", err)
+	}
+	if s2, _ := l.Summary(); !reflect.DeepEqual(asJSON(t, s2), asJSON(t, s)) {
+		t.Fatalf("refused input changed the ledger")
+	}
+	if _, err := OpenLedger("nosuch:whatever", v); err == nil {
+		t.Fatal("a closed verifier or a bad URL was accepted")
+	}
+	l.Close()
+	if _, err := l.Summary(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+	_ = json.Marshal
+}
