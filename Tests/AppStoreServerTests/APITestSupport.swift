@@ -69,8 +69,10 @@ enum APIFixtures {
     static let keepAliveLock = NSLock()
     nonisolated(unsafe) static var keepAlive: [Pipe] = []
 
+    /// timeoutMs: 60 s by default, for calls due in milliseconds: only a failing call meets it, never a slow machine
+    /// (a loaded 2-core run once held the cooperative threads for 28 s). Timeout tests pass their own.
     static func client(transport: any HTTPTransport = DefaultTransport.make(), retry: APIRetryPolicy = .none,
-                       timeoutMs: UInt32 = 10_000, baseURL: String? = nil) throws -> AppStoreServerAPIClient {
+                       timeoutMs: UInt32 = 60_000, baseURL: String? = nil) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(signingKey: SigningFixtures.key(), keyId: ids.keyId, issuerId: ids.issuerId, bundleId: ids.bundleId,
                                     environment: .localTesting, transport: transport,
                                     configuration: .init(timeoutMilliseconds: timeoutMs, retryPolicy: retry,

@@ -11,7 +11,7 @@ import Testing
     func client(production: String, sandbox: String?, fallback: Bool = true) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(signingKey: SigningFixtures.key(), keyId: Self.ids.keyId, issuerId: Self.ids.issuerId,
                                     bundleId: Self.ids.bundleId, environment: .production, transport: DefaultTransport.make(),
-                                    configuration: .init(timeoutMilliseconds: 10_000, baseURL: production,
+                                    configuration: .init(timeoutMilliseconds: 60_000, baseURL: production,
                                                          sandboxFallback: fallback, sandboxBaseURL: sandbox))
     }
 
@@ -151,7 +151,7 @@ import Testing
 /// The mock server's record of arrivals (GET /mock/arrivals).
 enum MockArrivals {
     static func all(_ base: String) throws -> [String: [Double]] {
-        let response = try SocketTransport().send(HTTPRequest(method: "GET", url: base + "/mock/arrivals", timeoutMilliseconds: 10_000))
+        let response = try SocketTransport().send(HTTPRequest(method: "GET", url: base + "/mock/arrivals", timeoutMilliseconds: 60_000))
         let doc = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
         return (doc?["arrivals"] as? [String: [Double]]) ?? [:]
     }
@@ -214,7 +214,7 @@ enum MockArrivals {
         return try AppStoreServerAPIClient(signingKey: SigningFixtures.key(), keyId: SigningFixtures.ids.keyId,
                                            issuerId: SigningFixtures.ids.issuerId, bundleId: SigningFixtures.ids.bundleId,
                                            environment: .production, transport: DefaultTransport.make(),
-                                           configuration: .init(timeoutMilliseconds: 10_000, baseURL: url, rateLimit: limit))
+                                           configuration: .init(timeoutMilliseconds: 60_000, baseURL: url, rateLimit: limit))
     }
 
     /// 8 tasks share one client and send 160 requests to a 50/s endpoint: the mock server never sees more than 50

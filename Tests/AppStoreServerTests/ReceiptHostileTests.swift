@@ -45,6 +45,9 @@ struct SplitMix64 {
 
 @Suite struct ReceiptHostileTests {
     static let clock = ContinuousClock()
+    /// The time bounds below are on cost, not a benchmark (benchmarks/run hostile measures that): >= 4x the slowest run
+    /// seen with both cores of a 2-core machine busy and other suites running at once (12 s for the mutated receipts,
+    /// under 3 s for the others), and far below what a parser super-linear in depth or length would take here.
 
     /// Verifier and extractor must both reject `der`, with a reason.
     static func rejects(_ der: [UInt8], verifier: ReceiptVerifier?, _ what: String) -> Bool {
@@ -70,7 +73,7 @@ struct SplitMix64 {
             #expect(try verifier.verify(appReceiptDER: der).receipt.bundleId == "com.example.receipts")
             for n in 0..<der.count where !Self.rejects(Array(der.prefix(n)), verifier: verifier, "\(name) truncated to \(n)") { break }
         }
-        #expect(Self.clock.now - start < .seconds(60))
+        #expect(Self.clock.now - start < .seconds(120))
     }
 
     @Test func truncatedAtEveryLength() throws {
@@ -95,7 +98,7 @@ struct SplitMix64 {
         }
         let elapsed = Self.clock.now - start
         print("receipts: \(checked) truncated inputs rejected in \(elapsed)")
-        #expect(elapsed < .seconds(60))
+        #expect(elapsed < .seconds(120))
     }
 
     @Test func randomBytes() throws {
@@ -109,7 +112,7 @@ struct SplitMix64 {
             if !Self.rejects(bytes, verifier: verifier, "random input \(i)") { break }
             _ = try? TransactionReceipt(base64: Data(bytes).base64EncodedString())
         }
-        #expect(Self.clock.now - start < .seconds(30))
+        #expect(Self.clock.now - start < .seconds(120))
     }
 
     /// Bytes flipped anywhere in a real receipt: the parser may read it or not, but whatever the verifier accepts must
@@ -131,7 +134,7 @@ struct SplitMix64 {
             }
         }
         print("receipts: 1500 mutated copies, \(accepted) still verified (flips in unsigned parts), all with genuine content")
-        #expect(Self.clock.now - start < .seconds(60))
+        #expect(Self.clock.now - start < .seconds(120))
     }
 
     @Test func deepNesting() throws {
@@ -157,7 +160,7 @@ struct SplitMix64 {
         // Constructed OCTET STRINGs inside constructed OCTET STRINGs as eContent.
         let octets: [UInt8] = (0..<100_000).map { $0 % 2 == 0 ? 0x24 : 0x80 }
         #expect(Self.rejects(HostileDER.envelope(eContent: octets), verifier: nil, "nested constructed OCTET STRINGs"))
-        #expect(Self.clock.now - start < .seconds(10))
+        #expect(Self.clock.now - start < .seconds(60))
     }
 
     @Test func indefiniteLengthsWithoutEnd() throws {
@@ -172,7 +175,7 @@ struct SplitMix64 {
             HostileDER.envelope(eContent: [0x24, 0x80, 0x04, 0x01, 0x31]),
         ]
         for (i, der) in inputs.enumerated() { #expect(Self.rejects(der, verifier: try Self.appleVerifier(), "input \(i)")) }
-        #expect(Self.clock.now - start < .seconds(5))
+        #expect(Self.clock.now - start < .seconds(60))
     }
 
     @Test func absurdLengths() throws {
@@ -198,7 +201,7 @@ struct SplitMix64 {
             HostileDER.tlv(0x02, [0x01] + [UInt8](repeating: 0, count: 99)) + [0x02, 0x01, 0x01, 0x04, 0x00]))))
         let start = Self.clock.now
         for (i, der) in inputs.enumerated() { #expect(Self.rejects(der, verifier: try Self.appleVerifier(), "input \(i)")) }
-        #expect(Self.clock.now - start < .seconds(5))
+        #expect(Self.clock.now - start < .seconds(60))
     }
 
     @Test func sizeLimitAndEmptyInputs() throws {

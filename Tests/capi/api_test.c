@@ -762,13 +762,14 @@ static int64_t now_ms(void) {
 
 /* The client-side rate limit: fail fast (nothing sent, the slot's time given), sans-I/O reservations, arguments. */
 static void check_rate_limit(appstore_signing_key *key, appstore_transport *transport, http_transport_stats *stats) {
-    /* getTransactionInfo at 1 %: one request per 2 s (slow builds, sanitizers, still make two calls within it). */
+    /* requestTestNotification (1/s) at 1 %: one request per 100 s, so the second call falls in the first one's slot
+     * however slow a loaded machine (or a sanitizer build) makes the first exchange. */
     appstore_api_client *c = production_client(key, transport, base_url, NULL, 1, 0, 1);
     if (!CHECK(c != NULL, "rate-limited client", "%s", "not created")) return;
     int before = stats->requests;
-    outcome first = info(c, "error-404-4040010");
-    outcome second = info(c, "error-404-4040010");
-    CHECK(first.status == APPSTORE_API_ERROR, "first request sent", "%s", appstore_status_name(first.status));
+    outcome first = call(c, APPSTORE_ENDPOINT_REQUEST_TEST_NOTIFICATION, "{}");
+    outcome second = call(c, APPSTORE_ENDPOINT_REQUEST_TEST_NOTIFICATION, "{}");
+    CHECK(first.status == APPSTORE_OK, "first request sent", "%s: %s", appstore_status_name(first.status), first.message);
     CHECK(second.status == APPSTORE_RATE_LIMITED && second.reason == APPSTORE_REASON_LOCAL_RATE_LIMIT,
           "second request refused", "%s / %s: %s", appstore_status_name(second.status), appstore_reason_name(second.reason),
           second.message);
@@ -778,12 +779,12 @@ static void check_rate_limit(appstore_signing_key *key, appstore_transport *tran
     /* Retry time of the refusal, and reservations for hosts with their own HTTP (waiting up to 5 s). */
     c = production_client(key, transport, base_url, NULL, 1, 0, 1);
     appstore_error *err = NULL;
-    appstore_api_client_call(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO, "{\"transactionId\":\"error-404-4040010\"}", NULL, NULL);
+    appstore_api_client_call(c, APPSTORE_ENDPOINT_REQUEST_TEST_NOTIFICATION, "{}", NULL, NULL);
     int64_t t0 = now_ms();
-    appstore_status st = appstore_api_client_call(c, APPSTORE_ENDPOINT_GET_TRANSACTION_INFO,
-                                                  "{\"transactionId\":\"error-404-4040010\"}", NULL, &err);
+    appstore_status st = appstore_api_client_call(c, APPSTORE_ENDPOINT_REQUEST_TEST_NOTIFICATION, "{}", NULL, &err);
     int64_t at = appstore_error_retry_at_ms(err);
-    CHECK(st == APPSTORE_RATE_LIMITED && at > t0 && at <= t0 + 2000, "refusal names the next slot", "%s at %lld (now %lld)",
+    /* The first call's slot began before t0: the next one is at most 100 s after t0. */
+    CHECK(st == APPSTORE_RATE_LIMITED && at > t0 && at <= t0 + 100000, "refusal names the next slot", "%s at %lld (now %lld)",
           appstore_status_name(st), (long long)at, (long long)t0);
     appstore_error_free(err);
     appstore_api_client_free(c);

@@ -187,7 +187,9 @@ static void every_case(int quick) {
                        received(before, after, case_string(name, "serial")));
         json_decref(before);
         json_decref(after);
-        if (slow) capi_check(&T, elapsed < 5.5, what, "took %.1f s with a 2.5 s timeout (the relay waits 6 s)", elapsed);
+        /* The reason (ocsp_timeout, above) shows the deadline fired; the bound is 12x the 2.5 s timeout (>= 4x the
+         * slowest loaded run) and far below the relay's 600 s wait. */
+        if (slow) capi_check(&T, elapsed < 30, what, "took %.1f s with a 2.5 s timeout (the relay waits 600 s)", elapsed);
         appstore_verifier_free(v);
     }
     static const char *required[] = {
@@ -607,7 +609,7 @@ static int32_t gated_send(void *user_data, const char *method, const char *url, 
         pthread_cond_broadcast(&g->c);
         struct timespec limit;
         clock_gettime(CLOCK_REALTIME, &limit);
-        limit.tv_sec += 20;
+        limit.tv_sec += 300; /* until the test releases it: far beyond the follower's bound */
         while (!g->released && pthread_cond_timedwait(&g->c, &g->m, &limit) == 0) {}
     }
     pthread_mutex_unlock(&g->m);
@@ -653,7 +655,7 @@ static void stuck_leader(void) {
     pthread_mutex_lock(&g.m);
     struct timespec limit;
     clock_gettime(CLOCK_REALTIME, &limit);
-    limit.tv_sec += 10;
+    limit.tv_sec += 120; /* a wait for an event, not a bound on the library: generous for a loaded machine */
     while (!g.entered && pthread_cond_timedwait(&g.c, &g.m, &limit) == 0) {}
     int entered = g.entered;
     pthread_mutex_unlock(&g.m);
@@ -665,7 +667,9 @@ static void stuck_leader(void) {
     double elapsed = since(&a);
     capi_check(&T, st == APPSTORE_OK, "stuck leader: the follower verifies by itself", "%s: %s",
                appstore_status_name(st), last_message);
-    capi_check(&T, elapsed >= 1.95 && elapsed < 5.0, "stuck leader: the follower waits the bound (2 s), no longer",
+    /* At least the bound (the code guarantees it); at most 30 s: >= 4x a loaded run (the bound, then the follower's
+     * own two exchanges), and far below the 300 s the leader stays stuck, which a follower waiting for it would take. */
+    capi_check(&T, elapsed >= 1.95 && elapsed < 30.0, "stuck leader: the follower waits the bound (2 s), no longer",
                "%.2f s", elapsed);
 
     pthread_mutex_lock(&g.m);

@@ -71,7 +71,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from testpki import DER_NULL, OID_INTERMEDIATE_MARKER, OID_LEAF_MARKER, b64std, b64u, jdump, raw_sig  # noqa: E402
 
 BUNDLE = "com.example.ocsp"
-SLOW_DELAY = 6.0                      # seconds the slow relay waits; tests use a timeout well below it
+SLOW_DELAY = 600.0                    # seconds the slow relay waits: far beyond any test's bound (at most 120 s,
+                                      # >= 4x the slowest loaded run), so only a deadline ends the exchange in time
 SHORT_SECONDS = 5                     # how long the `short` responder's answers stay current
 REVOKED_AT = dt.datetime(2025, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 REVOKED_AT_TEXT = "2025-05-01T12:00:00Z"

@@ -55,7 +55,9 @@ test('two Promise verifications run at the same time on two pool threads',
   const jws = readTrimmed(path.join(pki(), 'jws', 'tx-valid.jws'));
   const parallel = [];
   let rounds = 0;
-  const deadline = Date.now() + 15000; // a busy machine may leave no two cores free for a while
+  // Rounds take milliseconds and stop after 5 parallel ones; a machine whose cores are busy with other suites may
+  // leave no two free for a while, so keep trying for up to 120 s (a library lock fails every round, however long).
+  const deadline = Date.now() + 120000;
   while (parallel.length < 5 && Date.now() < deadline) {
     rounds++;
     t.trace(true);

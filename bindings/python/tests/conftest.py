@@ -17,9 +17,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -166,12 +167,22 @@ class LoopTicker:
     def __init__(self) -> None:
         self.ticks = 0
         self._task: "asyncio.Future[None] | None" = None
+        self._notify: "List[Tuple[int, threading.Event]]" = []
+
+    def notify(self, ticks: int, event: threading.Event) -> "LoopTicker":
+        """Sets `event` once the loop has ticked `ticks` times: a worker thread can wait for the loop's progress
+        instead of sleeping a time that load may stretch."""
+        self._notify.append((ticks, event))
+        return self
 
     def start(self) -> "LoopTicker":
         async def tick() -> None:
             while True:
                 await asyncio.sleep(0.05)
                 self.ticks += 1
+                for n, event in self._notify:
+                    if self.ticks >= n:
+                        event.set()
 
         self._task = asyncio.ensure_future(tick())
         return self

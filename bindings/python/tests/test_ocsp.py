@@ -73,8 +73,10 @@ def test_every_case(harness: Dict[str, Any]) -> None:
                 problems.append(f"{name}: message {got.get('message')!r} lacks {piece!r}")
         if received != expect["responderRequests"]:
             problems.append(f"{name}: the responders received {received} requests, expected {expect['responderRequests']}")
-        if slow and elapsed > 5.5:
-            problems.append(f"{name}: took {elapsed:.1f} s with a 2.5 s timeout (the relay waits 6 s)")
+        # The outcome (ocsp_timeout, checked above) shows the deadline fired; the bound is 12x the 2.5 s timeout
+        # (>= 4x the slowest loaded run) and far below the relay's 600 s wait.
+        if slow and elapsed > 30:
+            problems.append(f"{name}: took {elapsed:.1f} s with a 2.5 s timeout (the relay waits 600 s)")
         if got["status"] == "RETRYABLE_VERIFICATION_FAILURE" and got["apple"] != VerificationStatus.RETRYABLE_VERIFICATION_FAILURE:
             problems.append(f"{name}: Apple's status {got['apple']!r}")
         off = outcome(verifier(harness, online=False), jws(harness, name))

@@ -226,9 +226,12 @@ def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
     """A slow signer (a KMS round trip) runs in a worker thread: the event loop keeps running meanwhile. A coroutine
     function is refused with a clear error (the library calls the signer synchronously)."""
     kms = KMS(keys, "der")
+    ticked = threading.Event()
 
     def slow(message: bytes, digest: bytes) -> bytes:
-        time.sleep(0.6)
+        # Returns once the event loop has ticked 5 times (the test controls the timing, not the load); a signer run
+        # on the loop would block it, see no tick, and give up after 60 s.
+        ticked.wait(60)
         return kms(message, digest)
 
     async def fake(*a: Any) -> Any:
@@ -239,7 +242,7 @@ def test_async_client_signs_off_the_event_loop(keys: Path) -> None:
     async def run() -> int:
         c = AsyncAppStoreServerAPIClient(external(keys, slow), KEY_ID, ISSUER, BUNDLE, Environment.SANDBOX)
         c._execute_request = fake
-        ticker = LoopTicker().start()
+        ticker = LoopTicker().start().notify(5, ticked)
         try:
             assert (await c.get_transaction_info("1")).signedTransactionInfo == "ok"
         finally:
@@ -506,7 +509,7 @@ def test_slow_signer_times_out(keys: Path) -> None:
     release = threading.Event()
 
     def hung(message: bytes, digest: bytes) -> bytes:
-        release.wait(30)
+        release.wait(300)  # until the test releases it: far beyond the bound below
         return kms(message, digest)
 
     creator = PromotionalOfferV2SignatureCreator(external(keys, hung, timeout=0.5), KEY_ID, ISSUER, BUNDLE)
@@ -517,10 +520,11 @@ def test_slow_signer_times_out(keys: Path) -> None:
         elapsed = time.monotonic() - t0
     finally:
         release.set()
-    assert elapsed < 2.0, f"took {elapsed:.1f} s with a 0.5 s timeout"
+    # 60x the timeout (>= 4x the slowest loaded run); the reason (a TimeoutError) is checked below.
+    assert elapsed < 30, f"took {elapsed:.1f} s with a 0.5 s timeout"
     assert ei.value.reason == FailureReason.SIGNER_FAILED and isinstance(ei.value.__cause__, TimeoutError)
     assert "timeout of 0.5 s" in ei.value.message, ei.value.message
     # Within its timeout a slow signer is fine.
-    slow = PromotionalOfferV2SignatureCreator(external(keys, lambda m, d: (time.sleep(0.3), kms(m, d))[1], timeout=5),
+    slow = PromotionalOfferV2SignatureCreator(external(keys, lambda m, d: (time.sleep(0.3), kms(m, d))[1], timeout=30),
                                               KEY_ID, ISSUER, BUNDLE)
     assert slow.create_signature("p", "o", None).count(".") == 2

@@ -42,6 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The API client's edges: bad arguments (NullPointerException / IllegalArgumentException naming the parameter, before
@@ -171,8 +172,9 @@ class ApiClientEdgeTest {
     /** An interrupt during a retry's wait ends the call with the answer it was waiting to retry, the flag kept. */
     @Test
     void interruptEndsTheWait() throws Exception {
+        // A 300 s retry wait: far beyond the 60 s join below (>= 4x a loaded run), so only the interrupt ends it.
         try (AppStoreServerAPIClient c = at(ApiSupport.mockUrl(), new BaseAppStoreServerAPIClient.Options()
-                .retries(3, Duration.ofSeconds(20), Duration.ofSeconds(20)))) {
+                .retries(3, Duration.ofSeconds(300), Duration.ofSeconds(300)))) {
             AtomicReference<Object> outcome = new AtomicReference<>();
             Thread t = new Thread(() -> {
                 try {
@@ -181,12 +183,12 @@ class ApiClientEdgeTest {
                     outcome.set(new Object[] {e, Thread.currentThread().isInterrupted()});
                 }
             });
-            long t0 = System.nanoTime();
+            t.setDaemon(true);
             t.start();
-            Thread.sleep(500);
+            awaitRetryWait(t); // interrupted in the wait, not in the exchange before it (a timer could race it)
             t.interrupt();
-            t.join(10_000);
-            assertTrue((System.nanoTime() - t0) / 1_000_000 < 8000, "the wait was not cut short");
+            t.join(60_000);
+            assertFalse(t.isAlive(), "the wait was not cut short");
             Object[] got = (Object[]) outcome.get();
             APIException e = (APIException) got[0];
             assertEquals(500, e.getHttpStatusCode());
@@ -206,12 +208,27 @@ class ApiClientEdgeTest {
                     thrown.set(e);
                 }
             });
+            t.setDaemon(true);
             t.start();
-            Thread.sleep(300);
+            awaitRetryWait(t);
             t.interrupt();
-            t.join(10_000);
+            t.join(60_000); // the slot is ~10 s away: a wait not cut short ends with a request, not the exception
             assertTrue(thrown.get() instanceof InterruptedIOException, String.valueOf(thrown.get()));
         }
+    }
+
+    /** Returns once t sleeps in the client's wait (BaseAppStoreServerAPIClient.sleep), or fails after 60 s. */
+    private static void awaitRetryWait(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            for (StackTraceElement f : t.getStackTrace()) {
+                if (f.getClassName().equals(BaseAppStoreServerAPIClient.class.getName()) && f.getMethodName().equals("sleep")) {
+                    return;
+                }
+            }
+            Thread.sleep(10);
+        }
+        fail("the call never reached its wait");
     }
 
     @Test
@@ -269,7 +286,8 @@ class ApiClientEdgeTest {
             IOException e = assertThrows(IOException.class, () -> c.getTransactionInfo("1"));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(e instanceof HttpTimeoutException, e.toString());
-            assertTrue(ms >= 1400 && ms < 5000, ms + " ms");
+            // The drip lasts 600 s: only the deadline ends the call; 20x the 1.5 s timeout (>= 4x a loaded run).
+            assertTrue(ms >= 1400 && ms < 30000, ms + " ms");
             AppStoreServerException account = (AppStoreServerException) e.getSuppressed()[0];
             assertEquals(FailureReason.TRANSPORT_TIMEOUT, account.getReason());
         }

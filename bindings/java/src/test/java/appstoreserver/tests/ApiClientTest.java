@@ -188,16 +188,19 @@ class ApiClientTest {
                 String tid = (String) k[0];
                 long t0 = System.currentTimeMillis();
                 APIException e = assertThrows(APIException.class, () -> c.getTransactionInfo(tid));
+                long t1 = System.currentTimeMillis();
                 assertEquals(429, e.getHttpStatusCode(), tid);
                 assertEquals(APIError.RATE_LIMIT_EXCEEDED, e.getApiError(), tid);
                 assertEquals(FailureReason.RATE_LIMITED, e.getReason(), tid);
                 long s = e.getRetryAfterSeconds();
                 assertTrue(s >= (Long) k[1] && s <= (Long) k[2], tid + ": " + s);
-                assertTrue(Math.abs(e.getRetryAfter() - (t0 + s * 1000)) < 2000, tid + ": " + e.getRetryAfter());
+                // The answer came between t0 and t1 (measured here: load cannot break it); 1 s for whole seconds.
+                assertTrue(e.getRetryAfter() >= t0 + (s - 1) * 1000 && e.getRetryAfter() <= t1 + (s + 1) * 1000,
+                        tid + ": " + e.getRetryAfter() + " not in [" + t0 + ", " + t1 + "] + " + s + " s");
                 if (tid.startsWith("ratelimit-ms-")) { // Apple's form: the header's value as it is
                     assertEquals(String.valueOf(e.getRetryAfter()), e.getHeader("retry-after"));
                 }
-                assertTrue(System.currentTimeMillis() - t0 < 2000, "no retries are configured: nothing may wait");
+                assertEquals(0, e.getSuppressed().length, "no retries are configured: nothing retried");
             }
         }
     }
@@ -220,9 +223,8 @@ class ApiClientTest {
             got = c.getTransactionInfo("flakydate1-1-java").getSignedTransactionInfo();
             assertTrue(Long.parseLong(got.substring(got.lastIndexOf(' ') + 1)) >= 400, got);
             // A Retry-After further away than maxBackoff is not waited for.
-            long t0 = System.currentTimeMillis();
             e = assertThrows(APIException.class, () -> c.getTransactionInfo("ratelimit-long"));
-            assertTrue(System.currentTimeMillis() - t0 < 1500);
+            assertEquals(0, e.getSuppressed().length, "the answer was retried"); // the mechanism, not the clock
             assertEquals(3600L, e.getRetryAfterSeconds());
             // Not retryable: raised at once.
             e = assertThrows(APIException.class, () -> c.getTransactionInfo("error-400-4000006"));

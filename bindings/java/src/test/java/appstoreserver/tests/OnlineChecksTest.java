@@ -133,8 +133,10 @@ class OnlineChecksTest {
                 problems.add(name + ": the responders received " + received + " requests, expected "
                         + expect.get("responderRequests"));
             }
-            if (slow && elapsed > 5500) {
-                problems.add(name + ": took " + elapsed + " ms with a 2.5 s timeout (the relay waits 6 s)");
+            // The reason (ocsp_timeout, checked above) shows the deadline fired; the bound is 12x the 2.5 s timeout
+            // (>= 4x the slowest loaded run) and far below the relay's 600 s wait.
+            if (slow && elapsed > 30000) {
+                problems.add(name + ": took " + elapsed + " ms with a 2.5 s timeout (the relay waits 600 s)");
             }
             if (got.containsKey("reason")) {
                 VerificationStatus want = APPLE_JAVA_OCSP.get(got.get("reason"));
