@@ -285,7 +285,8 @@ def test_429_with_retry_after_is_waited_for(keys: Path, pki: Path, doc: Dict[str
     i = limited[0]
     assert q[i + 1]["query"] == q[i]["query"] and q[i + 1]["status"] == 200
     waited = q[i + 1]["t"] - q[i]["t"]
-    assert 1.9 <= waited < 10, f"the retry came {waited:.3f} s after the 429 with Retry-After: 2"
+    # The lower bound is the code's promise; the upper one only says the retry came (40 s: 20x, load cannot break it).
+    assert 1.9 <= waited < 40, f"the retry came {waited:.3f} s after the 429 with Retry-After: 2"
 
     # Without retries the 429 is the API's error (exit 2); the cursor stays at the page not read.
     # (page 3: the mock counts a rule's requests over every window, and page 2's was used up above)
