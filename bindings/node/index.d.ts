@@ -20,6 +20,7 @@ import {
     LedgerIngestResult,
     LedgerSubscription,
     LedgerSummary,
+    LedgerReverifyResult,
 } from './generated/types';
 
 export * from './generated/types';
@@ -574,10 +575,21 @@ export declare class Ledger {
      */
     customer(customerId: string, at?: LedgerInstant | null): Promise<LedgerCustomer>;
     /**
-     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate,
+     * each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up
+     * fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status).
      * @cfunction appstore_ledger_query_summary
      */
     summary(): Promise<LedgerSummary>;
+    /**
+     * Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were
+     * checked and the ones it refuses now, each with the verifier's status, reason and message. With online checks
+     * on, a certificate revoked since the value was stored is found; without them, the answer does not change with
+     * time. Stored values are not verified when the ledger is opened (they were before they were stored): this is the
+     * check. Nothing is changed.
+     * @cfunction appstore_ledger_reverify
+     */
+    reverify(): Promise<LedgerReverifyResult>;
     /**
      * Closes the database and frees the ledger.
      *
