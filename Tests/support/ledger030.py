@@ -7,6 +7,8 @@ SHA-256 of the JWS payload's bytes), the JWS as received, signed_date and receiv
 left empty (the state is rebuilt from `events` alone, and a newer version's migration does not need them).
 
     python3 Tests/support/ledger030.py OUT.db < values.jsonl     # lines: {"kind": "TRANSACTION", "signed": "..."}
+
+postgres_schema_v1() gives the PostgreSQL side's 0.3.0 schema the same way (PostgresLedgerStore.swift).
 """
 from __future__ import annotations
 
@@ -19,14 +21,25 @@ import sys
 import textwrap
 from pathlib import Path
 
-SCHEMA_SWIFT = Path(__file__).resolve().parents[2] / "Sources/AppStoreServer/Ledger/Storage/LedgerSchema.swift"
+STORAGE = Path(__file__).resolve().parents[2] / "Sources/AppStoreServer/Ledger/Storage"
 
 
-def schema_v1() -> str:
-    text = SCHEMA_SWIFT.read_text()
+def _first_migration(swift: str) -> str:
+    text = (STORAGE / swift).read_text()
     start = text.index('"""', text.index("static let migrations")) + 3
     end = text.index('"""', start)
     return textwrap.dedent(text[start:end].strip("\n"))
+
+
+def schema_v1() -> str:
+    """0.3.0's SQLite schema (LedgerSchema.swift's first migration)."""
+    return _first_migration("LedgerSchema.swift")
+
+
+def postgres_schema_v1(schema: str = "appstore_ledger") -> str:
+    """0.3.0's PostgreSQL schema (PostgresLedgerStore.swift's first migration) in `schema`, at version 1."""
+    return (_first_migration("PostgresLedgerStore.swift").replace("appstore_ledger", schema)
+            + f"\nUPDATE {schema}.schema_version SET version = 1;")
 
 
 def _payload(signed: str) -> bytes:
