@@ -991,7 +991,9 @@ void appstore_ledger_free(appstore_ledger *ledger);
  * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
  * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
  * The result says what happened: "stored" is false when the same payload was already there, and for a notification
- * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate).
+ * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate), and "verdict":
+ * AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which; a catch-up fills them) or
+ * CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with data.status).
  *
  * `jws`/`jws_len` as for the verify calls (at most the verifier's max_jws_bytes, checked before any byte is read).
  * *result_out (optional) receives the result. APPSTORE_STORAGE_ERROR: the database failed; nothing was

@@ -525,7 +525,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A notification's signedPayload; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_notification
@@ -538,7 +540,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A signed transaction; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_transaction
@@ -551,7 +555,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A signed renewal info; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_renewal_info

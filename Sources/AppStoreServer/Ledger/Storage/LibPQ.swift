@@ -226,11 +226,13 @@ final class PostgresConnection: @unchecked Sendable {
         try reconnect()
         let command = prepared ? "" : sql.prefix(8).uppercased()
         let wasInTransaction = inTransaction
-        do throws(LedgerError) {
-            let rows = try execute(sql, values, prepared: prepared, what: what)
+        func succeeded(_ rows: [[String?]]) -> [[String?]] {
             if command.hasPrefix("BEGIN") { inTransaction = true }
             if command.hasPrefix("COMMIT") || command.hasPrefix("ROLLBACK") { inTransaction = false }
             return rows
+        }
+        do throws(LedgerError) {
+            return succeeded(try execute(sql, values, prepared: prepared, what: what))
         } catch {
             noteLoss(error.message)
             guard lost != nil else {
@@ -244,7 +246,7 @@ final class PostgresConnection: @unchecked Sendable {
             }
             guard !wasInTransaction else { throw error }
             try reconnect()
-            return try execute(sql, values, prepared: prepared, what: what)
+            return succeeded(try execute(sql, values, prepared: prepared, what: what))
         }
     }
 

@@ -21,7 +21,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_ingest_renewal_info": (
         "Verify and record one signed value: a notification (deep: its signedTransactionInfo and\n"
@@ -30,7 +33,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_ingest_transaction": (
         "Verify and record one signed value: a notification (deep: its signedTransactionInfo and\n"
@@ -39,7 +45,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_open": (
         "Opens the ledger at a URL, creating it if needed: \"sqlite:/path/to/ledger.db\" (also \"sqlite:///path\"),\n"
