@@ -36,8 +36,9 @@ SKIP = 77
 
 
 def psql(url, sql):
-    r = subprocess.run([shutil.which("psql") or "psql", url, "-At", "-F", "\t", "-c", sql], capture_output=True,
-                       text=True, check=True)
+    # On stdin, in one transaction: the statements can be longer than a command line.
+    r = subprocess.run([shutil.which("psql") or "psql", url, "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-1"],
+                       input=sql, capture_output=True, text=True, check=True)
     return [line.split("\t") for line in r.stdout.splitlines() if line]
 
 

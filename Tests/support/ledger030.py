@@ -31,6 +31,13 @@ def _first_migration(swift: str) -> str:
     return textwrap.dedent(text[start:end].strip("\n"))
 
 
+def schema_version() -> int:
+    """The SQLite schema version this source writes: the number of migrations in LedgerSchema.swift."""
+    text = (STORAGE / "LedgerSchema.swift").read_text()
+    start = text.index("static let migrations")
+    return text[start:text.index("static var version", start)].count('"""') // 2
+
+
 def schema_v1() -> str:
     """0.3.0's SQLite schema (LedgerSchema.swift's first migration)."""
     return _first_migration("LedgerSchema.swift")
