@@ -107,7 +107,7 @@ extension LedgerCommand {
             try reporting {
                 let ledger = try LedgerCommand.openForQueries(database, roots: roots)
                 let report: LedgerReverifyResult
-                do { report = try ledger.reverifyReport() } catch { throw ToolFailure(error) }
+                do throws(LedgerError) { report = try ledger.reverifyReport() } catch { throw ToolFailure(error) }
                 Output.line(String(decoding: report.json(), as: UTF8.self))
                 Output.error("ledger: \(report.checked) stored value\(report.checked == 1 ? "" : "s") verified again, "
                              + "\(report.refused.count) refused")
