@@ -122,7 +122,7 @@ final class PostgresConnection: @unchecked Sendable {
     private var lost: String?
     private var nextAttempt: Double = 0
     private var backoff: Double = 0
-    /// Reconnections so far (tests, and the log of `serve`).
+    /// Reconnections so far (for debugging: a connection that keeps being re-established).
     private(set) var reconnections = 0
 
     static let firstBackoff = 0.1
