@@ -205,6 +205,9 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_OCSP_TRY_LATER 92
 /* the ledger's database failed; the message is the database's own (SQLite, PostgreSQL) [STORAGE_ERROR, retryable] */
 #define APPSTORE_REASON_STORAGE_FAILED 100
+/* the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the
+ * verifier's, or is a 0.3.0 ledger holding several; nothing was read or written [CONFIGURATION_ERROR] */
+#define APPSTORE_REASON_LEDGER_IDENTITY_MISMATCH 101
 /* @end reasons */
 
 /* snake_case name of a reason ("bad_signature", ...); "unknown" for other values. Static. */
@@ -983,9 +986,18 @@ typedef struct appstore_ledger appstore_ledger;
  * created or migrated and the state rebuilt from the stored events. Every value it records is verified with the given
  * verifier.
  *
+ * A ledger holds the data of one app in one environment: it records the verifier's bundle id, environment and app
+ * Apple ID when it is created, and opening it with a verifier of another identity fails with
+ * APPSTORE_CONFIGURATION_ERROR / APPSTORE_REASON_LEDGER_IDENTITY_MISMATCH before anything is read or written (a 0.3.0
+ * ledger is migrated in place, its identity taken from its events when they all agree). For PostgreSQL, the URL
+ * parameter "schema=NAME" (a lowercase SQL identifier; default appstore_ledger) puts the tables in a schema of their
+ * own: one per app and environment in one database. A lost PostgreSQL connection is re-established on a later call
+ * (docs/ledger.md, "Reconnecting").
+ *
  * The ledger keeps its own reference to `verifier`: free yours whenever. Failure: APPSTORE_INVALID_ARGUMENT (a URL
- * it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer schema; PostgreSQL without libpq),
- * APPSTORE_STORAGE_ERROR (the database failed or cannot be reached; the message is the database's own). */
+ * it cannot use), APPSTORE_CONFIGURATION_ERROR (a database of a newer schema or of another identity; PostgreSQL
+ * without libpq), APPSTORE_STORAGE_ERROR (the database failed or cannot be reached; the message is the database's
+ * own). */
 appstore_status appstore_ledger_open(const char *url, const appstore_verifier *verifier, appstore_ledger **ledger_out,
                                      appstore_error **err_out);
 /* Closes the database and frees the ledger.
@@ -998,7 +1010,9 @@ void appstore_ledger_free(appstore_ledger *ledger);
  * renewal info (Get All Subscription Statuses). Done once the event is durable (committed with SQLite
  * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason and changes nothing.
  * The result says what happened: "stored" is false when the same payload was already there, and for a notification
- * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate).
+ * with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its signedDate), and "verdict":
+ * AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which; a catch-up fills them) or
+ * CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with data.status).
  *
  * `jws`/`jws_len` as for the verify calls (at most the verifier's max_jws_bytes, checked before any byte is read).
  * *result_out (optional) receives the result. APPSTORE_STORAGE_ERROR: the database failed; nothing was
@@ -1028,9 +1042,18 @@ appstore_status appstore_ledger_query_subscription(const appstore_ledger *ledger
  * at_ms: milliseconds since 1970; 0 = now. */
 appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, const char *customer_id, int64_t at_ms,
                                                char **json_out APPSTORE_JSON(LedgerCustomer), appstore_error **err_out);
-/* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate. */
+/* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each
+ * with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them)
+ * or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */
 appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
                                               char **json_out APPSTORE_JSON(LedgerSummary), appstore_error **err_out);
+/* Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked
+ * and the ones it refuses now, each with the verifier's status, reason and message. With online checks on, a
+ * certificate revoked since the value was stored is found; without them, the answer does not change with time.
+ * Stored values are not verified when the ledger is opened (they were before they were stored): this is the check.
+ * Nothing is changed. */
+appstore_status appstore_ledger_reverify(const appstore_ledger *ledger,
+                                         char **json_out APPSTORE_JSON(LedgerReverifyResult), appstore_error **err_out);
 
 #ifdef __cplusplus
 }

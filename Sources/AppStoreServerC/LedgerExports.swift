@@ -91,3 +91,12 @@ public func appstoreLedgerQuerySummary(_ ledger: OpaquePointer?, _ jsonOut: Stri
         out.pointee = try mallocCString(try box.ledger.summary().json())
     }
 }
+
+@c(appstore_ledger_reverify)
+public func appstoreLedgerReverify(_ ledger: OpaquePointer?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let out = try requireOut(jsonOut, "json_out")
+        out.pointee = try mallocCString(try box.ledger.reverifyReport().json())
+    }
+}

@@ -8,6 +8,9 @@
 #   c_ledger_postgresql          a real PostgreSQL server (Debian's postgresql, started on loopback in a temporary
 #                                directory; SKIPPED where it cannot run): two processes ingesting overlapping streams
 #                                give exactly the single-process SQLite state (Tests/capi/ledger_postgresql.py)
+#   c_ledger_postgresql_identity two apps' ledgers in one database (?schema=), another app's verifier refused, a 0.3.0
+#                                schema migrated, and the server restarted twice mid-ingest: every value acknowledged,
+#                                each stored once, the state equal to SQLite's (Tests/capi/ledger_postgresql_identity.py)
 #   c_ledger_crash               a writer killed with SIGKILL mid-stream, 25 times: no acknowledged event lost, integrity,
 #                                the final state equal to a clean ingest (the long run: ledger_crash.py --kills=1000,
 #                                recorded in docs/ledger.md)
@@ -33,3 +36,7 @@ add_test(NAME c_ledger_postgresql
          COMMAND Python3::Interpreter "${CAPI_SRC}/ledger_postgresql.py" $<TARGET_FILE:appstoreserver_selfcontained>
                  "${TESTPKI_DIR}" "${LEDGER_FIXTURES_DIR}")
 set_tests_properties(c_ledger_postgresql PROPERTIES FIXTURES_REQUIRED "testpki;ledger" TIMEOUT 900 SKIP_RETURN_CODE 77)
+add_test(NAME c_ledger_postgresql_identity
+         COMMAND Python3::Interpreter "${CAPI_SRC}/ledger_postgresql_identity.py" $<TARGET_FILE:appstoreserver_selfcontained>
+                 "${TESTPKI_DIR}" "${LEDGER_FIXTURES_DIR}")
+set_tests_properties(c_ledger_postgresql_identity PROPERTIES FIXTURES_REQUIRED "testpki;ledger" TIMEOUT 900 SKIP_RETURN_CODE 77)

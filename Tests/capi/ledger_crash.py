@@ -5,7 +5,7 @@ SIGKILL mid-stream, again and again, and check that no acknowledged event is los
 Each round starts the writer (Tests/capi/ledger_crash_writer.c) at the first value not yet acknowledged, lets it
 acknowledge a random number of values (0-40) or run a random 0-30 ms, and kills it (SIGKILL: no handler, no flush, no
 close). After every kill, with no writer running, the database is opened with Python's own sqlite3 and checked:
-PRAGMA integrity_check is "ok", the schema version is 1, every acknowledged value's payload is in `events` (no
+PRAGMA integrity_check is "ok", the schema version is this source's (Tests/support/ledger030.py: schema_version), every acknowledged value's payload is in `events` (no
 acknowledged event lost), every readable-table row points at a stored event. At the end the writer runs to completion,
 and the rebuilt state's summary must equal that of a clean, uninterrupted ingest into a fresh database.
 Exit status 0 when every check passed."""
@@ -21,6 +21,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from ledger030 import schema_version  # noqa: E402
+
+SCHEMA_VERSION = schema_version()
 
 
 def payload_sha256(jws: str) -> str:
@@ -44,8 +49,8 @@ def check_db(path, acked, digests):
     try:
         if con.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
             problems.append("integrity_check failed")
-        if con.execute("PRAGMA user_version").fetchone()[0] != 1:
-            problems.append("schema version is not 1")
+        if con.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            problems.append(f"schema version is not {SCHEMA_VERSION}")
         stored = {r[0] for r in con.execute("SELECT payload_sha256 FROM events")}
         lost = [i for i in acked if digests[i] not in stored]
         if lost:

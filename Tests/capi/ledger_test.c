@@ -261,6 +261,43 @@ int main(int argc, char **argv) {
     capi_check(&T, unknown && !strcmp(unknown, "null"), "unknown subscription", "%s", S(unknown));
     appstore_string_free(unknown);
 
+    /* 7. identity (docs/ledger.md, "Identity"): a Production verifier, or another app's, on this Sandbox ledger is
+     * refused before anything is read or written; the rightful verifier still opens it. */
+    {
+        appstore_verifier_options *o = NULL;
+        appstore_verifier *prod = NULL;
+        if (appstore_verifier_options_new(&o, NULL) == APPSTORE_OK &&
+            appstore_verifier_options_add_root(o, root, root_len, NULL) == APPSTORE_OK &&
+            appstore_verifier_options_set_bundle_id(o, json_string_value(json_object_get(doc, "bundleId")), NULL) == APPSTORE_OK &&
+            appstore_verifier_options_set_environment(o, APPSTORE_ENVIRONMENT_PRODUCTION, NULL) == APPSTORE_OK &&
+            appstore_verifier_options_set_app_apple_id(o, 1234, NULL) == APPSTORE_OK)
+            appstore_verifier_new(o, &prod, NULL);
+        appstore_verifier_options_free(o);
+        appstore_verifier *other = capi_sandbox_verifier(root, root_len, "com.example.other", -1);
+        capi_check(&T, prod && other, "verifiers", "production / other app");
+        EXPECT_FAIL(appstore_ledger_open(url, prod, &l2, &err), APPSTORE_CONFIGURATION_ERROR, "ledger_identity_mismatch",
+                    "Production verifier on a Sandbox ledger");
+        EXPECT_FAIL(appstore_ledger_open(url, other, &l2, &err), APPSTORE_CONFIGURATION_ERROR, "ledger_identity_mismatch",
+                    "another app's verifier");
+        capi_check(&T, l2 == NULL, "outputs untouched", "identity mismatch");
+        appstore_verifier_free(prod);
+        appstore_verifier_free(other);
+    }
+
+    /* 8. reverify: every stored value verified again with the ledger's verifier, none refused */
+    char *rv = NULL;
+    err = NULL;
+    capi_check(&T, appstore_ledger_reverify(l, &rv, &err) == APPSTORE_OK, "reverify", "%s", appstore_error_message(err));
+    appstore_error_free(err);
+    json_t *rj = rv ? json_loads(rv, 0, NULL) : NULL;
+    capi_check(&T, rj && json_integer_value(json_object_get(rj, "checked")) == stored &&
+                       json_array_size(json_object_get(rj, "refused")) == 0,
+               "reverify result", "%s (stored %d)", S(rv), stored);
+    json_decref(rj);
+    appstore_string_free(rv);
+    EXPECT_FAIL(appstore_ledger_reverify(NULL, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "reverify NULL ledger");
+    EXPECT_FAIL(appstore_ledger_reverify(l, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "reverify NULL json_out");
+
     /* 6. reopened (and a second handle on the same file): the same answers */
     appstore_ledger *r = open_ledger(url, v);
     char *reopened = r ? query(r, "summary", NULL, 0) : NULL;

@@ -4,6 +4,7 @@
     from postgres_server import postgres, Unavailable
     with postgres() as url:          # postgresql://ledger@127.0.0.1:PORT/postgres
         ...
+        url.restart()                # pg_ctl restart: every client connection is closed (reconnection tests)
 
 initdb and pg_ctl (PATH, else /usr/lib/postgresql/*/bin) make a cluster in a temporary directory and start it on
 127.0.0.1 at a free port (trust authentication, loopback only; its socket in the same directory); it is stopped and
@@ -30,6 +31,16 @@ from typing import Iterator, List, Optional
 
 class Unavailable(Exception):
     """PostgreSQL cannot be started here (the message says why)."""
+
+
+class ServerURL(str):
+    """The server's URL, with restart(): `pg_ctl restart` (fast mode: the server closes every connection)."""
+    restart_command: List[str] = []
+
+    def restart(self) -> None:
+        r = subprocess.run(self.restart_command, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {(r.stderr or r.stdout).strip()[-300:]}")
 
 
 def _binary(name: str) -> str:
@@ -100,7 +111,9 @@ def postgres(user_name: str = "ledger") -> Iterator[str]:
                 log = open(os.path.join(top, "log"), encoding="utf-8", errors="replace").read()[-600:]
             raise Unavailable(f"pg_ctl start failed: {(r.stderr or r.stdout).strip()[-300:]} {log}")
         try:
-            url = f"postgresql://{user_name}@127.0.0.1:{port}/postgres"
+            url = ServerURL(f"postgresql://{user_name}@127.0.0.1:{port}/postgres")
+            url.restart_command = _as(owner, [pg_ctl, "-D", data, "-l", os.path.join(top, "log"), "-o", options,
+                                              "-m", "fast", "-w", "-t", "60", "restart"])
             deadline = time.monotonic() + 30
             while True:
                 try:

@@ -346,6 +346,10 @@ const (
 
 	// the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
 	ReasonStorageFailed Reason = 100
+
+	// the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the
+	// verifier's, or is a 0.3.0 ledger holding several; nothing was read or written
+	ReasonLedgerIdentityMismatch Reason = 101
 )
 
 // String is the reason's snake_case name ("bad_signature", ...).
@@ -467,6 +471,8 @@ func (r Reason) String() string {
 		return "ocsp_try_later"
 	case ReasonStorageFailed:
 		return "storage_failed"
+	case ReasonLedgerIdentityMismatch:
+		return "ledger_identity_mismatch"
 	}
 	return "unknown"
 }

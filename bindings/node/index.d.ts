@@ -21,6 +21,7 @@ import {
     LedgerIngestResult,
     LedgerSubscription,
     LedgerSummary,
+    LedgerReverifyResult,
 } from './generated/types';
 
 export * from './generated/types';
@@ -525,7 +526,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A notification's signedPayload; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_notification
@@ -538,7 +541,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A signed transaction; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_transaction
@@ -551,7 +556,9 @@ export declare class Ledger {
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * A signed renewal info; resolves once it is durable.
      * @cfunction appstore_ledger_ingest_renewal_info
@@ -575,10 +582,21 @@ export declare class Ledger {
      */
     customer(customerId: string, at?: LedgerInstant | null): Promise<LedgerCustomer>;
     /**
-     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate,
+     * each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up
+     * fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status).
      * @cfunction appstore_ledger_query_summary
      */
     summary(): Promise<LedgerSummary>;
+    /**
+     * Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were
+     * checked and the ones it refuses now, each with the verifier's status, reason and message. With online checks
+     * on, a certificate revoked since the value was stored is found; without them, the answer does not change with
+     * time. Stored values are not verified when the ledger is opened (they were before they were stored): this is the
+     * check. Nothing is changed.
+     * @cfunction appstore_ledger_reverify
+     */
+    reverify(): Promise<LedgerReverifyResult>;
     /**
      * Closes the database and frees the ledger.
      *

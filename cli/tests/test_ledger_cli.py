@@ -106,7 +106,7 @@ def test_scenarios_through_the_tool(pki: Path, doc: Dict[str, Any], tmp_path: Pa
         assert all(x["stored"] for x in rs), r
         assert all(x.get("agrees", True) for x in rs), r
         stored += len(rs)
-        assert "0 refused; 0 disagreeing" in r.err
+        assert "0 refused; 0 contradicting" in r.err
     failures = []
     checked = 0
     for lc in doc["scenarios"]:
@@ -229,6 +229,42 @@ def test_postgresql(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
             assert not mismatches(got.json(), e), (e, got)
     finally:
         server.__exit__(None, None, None)
+
+
+def test_identity_migration_and_reverify(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """A ledger is bound to its app and environment (docs/ledger.md, "Identity"): ingesting into a Sandbox ledger
+    with --environment production is refused (exit 78, ledger_identity_mismatch) and writes nothing; `show` opens a
+    ledger with the identity it records; a 0.3.0 file (Tests/support/ledger030.py) is migrated in place; `reverify`
+    checks every stored value again (exit 1 when any is refused)."""
+    from test_cli import CONFIG
+    sys.path.insert(0, str(SUPPORT))
+    import ledger030
+    s = doc["scenarios"][0]
+    db = str(tmp_path / "ledger.db")
+    files = files_for(s, tmp_path / "s")
+    assert ingest(db, pki, doc, *files).code == 0
+    before = tool("ledger", "show", "--db", db).json()
+    prod = tool("ledger", "ingest", "--db", db, "--bundle-id", doc["bundleId"], "--environment", "production",
+                "--app-apple-id", "1234", "--root", str(pki / "root.der"), files[0])
+    assert prod.code == CONFIG and "ledger_identity_mismatch" in prod.err and "Sandbox" in prod.err, prod
+    other = tool("ledger", "ingest", "--db", db, "--bundle-id", "com.example.other", "--environment", "sandbox",
+                 "--root", str(pki / "root.der"), files[0])
+    assert other.code == CONFIG and "ledger_identity_mismatch" in other.err, other
+    assert tool("ledger", "show", "--db", db).json() == before
+
+    ok = tool("ledger", "reverify", "--db", db, "--root", str(pki / "root.der"))
+    assert ok.code == 0 and ok.json() == {"checked": before["events"], "refused": []}, ok
+    apple = tool("ledger", "reverify", "--db", db)  # the bundled Apple root does not anchor the test PKI
+    assert apple.code == 1 and len(apple.json()["refused"]) == before["events"], apple
+    assert {r["reason"] for r in apple.json()["refused"]} == {"untrusted_chain"}
+
+    values = [("NOTIFICATION", n["signed"]) for n in s["notifications"]]
+    old = tmp_path / "old.db"
+    ledger030.write(old, values)
+    shown = tool("ledger", "show", "--db", str(old))
+    assert shown.code == 0 and shown.json()["events"] == len({j for _, j in values}), shown
+    fresh = tool("ledger", "show", "--db", str(tmp_path / "new.db"))
+    assert fresh.code == CONFIG and "records no app or environment" in fresh.err, fresh
 
 
 def test_storage_failure_exits_74(tmp_path: Path) -> None:

@@ -410,6 +410,58 @@ def test_real_apple_notifications(tmp_path: Path) -> None:
     assert tally["stored"] >= 15 and tally["refused"] >= 2
 
 
+def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """docs/ledger.md, "Disagreements". Two notifications, each posted twice, signed here with the test PKI; their
+    data.status as Apple documents it (apple-lifecycle.md sections 1-2):
+    - DID_RENEW, status 1, signed before its new period's purchaseDate (as Apple signs them): a fresh ledger knows no
+      transaction then: INCOMPLETE_HISTORY, logged at info with what is missing, not counted in the alert;
+    - DID_FAIL_TO_RENEW/GRACE_PERIOD, status 4, whose renewal info says retry without a gracePeriodExpiresDate
+      (status 3 by section 2): a CONTRADICTION, one warning and one count, the duplicate counting nothing."""
+    import sys
+    sys.path.insert(0, str(REPO / "Tests" / "support"))
+    import lifecycles as L
+    signer = L.Signer(str(pki))
+    day, t0 = L.D, L.T0 + 40 * L.D
+
+    def tx(tid: str, otid: str, purchase: int, expires: int) -> Dict[str, Any]:
+        return {"transactionId": tid, "originalTransactionId": otid, "bundleId": doc["bundleId"],
+                "productId": L.PRODUCTS["basic"], "purchaseDate": purchase, "expiresDate": expires, "quantity": 1,
+                "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "environment": "Sandbox",
+                "signedDate": purchase}
+
+    def note(ntype: str, subtype: Optional[str], status: int, t: Dict[str, Any], retry: bool, uuid: str) -> str:
+        ri = {"originalTransactionId": t["originalTransactionId"], "autoRenewProductId": t["productId"],
+              "productId": t["productId"], "autoRenewStatus": 1, "isInBillingRetryPeriod": retry,
+              "environment": "Sandbox", "signedDate": t0}
+        return signer.sign(L.P.notification(ntype, subtype, signed_date=t0, uuid=uuid, data={
+            "appAppleId": doc["appAppleId"], "bundleId": doc["bundleId"], "environment": "Sandbox", "status": status,
+            "signedTransactionInfo": signer.sign(dict(tx(t["transactionId"], t["originalTransactionId"],
+                                                         t["purchaseDate"], t["expiresDate"]), signedDate=t0)),
+            "signedRenewalInfo": signer.sign(ri)}))
+
+    renew = note("DID_RENEW", None, 1, tx("8100000000000002", "8100000000000001", t0 + 33_000, t0 + 30 * day), False,
+                 "5b0c2a3e-0000-4000-8000-000000000001")
+    fail = note("DID_FAIL_TO_RENEW", "GRACE_PERIOD", 4,
+                tx("8200000000000001", "8200000000000001", t0 - 31 * day, t0 - day), True,
+                "5b0c2a3e-0000-4000-8000-000000000002")
+    with Server(*serve_args(pki, doc, tmp_path)) as s:
+        answers = [s.post("sandbox", jws) for jws in (renew, renew, fail, fail)]
+        assert [a[0] for a in answers] == [200] * 4, answers
+        assert [(a[1]["stored"], a[1]["verdict"]) for a in answers] == [
+            (True, "INCOMPLETE_HISTORY"), (False, "INCOMPLETE_HISTORY"), (True, "CONTRADICTION"), (False, "CONTRADICTION")]
+        assert answers[0][1]["appleStatus"] == 1 and "catch-up" in answers[0][1]["missing"]
+        assert answers[2][1]["appleStatus"] == 4 and answers[2][1]["engineStatus"] == 3
+        _, metrics = s.get("/metrics", key=None)
+        assert metric(metrics, "appstoreserver_oracle_disagreements_total", environment="sandbox") == 1
+        assert metric(metrics, "appstoreserver_oracle_incomplete_history_total", environment="sandbox") == 1
+        assert s.stop() == 0
+        logged = s.events("notification")
+        warnings = [l for l in logged if l["level"] == "warn"]
+        assert [l.get("oracle") for l in warnings] == ["CONTRADICTION"], warnings
+        incomplete = [l for l in logged if l.get("oracle") == "INCOMPLETE_HISTORY"]
+        assert len(incomplete) == 2 and all(l["level"] == "info" and "missing" in l for l in incomplete), incomplete
+
+
 # ---- the HTTP layer -----------------------------------------------------------------------------------------------
 
 def test_http_layer_limits_and_slow_clients(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:

@@ -40,27 +40,53 @@ public final class Ledger: Sendable {
     /// `sqlite::memory:` for a ledger that lives as long as the object), or `postgresql://user@host:port/database`
     /// (also `postgres://`; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The
     /// schema is created or migrated, and the state rebuilt from the stored events.
+    ///
+    /// A ledger holds the data of one app in one environment: the verifier's bundle id, environment and app Apple ID
+    /// are recorded when the ledger is created, and a verifier of another identity is refused (`configurationError`,
+    /// `ledgerIdentityMismatch`) before anything is read or written. PostgreSQL: `?schema=NAME` (a lowercase SQL
+    /// identifier, default `appstore_ledger`) gives each app and environment its own tables in one database.
     public static func open(_ url: String, verifier: SignedDataVerifier) throws(LedgerError) -> Ledger {
-        let store: any LedgerStorage
-        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            guard !url.utf8.contains(0) else { throw .argument("the ledger URL contains a NUL byte") }
-            store = try PostgresLedgerStore(url: url)
-        } else if url.hasPrefix("sqlite:") {
-            var path = String(url.dropFirst("sqlite:".count))
-            if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
-            guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the ledger URL names no file: \(QuotedText.quote(url))") }
-            store = try LedgerStore(path: path)
-        } else {
-            let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            throw .argument("unsupported ledger URL scheme \(QuotedText.quote(scheme)): use sqlite:/path/to/ledger.db "
-                + "or postgresql://user@host/database")
+        let store = try makeStore(url, identity: LedgerIdentity(verifier))
+        return try open(url, verifier: verifier, store: store)
+    }
+
+    /// Opens an existing ledger with the identity it records: `verifier` gets its bundle id, environment and app
+    /// Apple ID and returns the verifier to use (for tools that only read: the values were verified when stored).
+    /// A ledger that records none yet (new, or empty) is refused with `configurationError`.
+    public static func open(_ url: String, recordedIdentity verifier: (_ bundleId: String, _ environment: AppStoreEnvironment,
+                                                                       _ appAppleId: Int64?) throws -> SignedDataVerifier) throws(LedgerError) -> Ledger {
+        let store = try makeStore(url, identity: nil)
+        let i = store.identity
+        let v: SignedDataVerifier
+        do { v = try verifier(i.bundleId, i.environment, i.appAppleId) } catch {
+            throw .configuration("cannot make a verifier for the ledger's identity \(i): \(error)")
         }
+        guard store.identity.admits(LedgerIdentity(v)) else { throw store.identity.mismatch(LedgerIdentity(v), ledger: QuotedText.quote(url)) }
+        return try open(url, verifier: v, store: store)
+    }
+
+    private static func open(_ url: String, verifier: SignedDataVerifier, store: any LedgerStorage) throws(LedgerError) -> Ledger {
         let ledger = Ledger(url: url, verifier: verifier, store: store)
         try ledger.core.withLock { c throws(LedgerError) in
             c.dataVersion = try c.store.changeMarker()
             try ledger.catchUp(&c)
         }
         return ledger
+    }
+
+    private static func makeStore(_ url: String, identity: LedgerIdentity?) throws(LedgerError) -> any LedgerStorage {
+        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
+            guard !url.utf8.contains(0) else { throw .argument("the ledger URL contains a NUL byte") }
+            return try PostgresLedgerStore(url: url, identity: identity)
+        } else if url.hasPrefix("sqlite:") {
+            var path = String(url.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+            guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the ledger URL names no file: \(QuotedText.quote(url))") }
+            return try LedgerStore(path: path, identity: identity)
+        }
+        let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        throw .argument("unsupported ledger URL scheme \(QuotedText.quote(scheme)): use sqlite:/path/to/ledger.db "
+            + "or postgresql://user@host/database")
     }
 
     // MARK: ingest
@@ -196,12 +222,36 @@ public final class Ledger: Sendable {
     /// (With online checks off, verification happens at each payload's own signedDate, so the answer does not change
     /// with time; with them on, a certificate revoked since is found.)
     public func reverify() throws(LedgerError) -> [(eventId: Int64, failure: VerificationFailure)] {
-        var stored: [(Int64, LedgerEventKind, String)] = []
-        try core.withLock { c throws(LedgerError) in
-            try c.store.events(after: 0) { id, kind, signed throws(LedgerError) in stored.append((id, kind, signed)) }
-        }
-        return stored.compactMap { id, kind, signed in
-            LedgerEvent.verify(kind, signed, with: verifier).failure.map { (id, $0) }
+        try reverifyAll().refused.map { ($0.eventId, $0.failure) }
+    }
+
+    /// The same, as the spec's model (C: appstore_ledger_reverify): how many were checked, and the refused ones.
+    public func reverifyReport() throws(LedgerError) -> LedgerReverifyResult {
+        let (checked, refused) = try reverifyAll()
+        return LedgerReverifyResult(checked: Int64(checked), refused: refused.map {
+            LedgerRefusedEvent(eventId: $0.eventId, kind: $0.kind, status: $0.failure.statusCode.name,
+                               reason: $0.failure.reason.name, message: $0.failure.message)
+        })
+    }
+
+    /// Reads the ledger's own events under the lock (in pages, so a large ledger is not held in memory at once), and
+    /// verifies them outside it.
+    private func reverifyAll() throws(LedgerError)
+        -> (checked: Int, refused: [(eventId: Int64, kind: LedgerEventKind, failure: VerificationFailure)]) {
+        var checked = 0
+        var refused: [(eventId: Int64, kind: LedgerEventKind, failure: VerificationFailure)] = []
+        var after: Int64 = 0
+        while true {
+            var page: [(Int64, LedgerEventKind, String)] = []
+            try core.withLock { c throws(LedgerError) in
+                try c.store.events(after: after, limit: 1000) { id, kind, signed throws(LedgerError) in page.append((id, kind, signed)) }
+            }
+            for (id, kind, signed) in page {
+                checked += 1
+                if let f = LedgerEvent.verify(kind, signed, with: verifier).failure { refused.append((id, kind, f)) }
+            }
+            guard let last = page.last, page.count == 1000 else { return (checked, refused) }
+            after = last.0
         }
     }
 }

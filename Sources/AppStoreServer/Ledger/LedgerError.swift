@@ -20,6 +20,10 @@ public struct LedgerError: AppStoreServerFailure, Hashable {
     static func configuration(_ message: String) -> LedgerError {
         LedgerError(statusCode: .configurationError, reason: .invalidArgument, message: message)
     }
+    /// The database belongs to another app or environment than the verifier's (or is a 0.3.0 ledger of several).
+    static func identityMismatch(_ message: String) -> LedgerError {
+        LedgerError(statusCode: .configurationError, reason: .ledgerIdentityMismatch, message: message)
+    }
     /// The database failed (I/O error, disk full, corrupt file, a server that cannot be reached): `storageError` /
     /// `storageFailed`, apart from the library's own faults (`internalError`), so a caller can retry. Nothing was
     /// acknowledged.

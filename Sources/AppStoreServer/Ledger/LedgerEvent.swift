@@ -108,16 +108,3 @@ public struct LedgerEvent: Sendable {
                   renewalInfo: ri, payload: d.notificationJSON, identity: identity)
     }
 }
-
-/// The identity a verifier accepts, carried by the events it made.
-struct LedgerIdentity: Hashable, Sendable {
-    let bundleId: String
-    let appAppleId: Int64?
-    let environment: AppStoreEnvironment
-
-    init(_ v: SignedDataVerifier) {
-        bundleId = v.bundleId
-        appAppleId = v.appAppleId
-        environment = v.environment
-    }
-}

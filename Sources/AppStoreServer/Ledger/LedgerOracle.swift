@@ -5,30 +5,62 @@ import FoundationEssentials
 /// (a notification not received, or received out of a gap), or a rule does not match Apple; it is reported, never
 /// silently corrected. A function of the state, so it does not depend on the order events arrived in.
 extension LedgerState {
-    /// The notification's data.status and the engine's status at its signedDate; nil when it has no status to compare.
-    func oracleCheck(_ n: NotificationFacts) -> (apple: Status, engine: Status?)? {
+    /// The oracle's comparison for one notification: Apple's data.status, the engine's status at its signedDate, and
+    /// whether a difference means missing history or a contradiction.
+    struct OracleCheck {
+        let apple: Status
+        let engine: Status?
+        let verdict: LedgerOracleVerdict
+        /// With `.incompleteHistory`: what the ledger lacks.
+        let missing: String?
+    }
+
+    /// The notification's data.status against the engine's status at its signedDate; nil when it has no status to
+    /// compare.
+    ///
+    /// A difference is a **contradiction** only when the engine decided from the very transaction the notification
+    /// carries (the current transaction at signedDate is the notification's, in the version it carries or a newer one
+    /// signed by then): the ledger then holds what Apple signed together with data.status, and the two disagree.
+    /// Otherwise the ledger's history before the notification is **incomplete**: it knows no transaction of the
+    /// subscription purchased by then (a fresh ledger's first DID_RENEW, whose new period starts after the
+    /// notification is signed), or its current transaction then is another one (a renewal, refund or re-signed
+    /// version not received). Nothing contradicts anything; a catch-up fills it.
+    func oracleCheck(_ n: NotificationFacts) -> OracleCheck? {
         guard n.isSubscription, let apple = n.status, let o = n.originalTransactionId else { return nil }
-        return (apple, status(ofSubscription: o, at: n.signedDate))
+        let view = view(ofSubscription: o, at: n.signedDate)
+        let engine = view?.status
+        guard apple != engine else { return OracleCheck(apple: apple, engine: engine, verdict: .agrees, missing: nil) }
+        let at = LedgerTime.date(n.signedDate)
+        let fill = "; a catch-up fills it (appstoreserver sync, or ingest Get Transaction History and Get All "
+            + "Subscription Statuses for this subscription)"
+        guard let current = view?.current else {
+            return OracleCheck(apple: apple, engine: engine, verdict: .incompleteHistory, missing:
+                "no transaction of subscription \(o) purchased at or before the notification's signedDate (\(at)) is "
+                + "known: the period before it is missing" + fill)
+        }
+        guard let tid = n.transactionId, current.transactionId == tid else {
+            let carried = n.transactionId.map { "the notification's transaction \($0)" } ?? "the notification carries no transaction"
+            return OracleCheck(apple: apple, engine: engine, verdict: .incompleteHistory, missing:
+                "the ledger's current transaction of subscription \(o) at \(at) is \(current.transactionId), not "
+                + "\(carried): a transaction, renewal info or re-signed version between them is missing" + fill)
+        }
+        return OracleCheck(apple: apple, engine: engine, verdict: .contradiction, missing: nil)
     }
 
     /// Notifications compared, and those whose data.status the engine does not reproduce (ordered by signedDate).
     public func oracle() -> (checked: Int, disagreements: [LedgerDisagreement]) {
         var checked = 0
-        var out: [NotificationFacts] = []
-        var statuses: [String: Status?] = [:]
+        var out: [(NotificationFacts, OracleCheck)] = []
         for n in notifications.values {
-            guard let (apple, engine) = oracleCheck(n) else { continue }
+            guard let check = oracleCheck(n) else { continue }
             checked += 1
-            if apple != engine {
-                out.append(n)
-                statuses[n.uuid] = engine
-            }
+            if check.verdict != .agrees { out.append((n, check)) }
         }
-        out.sort { $0.isOlder(than: $1) }
-        return (checked, out.map { n in
+        out.sort { $0.0.isOlder(than: $1.0) }
+        return (checked, out.map { n, c in
             LedgerDisagreement(notificationUUID: n.uuid, notificationType: n.type, subtype: n.subtype,
                                signedDate: LedgerTime.date(n.signedDate), originalTransactionId: n.originalTransactionId ?? "",
-                               appleStatus: n.status ?? Status(rawValue: 0), engineStatus: statuses[n.uuid] ?? nil)
+                               appleStatus: c.apple, engineStatus: c.engine, verdict: c.verdict, missing: c.missing)
         })
     }
 
@@ -39,7 +71,8 @@ extension LedgerState {
             events: Int64(events ?? eventCount), notifications: Int64(notificationCount),
             transactions: Int64(transactionCount), transactionVersions: Int64(transactionVersionCount),
             renewalInfos: Int64(renewalInfoCount), subscriptions: Int64(subscriptionIds.count),
-            customers: Int64(customerIds.count), checkedNotifications: Int64(checked), disagreements: disagreements)
+            customers: Int64(customerIds.count), checkedNotifications: Int64(checked), disagreements: disagreements,
+            contradictions: Int64(disagreements.filter { $0.verdict == .contradiction }.count))
     }
 
     /// What ingesting `event` means now: its identity and, for a notification with data.status, the oracle's verdict.
@@ -51,7 +84,8 @@ extension LedgerState {
             notificationUUID: n?.uuid, notificationType: n?.type, subtype: n?.subtype,
             transactionId: event.transaction?.transactionId,
             originalTransactionId: event.transaction?.originalTransactionId ?? event.renewalInfo?.originalTransactionId,
-            appleStatus: check?.apple, engineStatus: check?.engine, agrees: check.map { $0.apple == $0.engine })
+            appleStatus: check?.apple, engineStatus: check?.engine, agrees: check.map { $0.verdict == .agrees },
+            verdict: check?.verdict, missing: check?.missing)
     }
 }
 
@@ -59,6 +93,7 @@ extension LedgerSubscription { public func json() -> [UInt8] { LedgerJSON.bytes(
 extension LedgerCustomer { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
 extension LedgerSummary { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
 extension LedgerIngestResult { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
+extension LedgerReverifyResult { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
 
 enum LedgerJSON {
     /// The ledger's models hold only dates taken from verified payloads (years 1970-9999), which always write.

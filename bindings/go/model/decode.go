@@ -4165,6 +4165,18 @@ func (m *LedgerDisagreement) decodeFrom(d *decoder) {
 			}
 			v := Status(d.i32())
 			m.EngineStatus = &v
+		case "verdict":
+			if d.null() {
+				break
+			}
+			m.Verdict = LedgerOracleVerdict(d.str())
+		case "missing":
+			if d.null() {
+				m.Missing = nil
+				break
+			}
+			v := d.str()
+			m.Missing = &v
 		default:
 			d.skip()
 		}
@@ -4336,6 +4348,20 @@ func (m *LedgerIngestResult) decodeFrom(d *decoder) {
 			}
 			v := d.boolean()
 			m.Agrees = &v
+		case "verdict":
+			if d.null() {
+				m.Verdict = nil
+				break
+			}
+			v := LedgerOracleVerdict(d.str())
+			m.Verdict = &v
+		case "missing":
+			if d.null() {
+				m.Missing = nil
+				break
+			}
+			v := d.str()
+			m.Missing = &v
 		default:
 			d.skip()
 		}
@@ -4430,6 +4456,89 @@ func (m *LedgerPurchase) decodeFrom(d *decoder) {
 			}
 			v := d.i32()
 			m.RevocationPercentage = &v
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerRefusedEvent) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerRefusedEvent) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "eventId":
+			if d.null() {
+				break
+			}
+			m.EventID = d.i64()
+		case "kind":
+			if d.null() {
+				break
+			}
+			m.Kind = LedgerEventKind(d.str())
+		case "status":
+			if d.null() {
+				break
+			}
+			m.Status = d.str()
+		case "reason":
+			if d.null() {
+				break
+			}
+			m.Reason = d.str()
+		case "message":
+			if d.null() {
+				break
+			}
+			m.Message = d.str()
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerReverifyResult) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerReverifyResult) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "checked":
+			if d.null() {
+				break
+			}
+			m.Checked = d.i64()
+		case "refused":
+			if d.null() {
+				m.Refused = nil
+				break
+			}
+			l := []LedgerRefusedEvent{}
+			d.array(func() {
+				if d.null() {
+					var z LedgerRefusedEvent
+					l = append(l, z)
+					return
+				}
+				var x LedgerRefusedEvent
+				x.decodeFrom(d)
+				l = append(l, x)
+			})
+			m.Refused = l
 		default:
 			d.skip()
 		}
@@ -4781,6 +4890,13 @@ func (m *LedgerSummary) decodeFrom(d *decoder) {
 				l = append(l, x)
 			})
 			m.Disagreements = l
+		case "contradictions":
+			if d.null() {
+				m.Contradictions = nil
+				break
+			}
+			v := d.i64()
+			m.Contradictions = &v
 		default:
 			d.skip()
 		}

@@ -536,6 +536,33 @@ func (v LedgerEventKind) IsKnown() bool {
 	return false
 }
 
+// How the ledger's status of a subscription at a notification's signedDate compares with Apple's data.status.
+type LedgerOracleVerdict string
+
+const (
+	// The same status.
+	LedgerOracleVerdictAgrees LedgerOracleVerdict = "AGREES"
+
+	// Different, because the ledger lacks facts before the notification (its current transaction then is not the one
+	// the notification carries, or it knows none): `missing` says what; a catch-up (appstoreserver sync: Get
+	// Transaction History, Get All Subscription Statuses) fills it. Nothing is contradicted.
+	LedgerOracleVerdictIncompleteHistory LedgerOracleVerdict = "INCOMPLETE_HISTORY"
+
+	// Different, although the ledger decided from the very transaction the notification carries: the signed facts
+	// and Apple's data.status disagree (a rule that does not match Apple, or Apple's data at odds with its
+	// documentation). Worth an alert.
+	LedgerOracleVerdictContradiction LedgerOracleVerdict = "CONTRADICTION"
+)
+
+// IsKnown reports whether the value is one this version of the library names.
+func (v LedgerOracleVerdict) IsKnown() bool {
+	switch v {
+	case LedgerOracleVerdictAgrees, LedgerOracleVerdictIncompleteHistory, LedgerOracleVerdictContradiction:
+		return true
+	}
+	return false
+}
+
 // The customer's total in-app purchase spending across platforms (consumption information V1).
 type LifetimeDollarsPurchased int32
 

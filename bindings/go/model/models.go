@@ -1330,6 +1330,13 @@ type LedgerDisagreement struct {
 
 	// The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
 	EngineStatus *Status `json:"engineStatus,omitempty"`
+
+	// INCOMPLETE_HISTORY (the ledger lacks facts; `missing` says which) or CONTRADICTION (the signed facts disagree
+	// with data.status).
+	Verdict LedgerOracleVerdict `json:"verdict"`
+
+	// With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+	Missing *string `json:"missing,omitempty"`
 }
 
 // One product a customer is entitled to, why, and until when.
@@ -1400,6 +1407,13 @@ type LedgerIngestResult struct {
 
 	// Whether appleStatus and engineStatus are equal (present with appleStatus).
 	Agrees *bool `json:"agrees,omitempty"`
+
+	// Whether they agree and, if not, whether the ledger's history is incomplete or the facts contradict data.status
+	// (present with appleStatus).
+	Verdict *LedgerOracleVerdict `json:"verdict,omitempty"`
+
+	// With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+	Missing *string `json:"missing,omitempty"`
 }
 
 // A consumable, non-consumable or non-renewing subscription transaction in the purchase ledger.
@@ -1439,6 +1453,33 @@ type LedgerPurchase struct {
 
 	// The refunded share, in milliunits of a percent (100000 = 100%).
 	RevocationPercentage *int32 `json:"revocationPercentage,omitempty"`
+}
+
+// A stored value the ledger's verifier refuses when verified again (C: appstore_ledger_reverify).
+type LedgerRefusedEvent struct {
+	// Its id in the ledger's events table.
+	EventID int64 `json:"eventId"`
+
+	// What it is.
+	Kind LedgerEventKind `json:"kind"`
+
+	// The verifier's status name (e.g. VERIFICATION_FAILURE).
+	Status string `json:"status"`
+
+	// The verifier's reason name (e.g. revoked).
+	Reason string `json:"reason"`
+
+	// The verifier's message.
+	Message string `json:"message"`
+}
+
+// Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify).
+type LedgerReverifyResult struct {
+	// The stored values verified.
+	Checked int64 `json:"checked"`
+
+	// The ones the verifier refuses now, in event id order.
+	Refused []LedgerRefusedEvent `json:"refused"`
 }
 
 // An auto-renewable subscription (one originalTransactionId) as the purchase ledger knows it at an instant (C:
@@ -1587,8 +1628,11 @@ type LedgerSummary struct {
 	// Notifications with a data.status the oracle compared.
 	CheckedNotifications int64 `json:"checkedNotifications"`
 
-	// The ones whose status the ledger does not reproduce, ordered by signedDate.
+	// The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
 	Disagreements []LedgerDisagreement `json:"disagreements"`
+
+	// How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+	Contradictions *int64 `json:"contradictions,omitempty"`
 }
 
 // The body of Extend Subscription Renewal Dates for All Active Subscribers.

@@ -395,6 +395,12 @@ export declare enum LedgerEventKind {
     TRANSACTION = "TRANSACTION",
     RENEWAL_INFO = "RENEWAL_INFO",
 }
+/** How the ledger's status of a subscription at a notification's signedDate compares with Apple's data.status. */
+export declare enum LedgerOracleVerdict {
+    AGREES = "AGREES",
+    INCOMPLETE_HISTORY = "INCOMPLETE_HISTORY",
+    CONTRADICTION = "CONTRADICTION",
+}
 /** The customer's total in-app purchase spending across platforms (consumption information V1). */
 export declare enum LifetimeDollarsPurchased {
     UNDECLARED = 0,
@@ -717,11 +723,12 @@ export declare enum FailureReason {
     OCSP_HTTP_ERROR = 91,
     OCSP_TRY_LATER = 92,
     STORAGE_FAILED = 100,
+    LEDGER_IDENTITY_MISMATCH = 101,
 }
 /** The name of a LibraryStatus, e.g. "INVALID_CHAIN_LENGTH". */
 export type LibraryStatusName = "OK" | "INVALID_ARGUMENT" | "CONFIGURATION_ERROR" | "VERIFICATION_FAILURE" | "RETRYABLE_VERIFICATION_FAILURE" | "INVALID_APP_IDENTIFIER" | "INVALID_ENVIRONMENT" | "INVALID_CHAIN_LENGTH" | "INVALID_CERTIFICATE" | "INVALID_JWT_FORMAT" | "INVALID_KEY" | "NOT_FOUND" | "INVALID_RECEIPT" | "API_ERROR" | "TRANSPORT_ERROR" | "INVALID_RESPONSE" | "RATE_LIMITED" | "STORAGE_ERROR" | "INTERNAL_ERROR";
 /** The name of a FailureReason as the C ABI spells it, e.g. "bad_signature". */
-export type FailureReasonName = "none" | "malformed" | "unsupported_alg" | "missing_x5c" | "chain_length" | "bad_certificate" | "no_trust_anchor" | "untrusted_chain" | "expired" | "missing_marker_oid" | "bad_signature" | "undecodable_payload" | "wrong_bundle" | "wrong_app_id" | "wrong_environment" | "wrong_kind" | "online_checks_unavailable" | "invalid_argument" | "internal" | "key_not_pem" | "key_encrypted" | "key_malformed" | "key_not_ec" | "key_wrong_curve" | "invalid_request" | "signing_failed" | "input_too_large" | "signer_failed" | "empty_x5c" | "receipt_malformed" | "no_transaction_id" | "signer_missing" | "unsupported_environment" | "unknown_endpoint" | "invalid_parameters" | "api_error" | "http_error" | "rate_limited" | "undecodable_response" | "transport_timeout" | "transport_unreachable" | "transport_failed" | "no_transport" | "local_rate_limit" | "revoked" | "ocsp_unknown" | "ocsp_bad_signature" | "ocsp_stale" | "ocsp_malformed" | "ocsp_cert_id_mismatch" | "ocsp_nonce_mismatch" | "ocsp_refused" | "ocsp_no_responder" | "ocsp_unreachable" | "ocsp_timeout" | "ocsp_http_error" | "ocsp_try_later" | "storage_failed";
+export type FailureReasonName = "none" | "malformed" | "unsupported_alg" | "missing_x5c" | "chain_length" | "bad_certificate" | "no_trust_anchor" | "untrusted_chain" | "expired" | "missing_marker_oid" | "bad_signature" | "undecodable_payload" | "wrong_bundle" | "wrong_app_id" | "wrong_environment" | "wrong_kind" | "online_checks_unavailable" | "invalid_argument" | "internal" | "key_not_pem" | "key_encrypted" | "key_malformed" | "key_not_ec" | "key_wrong_curve" | "invalid_request" | "signing_failed" | "input_too_large" | "signer_failed" | "empty_x5c" | "receipt_malformed" | "no_transaction_id" | "signer_missing" | "unsupported_environment" | "unknown_endpoint" | "invalid_parameters" | "api_error" | "http_error" | "rate_limited" | "undecodable_response" | "transport_timeout" | "transport_unreachable" | "transport_failed" | "no_transport" | "local_rate_limit" | "revoked" | "ocsp_unknown" | "ocsp_bad_signature" | "ocsp_stale" | "ocsp_malformed" | "ocsp_cert_id_mismatch" | "ocsp_nonce_mismatch" | "ocsp_refused" | "ocsp_no_responder" | "ocsp_unreachable" | "ocsp_timeout" | "ocsp_http_error" | "ocsp_try_later" | "storage_failed" | "ledger_identity_mismatch";
 
 /** The display name and description of an Advanced Commerce product. */
 export interface AdvancedCommerceDescriptors {
@@ -1635,6 +1642,10 @@ export interface LedgerDisagreement {
     appleStatus: Status | number;
     /** The ledger's status at signedDate; absent when it knows no transaction of the subscription then. */
     engineStatus?: Status | number;
+    /** INCOMPLETE_HISTORY (the ledger lacks facts; `missing` says which) or CONTRADICTION (the signed facts disagree with data.status). */
+    verdict: LedgerOracleVerdict | string;
+    /** With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it. */
+    missing?: string;
 }
 /** One product a customer is entitled to, why, and until when. */
 export interface LedgerEntitlement {
@@ -1683,6 +1694,10 @@ export interface LedgerIngestResult {
     engineStatus?: Status | number;
     /** Whether appleStatus and engineStatus are equal (present with appleStatus). */
     agrees?: boolean;
+    /** Whether they agree and, if not, whether the ledger's history is incomplete or the facts contradict data.status (present with appleStatus). */
+    verdict?: LedgerOracleVerdict | string;
+    /** With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it. */
+    missing?: string;
 }
 /** A consumable, non-consumable or non-renewing subscription transaction in the purchase ledger. */
 export interface LedgerPurchase {
@@ -1710,6 +1725,26 @@ export interface LedgerPurchase {
     revocationType?: RevocationType | string;
     /** The refunded share, in milliunits of a percent (100000 = 100%). */
     revocationPercentage?: number;
+}
+/** A stored value the ledger's verifier refuses when verified again (C: appstore_ledger_reverify). */
+export interface LedgerRefusedEvent {
+    /** Its id in the ledger's events table. */
+    eventId: number;
+    /** What it is. */
+    kind: LedgerEventKind | string;
+    /** The verifier's status name (e.g. VERIFICATION_FAILURE). */
+    status: string;
+    /** The verifier's reason name (e.g. revoked). */
+    reason: string;
+    /** The verifier's message. */
+    message: string;
+}
+/** Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify). */
+export interface LedgerReverifyResult {
+    /** The stored values verified. */
+    checked: number;
+    /** The ones the verifier refuses now, in event id order. */
+    refused: LedgerRefusedEvent[];
 }
 /** An auto-renewable subscription (one originalTransactionId) as the purchase ledger knows it at an instant (C: appstore_ledger_query_subscription). */
 export interface LedgerSubscription {
@@ -1808,8 +1843,10 @@ export interface LedgerSummary {
     customers: number;
     /** Notifications with a data.status the oracle compared. */
     checkedNotifications: number;
-    /** The ones whose status the ledger does not reproduce, ordered by signedDate. */
+    /** The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict). */
     disagreements: LedgerDisagreement[];
+    /** How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history). */
+    contradictions?: number;
 }
 /** The body of Extend Subscription Renewal Dates for All Active Subscribers. */
 export interface MassExtendRenewalDateRequest {

@@ -152,6 +152,18 @@ class Ledger {
     }
   }
 
+  /**
+   * Verifies every stored value again with the ledger's verifier: { checked, refused: [{ eventId, kind, status,
+   * reason, message }] }. Changes nothing.
+   */
+  reverify() {
+    try {
+      return pool('ledger_reverify', 'config', this._live('reverify'));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   /** Closes the database and frees the ledger (after calls in flight complete); later calls reject. */
   close() {
     if (this._closed) return;

@@ -13,7 +13,8 @@ const fs = require('fs');
 const path = require('path');
 const { isDeepStrictEqual } = require('util');
 const lib = require('..');
-const { fixture, testpki, tmpdir } = require('./helpers.js');
+const { fixture, testpki, tmpdir, SUPPORT, CONFORMANCE } = require('./helpers.js');
+const { execFileSync } = require('child_process');
 
 const { Ledger, SignedDataVerifier, VerificationException, AppStoreServerError, Environment } = lib;
 
@@ -323,4 +324,89 @@ test('a reopened database (and a second handle on it) gives the same answers', a
   assert.deepEqual(await reopened.summary(), summary);
   assert.deepEqual(await allAnswers(reopened, d.scenarios), answers);
   reopened.close();
+});
+
+// ---- identity, migration, re-verification, the oracle's verdicts (docs/ledger.md) -------------------------------
+
+async function expectMismatch(url, v, mentions) {
+  await assert.rejects(Ledger.open(url, v), (x) => x instanceof AppStoreServerError &&
+    x.libraryStatus === 'CONFIGURATION_ERROR' && x.reason === 'ledger_identity_mismatch' && x.message.includes(mentions),
+  mentions);
+}
+
+function files(url) {
+  const p = url.slice('sqlite:'.length);
+  return [p, `${p}-wal`].map((f) => (fs.existsSync(f) ? fs.readFileSync(f) : null));
+}
+
+test('a ledger is bound to its app and environment: another verifier is refused, nothing written', async () => {
+  const url = dbUrl();
+  const ledger = await Ledger.open(url, verifier());
+  await ingestAll(ledger, signed(lifecycles().scenarios[0], 'both'));
+  const { events } = await ledger.summary();
+  ledger.close();
+  const before = files(url);
+  const root = fs.readFileSync(path.join(testpki(), 'root.der'));
+  await expectMismatch(url, new SignedDataVerifier([root], false, Environment.PRODUCTION, lifecycles().bundleId, 1234), 'Sandbox');
+  await expectMismatch(url, verifier('com.example.other'), 'com.example.other');
+  assert.deepEqual(files(url), before);
+  const again = await Ledger.open(url, verifier());
+  assert.equal((await again.summary()).events, events);
+  again.close();
+});
+
+test('a 0.3.0 ledger is migrated in place; one of several identities is refused with how to split it', async () => {
+  const values = signed(lifecycles().scenarios[0], 'both');
+  const write030 = (url, vals) => execFileSync('python3', [path.join(SUPPORT, 'ledger030.py'), url.slice('sqlite:'.length)],
+    { input: vals.map(([kind, s]) => JSON.stringify({ kind, signed: s })).join('\n') });
+  const url = dbUrl();
+  write030(url, values);
+  const ledger = await Ledger.open(url, verifier());
+  assert.equal((await ledger.summary()).events, new Set(values.map((v) => v[1])).size);
+  ledger.close();
+  const mixed = dbUrl();
+  const other = lifecycles().bad.find((b) => b.name === 'wrong-environment');
+  write030(mixed, [...values, [other.kind, other.signed]]);
+  const before = files(mixed);
+  await expectMismatch(mixed, verifier(), 'Split it');
+  assert.deepEqual(files(mixed), before);
+});
+
+test('reverify: every stored value verified again', async () => {
+  const url = dbUrl();
+  const ledger = await Ledger.open(url, verifier());
+  await ingestAll(ledger, signed(lifecycles().scenarios[0], 'both'));
+  const { events } = await ledger.summary();
+  assert.deepEqual(await ledger.reverify(), { checked: events, refused: [] });
+  ledger.close();
+  // The same identity, trusting Apple's root instead of the test PKI's: every value refused.
+  const apple = await Ledger.open(url, new SignedDataVerifier(lib.appleRootCertificates(), false, Environment.SANDBOX,
+    lifecycles().bundleId));
+  const r = await apple.reverify();
+  assert.equal(r.checked, events);
+  assert.equal(r.refused.length, events);
+  assert.deepEqual(new Set(r.refused.map((x) => x.reason)), new Set(['untrusted_chain']));
+  apple.close();
+  await assert.rejects(apple.reverify());
+});
+
+test('real Apple data: a fresh ledger\'s first DID_RENEW is incomplete history, not a contradiction', async (t) => {
+  const file = path.join(CONFORMANCE, 'real/jws/sandbox-notification-did-renew-2025-10-01.jws');
+  if (!fs.existsSync(file)) {
+    t.skip(`SKIPPED: ${CONFORMANCE} not found; real Apple data NOT checked`);
+    return;
+  }
+  // Signed 33 s before its new period's purchaseDate; data.status 1 (a renewal is ACTIVE, apple-lifecycle.md 1-2).
+  const v = new SignedDataVerifier(lib.appleRootCertificates(), false, Environment.SANDBOX, 'com.loki-project.loki-messenger');
+  const ledger = await Ledger.open('sqlite::memory:', v);
+  const jws = fs.readFileSync(file, 'utf8').trim();
+  const r = await ledger.ingestNotification(jws);
+  assert.equal(r.appleStatus, 1);
+  assert.equal(r.agrees, false);
+  assert.equal(r.verdict, 'INCOMPLETE_HISTORY');
+  assert.match(r.missing, /catch-up/);
+  assert.equal((await ledger.summary()).contradictions, 0);
+  const again = await ledger.ingestNotification(jws);
+  assert.equal(again.stored, false);
+  ledger.close();
 });

@@ -241,6 +241,10 @@ enum FailureReason: int
      * the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
      */
     case STORAGE_FAILED = 100;
+    /**
+     * the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the verifier's, or is a 0.3.0 ledger holding several; nothing was read or written
+     */
+    case LEDGER_IDENTITY_MISMATCH = 101;
 
     /** The reasons that are worth trying again later (spec/errors.json `retryable`). */
     public function isRetryable(): bool

@@ -28,12 +28,13 @@ from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
 from .models.LedgerIngestResult import LedgerIngestResult
+from .models.LedgerReverifyResult import LedgerReverifyResult
 from .models.LedgerSubscription import LedgerSubscription
 from .models.LedgerSummary import LedgerSummary
 from .signed_data_verifier import SignedDataVerifier, VerificationException, exception_from
 
-__all__ = ["Ledger", "LedgerError", "LedgerCustomer", "LedgerIngestResult", "LedgerSubscription", "LedgerSummary",
-           "VerificationException"]
+__all__ = ["Ledger", "LedgerError", "LedgerCustomer", "LedgerIngestResult", "LedgerReverifyResult", "LedgerSubscription",
+           "LedgerSummary", "VerificationException"]
 
 Instant = Union[int, datetime, None]
 
@@ -45,8 +46,8 @@ _VERIFICATION_STATUSES = {AppStoreStatus.VERIFICATION_FAILURE, AppStoreStatus.RE
 
 
 class LedgerError(Exception):
-    """The ledger cannot be opened or written: a database of a newer schema, or PostgreSQL without libpq
-    (CONFIGURATION_ERROR), or the database failed (STORAGE_ERROR / storage_failed, with the database's own message:
+    """The ledger cannot be opened or written: a database of a newer schema or of another app or environment than the
+    verifier's (reason ledger_identity_mismatch), or PostgreSQL without libpq (CONFIGURATION_ERROR), or the database failed (STORAGE_ERROR / storage_failed, with the database's own message:
     I/O error, disk full, a corrupt file, a server that cannot be reached). Nothing was acknowledged: give the value
     again later.
 
@@ -202,6 +203,12 @@ class Ledger:
             raise _failure(read_error(err, st)) from None
         return json.loads(take_string(out))
 
+    @from_header("appstore_ledger_reverify")
+    def reverify(self) -> LedgerReverifyResult:
+        """Every stored value verified again with the ledger's verifier: `checked`, and `refused` (each with
+        eventId, kind and the verifier's status, reason and message). Changes nothing."""
+        return LedgerReverifyResult.from_dict(self._query(_reverify))
+
     # ---- lifetime ---------------------------------------------------------------------------------------------
 
     @from_header("appstore_ledger_free")
@@ -226,3 +233,4 @@ _ingest_renewal = lib.appstore_ledger_ingest_renewal_info
 _query_subscription = lib.appstore_ledger_query_subscription
 _query_customer = lib.appstore_ledger_query_customer
 _query_summary = lib.appstore_ledger_query_summary
+_reverify = lib.appstore_ledger_reverify

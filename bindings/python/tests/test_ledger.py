@@ -342,3 +342,103 @@ def test_threads_share_one_ledger(verifier: SignedDataVerifier) -> None:
             t.join()
         assert not errors, errors
         assert shared.summary().to_dict() == expected
+
+
+# ---- identity, migration, re-verification, the oracle's verdicts (docs/ledger.md) ---------------------------------
+
+
+def _bad(name: str) -> Tuple[str, str]:
+    """A genuinely signed value of another app or environment (lifecycles.py's refused inputs), as (kind, jws)."""
+    b = next(b for b in lifecycles()["bad"] if b["name"] == name)
+    return b["kind"], b["signed"]
+
+
+def _files(path: Path) -> List[Optional[bytes]]:
+    return [p.read_bytes() if p.exists() else None for p in (path, Path(str(path) + "-wal"))]
+
+
+def _expect_mismatch(url: str, v: SignedDataVerifier, mentions: str) -> None:
+    with pytest.raises(LedgerError) as caught:
+        Ledger.open(url, v)
+    assert caught.value.appstore_status == AppStoreStatus.CONFIGURATION_ERROR, caught.value
+    assert caught.value.reason == FailureReason.LEDGER_IDENTITY_MISMATCH, caught.value
+    assert mentions in caught.value.message, caught.value.message
+
+
+def test_a_ledger_is_bound_to_its_app_and_environment(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """A Sandbox ledger opened with a Production verifier, or with another app's: refused, nothing written."""
+    root = (get_testpki_dir() / "root.der").read_bytes()
+    bundle = lifecycles()["bundleId"]
+    path = tmp_path / "ledger.db"
+    with Ledger.open(f"sqlite:{path}", verifier) as ledger:
+        for kind, jws in signed(SCENARIOS["renewals-voluntary-expiry"], "both"):
+            ingest(ledger, kind, jws)
+        events = ledger.summary().events
+    before = _files(path)
+    _expect_mismatch(f"sqlite:{path}", SignedDataVerifier([root], False, Environment.PRODUCTION, bundle, 1234), "Sandbox")
+    _expect_mismatch(f"sqlite:{path}", SignedDataVerifier([root], False, Environment.SANDBOX, "com.example.other"),
+                     "com.example.other")
+    assert _files(path) == before
+    with Ledger.open(f"sqlite:{path}", verifier) as ledger:
+        assert ledger.summary().events == events
+
+
+def test_a_030_ledger_is_migrated_in_place(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """A 0.3.0 file (Tests/support/ledger030.py, from that version's SQL): migrated, its identity from its events; one
+    holding values of several apps or environments is refused with how to split it, and left as it was."""
+    import sqlite3
+    import ledger030
+    values = signed(SCENARIOS["renewals-voluntary-expiry"], "both")
+    path = tmp_path / "old.db"
+    ledger030.write(path, values)
+    with Ledger.open(f"sqlite:{path}", verifier) as ledger:
+        assert ledger.summary().events == len({j for _, j in values})
+    db = sqlite3.connect(str(path))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == ledger030.schema_version() == 2
+    assert db.execute("SELECT count(*) FROM events WHERE environment = 'Sandbox' AND bundle_id = ?",
+                      (lifecycles()["bundleId"],)).fetchone()[0] == len({j for _, j in values})
+    db.close()
+
+    mixed = tmp_path / "mixed.db"
+    ledger030.write(mixed, values + [_bad("wrong-environment")])
+    before = _files(mixed)
+    _expect_mismatch(f"sqlite:{mixed}", verifier, "Split it")
+    assert _files(mixed) == before
+
+
+def test_reverify(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """Every stored value verified again: all pass with the ledger's verifier; with one of the same identity that
+    trusts Apple's root instead of the test PKI's, every one is refused (untrusted_chain)."""
+    from appstoreserver.roots import apple_root_certificates
+    path = tmp_path / "ledger.db"
+    with Ledger.open(f"sqlite:{path}", verifier) as ledger:
+        for kind, jws in signed(SCENARIOS["renewals-voluntary-expiry"], "both"):
+            ingest(ledger, kind, jws)
+        n = ledger.summary().events
+        result = ledger.reverify()
+        assert (result.checked, result.refused) == (n, [])
+    apple = SignedDataVerifier(apple_root_certificates(), False, Environment.SANDBOX, lifecycles()["bundleId"])
+    with Ledger.open(f"sqlite:{path}", apple) as ledger:
+        result = ledger.reverify()
+        assert result.checked == n and len(result.refused) == n
+        assert {r.reason for r in result.refused} == {"untrusted_chain"}
+        assert {r.status for r in result.refused} == {"VERIFICATION_FAILURE"}
+
+
+def test_a_fresh_ledgers_first_renewal_is_incomplete_history(conformance: Path) -> None:
+    """Real Apple data: the 2025-10-01 Sandbox DID_RENEW is signed 33 s before its new period's purchaseDate, so a
+    ledger that never saw the previous period knows no transaction at its signedDate. Apple's data.status is 1 (a
+    renewal is ACTIVE, apple-lifecycle.md section 1-2); that is missing history, not a contradiction."""
+    from appstoreserver.models.LedgerOracleVerdict import LedgerOracleVerdict
+    from appstoreserver.roots import apple_root_certificates
+    jws = (conformance / "real/jws/sandbox-notification-did-renew-2025-10-01.jws").read_text().strip()
+    v = SignedDataVerifier(apple_root_certificates(), False, Environment.SANDBOX, "com.loki-project.loki-messenger")
+    with Ledger.open("sqlite::memory:", v) as ledger:
+        r = ledger.ingest_notification(jws)
+        assert r.appleStatus == Status.ACTIVE
+        assert r.agrees is False
+        assert r.verdict == LedgerOracleVerdict.INCOMPLETE_HISTORY
+        assert r.missing and "catch-up" in r.missing
+        assert ledger.summary().contradictions == 0
+        again = ledger.ingest_notification(jws)
+        assert again.stored is False and again.verdict == LedgerOracleVerdict.INCOMPLETE_HISTORY

@@ -16,16 +16,14 @@ struct LedgerCommand: ParsableCommand {
             loaded then; several processes may share it) (default: $APPSTORE_LEDGER).
 
             EXAMPLES
-              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app \\
-                  --environment production --app-apple-id 1234 \\
-                  notification.json history-page.json
-              appstoreserver ledger entitlements --db ledger.db \\
-                  6b0404f2-b094-40b8-ab01-a1c12a3a2107
-              appstoreserver ledger show --db ledger.db 2000000123456789 \\
-                  --at 2025-04-01T00:00:00Z
-              appstoreserver ledger show --db ledger.db    # counts, oracle disagreements
+              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app --environment production \\
+                  --app-apple-id 1234 notification.json history-page.json
+              appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              appstoreserver ledger show --db ledger.db 2000000123456789 --at 2025-04-01T00:00:00Z
+              appstoreserver ledger show --db ledger.db            # counts, and the oracle's disagreements
+              appstoreserver ledger reverify --db ledger.db        # every stored value verified again
             """,
-        subcommands: [Ingest.self, Show.self, Entitlements.self]
+        subcommands: [Ingest.self, Show.self, Entitlements.self, Reverify.self]
     )
 
     /// Where the ledger is.
@@ -60,18 +58,20 @@ struct LedgerCommand: ParsableCommand {
         do { return try Ledger.open(url, verifier: verifier) } catch { throw ToolFailure(error) }
     }
 
-    /// The ledger for queries: they verify nothing (what is stored was verified when it was ingested), so its
-    /// verifier's identity does not matter.
-    static func openForQueries(_ db: DatabaseOptions) throws(ToolFailure) -> Ledger {
-        let root = try AppleRoot.g3.der()
-        let verifier: SignedDataVerifier
-        do {
-            verifier = try SignedDataVerifier(rootCertificates: [root], bundleId: "-", appAppleId: nil,
-                                              environment: .sandbox, enableOnlineChecks: false, transport: nil)
+    /// The ledger for queries: they verify nothing (what is stored was verified when it was ingested), so it is
+    /// opened with the identity it records (a ledger holds one app in one environment), and the bundled Apple root
+    /// or `roots`.
+    static func openForQueries(_ db: DatabaseOptions, roots: [String] = []) throws(ToolFailure) -> Ledger {
+        let (ders, _) = try trustAnchors(roots, default: .g3)
+        let url = try db.url()
+        do throws(LedgerError) {
+            return try Ledger.open(url) { bundleId, environment, appAppleId in
+                try SignedDataVerifier(rootCertificates: ders, bundleId: bundleId, appAppleId: appAppleId,
+                                       environment: environment, enableOnlineChecks: false, transport: nil)
+            }
         } catch {
             throw ToolFailure(error)
         }
-        return try open(try db.url(), verifier)
     }
 }
 
@@ -84,6 +84,37 @@ extension ToolFailure {
         default: .internal
         }
         self.init(f, exit)
+    }
+}
+
+// MARK: reverify
+
+extension LedgerCommand {
+    struct Reverify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify every value stored in the ledger again.",
+            discussion: """
+                Opens the ledger with the app and environment it records and verifies every stored value again \
+                with the bundled Apple root (or --root). stdout: LedgerReverifyResult (checked, and the refused \
+                ones with the verifier's status, reason and message). Exit status 1 when any is refused now.
+                """
+        )
+
+        @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: the bundled Apple root).", valueName: "file"))
+        var roots: [String] = []
+        @OptionGroup var database: DatabaseOptions
+
+        func run() throws {
+            try reporting {
+                let ledger = try LedgerCommand.openForQueries(database, roots: roots)
+                let report: LedgerReverifyResult
+                do throws(LedgerError) { report = try ledger.reverifyReport() } catch { throw ToolFailure(error) }
+                Output.line(String(decoding: report.json(), as: UTF8.self))
+                Output.error("ledger: \(report.checked) stored value\(report.checked == 1 ? "" : "s") verified again, "
+                             + "\(report.refused.count) refused")
+                if !report.refused.isEmpty { throw ExitCode(ExitStatus.invalid.rawValue) }
+            }
+        }
     }
 }
 
@@ -142,7 +173,7 @@ extension LedgerCommand {
                             default: r = try ledger.ingest(renewalInfo: v.jws)
                             }
                             if r.stored { counts.stored += 1 } else { counts.again += 1 }
-                            if r.agrees == false { counts.disagreements += 1 }
+                            if r.stored && r.verdict == .contradiction { counts.disagreements += 1 }
                             Output.line(String(decoding: r.json(), as: UTF8.self))
                         } catch let f as VerificationFailure {
                             counts.refused += 1
@@ -156,7 +187,7 @@ extension LedgerCommand {
                 }
                 let total = counts.stored + counts.again + counts.refused
                 Output.error("ledger: \(total) value\(total == 1 ? "" : "s"): \(counts.stored) stored, \(counts.again) already there, "
-                             + "\(counts.refused) refused; \(counts.disagreements) disagreeing with Apple's status")
+                             + "\(counts.refused) refused; \(counts.disagreements) contradicting Apple's status")
                 if counts.refused > 0 { throw ExitCode(ExitStatus.invalid.rawValue) }
             }
         }

@@ -276,7 +276,9 @@ final class ServeApp: Sendable {
         let json = String(decoding: result.json(), as: UTF8.self)
         telemetry.count {
             if result.stored { $0.stored[e, default: 0] += 1 } else { $0.duplicates[e, default: 0] += 1 }
-            if result.agrees == false { $0.disagreements[e, default: 0] += 1 }
+            // Once per notification: a duplicate delivery (stored: false) counts nothing.
+            if result.stored && result.verdict == .contradiction { $0.disagreements[e, default: 0] += 1 }
+            if result.stored && result.verdict == .incompleteHistory { $0.incompleteHistory[e, default: 0] += 1 }
             $0.ingest.observe(t2 - t1)
         }
         fields += [("status", .int(200)), ("outcome", .string(result.stored ? "stored" : "duplicate"))]
@@ -284,9 +286,15 @@ final class ServeApp: Sendable {
         if let t = result.notificationType { fields.append(("notificationType", .string(t.rawValue))) }
         if let s = result.subtype { fields.append(("subtype", .string(s.rawValue))) }
         if let o = result.originalTransactionId { fields.append(("originalTransactionId", .string(o))) }
-        if result.agrees == false { fields.append(("agreesWithApple", .bool(false))) }
+        if let v = result.verdict, v != .agrees {
+            fields.append(("agreesWithApple", .bool(false)))
+            fields.append(("oracle", .string(v.rawValue)))
+            if let m = result.missing { fields.append(("missing", .string(m))) }
+        }
         fields += [("verifyMs", .double(((t1 - t0) * 1e6).rounded() / 1000)), ("ingestMs", .double(((t2 - t1) * 1e6).rounded() / 1000))]
-        telemetry.log(result.agrees == false ? "warn" : "info", "notification", fields)
+        // A warning is a contradiction between signed facts and Apple's data.status, once (not a duplicate); missing
+        // history is information (docs/ledger.md, "Disagreements").
+        telemetry.log(result.stored && result.verdict == .contradiction ? "warn" : "info", "notification", fields)
         return .json(200, json)
     }
 

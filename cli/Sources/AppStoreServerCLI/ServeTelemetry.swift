@@ -52,7 +52,8 @@ final class ServeTelemetry: Sendable {
         var duplicates: [String: Int] = [:]
         var rejected: [String: [String: Int]] = [:]   // environment → reason
         var failed: [String: [String: Int]] = [:]
-        var disagreements: [String: Int] = [:]
+        var disagreements: [String: Int] = [:]        // contradictions only (the alert)
+        var incompleteHistory: [String: Int] = [:]
         var refused: [String: Int] = [:]              // the HTTP layer's refusals, by reason
         var requests: [String: [Int: Int]] = [:]      // route → status
         var verify = Histogram()
@@ -155,7 +156,8 @@ final class ServeTelemetry: Sendable {
         perEnvironment("appstoreserver_notifications_duplicates_total", "Notifications already in the ledger (200, nothing changed).", c.duplicates)
         perReason("appstoreserver_notifications_rejected_total", "Notifications refused with a 4xx, by the verifier's reason (or malformed_body).", c.rejected)
         perReason("appstoreserver_notifications_failed_total", "Notifications answered 5xx because of a failure of ours (storage, online checks unreachable, internal).", c.failed)
-        perEnvironment("appstoreserver_oracle_disagreements_total", "Stored notifications whose data.status the ledger does not reproduce.", c.disagreements)
+        perEnvironment("appstoreserver_oracle_disagreements_total", "Stored notifications whose data.status contradicts the signed facts the ledger decided from (verdict CONTRADICTION; each notification once).", c.disagreements)
+        perEnvironment("appstoreserver_oracle_incomplete_history_total", "Stored notifications the ledger cannot check yet: it lacks the history before them (verdict INCOMPLETE_HISTORY; a sync fills it).", c.incompleteHistory)
         family("appstoreserver_http_refused_total", "counter", "Requests and connections refused by the HTTP layer (limits, timeouts, malformed requests), by reason.")
         for (reason, n) in c.refused.sorted(by: { $0.key < $1.key }) { sample("appstoreserver_http_refused_total", [("reason", reason)], String(n)) }
         family("appstoreserver_http_requests_total", "counter", "Requests answered by a route, by route and status.")

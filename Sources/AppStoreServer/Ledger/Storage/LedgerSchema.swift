@@ -54,11 +54,26 @@ enum LedgerSchema {
         );
         CREATE INDEX notifications_by_original ON notifications (original_transaction_id);
         """,
+        // 0.4.0: the ledger's identity (docs/ledger.md, "Identity"), and the identity each event was verified for.
+        // A 0.3.0 ledger's rows are filled in by `migrate` from its events, in the same transaction.
+        """
+        CREATE TABLE ledger_identity (
+          singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+          bundle_id TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          app_apple_id INTEGER
+        );
+        ALTER TABLE events ADD COLUMN bundle_id TEXT;
+        ALTER TABLE events ADD COLUMN environment TEXT;
+        ALTER TABLE events ADD COLUMN app_apple_id INTEGER;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
-    /// Brings the database to `version`, each migration in its own transaction; refuses a newer database.
-    static func migrate(_ db: SQLiteConnection, path: String) throws(LedgerError) {
+    /// Brings the database to `version` in one transaction and checks its identity against the opener's; refuses a
+    /// newer database, and a database of another identity (rolled back: nothing written).
+    /// `opener` nil: the recorded identity is adopted (`Ledger.open(_:recordedIdentity:)`). Returns the identity.
+    static func migrate(_ db: SQLiteConnection, path: String, identity opener: LedgerIdentity?) throws(LedgerError) -> LedgerIdentity {
         try db.execute("BEGIN IMMEDIATE", "cannot start the schema migration")
         do throws(LedgerError) {
             let current = try db.integer("PRAGMA user_version")
@@ -72,10 +87,37 @@ enum LedgerSchema {
                 }
                 try db.execute("PRAGMA user_version = \(version)", "cannot record the schema version")
             }
+            let identity = try checkIdentity(db, path: path, opener: opener)
             try db.execute("COMMIT", "cannot commit the schema migration")
+            return identity
         } catch {
             try? db.execute("ROLLBACK", "rollback")
             throw error
         }
+    }
+
+    /// The recorded identity must admit the opener's; a database without one (new, or 0.3.0) records it.
+    private static func checkIdentity(_ db: SQLiteConnection, path: String, opener: LedgerIdentity?) throws(LedgerError) -> LedgerIdentity {
+        let shown = QuotedText.quote(path)
+        let read = try db.prepare("SELECT bundle_id, environment, app_apple_id FROM ledger_identity")
+        if try read.step() {
+            let recorded = LedgerIdentity(bundleId: read.text(0) ?? "", appAppleId: read.isNull(2) ? nil : read.int64(2),
+                                          environment: AppStoreEnvironment(rawValue: read.text(1) ?? ""))
+            guard let opener else { return recorded }
+            guard recorded.admits(opener) else { throw recorded.mismatch(opener, ledger: shown) }
+            return opener
+        }
+        var events: [(id: Int64, kind: LedgerEventKind, signed: String)] = []
+        let legacy = try db.prepare("SELECT id, kind, signed FROM events WHERE bundle_id IS NULL ORDER BY id")
+        while try legacy.step() {
+            events.append((legacy.int64(0), LedgerEventKind(rawValue: legacy.text(1) ?? ""), legacy.text(2) ?? ""))
+        }
+        let identity = try LedgerIdentityMigration.identity(ofEvents: events, opener: opener, ledger: shown)
+        let values: [SQLiteValue?] = [.text(identity.bundleId), .text(identity.environment.rawValue), identity.appAppleId.sql]
+        try db.prepare("INSERT INTO ledger_identity (singleton, bundle_id, environment, app_apple_id) VALUES (1, ?, ?, ?)")
+            .run(values, "cannot record the ledger's identity")
+        try db.prepare("UPDATE events SET bundle_id = ?, environment = ?, app_apple_id = ? WHERE bundle_id IS NULL")
+            .run(values, "cannot record the events' identity")
+        return identity
     }
 }

@@ -3,6 +3,8 @@
 /// has committed. `LedgerStore` (SQLite) and `PostgresLedgerStore` (PostgreSQL, libpq loaded on demand) provide it;
 /// every call is made under the ledger's lock.
 protocol LedgerStorage: AnyObject, Sendable {
+    /// The ledger's identity, as recorded in the database (checked against the opener's, or adopted).
+    var identity: LedgerIdentity { get }
     /// Starts a write transaction; other writers wait until it commits or rolls back.
     func beginWrite() throws(LedgerError)
     /// Commits it; returns once it is durable.
@@ -13,6 +15,8 @@ protocol LedgerStorage: AnyObject, Sendable {
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
     /// Every stored event after `id`, in id order (which is commit order: writers are serialized).
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
+    /// At most `limit` stored events after `id`, in id order (a page: `Ledger.reverify`).
+    func events(after id: Int64, limit: Int, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
     /// The newest stored events with an id below `before`, newest first, at most `limit` (any process's).
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow]
     /// A value that differs when another connection has committed since it was last read.
@@ -56,8 +60,12 @@ enum LedgerUpsert {
 
 /// The values of the readable tables' rows for one event (the same columns in SQLite and PostgreSQL).
 enum LedgerRows {
+    /// The values that select a ledger's own events (`bundle_id = ? AND environment = ?`).
+    static func identity(_ i: LedgerIdentity) -> [SQLiteValue?] { [.text(i.bundleId), .text(i.environment.rawValue)] }
+
     static func event(_ e: LedgerEvent, receivedAt: Int64) -> [SQLiteValue?] {
-        [.text(e.kind.rawValue), .text(e.payloadDigest), .text(e.signed), e.signedDate.sql, .int(receivedAt)]
+        [.text(e.kind.rawValue), .text(e.payloadDigest), .text(e.signed), e.signedDate.sql, .int(receivedAt),
+         .text(e.identity.bundleId), .text(e.identity.environment.rawValue), e.identity.appAppleId.sql]
     }
 
     static func transaction(_ t: TransactionVersion, eventId: Int64) -> [SQLiteValue?] {

@@ -4,11 +4,14 @@ import FoundationEssentials
 final class LedgerStore: LedgerStorage, @unchecked Sendable {
     let db: SQLiteConnection
     let path: String
+    /// The ledger's identity, as recorded in the database: only events stored with it are read.
+    let identity: LedgerIdentity
     private let insertEvent: SQLiteStatement
     private let upsertTransaction: SQLiteStatement
     private let upsertRenewal: SQLiteStatement
     private let upsertNotification: SQLiteStatement
     private let eventsAfter: SQLiteStatement
+    private let eventsPage: SQLiteStatement
     private let dataVersionStatement: SQLiteStatement
     private let beginStatement: SQLiteStatement
     private let recentEventsStatement: SQLiteStatement
@@ -17,7 +20,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let commitStatement: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
-    init(path: String) throws(LedgerError) {
+    /// `identity` nil: the one recorded in the file is adopted.
+    init(path: String, identity opener: LedgerIdentity?) throws(LedgerError) {
         self.path = path
         db = try SQLiteConnection(path: path)
         // WAL: readers never block the writer; synchronous=FULL: every COMMIT fsyncs the WAL before it returns, so
@@ -30,19 +34,23 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         }
         try db.execute("PRAGMA synchronous = FULL", "cannot set synchronous = FULL")
         try db.execute("PRAGMA foreign_keys = ON", "cannot enable foreign keys")
-        try LedgerSchema.migrate(db, path: path)
+        identity = try LedgerSchema.migrate(db, path: path, identity: opener)
         insertEvent = try db.prepare("""
-            INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at) VALUES (?, ?, ?, ?, ?)
+            INSERT OR IGNORE INTO events (kind, payload_sha256, signed, signed_date, received_at, bundle_id, environment,
+              app_apple_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let sqlite = { (t: (String, [String])) in LedgerUpsert.sql(t, into: t.0, current: t.0) { _ in "?" } }
         upsertTransaction = try db.prepare(sqlite(LedgerUpsert.transactions))
         upsertRenewal = try db.prepare(sqlite(LedgerUpsert.renewalInfos))
         upsertNotification = try db.prepare(sqlite(LedgerUpsert.notifications))
-        eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id")
+        eventsAfter = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? AND bundle_id = ? AND environment = ? ORDER BY id")
+        eventsPage = try db.prepare(
+            "SELECT id, kind, signed FROM events WHERE id > ? AND bundle_id = ? AND environment = ? ORDER BY id LIMIT ?")
         dataVersionStatement = try db.prepare("PRAGMA data_version")
         beginStatement = try db.prepare("BEGIN IMMEDIATE")
         recentEventsStatement = try db.prepare(
-            "SELECT id, kind, signed, received_at FROM events WHERE id < ? ORDER BY id DESC LIMIT ?")
+            "SELECT id, kind, signed, received_at FROM events WHERE id < ? AND bundle_id = ? AND environment = ? "
+            + "ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
         // Last: nothing after it throws, so a started thread always has the store (and its deinit) to stop it.
         checkpointer = path == ":memory:" ? nil : WALCheckpointer.start(path: path)
@@ -64,16 +72,24 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
 
     /// Every stored event after `id`, in storage order.
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
-        try eventsAfter.bind([.int(id)])
+        try eventsAfter.bind([.int(id)] + LedgerRows.identity(identity))
         defer { try? eventsAfter.bind([]) }  // reset: no read transaction left open
         while try eventsAfter.step() {
             try each(eventsAfter.int64(0), LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), eventsAfter.text(2) ?? "")
         }
     }
 
+    func events(after id: Int64, limit: Int, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        try eventsPage.bind([.int(id)] + LedgerRows.identity(identity) + [.int(Int64(limit))])
+        defer { try? eventsPage.bind([]) }  // reset: no read transaction left open
+        while try eventsPage.step() {
+            try each(eventsPage.int64(0), LedgerEventKind(rawValue: eventsPage.text(1) ?? ""), eventsPage.text(2) ?? "")
+        }
+    }
+
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow] {
         let s = recentEventsStatement
-        try s.bind([.int(before), .int(Int64(limit))])
+        try s.bind([.int(before)] + LedgerRows.identity(identity) + [.int(Int64(limit))])
         defer { try? s.bind([]) }  // reset: no read transaction left open
         var rows: [StoredEventRow] = []
         while try s.step() {

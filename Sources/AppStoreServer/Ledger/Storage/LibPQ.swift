@@ -10,6 +10,7 @@ final class LibPQ: @unchecked Sendable {
     typealias ConnStatus = @convention(c) (OpaquePointer?) -> Int32
     typealias ErrorMessage = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
     typealias Finish = @convention(c) (OpaquePointer?) -> Void
+    typealias Reset = @convention(c) (OpaquePointer?) -> Void
     typealias Exec = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> OpaquePointer?
     typealias ExecParams = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?,
                                            UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
@@ -38,6 +39,7 @@ final class LibPQ: @unchecked Sendable {
     let status: ConnStatus
     let errorMessage: ErrorMessage
     let finish: Finish
+    let reset: Reset
     let exec: Exec
     let execParams: ExecParams
     let prepare: Prepare
@@ -68,6 +70,7 @@ final class LibPQ: @unchecked Sendable {
         status = try symbol("PQstatus", ConnStatus.self)
         errorMessage = try symbol("PQerrorMessage", ErrorMessage.self)
         finish = try symbol("PQfinish", Finish.self)
+        reset = try symbol("PQreset", Reset.self)
         exec = try symbol("PQexec", Exec.self)
         execParams = try symbol("PQexecParams", ExecParams.self)
         prepare = try symbol("PQprepare", Prepare.self)
@@ -97,15 +100,37 @@ final class LibPQ: @unchecked Sendable {
 
 /// One libpq connection, used under the ledger's lock. Text parameters and results (every value the ledger stores is
 /// text or a 64-bit integer); a failure becomes a `LedgerError` with the server's message.
+///
+/// **A lost connection** (the server restarted, a failover, a network cut) is re-established: the failure that
+/// revealed it is the caller's (STORAGE_ERROR, nothing acknowledged), unless it came from a statement outside a
+/// transaction (BEGIN, a query), which is safe to send again and is, once, on the new connection. While the server
+/// cannot be reached, a call fails at once (no wait for the lock) until the next attempt is due: 100 ms after the loss,
+/// doubling to 5 s. Every reconnection runs the session settings and prepares the statements again. A COMMIT whose
+/// answer was lost may or may not have committed: it is reported as a failure (nothing acknowledged), and the next
+/// call's catch-up reads what the server has, so a value given again is stored once (docs/ledger.md, "Reconnecting").
 final class PostgresConnection: @unchecked Sendable {
     let pq: LibPQ
     let handle: OpaquePointer
     /// The URL without its password, for messages.
     let shownURL: String
+    /// Run on every (re)connection: session settings, then prepared statements (name, SQL, parameter count).
+    private var sessionStatements: [(sql: String, what: String)] = []
+    private var prepared: [(name: String, sql: String, parameters: Int)] = []
+    /// Between BEGIN and COMMIT/ROLLBACK: a statement there cannot be sent again on a new connection.
+    private var inTransaction = false
+    /// The connection was lost and is not re-established yet; the next attempt is not before `nextAttempt`.
+    private var lost: String?
+    private var nextAttempt: Double = 0
+    private var backoff: Double = 0
+    /// Reconnections so far (for debugging: a connection that keeps being re-established).
+    private(set) var reconnections = 0
 
-    init(url: String) throws(LedgerError) {
+    static let firstBackoff = 0.1
+    static let maximumBackoff = 5.0
+
+    init(url: String, shownURL shown: String? = nil) throws(LedgerError) {
         pq = try LibPQ.shared.get()
-        shownURL = Self.redacted(url)
+        shownURL = Self.redacted(shown ?? url)
         guard let conn = pq.connectdb(url) else { throw .storage("cannot connect to \(shownURL): out of memory") }
         guard pq.status(conn) == LibPQ.connectionOK else {
             let message = Self.text(pq.errorMessage(conn))
@@ -118,6 +143,58 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     deinit { pq.finish(handle) }
+
+    private static func monotonic() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Runs `sql` now and after every reconnection (a session setting).
+    func session(_ sql: String, what: String) throws(LedgerError) {
+        try run(sql, what: what)
+        sessionStatements.append((sql, what))
+    }
+
+    /// Re-establishes a lost connection (PQreset: the same parameters), unless the next attempt is not due yet.
+    private func reconnect() throws(LedgerError) {
+        guard let reason = lost else { return }
+        let now = Self.monotonic()
+        guard now >= nextAttempt else {
+            throw .storage("the connection to the PostgreSQL ledger \(shownURL) was lost (\(reason)); next attempt to "
+                + "reconnect in \(Int(((nextAttempt - now) * 1000).rounded(.up))) ms")
+        }
+        pq.reset(handle)
+        var failure: String?
+        if pq.status(handle) != LibPQ.connectionOK {
+            failure = Self.text(pq.errorMessage(handle))
+        } else {
+            inTransaction = false
+            lost = nil
+            do throws(LedgerError) {
+                for s in sessionStatements { try execute(s.sql, [], prepared: false, what: s.what) }
+                for p in prepared { try prepareNow(p.name, p.sql, parameters: p.parameters) }
+            } catch {
+                failure = error.message
+            }
+        }
+        if let failure {
+            backoff = min(max(backoff * 2, Self.firstBackoff), Self.maximumBackoff)
+            nextAttempt = Self.monotonic() + backoff
+            lost = lost ?? failure
+            throw .storage("cannot reconnect to the PostgreSQL ledger \(shownURL): \(failure)")
+        }
+        backoff = 0
+        reconnections += 1
+    }
+
+    /// Notes a lost connection after a failed call: the first attempt to reconnect is due at once.
+    private func noteLoss(_ message: String) {
+        guard pq.status(handle) != LibPQ.connectionOK, lost == nil else { return }
+        lost = message
+        nextAttempt = 0
+        backoff = 0
+    }
 
     static func text(_ p: UnsafePointer<CChar>?) -> String {
         guard let p else { return "" }
@@ -141,9 +218,39 @@ final class PostgresConnection: @unchecked Sendable {
         return QuotedText.quote(out)
     }
 
-    /// Runs `sql` (parameters $1... as text, nil as NULL; or a prepared statement's name); the rows, as text.
+    /// Runs `sql` (parameters $1... as text, nil as NULL; or a prepared statement's name); the rows, as text. A lost
+    /// connection is re-established first; a statement outside a transaction that fails because the connection was
+    /// lost is sent once more on the new one.
     @discardableResult
     func run(_ sql: String, _ values: [SQLiteValue?] = [], prepared: Bool = false, what: String) throws(LedgerError) -> [[String?]] {
+        try reconnect()
+        let command = prepared ? "" : sql.prefix(8).uppercased()
+        let wasInTransaction = inTransaction
+        func succeeded(_ rows: [[String?]]) -> [[String?]] {
+            if command.hasPrefix("BEGIN") { inTransaction = true }
+            if command.hasPrefix("COMMIT") || command.hasPrefix("ROLLBACK") { inTransaction = false }
+            return rows
+        }
+        do throws(LedgerError) {
+            return succeeded(try execute(sql, values, prepared: prepared, what: what))
+        } catch {
+            noteLoss(error.message)
+            guard lost != nil else {
+                if command.hasPrefix("COMMIT") || command.hasPrefix("ROLLBACK") { inTransaction = false }
+                throw error
+            }
+            inTransaction = false
+            if command.hasPrefix("COMMIT") {
+                throw .storage("\(what): the connection was lost before the server answered, so the commit may or may "
+                    + "not have happened; nothing was acknowledged, and a value given again is stored once (\(error.message))")
+            }
+            guard !wasInTransaction else { throw error }
+            try reconnect()
+            return succeeded(try execute(sql, values, prepared: prepared, what: what))
+        }
+    }
+
+    private func execute(_ sql: String, _ values: [SQLiteValue?], prepared: Bool, what: String) throws(LedgerError) -> [[String?]] {
         let texts: [String?] = values.map { v in
             switch v {
             case nil: nil
@@ -186,8 +293,14 @@ final class PostgresConnection: @unchecked Sendable {
     /// The first column of the first row.
     static func scalar(_ rows: [[String?]]) -> String? { rows.first?.first ?? nil }
 
-    /// Prepares `sql` under `name` for `run(name, values, prepared: true)`.
+    /// Prepares `sql` under `name` for `run(name, values, prepared: true)`, now and after every reconnection.
     func prepare(_ name: String, _ sql: String, parameters: Int) throws(LedgerError) {
+        try reconnect()
+        try prepareNow(name, sql, parameters: parameters)
+        prepared.append((name, sql, parameters))
+    }
+
+    private func prepareNow(_ name: String, _ sql: String, parameters: Int) throws(LedgerError) {
         guard let result = pq.prepare(handle, name, sql, Int32(parameters), nil) else {
             throw .storage("cannot prepare a ledger statement: \(Self.text(pq.errorMessage(handle)))")
         }

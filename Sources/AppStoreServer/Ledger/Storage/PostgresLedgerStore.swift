@@ -1,5 +1,6 @@
 /// The PostgreSQL side of a ledger (docs/ledger.md, "PostgreSQL"): the same tables as SQLite's, in the schema
-/// `appstore_ledger`, shared by every process that opens the same database.
+/// `appstore_ledger` or the one the URL names (`?schema=NAME`: one schema per app and environment), shared by every
+/// process that opens the same database and schema.
 ///
 /// Several processes ingesting overlapping streams end in exactly the state one process would reach:
 /// - **writers are serialized** by a transaction-level advisory lock taken first in every write transaction (as
@@ -14,10 +15,17 @@
 /// A commit returns once the server has flushed it (`synchronous_commit = on`, set for the session).
 final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let db: PostgresConnection
+    /// The schema holding the tables (validated: an unquoted lowercase identifier).
+    let schema: String
+    /// The ledger's identity, as recorded in the schema: only events stored with it are read.
+    private(set) var identity: LedgerIdentity
+    /// This schema's writers' advisory lock.
+    let writeLock: Int64
 
-    /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key).
-    static let writeLock: Int64 = 0x4C45_4447_4552_0001
-    static let schema = "appstore_ledger"
+    /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key) in the default schema; another
+    /// schema's writers take a key of their own (mixed with the schema's name), so two ledgers never wait for each other.
+    static let defaultWriteLock: Int64 = 0x4C45_4447_4552_0001
+    static let defaultSchema = "appstore_ledger"
 
     /// Migration n brings version n-1 to n (append, never edit), as `LedgerSchema` for SQLite.
     static let migrations: [String] = [
@@ -72,42 +80,98 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         );
         CREATE INDEX notifications_by_original ON appstore_ledger.notifications (original_transaction_id);
         """,
+        // 0.4.0: the ledger's identity and each event's (as migration 2 of `LedgerSchema`).
+        """
+        CREATE TABLE appstore_ledger.ledger_identity (
+          singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+          bundle_id TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          app_apple_id BIGINT
+        );
+        ALTER TABLE appstore_ledger.events ADD COLUMN bundle_id TEXT, ADD COLUMN environment TEXT,
+          ADD COLUMN app_apple_id BIGINT;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
-    init(url: String) throws(LedgerError) {
-        db = try PostgresConnection(url: url)
-        try db.run("SET synchronous_commit = on", what: "cannot set synchronous_commit")
-        try migrate()
-        try db.prepare("insert_event", """
-            INSERT INTO appstore_ledger.events (kind, payload_sha256, signed, signed_date, received_at)
-            VALUES ($1, $2, $3, $4, $5) ON CONFLICT (payload_sha256) DO NOTHING RETURNING id
-            """, parameters: 5)
+    /// Splits `schema=NAME` off the URL's parameters (libpq does not know it): the URL for libpq, and the schema.
+    static func schema(of url: String) throws(LedgerError) -> (url: String, schema: String) {
+        guard let q = url.firstIndex(of: "?") else { return (url, defaultSchema) }
+        var schema = defaultSchema
+        var kept: [Substring] = []
+        for p in url[url.index(after: q)...].split(separator: "&") {
+            guard p.hasPrefix("schema=") else { kept.append(p); continue }
+            let name = p.dropFirst("schema=".count)
+            guard let first = name.utf8.first, name.utf8.count <= 63, first == UInt8(ascii: "_") || (97...122).contains(first),
+                  name.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (97...122).contains($0) || (48...57).contains($0) }) else {
+                throw .argument("the ledger URL's schema \(QuotedText.quote(String(name))) is not a lowercase SQL "
+                    + "identifier (a-z, 0-9 and _, not starting with a digit, at most 63 characters)")
+            }
+            schema = String(name)
+        }
+        let base = String(url[..<q])
+        return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), schema)
+    }
+
+    /// `sql` for this store's schema (the statements are written for the default one).
+    private func inSchema(_ sql: String) -> String {
+        schema == Self.defaultSchema ? sql : sql.replacing(Self.defaultSchema, with: schema)
+    }
+
+    /// `identity` nil: the one recorded in the schema is adopted.
+    init(url: String, identity opener: LedgerIdentity?) throws(LedgerError) {
+        let (pqURL, schema) = try Self.schema(of: url)
+        self.schema = schema
+        self.identity = opener ?? LedgerIdentity(bundleId: "", appAppleId: nil, environment: .sandbox)  // set by migrate
+        var key = Self.defaultWriteLock
+        if schema != Self.defaultSchema {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a of the name
+            for b in schema.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+            key ^= Int64(bitPattern: h & 0x0000_FFFF_FFFF_FFFF)
+        }
+        writeLock = key
+        db = try PostgresConnection(url: pqURL, shownURL: url)
+        // Set again on every reconnection, with the statements below (docs/ledger.md, "Reconnecting").
+        try db.session("SET synchronous_commit = on", what: "cannot set synchronous_commit")
+        identity = try migrate(opener)
+        try db.prepare("insert_event", inSchema("""
+            INSERT INTO appstore_ledger.events (kind, payload_sha256, signed, signed_date, received_at, bundle_id,
+              environment, app_apple_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (payload_sha256) DO NOTHING RETURNING id
+            """), parameters: 8)
         for (name, t) in [("upsert_transaction", LedgerUpsert.transactions), ("upsert_renewal_info", LedgerUpsert.renewalInfos),
                           ("upsert_notification", LedgerUpsert.notifications)] {
-            try db.prepare(name, LedgerUpsert.sql(t, into: "appstore_ledger.\(t.0) AS cur", current: "cur",
+            try db.prepare(name, LedgerUpsert.sql(t, into: "\(schema).\(t.0) AS cur", current: "cur",
                                                   collate: " COLLATE \"C\"") { "$\($0)" }, parameters: t.1.count)
         }
-        try db.prepare("events_after", """
-            SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 ORDER BY id LIMIT 1000
-            """, parameters: 1)
-        try db.prepare("recent_events", """
-            SELECT id, kind, signed, received_at FROM appstore_ledger.events WHERE id < $1 ORDER BY id DESC LIMIT $2
-            """, parameters: 2)
-        try db.prepare("max_event", "SELECT coalesce(max(id), 0) FROM appstore_ledger.events", parameters: 0)
+        try db.prepare("events_after", inSchema("""
+            SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 AND bundle_id = $2 AND environment = $3
+            ORDER BY id LIMIT 1000
+            """), parameters: 3)
+        try db.prepare("events_page", inSchema("""
+            SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 AND bundle_id = $2 AND environment = $3
+            ORDER BY id LIMIT $4
+            """), parameters: 4)
+        try db.prepare("recent_events", inSchema("""
+            SELECT id, kind, signed, received_at FROM appstore_ledger.events WHERE id < $1 AND bundle_id = $2
+            AND environment = $3 ORDER BY id DESC LIMIT $4
+            """), parameters: 4)
+        try db.prepare("max_event", inSchema("SELECT coalesce(max(id), 0) FROM appstore_ledger.events"), parameters: 0)
     }
 
     /// Creates or migrates the schema, under the writers' lock (two processes opening a new database at once: one
-    /// creates, the other finds it made); refuses a newer schema.
-    private func migrate() throws(LedgerError) {
+    /// creates, the other finds it made), and checks the ledger's identity; refuses a newer schema and another
+    /// identity (rolled back: nothing written).
+    private func migrate(_ opener: LedgerIdentity?) throws(LedgerError) -> LedgerIdentity {
         try db.run("BEGIN", what: "cannot start the schema migration")
         do throws(LedgerError) {
-            try db.run("SELECT pg_advisory_xact_lock($1)", [.int(Self.writeLock)], what: "cannot lock the ledger")
-            let exists = try db.run("SELECT to_regclass('appstore_ledger.schema_version') IS NOT NULL",
+            try db.run("SELECT pg_advisory_xact_lock($1)", [.int(writeLock)], what: "cannot lock the ledger")
+            let exists = try db.run("SELECT to_regclass($1) IS NOT NULL", [.text("\(schema).schema_version")],
                                     what: "cannot read the ledger's schema")
             var current: Int64 = 0
             if PostgresConnection.scalar(exists) == "t" {
-                let v = try db.run("SELECT version FROM appstore_ledger.schema_version", what: "cannot read the ledger's schema version")
+                let v = try db.run(inSchema("SELECT version FROM appstore_ledger.schema_version"),
+                                   what: "cannot read the ledger's schema version")
                 current = PostgresConnection.scalar(v).flatMap { Int64($0) } ?? 0
             }
             guard current <= Self.version else {
@@ -117,22 +181,49 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             if current < Self.version {
                 for n in Int(current)..<Self.migrations.count {
                     // A multi-statement migration goes as one simple query (no parameters).
-                    try db.run(Self.migrations[n], what: "schema migration \(n + 1) failed")
+                    try db.run(inSchema(Self.migrations[n]), what: "schema migration \(n + 1) failed")
                 }
-                try db.run("UPDATE appstore_ledger.schema_version SET version = $1", [.int(Self.version)],
+                try db.run(inSchema("UPDATE appstore_ledger.schema_version SET version = $1"), [.int(Self.version)],
                            what: "cannot record the schema version")
             }
+            let identity = try checkIdentity(opener)
             try db.run("COMMIT", what: "cannot commit the schema migration")
+            return identity
         } catch {
             rollback()
             throw error
         }
     }
 
+    /// As `LedgerSchema.checkIdentity`: the recorded identity must admit the opener's; a schema without one (new,
+    /// or 0.3.0) records it, a 0.3.0 one from its events.
+    private func checkIdentity(_ opener: LedgerIdentity?) throws(LedgerError) -> LedgerIdentity {
+        let shown = db.shownURL + (schema == Self.defaultSchema ? "" : " (schema \(schema))")
+        let rows = try db.run(inSchema("SELECT bundle_id, environment, app_apple_id FROM appstore_ledger.ledger_identity"),
+                              what: "cannot read the ledger's identity")
+        if let row = rows.first, row.count == 3 {
+            let recorded = LedgerIdentity(bundleId: row[0] ?? "", appAppleId: row[2].flatMap { Int64($0) },
+                                          environment: AppStoreEnvironment(rawValue: row[1] ?? ""))
+            guard let opener else { return recorded }
+            guard recorded.admits(opener) else { throw recorded.mismatch(opener, ledger: shown) }
+            return opener
+        }
+        let legacy = try db.run(inSchema("SELECT id, kind, signed FROM appstore_ledger.events WHERE bundle_id IS NULL ORDER BY id"),
+                                what: "cannot read the ledger's events")
+        let events = legacy.map { r in (id: r[0].flatMap { Int64($0) } ?? 0, kind: LedgerEventKind(rawValue: r[1] ?? ""), signed: r[2] ?? "") }
+        let found = try LedgerIdentityMigration.identity(ofEvents: events, opener: opener, ledger: shown)
+        let values: [SQLiteValue?] = [.text(found.bundleId), .text(found.environment.rawValue), found.appAppleId.sql]
+        try db.run(inSchema("INSERT INTO appstore_ledger.ledger_identity (singleton, bundle_id, environment, app_apple_id) "
+            + "VALUES (1, $1, $2, $3)"), values, what: "cannot record the ledger's identity")
+        try db.run(inSchema("UPDATE appstore_ledger.events SET bundle_id = $1, environment = $2, app_apple_id = $3 "
+            + "WHERE bundle_id IS NULL"), values, what: "cannot record the events' identity")
+        return found
+    }
+
     func beginWrite() throws(LedgerError) {
         try db.run("BEGIN", what: "cannot start a ledger transaction")
         do throws(LedgerError) {
-            try db.run("SELECT pg_advisory_xact_lock($1)", [.int(Self.writeLock)], what: "cannot lock the ledger for writing")
+            try db.run("SELECT pg_advisory_xact_lock($1)", [.int(writeLock)], what: "cannot lock the ledger for writing")
         } catch {
             rollback()
             throw error
@@ -162,7 +253,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
         var last = id
         while true {
-            let rows = try db.run("events_after", [.int(last)], prepared: true, what: "cannot read the ledger's events")
+            let rows = try db.run("events_after", [.int(last)] + LedgerRows.identity(identity), prepared: true,
+                                  what: "cannot read the ledger's events")
             for row in rows {
                 guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
                     throw .storage("the ledger's events table returned an unexpected row")
@@ -174,8 +266,19 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
+    func events(after id: Int64, limit: Int, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        let rows = try db.run("events_page", [.int(id)] + LedgerRows.identity(identity) + [.int(Int64(limit))], prepared: true,
+                              what: "cannot read the ledger's events")
+        for row in rows {
+            guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            try each(i, LedgerEventKind(rawValue: kind), signed)
+        }
+    }
+
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow] {
-        let rows = try db.run("recent_events", [.int(before), .int(Int64(limit))], prepared: true,
+        let rows = try db.run("recent_events", [.int(before)] + LedgerRows.identity(identity) + [.int(Int64(limit))], prepared: true,
                               what: "cannot read the ledger's events")
         return try rows.map { row throws(LedgerError) in
             guard row.count == 4, let id = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2],
@@ -193,7 +296,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func eventCount() throws(LedgerError) -> Int64 {
-        let rows = try db.run("SELECT count(*) FROM appstore_ledger.events", what: "cannot count the ledger's events")
+        let rows = try db.run(inSchema("SELECT count(*) FROM appstore_ledger.events"), what: "cannot count the ledger's events")
         return PostgresConnection.scalar(rows).flatMap { Int64($0) } ?? 0
     }
 }

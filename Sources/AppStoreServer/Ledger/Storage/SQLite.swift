@@ -100,6 +100,7 @@ final class SQLiteStatement: @unchecked Sendable {
     }
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
     func text(_ column: Int32) -> String? {
         guard let p = sqlite3_column_text(stmt, column) else { return nil }
         return String(cString: p)

@@ -1750,6 +1750,35 @@ extension LedgerEventKind: Codable {
 }
 #endif
 
+/// How the ledger's status of a subscription at a notification's signedDate compares with Apple's data.status.
+public struct LedgerOracleVerdict: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as Apple sends it, kept as is when this library version does not know it.
+    public let rawValue: String
+    /// A value from its raw value, known to this library version or not.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The same status.
+    public static let agrees = LedgerOracleVerdict(rawValue: "AGREES")
+    /// Different, because the ledger lacks facts before the notification (its current transaction then is not the one the notification carries, or it knows none): `missing` says what; a catch-up (appstoreserver sync: Get Transaction History, Get All Subscription Statuses) fills it. Nothing is contradicted.
+    public static let incompleteHistory = LedgerOracleVerdict(rawValue: "INCOMPLETE_HISTORY")
+    /// Different, although the ledger decided from the very transaction the notification carries: the signed facts and Apple's data.status disagree (a rule that does not match Apple, or Apple's data at odds with its documentation). Worth an alert.
+    public static let contradiction = LedgerOracleVerdict(rawValue: "CONTRADICTION")
+
+    /// Every value this library version knows; anything else decoded is kept as-is in `rawValue`.
+    public static let knownValues: [LedgerOracleVerdict] = [.agrees, .incompleteHistory, .contradiction]
+    /// Whether this library version knows the value (it is one of `knownValues`).
+    public var isKnown: Bool { Self.knownValues.contains(self) }
+    /// The raw value as text.
+    public var description: String { String(describing: rawValue) }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerOracleVerdict: Codable {
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+}
+#endif
+
 /// The customer's total in-app purchase spending across platforms (consumption information V1).
 public struct LifetimeDollarsPurchased: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The value as Apple sends it, kept as is when this library version does not know it.

@@ -3595,6 +3595,10 @@ public struct LedgerDisagreement: Hashable, Sendable {
     public var appleStatus: Status
     /// The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
     public var engineStatus: Status?
+    /// INCOMPLETE_HISTORY (the ledger lacks facts; `missing` says which) or CONTRADICTION (the signed facts disagree with data.status).
+    public var verdict: LedgerOracleVerdict
+    /// With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+    public var missing: String?
 
     /// A value from its fields; optional fields default to nil.
     public init(
@@ -3604,7 +3608,9 @@ public struct LedgerDisagreement: Hashable, Sendable {
         signedDate: Date,
         originalTransactionId: String,
         appleStatus: Status,
-        engineStatus: Status? = nil
+        engineStatus: Status? = nil,
+        verdict: LedgerOracleVerdict,
+        missing: String? = nil
     ) {
         self.notificationUUID = notificationUUID
         self.notificationType = notificationType
@@ -3613,6 +3619,8 @@ public struct LedgerDisagreement: Hashable, Sendable {
         self.originalTransactionId = originalTransactionId
         self.appleStatus = appleStatus
         self.engineStatus = engineStatus
+        self.verdict = verdict
+        self.missing = missing
     }
 }
 
@@ -3626,6 +3634,8 @@ extension LedgerDisagreement: Codable {
         case originalTransactionId
         case appleStatus
         case engineStatus
+        case verdict
+        case missing
     }
 }
 #endif
@@ -3720,6 +3730,10 @@ public struct LedgerIngestResult: Hashable, Sendable {
     public var engineStatus: Status?
     /// Whether appleStatus and engineStatus are equal (present with appleStatus).
     public var agrees: Bool?
+    /// Whether they agree and, if not, whether the ledger's history is incomplete or the facts contradict data.status (present with appleStatus).
+    public var verdict: LedgerOracleVerdict?
+    /// With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+    public var missing: String?
 
     /// A value from its fields; optional fields default to nil.
     public init(
@@ -3733,7 +3747,9 @@ public struct LedgerIngestResult: Hashable, Sendable {
         originalTransactionId: String? = nil,
         appleStatus: Status? = nil,
         engineStatus: Status? = nil,
-        agrees: Bool? = nil
+        agrees: Bool? = nil,
+        verdict: LedgerOracleVerdict? = nil,
+        missing: String? = nil
     ) {
         self.kind = kind
         self.stored = stored
@@ -3746,6 +3762,8 @@ public struct LedgerIngestResult: Hashable, Sendable {
         self.appleStatus = appleStatus
         self.engineStatus = engineStatus
         self.agrees = agrees
+        self.verdict = verdict
+        self.missing = missing
     }
 }
 
@@ -3763,6 +3781,8 @@ extension LedgerIngestResult: Codable {
         case appleStatus
         case engineStatus
         case agrees
+        case verdict
+        case missing
     }
 }
 #endif
@@ -3839,6 +3859,73 @@ extension LedgerPurchase: Codable {
         case revocationReason
         case revocationType
         case revocationPercentage
+    }
+}
+#endif
+
+/// A stored value the ledger's verifier refuses when verified again (C: appstore_ledger_reverify).
+public struct LedgerRefusedEvent: Hashable, Sendable {
+    /// Its id in the ledger's events table.
+    public var eventId: Int64
+    /// What it is.
+    public var kind: LedgerEventKind
+    /// The verifier's status name (e.g. VERIFICATION_FAILURE).
+    public var status: String
+    /// The verifier's reason name (e.g. revoked).
+    public var reason: String
+    /// The verifier's message.
+    public var message: String
+
+    /// A value from its fields.
+    public init(
+        eventId: Int64,
+        kind: LedgerEventKind,
+        status: String,
+        reason: String,
+        message: String
+    ) {
+        self.eventId = eventId
+        self.kind = kind
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerRefusedEvent: Codable {
+    enum CodingKeys: String, CodingKey {
+        case eventId
+        case kind
+        case status
+        case reason
+        case message
+    }
+}
+#endif
+
+/// Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify).
+public struct LedgerReverifyResult: Hashable, Sendable {
+    /// The stored values verified.
+    public var checked: Int64
+    /// The ones the verifier refuses now, in event id order.
+    public var refused: [LedgerRefusedEvent]
+
+    /// A value from its fields.
+    public init(
+        checked: Int64,
+        refused: [LedgerRefusedEvent]
+    ) {
+        self.checked = checked
+        self.refused = refused
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerReverifyResult: Codable {
+    enum CodingKeys: String, CodingKey {
+        case checked
+        case refused
     }
 }
 #endif
@@ -4109,10 +4196,12 @@ public struct LedgerSummary: Hashable, Sendable {
     public var customers: Int64
     /// Notifications with a data.status the oracle compared.
     public var checkedNotifications: Int64
-    /// The ones whose status the ledger does not reproduce, ordered by signedDate.
+    /// The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
     public var disagreements: [LedgerDisagreement]
+    /// How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+    public var contradictions: Int64?
 
-    /// A value from its fields.
+    /// A value from its fields; optional fields default to nil.
     public init(
         events: Int64,
         notifications: Int64,
@@ -4122,7 +4211,8 @@ public struct LedgerSummary: Hashable, Sendable {
         subscriptions: Int64,
         customers: Int64,
         checkedNotifications: Int64,
-        disagreements: [LedgerDisagreement]
+        disagreements: [LedgerDisagreement],
+        contradictions: Int64? = nil
     ) {
         self.events = events
         self.notifications = notifications
@@ -4133,6 +4223,7 @@ public struct LedgerSummary: Hashable, Sendable {
         self.customers = customers
         self.checkedNotifications = checkedNotifications
         self.disagreements = disagreements
+        self.contradictions = contradictions
     }
 }
 
@@ -4148,6 +4239,7 @@ extension LedgerSummary: Codable {
         case customers
         case checkedNotifications
         case disagreements
+        case contradictions
     }
 }
 #endif

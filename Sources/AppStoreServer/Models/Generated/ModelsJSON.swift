@@ -28,6 +28,7 @@ extension ImageState: JSONRawValueEnum {}
 extension InAppOwnershipType: JSONRawValueEnum {}
 extension LedgerEntitlementReason: JSONRawValueEnum {}
 extension LedgerEventKind: JSONRawValueEnum {}
+extension LedgerOracleVerdict: JSONRawValueEnum {}
 extension LifetimeDollarsPurchased: JSONRawValueEnum {}
 extension LifetimeDollarsRefunded: JSONRawValueEnum {}
 extension MessageState: JSONRawValueEnum {}
@@ -3868,7 +3869,7 @@ extension LedgerCustomer: JSONDecodable, JSONEncodable {
 
 extension LedgerDisagreement: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
-    static let jsonKeys: [String] = ["appleStatus", "engineStatus", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "subtype"]
+    static let jsonKeys: [String] = ["appleStatus", "engineStatus", "missing", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "subtype", "verdict"]
 
     init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
         var f_notificationUUID: String? = nil
@@ -3878,6 +3879,8 @@ extension LedgerDisagreement: JSONDecodable, JSONEncodable {
         var f_originalTransactionId: String? = nil
         var f_appleStatus: Status? = nil
         var f_engineStatus: Status? = nil
+        var f_verdict: LedgerOracleVerdict? = nil
+        var f_missing: String? = nil
         for member in try JSONFields.members(json) {
             do throws(JSONDecodeError) {
                 switch member.key {
@@ -3888,6 +3891,8 @@ extension LedgerDisagreement: JSONDecodable, JSONEncodable {
                 case "originalTransactionId": f_originalTransactionId = try JSONFields.optional(member.value, strict: strict)
                 case "appleStatus": f_appleStatus = try JSONFields.optional(member.value, strict: strict)
                 case "engineStatus": f_engineStatus = try JSONFields.optional(member.value, strict: strict)
+                case "verdict": f_verdict = try JSONFields.optional(member.value, strict: strict)
+                case "missing": f_missing = try JSONFields.optional(member.value, strict: strict)
                 default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
                 }
             } catch {
@@ -3901,7 +3906,9 @@ extension LedgerDisagreement: JSONDecodable, JSONEncodable {
             signedDate: try JSONFields.required(f_signedDate, "signedDate"),
             originalTransactionId: try JSONFields.required(f_originalTransactionId, "originalTransactionId"),
             appleStatus: try JSONFields.required(f_appleStatus, "appleStatus"),
-            engineStatus: f_engineStatus
+            engineStatus: f_engineStatus,
+            verdict: try JSONFields.required(f_verdict, "verdict"),
+            missing: f_missing
         )
     }
 
@@ -3911,6 +3918,10 @@ extension LedgerDisagreement: JSONDecodable, JSONEncodable {
         try self.appleStatus.writeJSON(to: &w)
         if let v = self.engineStatus {
             w.key("engineStatus")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.missing {
+            w.key("missing")
             try v.writeJSON(to: &w)
         }
         if let v = self.notificationType {
@@ -3927,6 +3938,8 @@ extension LedgerDisagreement: JSONDecodable, JSONEncodable {
             w.key("subtype")
             try v.writeJSON(to: &w)
         }
+        w.key("verdict")
+        try self.verdict.writeJSON(to: &w)
         w.endObject()
     }
 }
@@ -4019,7 +4032,7 @@ extension LedgerEntitlement: JSONDecodable, JSONEncodable {
 
 extension LedgerIngestResult: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
-    static let jsonKeys: [String] = ["agrees", "appleStatus", "engineStatus", "kind", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "stored", "subtype", "transactionId"]
+    static let jsonKeys: [String] = ["agrees", "appleStatus", "engineStatus", "kind", "missing", "notificationType", "notificationUUID", "originalTransactionId", "signedDate", "stored", "subtype", "transactionId", "verdict"]
 
     init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
         var f_kind: LedgerEventKind? = nil
@@ -4033,6 +4046,8 @@ extension LedgerIngestResult: JSONDecodable, JSONEncodable {
         var f_appleStatus: Status? = nil
         var f_engineStatus: Status? = nil
         var f_agrees: Bool? = nil
+        var f_verdict: LedgerOracleVerdict? = nil
+        var f_missing: String? = nil
         for member in try JSONFields.members(json) {
             do throws(JSONDecodeError) {
                 switch member.key {
@@ -4047,6 +4062,8 @@ extension LedgerIngestResult: JSONDecodable, JSONEncodable {
                 case "appleStatus": f_appleStatus = try JSONFields.optional(member.value, strict: strict)
                 case "engineStatus": f_engineStatus = try JSONFields.optional(member.value, strict: strict)
                 case "agrees": f_agrees = try JSONFields.optional(member.value, strict: strict)
+                case "verdict": f_verdict = try JSONFields.optional(member.value, strict: strict)
+                case "missing": f_missing = try JSONFields.optional(member.value, strict: strict)
                 default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
                 }
             } catch {
@@ -4064,7 +4081,9 @@ extension LedgerIngestResult: JSONDecodable, JSONEncodable {
             originalTransactionId: f_originalTransactionId,
             appleStatus: f_appleStatus,
             engineStatus: f_engineStatus,
-            agrees: f_agrees
+            agrees: f_agrees,
+            verdict: f_verdict,
+            missing: f_missing
         )
     }
 
@@ -4084,6 +4103,10 @@ extension LedgerIngestResult: JSONDecodable, JSONEncodable {
         }
         w.key("kind")
         try self.kind.writeJSON(to: &w)
+        if let v = self.missing {
+            w.key("missing")
+            try v.writeJSON(to: &w)
+        }
         if let v = self.notificationType {
             w.key("notificationType")
             try v.writeJSON(to: &w)
@@ -4108,6 +4131,10 @@ extension LedgerIngestResult: JSONDecodable, JSONEncodable {
         }
         if let v = self.transactionId {
             w.key("transactionId")
+            try v.writeJSON(to: &w)
+        }
+        if let v = self.verdict {
+            w.key("verdict")
             try v.writeJSON(to: &w)
         }
         w.endObject()
@@ -4210,6 +4237,89 @@ extension LedgerPurchase: JSONDecodable, JSONEncodable {
         try self.revoked.writeJSON(to: &w)
         w.key("transactionId")
         try self.transactionId.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
+extension LedgerRefusedEvent: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["eventId", "kind", "message", "reason", "status"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_eventId: Int64? = nil
+        var f_kind: LedgerEventKind? = nil
+        var f_status: String? = nil
+        var f_reason: String? = nil
+        var f_message: String? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "eventId": f_eventId = try JSONFields.optional(member.value, strict: strict)
+                case "kind": f_kind = try JSONFields.optional(member.value, strict: strict)
+                case "status": f_status = try JSONFields.optional(member.value, strict: strict)
+                case "reason": f_reason = try JSONFields.optional(member.value, strict: strict)
+                case "message": f_message = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            eventId: try JSONFields.required(f_eventId, "eventId"),
+            kind: try JSONFields.required(f_kind, "kind"),
+            status: try JSONFields.required(f_status, "status"),
+            reason: try JSONFields.required(f_reason, "reason"),
+            message: try JSONFields.required(f_message, "message")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("eventId")
+        try self.eventId.writeJSON(to: &w)
+        w.key("kind")
+        try self.kind.writeJSON(to: &w)
+        w.key("message")
+        try self.message.writeJSON(to: &w)
+        w.key("reason")
+        try self.reason.writeJSON(to: &w)
+        w.key("status")
+        try self.status.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
+extension LedgerReverifyResult: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["checked", "refused"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_checked: Int64? = nil
+        var f_refused: [LedgerRefusedEvent]? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "checked": f_checked = try JSONFields.optional(member.value, strict: strict)
+                case "refused": f_refused = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            checked: try JSONFields.required(f_checked, "checked"),
+            refused: try JSONFields.required(f_refused, "refused")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("checked")
+        try self.checked.writeJSON(to: &w)
+        w.key("refused")
+        try self.refused.writeJSON(to: &w)
         w.endObject()
     }
 }
@@ -4498,7 +4608,7 @@ extension LedgerSubscription: JSONDecodable, JSONEncodable {
 
 extension LedgerSummary: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
-    static let jsonKeys: [String] = ["checkedNotifications", "customers", "disagreements", "events", "notifications", "renewalInfos", "subscriptions", "transactionVersions", "transactions"]
+    static let jsonKeys: [String] = ["checkedNotifications", "contradictions", "customers", "disagreements", "events", "notifications", "renewalInfos", "subscriptions", "transactionVersions", "transactions"]
 
     init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
         var f_events: Int64? = nil
@@ -4510,6 +4620,7 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
         var f_customers: Int64? = nil
         var f_checkedNotifications: Int64? = nil
         var f_disagreements: [LedgerDisagreement]? = nil
+        var f_contradictions: Int64? = nil
         for member in try JSONFields.members(json) {
             do throws(JSONDecodeError) {
                 switch member.key {
@@ -4522,6 +4633,7 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
                 case "customers": f_customers = try JSONFields.optional(member.value, strict: strict)
                 case "checkedNotifications": f_checkedNotifications = try JSONFields.optional(member.value, strict: strict)
                 case "disagreements": f_disagreements = try JSONFields.optional(member.value, strict: strict)
+                case "contradictions": f_contradictions = try JSONFields.optional(member.value, strict: strict)
                 default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
                 }
             } catch {
@@ -4537,7 +4649,8 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
             subscriptions: try JSONFields.required(f_subscriptions, "subscriptions"),
             customers: try JSONFields.required(f_customers, "customers"),
             checkedNotifications: try JSONFields.required(f_checkedNotifications, "checkedNotifications"),
-            disagreements: try JSONFields.required(f_disagreements, "disagreements")
+            disagreements: try JSONFields.required(f_disagreements, "disagreements"),
+            contradictions: f_contradictions
         )
     }
 
@@ -4545,6 +4658,10 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
         w.beginObject()
         w.key("checkedNotifications")
         try self.checkedNotifications.writeJSON(to: &w)
+        if let v = self.contradictions {
+            w.key("contradictions")
+            try v.writeJSON(to: &w)
+        }
         w.key("customers")
         try self.customers.writeJSON(to: &w)
         w.key("disagreements")

@@ -219,6 +219,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case ocspTryLater = 92
     /// the ledger's database failed; the message is the database's own (SQLite, PostgreSQL)
     case storageFailed = 100
+    /// the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the verifier's, or is a 0.3.0 ledger holding several; nothing was read or written
+    case ledgerIdentityMismatch = 101
 
     /// Stable snake_case name, used in messages, JSON and the C ABI (`appstore_reason_name`).
     public var name: String {
@@ -281,6 +283,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .ocspHTTPError: "ocsp_http_error"
         case .ocspTryLater: "ocsp_try_later"
         case .storageFailed: "storage_failed"
+        case .ledgerIdentityMismatch: "ledger_identity_mismatch"
         }
     }
 
@@ -345,6 +348,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .ocspHTTPError: [.retryableVerificationFailure]
         case .ocspTryLater: [.retryableVerificationFailure]
         case .storageFailed: [.storageError]
+        case .ledgerIdentityMismatch: [.configurationError]
         }
     }
 

@@ -1225,7 +1225,7 @@ func LedgerQueryCustomerInto(a_ledger Ledger, a_customer_id string, a_at_ms int6
 	return decode(borrowBytes(o_json_out))
 }
 
-// LedgerQuerySummary calls appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+// LedgerQuerySummary calls appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status).
 func LedgerQuerySummary(a_ledger Ledger) ([]byte, error) {
 	var o_json_out *C.char
 	var cerr *C.appstore_error
@@ -1242,6 +1242,30 @@ func LedgerQuerySummaryInto(a_ledger Ledger, decode func([]byte) error) error {
 	var o_json_out *C.char
 	var cerr *C.appstore_error
 	st := C.appstore_ledger_query_summary((*C.appstore_ledger)(a_ledger), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
+// LedgerReverify calls appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message.
+func LedgerReverify(a_ledger Ledger) ([]byte, error) {
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_reverify((*C.appstore_ledger)(a_ledger), &o_json_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_json_out), nil
+}
+
+// LedgerReverifyInto is LedgerReverify with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerReverifyInto(a_ledger Ledger, decode func([]byte) error) error {
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_reverify((*C.appstore_ledger)(a_ledger), &o_json_out, &cerr)
 	if st != 0 {
 		return readError(int32(st), cerr)
 	}

@@ -166,6 +166,8 @@ const (
 	ReasonOcspTryLater = 92
 
 	ReasonStorageFailed = 100
+
+	ReasonLedgerIdentityMismatch = 101
 	// environment
 	EnvironmentSandbox = 1
 

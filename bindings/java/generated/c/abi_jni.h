@@ -58,6 +58,7 @@
 #pragma weak appstore_ledger_query_customer
 #pragma weak appstore_ledger_query_subscription
 #pragma weak appstore_ledger_query_summary
+#pragma weak appstore_ledger_reverify
 #pragma weak appstore_reason_name
 #pragma weak appstore_receipt_extract_transaction_id
 #pragma weak appstore_receipt_extract_transaction_ids
@@ -1719,7 +1720,28 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 89
+/* appstore_ledger_reverify */
+static jbyteArray JNICALL asj_ledger_reverify(JNIEnv *env, jclass cls, jlong a0) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    char *o1 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    st = appstore_ledger_reverify((const appstore_ledger *)(intptr_t)a0, &o1, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o1);
+    o1 = NULL;
+done:
+    if (o1) appstore_string_free(o1);
+    return result;
+}
+
+#define ASJ_GENERATED_NATIVES 90
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -1810,6 +1832,7 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"ledger_query_subscription", "(J[BJ)[B", (void *)asj_ledger_query_subscription, (void *)&appstore_ledger_query_subscription},
     {"ledger_query_customer", "(J[BJ)[B", (void *)asj_ledger_query_customer, (void *)&appstore_ledger_query_customer},
     {"ledger_query_summary", "(J)[B", (void *)asj_ledger_query_summary, (void *)&appstore_ledger_query_summary},
+    {"ledger_reverify", "(J)[B", (void *)asj_ledger_reverify, (void *)&appstore_ledger_reverify},
 };
 
 /* Not served by the generated wrappers:

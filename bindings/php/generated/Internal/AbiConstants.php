@@ -91,6 +91,7 @@ final class AbiConstants
     public const APPSTORE_REASON_OCSP_HTTP_ERROR = 91;
     public const APPSTORE_REASON_OCSP_TRY_LATER = 92;
     public const APPSTORE_REASON_STORAGE_FAILED = 100;
+    public const APPSTORE_REASON_LEDGER_IDENTITY_MISMATCH = 101;
     // environment
     public const APPSTORE_ENVIRONMENT_SANDBOX = 1;
     public const APPSTORE_ENVIRONMENT_PRODUCTION = 2;

@@ -13,7 +13,7 @@ use AppStoreServer\Internal\Convert as C;
 final class LedgerDisagreement implements \JsonSerializable
 {
     /** The JSON keys of this model, in the spec's order. */
-    public const KEYS = ['notificationUUID', 'notificationType', 'subtype', 'signedDate', 'originalTransactionId', 'appleStatus', 'engineStatus'];
+    public const KEYS = ['notificationUUID', 'notificationType', 'subtype', 'signedDate', 'originalTransactionId', 'appleStatus', 'engineStatus', 'verdict', 'missing'];
 
     public function __construct(
         /**
@@ -44,6 +44,14 @@ final class LedgerDisagreement implements \JsonSerializable
          * The ledger's status at signedDate; absent when it knows no transaction of the subscription then.
          */
         public readonly \AppStoreServer\Model\Status|int|null $engineStatus = null,
+        /**
+         * INCOMPLETE_HISTORY (the ledger lacks facts; `missing` says which) or CONTRADICTION (the signed facts disagree with data.status).
+         */
+        public readonly \AppStoreServer\Model\LedgerOracleVerdict|string|null $verdict = null,
+        /**
+         * With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+         */
+        public readonly ?string $missing = null,
     ) {
     }
 
@@ -58,6 +66,8 @@ final class LedgerDisagreement implements \JsonSerializable
             originalTransactionId: C::str($d['originalTransactionId'] ?? null),
             appleStatus: C::enum($d['appleStatus'] ?? null, \AppStoreServer\Model\Status::class),
             engineStatus: C::enum($d['engineStatus'] ?? null, \AppStoreServer\Model\Status::class),
+            verdict: C::enum($d['verdict'] ?? null, \AppStoreServer\Model\LedgerOracleVerdict::class),
+            missing: C::str($d['missing'] ?? null),
         );
     }
 
@@ -86,6 +96,12 @@ final class LedgerDisagreement implements \JsonSerializable
         if ($this->engineStatus !== null) {
             $out['engineStatus'] = C::out($this->engineStatus);
         }
+        if ($this->verdict !== null) {
+            $out['verdict'] = C::out($this->verdict);
+        }
+        if ($this->missing !== null) {
+            $out['missing'] = C::out($this->missing);
+        }
         return $out;
     }
 
@@ -113,6 +129,12 @@ final class LedgerDisagreement implements \JsonSerializable
         }
         if ($this->engineStatus !== null) {
             $out['engineStatus'] = C::json($this->engineStatus);
+        }
+        if ($this->verdict !== null) {
+            $out['verdict'] = C::json($this->verdict);
+        }
+        if ($this->missing !== null) {
+            $out['missing'] = C::json($this->missing);
         }
         return (object) $out;
     }

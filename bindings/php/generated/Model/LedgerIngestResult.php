@@ -13,7 +13,7 @@ use AppStoreServer\Internal\Convert as C;
 final class LedgerIngestResult implements \JsonSerializable
 {
     /** The JSON keys of this model, in the spec's order. */
-    public const KEYS = ['kind', 'stored', 'signedDate', 'notificationUUID', 'notificationType', 'subtype', 'transactionId', 'originalTransactionId', 'appleStatus', 'engineStatus', 'agrees'];
+    public const KEYS = ['kind', 'stored', 'signedDate', 'notificationUUID', 'notificationType', 'subtype', 'transactionId', 'originalTransactionId', 'appleStatus', 'engineStatus', 'agrees', 'verdict', 'missing'];
 
     public function __construct(
         /**
@@ -60,6 +60,14 @@ final class LedgerIngestResult implements \JsonSerializable
          * Whether appleStatus and engineStatus are equal (present with appleStatus).
          */
         public readonly ?bool $agrees = null,
+        /**
+         * Whether they agree and, if not, whether the ledger's history is incomplete or the facts contradict data.status (present with appleStatus).
+         */
+        public readonly \AppStoreServer\Model\LedgerOracleVerdict|string|null $verdict = null,
+        /**
+         * With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+         */
+        public readonly ?string $missing = null,
     ) {
     }
 
@@ -78,6 +86,8 @@ final class LedgerIngestResult implements \JsonSerializable
             appleStatus: C::enum($d['appleStatus'] ?? null, \AppStoreServer\Model\Status::class),
             engineStatus: C::enum($d['engineStatus'] ?? null, \AppStoreServer\Model\Status::class),
             agrees: C::bool($d['agrees'] ?? null),
+            verdict: C::enum($d['verdict'] ?? null, \AppStoreServer\Model\LedgerOracleVerdict::class),
+            missing: C::str($d['missing'] ?? null),
         );
     }
 
@@ -118,6 +128,12 @@ final class LedgerIngestResult implements \JsonSerializable
         if ($this->agrees !== null) {
             $out['agrees'] = C::out($this->agrees);
         }
+        if ($this->verdict !== null) {
+            $out['verdict'] = C::out($this->verdict);
+        }
+        if ($this->missing !== null) {
+            $out['missing'] = C::out($this->missing);
+        }
         return $out;
     }
 
@@ -157,6 +173,12 @@ final class LedgerIngestResult implements \JsonSerializable
         }
         if ($this->agrees !== null) {
             $out['agrees'] = C::json($this->agrees);
+        }
+        if ($this->verdict !== null) {
+            $out['verdict'] = C::json($this->verdict);
+        }
+        if ($this->missing !== null) {
+            $out['missing'] = C::json($this->missing);
         }
         return (object) $out;
     }

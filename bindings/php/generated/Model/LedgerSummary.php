@@ -13,7 +13,7 @@ use AppStoreServer\Internal\Convert as C;
 final class LedgerSummary implements \JsonSerializable
 {
     /** The JSON keys of this model, in the spec's order. */
-    public const KEYS = ['events', 'notifications', 'transactions', 'transactionVersions', 'renewalInfos', 'subscriptions', 'customers', 'checkedNotifications', 'disagreements'];
+    public const KEYS = ['events', 'notifications', 'transactions', 'transactionVersions', 'renewalInfos', 'subscriptions', 'customers', 'checkedNotifications', 'disagreements', 'contradictions'];
 
     public function __construct(
         /**
@@ -49,10 +49,14 @@ final class LedgerSummary implements \JsonSerializable
          */
         public readonly ?int $checkedNotifications = null,
         /**
-         * The ones whose status the ledger does not reproduce, ordered by signedDate.
+         * The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
          * @var list<\AppStoreServer\Model\LedgerDisagreement>|null
          */
         public readonly ?array $disagreements = null,
+        /**
+         * How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+         */
+        public readonly ?int $contradictions = null,
     ) {
     }
 
@@ -69,6 +73,7 @@ final class LedgerSummary implements \JsonSerializable
             customers: C::int($d['customers'] ?? null),
             checkedNotifications: C::int($d['checkedNotifications'] ?? null),
             disagreements: C::modelList($d['disagreements'] ?? null, \AppStoreServer\Model\LedgerDisagreement::class),
+            contradictions: C::int($d['contradictions'] ?? null),
         );
     }
 
@@ -103,6 +108,9 @@ final class LedgerSummary implements \JsonSerializable
         if ($this->disagreements !== null) {
             $out['disagreements'] = C::out($this->disagreements);
         }
+        if ($this->contradictions !== null) {
+            $out['contradictions'] = C::out($this->contradictions);
+        }
         return $out;
     }
 
@@ -136,6 +144,9 @@ final class LedgerSummary implements \JsonSerializable
         }
         if ($this->disagreements !== null) {
             $out['disagreements'] = C::json($this->disagreements);
+        }
+        if ($this->contradictions !== null) {
+            $out['contradictions'] = C::json($this->contradictions);
         }
         return (object) $out;
     }

@@ -119,6 +119,7 @@ PROTOTYPES = {
     "appstore_ledger_query_subscription": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_query_customer": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_query_summary": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_reverify": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
 }
 
 # handle type: its free function (None: borrowed, valid only during a callback)
@@ -223,6 +224,7 @@ APPSTORE_REASON_OCSP_TIMEOUT = 90
 APPSTORE_REASON_OCSP_HTTP_ERROR = 91
 APPSTORE_REASON_OCSP_TRY_LATER = 92
 APPSTORE_REASON_STORAGE_FAILED = 100
+APPSTORE_REASON_LEDGER_IDENTITY_MISMATCH = 101
 
 # constants: environment
 APPSTORE_ENVIRONMENT_SANDBOX = 1

@@ -21,7 +21,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_ingest_renewal_info": (
         "Verify and record one signed value: a notification (deep: its signedTransactionInfo and\n"
@@ -30,7 +33,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_ingest_transaction": (
         "Verify and record one signed value: a notification (deep: its signedTransactionInfo and\n"
@@ -39,7 +45,10 @@ SUMMARIES: Dict[str, str] = {
         "durable (committed with SQLite synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails\n"
         "with the verifier's status and reason and changes nothing. The result says what happened: \"stored\" is\n"
         "false when the same payload was already there, and for a notification with data.status, \"appleStatus\",\n"
-        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate)."
+        "\"engineStatus\" and \"agrees\" (the ledger's status at its signedDate), and \"verdict\": AGREES,\n"
+        "INCOMPLETE_HISTORY (the ledger lacks facts before it: \"missing\" says which; a catch-up fills them) or\n"
+        "CONTRADICTION (the facts it decided from, the notification's own transaction, disagree with\n"
+        "data.status)."
     ),
     "appstore_ledger_open": (
         "Opens the ledger at a URL, creating it if needed: \"sqlite:/path/to/ledger.db\" (also \"sqlite:///path\"),\n"
@@ -62,7 +71,16 @@ SUMMARIES: Dict[str, str] = {
     ),
     "appstore_ledger_query_summary": (
         "Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their\n"
-        "signedDate."
+        "signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; \"missing\" says\n"
+        "which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with\n"
+        "data.status)."
+    ),
+    "appstore_ledger_reverify": (
+        "Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were\n"
+        "checked and the ones it refuses now, each with the verifier's status, reason and message. With online\n"
+        "checks on, a certificate revoked since the value was stored is found; without them, the answer does not\n"
+        "change with time. Stored values are not verified when the ledger is opened (they were before they were\n"
+        "stored): this is the check. Nothing is changed."
     ),
     "appstore_receipt_extract_transaction_id": (
         "The first in-app transaction id of a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING\n"

@@ -166,6 +166,8 @@ class FailureReason(IntEnum):
     """responseStatus tryLater / internalError [RETRYABLE_VERIFICATION_FAILURE]"""
     STORAGE_FAILED = 100
     """the ledger's database failed; the message is the database's own (SQLite, PostgreSQL) [STORAGE_ERROR]"""
+    LEDGER_IDENTITY_MISMATCH = 101
+    """the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the verifier's, or is a 0.3.0 ledger holding several; nothing was read or written [CONFIGURATION_ERROR]"""
 
 
 # Reasons after which the same call may succeed later with nothing changed.

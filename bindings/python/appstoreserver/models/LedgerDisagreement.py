@@ -25,6 +25,7 @@ from .._model import (  # noqa: F401
     uuid_list_str,
     uuid_str,
 )
+from .LedgerOracleVerdict import LedgerOracleVerdict
 from .NotificationTypeV2 import NotificationTypeV2
 from .Status import Status
 from .Subtype import Subtype
@@ -44,9 +45,12 @@ class LedgerDisagreement(Model):
     rawAppleStatus: Optional[int]
     engineStatus: Optional[Status]
     rawEngineStatus: Optional[int]
+    verdict: Optional[LedgerOracleVerdict]
+    rawVerdict: Optional[str]
+    missing: Optional[str]
 
-    _FIELDS = ("notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "signedDate", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", )
-    _KEYS = ("notificationUUID", "notificationType", "subtype", "signedDate", "originalTransactionId", "appleStatus", "engineStatus", )
+    _FIELDS = ("notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "signedDate", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", "verdict", "rawVerdict", "missing", )
+    _KEYS = ("notificationUUID", "notificationType", "subtype", "signedDate", "originalTransactionId", "appleStatus", "engineStatus", "verdict", "missing", )
     _TWINS = {
         "notificationType": ("rawNotificationType", NotificationTypeV2, "enum", False),
         "rawNotificationType": ("notificationType", NotificationTypeV2, "enum", True),
@@ -56,9 +60,11 @@ class LedgerDisagreement(Model):
         "rawAppleStatus": ("appleStatus", Status, "enum", True),
         "engineStatus": ("rawEngineStatus", Status, "enum", False),
         "rawEngineStatus": ("engineStatus", Status, "enum", True),
+        "verdict": ("rawVerdict", LedgerOracleVerdict, "enum", False),
+        "rawVerdict": ("verdict", LedgerOracleVerdict, "enum", True),
     }
 
-    def __init__(self, notificationUUID: Optional[str] = None, notificationType: Optional[NotificationTypeV2] = None, subtype: Optional[Subtype] = None, signedDate: Optional[int] = None, originalTransactionId: Optional[str] = None, appleStatus: Optional[Status] = None, engineStatus: Optional[Status] = None, *, rawNotificationType: Optional[str] = None, rawSubtype: Optional[str] = None, rawAppleStatus: Optional[int] = None, rawEngineStatus: Optional[int] = None) -> None:
+    def __init__(self, notificationUUID: Optional[str] = None, notificationType: Optional[NotificationTypeV2] = None, subtype: Optional[Subtype] = None, signedDate: Optional[int] = None, originalTransactionId: Optional[str] = None, appleStatus: Optional[Status] = None, engineStatus: Optional[Status] = None, verdict: Optional[LedgerOracleVerdict] = None, missing: Optional[str] = None, *, rawNotificationType: Optional[str] = None, rawSubtype: Optional[str] = None, rawAppleStatus: Optional[int] = None, rawEngineStatus: Optional[int] = None, rawVerdict: Optional[str] = None) -> None:
         d = self.__dict__
         d["notificationUUID"] = notificationUUID
         set_pair(d, "notificationType", "rawNotificationType", NotificationTypeV2, notificationType, rawNotificationType, "enum")
@@ -67,6 +73,8 @@ class LedgerDisagreement(Model):
         d["originalTransactionId"] = originalTransactionId
         set_pair(d, "appleStatus", "rawAppleStatus", Status, appleStatus, rawAppleStatus, "enum")
         set_pair(d, "engineStatus", "rawEngineStatus", Status, engineStatus, rawEngineStatus, "enum")
+        set_pair(d, "verdict", "rawVerdict", LedgerOracleVerdict, verdict, rawVerdict, "enum")
+        d["missing"] = missing
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LedgerDisagreement":
@@ -76,6 +84,7 @@ class LedgerDisagreement(Model):
         v2 = g("subtype")
         v5 = g("appleStatus")
         v6 = g("engineStatus")
+        v7 = g("verdict")
         self = object.__new__(cls)
         object.__setattr__(self, "__dict__", {
             "notificationUUID": g("notificationUUID"),
@@ -89,6 +98,9 @@ class LedgerDisagreement(Model):
             "rawAppleStatus": v5,
             "engineStatus": enum_or_none(Status, v6),
             "rawEngineStatus": v6,
+            "verdict": enum_or_none(LedgerOracleVerdict, v7),
+            "rawVerdict": v7,
+            "missing": g("missing"),
         })
         return self
 
@@ -117,4 +129,10 @@ class LedgerDisagreement(Model):
         v = d.get("rawEngineStatus")
         if v is not None:
             out["engineStatus"] = v
+        v = d.get("rawVerdict")
+        if v is not None:
+            out["verdict"] = v
+        v = d.get("missing")
+        if v is not None:
+            out["missing"] = v
         return out

@@ -26,6 +26,7 @@ from .._model import (  # noqa: F401
     uuid_str,
 )
 from .LedgerEventKind import LedgerEventKind
+from .LedgerOracleVerdict import LedgerOracleVerdict
 from .NotificationTypeV2 import NotificationTypeV2
 from .Status import Status
 from .Subtype import Subtype
@@ -50,9 +51,12 @@ class LedgerIngestResult(Model):
     engineStatus: Optional[Status]
     rawEngineStatus: Optional[int]
     agrees: Optional[bool]
+    verdict: Optional[LedgerOracleVerdict]
+    rawVerdict: Optional[str]
+    missing: Optional[str]
 
-    _FIELDS = ("kind", "rawKind", "stored", "signedDate", "notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "transactionId", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", "agrees", )
-    _KEYS = ("kind", "stored", "signedDate", "notificationUUID", "notificationType", "subtype", "transactionId", "originalTransactionId", "appleStatus", "engineStatus", "agrees", )
+    _FIELDS = ("kind", "rawKind", "stored", "signedDate", "notificationUUID", "notificationType", "rawNotificationType", "subtype", "rawSubtype", "transactionId", "originalTransactionId", "appleStatus", "rawAppleStatus", "engineStatus", "rawEngineStatus", "agrees", "verdict", "rawVerdict", "missing", )
+    _KEYS = ("kind", "stored", "signedDate", "notificationUUID", "notificationType", "subtype", "transactionId", "originalTransactionId", "appleStatus", "engineStatus", "agrees", "verdict", "missing", )
     _TWINS = {
         "kind": ("rawKind", LedgerEventKind, "enum", False),
         "rawKind": ("kind", LedgerEventKind, "enum", True),
@@ -64,9 +68,11 @@ class LedgerIngestResult(Model):
         "rawAppleStatus": ("appleStatus", Status, "enum", True),
         "engineStatus": ("rawEngineStatus", Status, "enum", False),
         "rawEngineStatus": ("engineStatus", Status, "enum", True),
+        "verdict": ("rawVerdict", LedgerOracleVerdict, "enum", False),
+        "rawVerdict": ("verdict", LedgerOracleVerdict, "enum", True),
     }
 
-    def __init__(self, kind: Optional[LedgerEventKind] = None, stored: Optional[bool] = None, signedDate: Optional[int] = None, notificationUUID: Optional[str] = None, notificationType: Optional[NotificationTypeV2] = None, subtype: Optional[Subtype] = None, transactionId: Optional[str] = None, originalTransactionId: Optional[str] = None, appleStatus: Optional[Status] = None, engineStatus: Optional[Status] = None, agrees: Optional[bool] = None, *, rawKind: Optional[str] = None, rawNotificationType: Optional[str] = None, rawSubtype: Optional[str] = None, rawAppleStatus: Optional[int] = None, rawEngineStatus: Optional[int] = None) -> None:
+    def __init__(self, kind: Optional[LedgerEventKind] = None, stored: Optional[bool] = None, signedDate: Optional[int] = None, notificationUUID: Optional[str] = None, notificationType: Optional[NotificationTypeV2] = None, subtype: Optional[Subtype] = None, transactionId: Optional[str] = None, originalTransactionId: Optional[str] = None, appleStatus: Optional[Status] = None, engineStatus: Optional[Status] = None, agrees: Optional[bool] = None, verdict: Optional[LedgerOracleVerdict] = None, missing: Optional[str] = None, *, rawKind: Optional[str] = None, rawNotificationType: Optional[str] = None, rawSubtype: Optional[str] = None, rawAppleStatus: Optional[int] = None, rawEngineStatus: Optional[int] = None, rawVerdict: Optional[str] = None) -> None:
         d = self.__dict__
         set_pair(d, "kind", "rawKind", LedgerEventKind, kind, rawKind, "enum")
         d["stored"] = stored
@@ -79,6 +85,8 @@ class LedgerIngestResult(Model):
         set_pair(d, "appleStatus", "rawAppleStatus", Status, appleStatus, rawAppleStatus, "enum")
         set_pair(d, "engineStatus", "rawEngineStatus", Status, engineStatus, rawEngineStatus, "enum")
         d["agrees"] = agrees
+        set_pair(d, "verdict", "rawVerdict", LedgerOracleVerdict, verdict, rawVerdict, "enum")
+        d["missing"] = missing
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LedgerIngestResult":
@@ -89,6 +97,7 @@ class LedgerIngestResult(Model):
         v5 = g("subtype")
         v8 = g("appleStatus")
         v9 = g("engineStatus")
+        v11 = g("verdict")
         self = object.__new__(cls)
         object.__setattr__(self, "__dict__", {
             "kind": enum_or_none(LedgerEventKind, v0),
@@ -107,6 +116,9 @@ class LedgerIngestResult(Model):
             "engineStatus": enum_or_none(Status, v9),
             "rawEngineStatus": v9,
             "agrees": g("agrees"),
+            "verdict": enum_or_none(LedgerOracleVerdict, v11),
+            "rawVerdict": v11,
+            "missing": g("missing"),
         })
         return self
 
@@ -147,4 +159,10 @@ class LedgerIngestResult(Model):
         v = d.get("agrees")
         if v is not None:
             out["agrees"] = v
+        v = d.get("rawVerdict")
+        if v is not None:
+            out["verdict"] = v
+        v = d.get("missing")
+        if v is not None:
+            out["missing"] = v
         return out

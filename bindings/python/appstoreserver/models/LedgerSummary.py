@@ -40,11 +40,12 @@ class LedgerSummary(Model):
     customers: Optional[int]
     checkedNotifications: Optional[int]
     disagreements: Optional[List[LedgerDisagreement]]
+    contradictions: Optional[int]
 
-    _FIELDS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", )
-    _KEYS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", )
+    _FIELDS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", )
+    _KEYS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", )
 
-    def __init__(self, events: Optional[int] = None, notifications: Optional[int] = None, transactions: Optional[int] = None, transactionVersions: Optional[int] = None, renewalInfos: Optional[int] = None, subscriptions: Optional[int] = None, customers: Optional[int] = None, checkedNotifications: Optional[int] = None, disagreements: Optional[List[LedgerDisagreement]] = None) -> None:
+    def __init__(self, events: Optional[int] = None, notifications: Optional[int] = None, transactions: Optional[int] = None, transactionVersions: Optional[int] = None, renewalInfos: Optional[int] = None, subscriptions: Optional[int] = None, customers: Optional[int] = None, checkedNotifications: Optional[int] = None, disagreements: Optional[List[LedgerDisagreement]] = None, contradictions: Optional[int] = None) -> None:
         d = self.__dict__
         d["events"] = events
         d["notifications"] = notifications
@@ -55,6 +56,7 @@ class LedgerSummary(Model):
         d["customers"] = customers
         d["checkedNotifications"] = checkedNotifications
         d["disagreements"] = disagreements
+        d["contradictions"] = contradictions
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LedgerSummary":
@@ -71,6 +73,7 @@ class LedgerSummary(Model):
             "customers": g("customers"),
             "checkedNotifications": g("checkedNotifications"),
             "disagreements": sub_list(LedgerDisagreement, g("disagreements")),
+            "contradictions": g("contradictions"),
         })
         return self
 
@@ -105,4 +108,7 @@ class LedgerSummary(Model):
         v = d.get("disagreements")
         if v is not None:
             out["disagreements"] = list_to_json(v)
+        v = d.get("contradictions")
+        if v is not None:
+            out["contradictions"] = v
         return out

@@ -353,7 +353,13 @@ public enum FailureReason {
      *
      * Statuses: STORAGE_ERROR.
      */
-    STORAGE_FAILED(100, "storage_failed", true);
+    STORAGE_FAILED(100, "storage_failed", true),
+    /**
+     * the ledger's database belongs to another app or environment (bundle id, environment, app Apple ID) than the verifier's, or is a 0.3.0 ledger holding several; nothing was read or written
+     *
+     * Statuses: CONFIGURATION_ERROR.
+     */
+    LEDGER_IDENTITY_MISMATCH(101, "ledger_identity_mismatch", false);
 
     private final int value;
     private final String reasonName;

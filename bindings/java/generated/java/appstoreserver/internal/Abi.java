@@ -193,8 +193,10 @@ public final class Abi {
     public static native byte[] ledger_query_subscription(long ledger, byte[] original_transaction_id, long at_ms);
     /** appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded. */
     public static native byte[] ledger_query_customer(long ledger, byte[] customer_id, long at_ms);
-    /** appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate. */
+    /** appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */
     public static native byte[] ledger_query_summary(long ledger);
+    /** appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message. */
+    public static native byte[] ledger_reverify(long ledger);
 
     /** appstore_transport_new with a callback that calls bridge.exchange(method, url, headers, body, timeoutMs, response) (appstoreserver.internal.TransportBridge) on the calling thread: {transport, context}; free the transport first, the context (bridge_context_free) when nothing uses the transport any more. */
     public static native long[] transport_new_bridge(Object bridge);

@@ -22,6 +22,8 @@ public class LedgerDisagreement {
     private static final String SERIALIZED_NAME_ORIGINAL_TRANSACTION_ID = "originalTransactionId";
     private static final String SERIALIZED_NAME_APPLE_STATUS = "appleStatus";
     private static final String SERIALIZED_NAME_ENGINE_STATUS = "engineStatus";
+    private static final String SERIALIZED_NAME_VERDICT = "verdict";
+    private static final String SERIALIZED_NAME_MISSING = "missing";
     @JsonProperty(SERIALIZED_NAME_NOTIFICATION_UUID)
     private String notificationUUID;
     @JsonProperty(SERIALIZED_NAME_NOTIFICATION_TYPE)
@@ -37,6 +39,10 @@ public class LedgerDisagreement {
     private Integer appleStatus;
     @JsonProperty(SERIALIZED_NAME_ENGINE_STATUS)
     private Integer engineStatus;
+    @JsonProperty(SERIALIZED_NAME_VERDICT)
+    private String verdict;
+    @JsonProperty(SERIALIZED_NAME_MISSING)
+    private String missing;
     @JsonAnySetter
     private Map<String, Object> unknownFields;
 
@@ -225,6 +231,56 @@ public class LedgerDisagreement {
         this.engineStatus = rawEngineStatus;
     }
 
+    public LedgerDisagreement verdict(LedgerOracleVerdict verdict) {
+        this.verdict = verdict != null ? verdict.getValue() : null;
+        return this;
+    }
+
+    /**
+     * INCOMPLETE_HISTORY (the ledger lacks facts; `missing` says which) or CONTRADICTION (the signed facts disagree with data.status).
+     *
+     * @return verdict
+     * @see #getRawVerdict()
+     */
+    public LedgerOracleVerdict getVerdict() {
+        return verdict != null ? LedgerOracleVerdict.fromValue(verdict) : null;
+    }
+
+    /**
+     * The raw value of verdict, as signed or received (kept when this version does not know it).
+     *
+     * @see #getVerdict()
+     */
+    public String getRawVerdict() {
+        return verdict;
+    }
+
+    public void setVerdict(LedgerOracleVerdict verdict) {
+        this.verdict = verdict != null ? verdict.getValue() : null;
+    }
+
+    public void setRawVerdict(String rawVerdict) {
+        this.verdict = rawVerdict;
+    }
+
+    public LedgerDisagreement missing(String missing) {
+        this.missing = missing;
+        return this;
+    }
+
+    /**
+     * With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+     *
+     * @return missing
+     */
+    public String getMissing() {
+        return missing;
+    }
+
+    public void setMissing(String missing) {
+        this.missing = missing;
+    }
+
     public LedgerDisagreement unknownFields(Map<String, Object> unknownFields) {
         this.unknownFields = unknownFields;
         return this;
@@ -249,12 +305,12 @@ public class LedgerDisagreement {
         if (this == o) return true;
         if (o == null || getClass() != o.getClass()) return false;
         LedgerDisagreement that = (LedgerDisagreement) o;
-        return Objects.equals(notificationUUID, that.notificationUUID) && Objects.equals(notificationType, that.notificationType) && Objects.equals(subtype, that.subtype) && Objects.equals(signedDate, that.signedDate) && Objects.equals(originalTransactionId, that.originalTransactionId) && Objects.equals(appleStatus, that.appleStatus) && Objects.equals(engineStatus, that.engineStatus) && Objects.equals(unknownFields, that.unknownFields);
+        return Objects.equals(notificationUUID, that.notificationUUID) && Objects.equals(notificationType, that.notificationType) && Objects.equals(subtype, that.subtype) && Objects.equals(signedDate, that.signedDate) && Objects.equals(originalTransactionId, that.originalTransactionId) && Objects.equals(appleStatus, that.appleStatus) && Objects.equals(engineStatus, that.engineStatus) && Objects.equals(verdict, that.verdict) && Objects.equals(missing, that.missing) && Objects.equals(unknownFields, that.unknownFields);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(notificationUUID, notificationType, subtype, signedDate, originalTransactionId, appleStatus, engineStatus, unknownFields);
+        return Objects.hash(notificationUUID, notificationType, subtype, signedDate, originalTransactionId, appleStatus, engineStatus, verdict, missing, unknownFields);
     }
 
     @Override
@@ -267,6 +323,8 @@ public class LedgerDisagreement {
                 ", originalTransactionId='" + originalTransactionId + '\'' +
                 ", appleStatus=" + appleStatus +
                 ", engineStatus=" + engineStatus +
+                ", verdict='" + verdict + '\'' +
+                ", missing='" + missing + '\'' +
                 ", unknownFields=" + unknownFields +
                 '}';
     }

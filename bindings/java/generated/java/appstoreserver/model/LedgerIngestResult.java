@@ -26,6 +26,8 @@ public class LedgerIngestResult {
     private static final String SERIALIZED_NAME_APPLE_STATUS = "appleStatus";
     private static final String SERIALIZED_NAME_ENGINE_STATUS = "engineStatus";
     private static final String SERIALIZED_NAME_AGREES = "agrees";
+    private static final String SERIALIZED_NAME_VERDICT = "verdict";
+    private static final String SERIALIZED_NAME_MISSING = "missing";
     @JsonProperty(SERIALIZED_NAME_KIND)
     private String kind;
     @JsonProperty(SERIALIZED_NAME_STORED)
@@ -49,6 +51,10 @@ public class LedgerIngestResult {
     private Integer engineStatus;
     @JsonProperty(SERIALIZED_NAME_AGREES)
     private Boolean agrees;
+    @JsonProperty(SERIALIZED_NAME_VERDICT)
+    private String verdict;
+    @JsonProperty(SERIALIZED_NAME_MISSING)
+    private String missing;
     @JsonAnySetter
     private Map<String, Object> unknownFields;
 
@@ -323,6 +329,56 @@ public class LedgerIngestResult {
         this.agrees = agrees;
     }
 
+    public LedgerIngestResult verdict(LedgerOracleVerdict verdict) {
+        this.verdict = verdict != null ? verdict.getValue() : null;
+        return this;
+    }
+
+    /**
+     * Whether they agree and, if not, whether the ledger's history is incomplete or the facts contradict data.status (present with appleStatus).
+     *
+     * @return verdict
+     * @see #getRawVerdict()
+     */
+    public LedgerOracleVerdict getVerdict() {
+        return verdict != null ? LedgerOracleVerdict.fromValue(verdict) : null;
+    }
+
+    /**
+     * The raw value of verdict, as signed or received (kept when this version does not know it).
+     *
+     * @see #getVerdict()
+     */
+    public String getRawVerdict() {
+        return verdict;
+    }
+
+    public void setVerdict(LedgerOracleVerdict verdict) {
+        this.verdict = verdict != null ? verdict.getValue() : null;
+    }
+
+    public void setRawVerdict(String rawVerdict) {
+        this.verdict = rawVerdict;
+    }
+
+    public LedgerIngestResult missing(String missing) {
+        this.missing = missing;
+        return this;
+    }
+
+    /**
+     * With INCOMPLETE_HISTORY: what the ledger lacks, and how to fill it.
+     *
+     * @return missing
+     */
+    public String getMissing() {
+        return missing;
+    }
+
+    public void setMissing(String missing) {
+        this.missing = missing;
+    }
+
     public LedgerIngestResult unknownFields(Map<String, Object> unknownFields) {
         this.unknownFields = unknownFields;
         return this;
@@ -347,12 +403,12 @@ public class LedgerIngestResult {
         if (this == o) return true;
         if (o == null || getClass() != o.getClass()) return false;
         LedgerIngestResult that = (LedgerIngestResult) o;
-        return Objects.equals(kind, that.kind) && Objects.equals(stored, that.stored) && Objects.equals(signedDate, that.signedDate) && Objects.equals(notificationUUID, that.notificationUUID) && Objects.equals(notificationType, that.notificationType) && Objects.equals(subtype, that.subtype) && Objects.equals(transactionId, that.transactionId) && Objects.equals(originalTransactionId, that.originalTransactionId) && Objects.equals(appleStatus, that.appleStatus) && Objects.equals(engineStatus, that.engineStatus) && Objects.equals(agrees, that.agrees) && Objects.equals(unknownFields, that.unknownFields);
+        return Objects.equals(kind, that.kind) && Objects.equals(stored, that.stored) && Objects.equals(signedDate, that.signedDate) && Objects.equals(notificationUUID, that.notificationUUID) && Objects.equals(notificationType, that.notificationType) && Objects.equals(subtype, that.subtype) && Objects.equals(transactionId, that.transactionId) && Objects.equals(originalTransactionId, that.originalTransactionId) && Objects.equals(appleStatus, that.appleStatus) && Objects.equals(engineStatus, that.engineStatus) && Objects.equals(agrees, that.agrees) && Objects.equals(verdict, that.verdict) && Objects.equals(missing, that.missing) && Objects.equals(unknownFields, that.unknownFields);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(kind, stored, signedDate, notificationUUID, notificationType, subtype, transactionId, originalTransactionId, appleStatus, engineStatus, agrees, unknownFields);
+        return Objects.hash(kind, stored, signedDate, notificationUUID, notificationType, subtype, transactionId, originalTransactionId, appleStatus, engineStatus, agrees, verdict, missing, unknownFields);
     }
 
     @Override
@@ -369,6 +425,8 @@ public class LedgerIngestResult {
                 ", appleStatus=" + appleStatus +
                 ", engineStatus=" + engineStatus +
                 ", agrees=" + agrees +
+                ", verdict='" + verdict + '\'' +
+                ", missing='" + missing + '\'' +
                 ", unknownFields=" + unknownFields +
                 '}';
     }

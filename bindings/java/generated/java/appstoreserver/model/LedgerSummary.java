@@ -24,6 +24,7 @@ public class LedgerSummary {
     private static final String SERIALIZED_NAME_CUSTOMERS = "customers";
     private static final String SERIALIZED_NAME_CHECKED_NOTIFICATIONS = "checkedNotifications";
     private static final String SERIALIZED_NAME_DISAGREEMENTS = "disagreements";
+    private static final String SERIALIZED_NAME_CONTRADICTIONS = "contradictions";
     @JsonProperty(SERIALIZED_NAME_EVENTS)
     private Long events;
     @JsonProperty(SERIALIZED_NAME_NOTIFICATIONS)
@@ -42,6 +43,8 @@ public class LedgerSummary {
     private Long checkedNotifications;
     @JsonProperty(SERIALIZED_NAME_DISAGREEMENTS)
     private List<LedgerDisagreement> disagreements;
+    @JsonProperty(SERIALIZED_NAME_CONTRADICTIONS)
+    private Long contradictions;
     @JsonAnySetter
     private Map<String, Object> unknownFields;
 
@@ -198,7 +201,7 @@ public class LedgerSummary {
     }
 
     /**
-     * The ones whose status the ledger does not reproduce, ordered by signedDate.
+     * The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
      *
      * @return disagreements
      */
@@ -208,6 +211,24 @@ public class LedgerSummary {
 
     public void setDisagreements(List<LedgerDisagreement> disagreements) {
         this.disagreements = disagreements;
+    }
+
+    public LedgerSummary contradictions(Long contradictions) {
+        this.contradictions = contradictions;
+        return this;
+    }
+
+    /**
+     * How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+     *
+     * @return contradictions
+     */
+    public Long getContradictions() {
+        return contradictions;
+    }
+
+    public void setContradictions(Long contradictions) {
+        this.contradictions = contradictions;
     }
 
     public LedgerSummary unknownFields(Map<String, Object> unknownFields) {
@@ -234,12 +255,12 @@ public class LedgerSummary {
         if (this == o) return true;
         if (o == null || getClass() != o.getClass()) return false;
         LedgerSummary that = (LedgerSummary) o;
-        return Objects.equals(events, that.events) && Objects.equals(notifications, that.notifications) && Objects.equals(transactions, that.transactions) && Objects.equals(transactionVersions, that.transactionVersions) && Objects.equals(renewalInfos, that.renewalInfos) && Objects.equals(subscriptions, that.subscriptions) && Objects.equals(customers, that.customers) && Objects.equals(checkedNotifications, that.checkedNotifications) && Objects.equals(disagreements, that.disagreements) && Objects.equals(unknownFields, that.unknownFields);
+        return Objects.equals(events, that.events) && Objects.equals(notifications, that.notifications) && Objects.equals(transactions, that.transactions) && Objects.equals(transactionVersions, that.transactionVersions) && Objects.equals(renewalInfos, that.renewalInfos) && Objects.equals(subscriptions, that.subscriptions) && Objects.equals(customers, that.customers) && Objects.equals(checkedNotifications, that.checkedNotifications) && Objects.equals(disagreements, that.disagreements) && Objects.equals(contradictions, that.contradictions) && Objects.equals(unknownFields, that.unknownFields);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(events, notifications, transactions, transactionVersions, renewalInfos, subscriptions, customers, checkedNotifications, disagreements, unknownFields);
+        return Objects.hash(events, notifications, transactions, transactionVersions, renewalInfos, subscriptions, customers, checkedNotifications, disagreements, contradictions, unknownFields);
     }
 
     @Override
@@ -254,6 +275,7 @@ public class LedgerSummary {
                 ", customers=" + customers +
                 ", checkedNotifications=" + checkedNotifications +
                 ", disagreements=" + disagreements +
+                ", contradictions=" + contradictions +
                 ", unknownFields=" + unknownFields +
                 '}';
     }

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""ledger_postgresql_identity.py LIBRARY TESTPKI_DIR LIFECYCLES_DIR -- PostgreSQL ledgers: schemas, identity, restarts.
+
+On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; SKIPPED, exit 77, where it cannot run):
+  1. identity and schemas (docs/ledger.md, "Identity"): two apps' ledgers in one database, each in its own schema
+     (`?schema=NAME`), each see only their own events; a verifier of another app on a schema is refused with
+     CONFIGURATION_ERROR / ledger_identity_mismatch and nothing is written; a schema name that is not a lowercase SQL
+     identifier is an argument error; a 0.3.0 schema (version 1, built here from that version's SQL) is migrated in
+     place with its identity taken from its events.
+  2. a restart mid-ingest (docs/ledger.md, "Reconnecting"): one long-lived ledger ingests every lifecycle value while
+     the server is restarted (pg_ctl restart, fast: every connection closed) twice; a value whose ingest failed
+     (STORAGE_ERROR: not acknowledged) is given again, as Apple retries a notification. Afterwards every value is
+     acknowledged, every acknowledged value is in the events table exactly once (psql), and the ledger's summary equals
+     a single-process SQLite ledger's: the long-lived ledger reconnected by itself, with its prepared statements.
+The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
+sys.path.insert(0, HERE)
+
+SKIP = 77
+
+
+def psql(url, sql):
+    # On stdin, in one transaction: the statements can be longer than a command line.
+    r = subprocess.run([shutil.which("psql") or "psql", url, "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-1"],
+                       input=sql, capture_output=True, text=True, check=True)
+    return [line.split("\t") for line in r.stdout.splitlines() if line]
+
+
+def sha_of(jws):
+    import base64
+    seg = jws.split(".")[1]
+    return hashlib.sha256(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4))).hexdigest()
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    lib, pki, lifecycles = argv[1:4]
+    os.environ["APPSTORESERVER_LIB"] = os.path.abspath(lib)
+    from postgres_server import Unavailable, postgres
+    from ledger_postgresql import ingest, open_ledger, values_of
+    from ledger030 import postgres_schema_v1
+    from appstoreserver.ledger import Ledger, LedgerError
+    from appstoreserver.models.Environment import Environment
+    from appstoreserver.signed_data_verifier import SignedDataVerifier
+
+    with open(os.path.join(lifecycles, "lifecycles.json"), encoding="utf-8") as f:
+        values = values_of(json.load(f))
+    distinct = {j for _, j in values}
+    with open(os.path.join(pki, "root.der"), "rb") as f:
+        root = f.read()
+    other_app = SignedDataVerifier([root], False, Environment.SANDBOX, "com.example.other")
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what, flush=True)
+        if not ok:
+            failures.append(what)
+
+    if not shutil.which("psql"):
+        print("*** SKIPPED: PostgreSQL identity and reconnection tests: psql not found ***", flush=True)
+        return SKIP
+    work = tempfile.mkdtemp(prefix="appstoreserver-ledger-pg-id-")
+    try:
+        reference = open_ledger(f"sqlite:{os.path.join(work, 'reference.db')}", pki)
+        for k, j in values:
+            ingest(reference, k, j)
+        want = reference.summary().to_dict()
+        try:
+            server = postgres()
+            url = server.__enter__()
+        except Unavailable as e:
+            print(f"*** SKIPPED: PostgreSQL identity and reconnection tests: {e} ***", flush=True)
+            return SKIP
+        try:
+            # 1. two apps in one database, one schema each
+            a_url, b_url = url + "?schema=app_a", url + "?schema=app_b"
+            a = open_ledger(a_url, pki)
+            for k, j in values[:40]:
+                ingest(a, k, j)
+            b = Ledger.open(b_url, other_app)
+            check(b.summary().events == 0 and a.summary().events == len({j for _, j in values[:40]}),
+                  "two schemas in one database: each ledger sees only its own events")
+            before = psql(url, "SELECT count(*) FROM app_a.events")
+            try:
+                Ledger.open(a_url, other_app)
+                check(False, "another app's verifier on app_a is refused")
+            except LedgerError as e:
+                check(e.appstore_status.name == "CONFIGURATION_ERROR" and e.reason.name == "LEDGER_IDENTITY_MISMATCH"
+                      and "com.example.other" in e.message, f"another app's verifier on app_a: {e.reason!s}: {e.message}")
+            check(psql(url, "SELECT count(*) FROM app_a.events") == before, "the refused open wrote nothing")
+            try:
+                Ledger.open(url + "?schema=Bad-Name", other_app)
+                check(False, "a schema name that is not an identifier is refused")
+            except ValueError as e:
+                check("schema" in str(e), f"a bad schema name: {e}")
+            # A 0.3.0 schema: version 1's SQL in the default schema name, with its rows, then opened.
+            rows = ",".join(f"('{k}', '{sha_of(j)}', '{j}', 0)" for k, j in values[:30])
+            psql(url, postgres_schema_v1("legacy") +
+                 f"INSERT INTO legacy.events (kind, payload_sha256, signed, received_at) VALUES {rows} "
+                 "ON CONFLICT DO NOTHING")
+            try:
+                Ledger.open(url + "?schema=legacy", other_app)
+                check(False, "a 0.3.0 schema of another app is refused")
+            except LedgerError as e:
+                check(e.reason.name == "LEDGER_IDENTITY_MISMATCH", f"a 0.3.0 schema, another app: {e.message}")
+            check(psql(url, "SELECT version FROM legacy.schema_version") == [["1"]], "... and left at version 1")
+            legacy = open_ledger(url + "?schema=legacy", pki)
+            check(legacy.summary().events == len({j for _, j in values[:30]}) and
+                  psql(url, "SELECT count(*) FROM legacy.events WHERE bundle_id = 'com.example.testpki' "
+                            "AND environment = 'Sandbox'") == [[str(len({j for _, j in values[:30]}))]],
+                  "a 0.3.0 schema is migrated in place, its identity from its events")
+            for led in (a, b, legacy):
+                led.close()
+
+            # 2. restarts mid-ingest
+            ledger = open_ledger(url + "?schema=restarts", pki)
+            acknowledged, failed = [], []
+            progress = threading.Event()
+
+            def run():
+                for i, (k, j) in enumerate(values):
+                    deadline = time.monotonic() + 120  # a restart takes ~1 s; Apple retries for days
+                    while True:
+                        try:
+                            ingest(ledger, k, j)
+                            acknowledged.append(j)
+                            break
+                        except LedgerError as e:
+                            failed.append(e.message)
+                            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
+                                raise
+                            time.sleep(0.05)
+                    if i in (len(values) // 4, len(values) // 2):
+                        progress.set()
+
+            t = threading.Thread(target=run)
+            t.start()
+            for _ in range(2):
+                progress.wait(300)
+                progress.clear()
+                url.restart()
+                print(f"restarted the server after {len(acknowledged)} acknowledgements", flush=True)
+            t.join(600)
+            check(not t.is_alive() and len(acknowledged) == len(values),
+                  f"every value acknowledged ({len(acknowledged)}/{len(values)}; {len(failed)} failed attempts "
+                  f"given again: {failed[:2]})")
+            rows = psql(url, "SELECT payload_sha256, count(*) FROM restarts.events GROUP BY payload_sha256")
+            counts = {sha: int(n) for sha, n in rows}
+            check(all(n == 1 for n in counts.values()) and set(counts) == {sha_of(j) for j in distinct},
+                  f"every acknowledged value stored exactly once ({len(counts)} rows, {len(distinct)} distinct values)")
+            check(ledger.summary().to_dict() == want, "the long-lived ledger's state equals the single-process one")
+            ledger.close()
+        finally:
+            server.__exit__(None, None, None)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"ledger postgresql identity/reconnect: {'FAILED: ' + '; '.join(failures) if failures else 'passed'}", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
