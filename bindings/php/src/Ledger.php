@@ -106,7 +106,9 @@ final class Ledger
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * @throws VerificationException a value the verifier refuses (nothing changes)
      * @throws LedgerException the database failed (nothing was acknowledged)
@@ -125,7 +127,9 @@ final class Ledger
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * @cfunction appstore_ledger_ingest_transaction
      */
@@ -141,7 +145,9 @@ final class Ledger
      * synchronous=FULL, or by PostgreSQL). A value the verifier refuses fails with the verifier's status and reason
      * and changes nothing. The result says what happened: "stored" is false when the same payload was already there,
      * and for a notification with data.status, "appleStatus", "engineStatus" and "agrees" (the ledger's status at its
-     * signedDate).
+     * signedDate), and "verdict": AGREES, INCOMPLETE_HISTORY (the ledger lacks facts before it: "missing" says which;
+     * a catch-up fills them) or CONTRADICTION (the facts it decided from, the notification's own transaction,
+     * disagree with data.status).
      *
      * @cfunction appstore_ledger_ingest_renewal_info
      */
@@ -188,7 +194,9 @@ final class Ledger
     }
 
     /**
-     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate.
+     * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate,
+     * each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up
+     * fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status).
      *
      * @cfunction appstore_ledger_query_summary
      */
