@@ -774,6 +774,8 @@ static void check_rate_limit(appstore_signing_key *key, appstore_transport *tran
           "second request refused", "%s / %s: %s", appstore_status_name(second.status), appstore_reason_name(second.reason),
           second.message);
     CHECK(stats->requests - before == 1, "nothing sent when refused", "%d requests", stats->requests - before);
+    appstore_string_free(first.json);
+    appstore_string_free(second.json);
     appstore_api_client_free(c);
 
     /* Retry time of the refusal, and reservations for hosts with their own HTTP (waiting up to 5 s). */

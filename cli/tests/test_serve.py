@@ -451,7 +451,7 @@ def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any]
             (True, "INCOMPLETE_HISTORY"), (False, "INCOMPLETE_HISTORY"), (True, "CONTRADICTION"), (False, "CONTRADICTION")]
         assert answers[0][1]["appleStatus"] == 1 and "catch-up" in answers[0][1]["missing"]
         assert answers[2][1]["appleStatus"] == 4 and answers[2][1]["engineStatus"] == 3
-        _, metrics = s.get("/metrics", key=None)
+        _, metrics = s.get("/metrics")
         assert metric(metrics, "appstoreserver_oracle_disagreements_total", environment="sandbox") == 1
         assert metric(metrics, "appstoreserver_oracle_incomplete_history_total", environment="sandbox") == 1
         assert s.stop() == 0

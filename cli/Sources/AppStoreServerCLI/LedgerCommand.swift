@@ -16,12 +16,15 @@ struct LedgerCommand: ParsableCommand {
             loaded then; several processes may share it) (default: $APPSTORE_LEDGER).
 
             EXAMPLES
-              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app --environment production \\
-                  --app-apple-id 1234 notification.json history-page.json
-              appstoreserver ledger entitlements --db ledger.db 6b0404f2-b094-40b8-ab01-a1c12a3a2107
-              appstoreserver ledger show --db ledger.db 2000000123456789 --at 2025-04-01T00:00:00Z
-              appstoreserver ledger show --db ledger.db            # counts, and the oracle's disagreements
-              appstoreserver ledger reverify --db ledger.db        # every stored value verified again
+              appstoreserver ledger ingest --db ledger.db --bundle-id com.example.app \\
+                  --environment production --app-apple-id 1234 \\
+                  notification.json history-page.json
+              appstoreserver ledger entitlements --db ledger.db \\
+                  6b0404f2-b094-40b8-ab01-a1c12a3a2107
+              appstoreserver ledger show --db ledger.db 2000000123456789 \\
+                  --at 2025-04-01T00:00:00Z
+              appstoreserver ledger show --db ledger.db    # counts, disagreements
+              appstoreserver ledger reverify --db ledger.db    # verify again
             """,
         subcommands: [Ingest.self, Show.self, Entitlements.self, Reverify.self]
     )

@@ -172,7 +172,7 @@ final class PostgresConnection: @unchecked Sendable {
             inTransaction = false
             lost = nil
             do throws(LedgerError) {
-                for s in sessionStatements { try execute(s.sql, [], prepared: false, what: s.what) }
+                for s in sessionStatements { _ = try execute(s.sql, [], prepared: false, what: s.what) }
                 for p in prepared { try prepareNow(p.name, p.sql, parameters: p.parameters) }
             } catch {
                 failure = error.message
