@@ -33,7 +33,6 @@ import sys
 
 LIVE_LIMIT = 0.01  # live objects per call
 MALLOC_LIMIT = 64.0  # bytes per call
-SELF_TEST_LEAK_BYTES = 1024  # what the workloads keep per call in `malloc` mode (each workload uses this number)
 
 
 def run(lang: str, command: list[str], calls: int, mode: str) -> list[tuple[int, int, int]] | None:

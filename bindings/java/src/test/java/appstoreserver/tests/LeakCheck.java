@@ -89,6 +89,7 @@ public class LeakCheck {
             System.err.println(failures + " failures, " + (n / 10) + " expected");
             System.exit(1);
         }
-        System.exit(kept.size() >= 0 ? 0 : 1); // kept stays reachable to the end
+        java.lang.ref.Reference.reachabilityFence(kept); // what the self-test keeps stays alive to the end
+        System.exit(0);
     }
 }
