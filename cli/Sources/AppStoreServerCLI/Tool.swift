@@ -92,7 +92,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .noInput: "input missing, unreadable or empty"
         case .internal: "internal error"
         case .storage: "storage failure (the ledger's database): retry later"
-        case .busy: "busy: another process syncs this ledger (its PostgreSQL lock): retry later"
+        case .busy: "busy: another process syncs this ledger: retry later"
         case .configuration: "configuration (key, root certificate, bundled Apple roots)"
         }
     }
