@@ -11,7 +11,9 @@ Tests/support/mock_history.py as the App Store Server API (own PKI; lifecycles.p
   page the killed one was on; a 0.3.0 cursor file given with --state is imported once;
 - two `serve --sync-interval 1` processes on one ledger: exactly one syncs (the other logs `standby` runs, and no
   two runs of different processes overlap), the cursor in the database; the syncing one killed (SIGKILL), the other
-  takes the lease over and syncs from where it stopped (a notification listed afterwards is stored once).
+  takes the lease over and syncs from where it stopped (a notification listed afterwards is stored once);
+- a sync whose lease connection is cut mid-page (pg_terminate_backend): a successor takes the lease and finishes; the
+  cut one fails its cursor write (exit 74) and the cursor stays the successor's (fencing by generation).
 No timing is asserted: the waits below only bound a hang (generous deadlines, 4x and more what a loaded machine needs).
 """
 
@@ -185,3 +187,49 @@ def test_two_serve_processes_one_syncs_and_the_other_takes_over(keys: Path, pki:
         assert status == 200 and summary["events"] == len(feed) + 1, summary
         assert other.stop() == 0
     assert int(sql(pg_url, "SELECT count(*) FROM sync_fleet.events")[0][0]) == len(feed) + 1
+
+
+def lease_key(schema: str) -> int:
+    """The sync lease's advisory lock key (PostgresSyncLease.swift: FNV-1a of "appstoreserver sync <schema>")."""
+    h = 0xcbf29ce484222325
+    for b in f"appstoreserver sync {schema}".encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def test_a_sync_whose_lease_connection_is_cut_cannot_overwrite_its_successor(keys: Path, pki: Path,  # noqa: F811
+                                                                              doc: Dict[str, Any], mock: Mock,  # noqa: F811
+                                                                              pg_url: str) -> None:  # noqa: F811
+    """The lease's connection cut mid-sync (the server ends its backend, as a network cut or a failover would): the
+    lock is gone, another sync takes the lease and finishes; the cut one, when its page arrives, fails its cursor write
+    (exit 74, "was lost"), and the cursor is its successor's (the generation fences it)."""
+    schema = "sync_fenced"
+    url = schema_url(pg_url, schema)
+    feed = history(doc["scenarios"], now_ms() - 10 * DAY)
+    # The first page is held long enough for the successor to take the lease first: 20 s, where taking it takes a
+    # process start and an open (well under 5 s even on a loaded machine).
+    mock.feed(notifications=feed, pageSize=5, delay={"endpoint": "notifications", "page": 1, "seconds": 20, "times": 1})
+    first = subprocess.Popen([TOOL, *sync_args(keys, pki, doc, mock, url)], stdout=subprocess.PIPE,  # type: ignore[arg-type]
+                             stderr=subprocess.PIPE)
+    try:
+        wait_for("the first sync's first page", lambda: len(mock.requests()) >= 1 or first.poll() is not None)
+        assert first.poll() is None, first.communicate()
+        key = lease_key(schema)
+        holders = wait_for("the lease's backend", lambda: sql(pg_url, (
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+            f"AND classid::bigint = {key >> 32} AND objid::bigint = {key & 0xFFFFFFFF}")))
+        assert len(holders) == 1, holders
+        assert sql(pg_url, f"SELECT pg_terminate_backend({holders[0][0]})") == [["t"]]
+        r = tool(*sync_args(keys, pki, doc, mock, url))  # type: ignore[arg-type]
+        assert r.code == 0, r
+        successor = r.json()["notificationHistory"]["endDate"]
+        out, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 74, (first.returncode, err)
+    assert b"was lost" in err, err
+    c = db_cursor(pg_url, schema)
+    assert c["generation"] == 2 and c["cursor"]["notificationHistory"] == {"syncedThrough": successor}, c
+    assert int(sql(pg_url, f"SELECT count(*) FROM {schema}.events")[0][0]) == len({f["signedPayload"] for f in feed})
