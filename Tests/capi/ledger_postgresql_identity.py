@@ -12,6 +12,9 @@ On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; 
      (STORAGE_ERROR: not acknowledged) is given again, as Apple retries a notification. Afterwards every value is
      acknowledged, every acknowledged value is in the events table exactly once (psql), and the ledger's summary equals
      a single-process SQLite ledger's: the long-lived ledger reconnected by itself, with its prepared statements.
+  3. a fleet mid-restart: two writers with four callers each (group commit: a batch per commit), overlapping slices,
+     the server restarted once: every value acknowledged, each stored once, both writers answering the
+     single-process state.
 The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
 """
 from __future__ import annotations
@@ -168,6 +171,59 @@ def main(argv):
                   f"every acknowledged value stored exactly once ({len(counts)} rows, {len(distinct)} distinct values)")
             check(ledger.summary().to_dict() == want, "the long-lived ledger's state equals the single-process one")
             ledger.close()
+
+            # 3. a fleet mid-restart: two writers (two ledgers, two connections, as two processes have) with four
+            # callers each, so that commits carry batches (one multi-row statement each), overlapping 70 % slices,
+            # the server restarted once mid-ingest; a failed ingest is given again, as Apple retries.
+            writers = [open_ledger(url + "?schema=fleet_restarts", pki) for _ in range(2)]
+            cut = len(values) * 3 // 10
+            queues = [list(values[:len(values) - cut]), list(values[cut:])]
+            lock = threading.Lock()
+            acked, attempts, errors = [], [], []
+            halfway = threading.Event()
+
+            def caller(w, queue):
+                while True:
+                    with lock:
+                        if not queue:
+                            return
+                        k, j = queue.pop(0)
+                    deadline = time.monotonic() + 120  # a restart takes ~1 s; Apple retries for days
+                    while True:
+                        try:
+                            ingest(w, k, j)
+                            break
+                        except LedgerError as e:
+                            attempts.append(e.message)
+                            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
+                                errors.append(e.message)
+                                return
+                            time.sleep(0.05)
+                    with lock:
+                        acked.append(j)
+                        if len(acked) >= len(values) // 3:
+                            halfway.set()
+
+            threads = [threading.Thread(target=caller, args=(w, q)) for w, q in zip(writers, queues) for _ in range(4)]
+            for t in threads:
+                t.start()
+            halfway.wait(300)
+            url.restart()
+            print(f"restarted the server after {len(acked)} acknowledgements by two writers x 4 callers", flush=True)
+            for t in threads:
+                t.join(600)
+            check(not errors and not any(t.is_alive() for t in threads)
+                  and len(acked) == 2 * (len(values) - cut),
+                  f"fleet: every value acknowledged ({len(acked)}; {len(attempts)} failed attempts given again; "
+                  f"errors: {errors[:2]})")
+            rows = psql(url, "SELECT payload_sha256, count(*) FROM fleet_restarts.events GROUP BY payload_sha256")
+            counts = {sha: int(n) for sha, n in rows}
+            check(all(n == 1 for n in counts.values()) and set(counts) == {sha_of(j) for j in distinct},
+                  f"fleet: every acknowledged value stored exactly once ({len(counts)} rows, {len(distinct)} distinct)")
+            check(all(w.summary().to_dict() == want for w in writers),
+                  "fleet: both writers answer the single-process state after the restart")
+            for w in writers:
+                w.close()
         finally:
             server.__exit__(None, None, None)
     finally:

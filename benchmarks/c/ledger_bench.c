@@ -2,7 +2,8 @@
  * ledger_bench: the `ledger` group — the purchase ledger through the C ABI, against the verify-only rate of the same
  * notifications measured in the same run (benchmarks/README.md, "Group ledger").
  *
- *   ledger_bench VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] [--only CASE,...]
+ *   ledger_bench VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] [--pg-callers N]
+ *                [--fleet N] [--only CASE,...]
  *
  * VECTORS_DIR: benchmarks/lib/ledger_vectors.py's output. WORK_DIR: where the SQLite files go (a real disk: the
  * durable cases wait for it). Cases, each the best of N runs:
@@ -18,8 +19,15 @@
  *   customer_query     appstore_ledger_query_customer for one customer (query.txt), on the ledger ingest_sqlite
  *                      wrote, JSON out and freed: entitlement queries per second
  *   ingest_postgresql_2proc  with --postgresql URL: two processes (forked, each with its own ledger on the same
- *                      database) ingesting distinct notifications at once, durable (the server's commit); the rate is
- *                      both together. Each run takes a fresh slice of the notifications (the database is not emptied).
+ *                      database) ingesting distinct notifications at once, one caller each, durable (the server's
+ *                      commit); the rate is both together. Each run has a schema of its own (`?schema=`), so every run
+ *                      starts from an empty ledger and may use every notification.
+ *   ingest_postgresql_2x8  the same with --pg-callers threads (default 8) in each process: each process commits what
+ *                      its callers have waiting together (group commit), the processes take turns (the writers' lock)
+ *   fleet_postgresql   --fleet N processes (default 2) with --pg-callers threads each ingest distinct notifications at
+ *                      once into one schema; then every process answers the same queries (the summary, and every
+ *                      customer of customers.txt at its instant) and the answers are compared byte for byte: prints
+ *                      `FLEET ledger postgresql processes=N ingest=R/s identical=yes|no` (no: the run fails)
  * Every call's status is checked; a failure aborts with the library's message.
  */
 #define _GNU_SOURCE
@@ -46,6 +54,9 @@ static int runs = 3;
 static int callers = 16;
 static const char *only;
 static const char *postgresql;
+static int pg_callers = 8;
+static int fleet = 2;
+static bench_lines customers;
 
 static int wants(const char *name) {
     bench_options o = {NULL, 0, 0, only, NULL};
@@ -138,39 +149,118 @@ static double ingest_concurrent(const char *url) {
     return (double)events / elapsed;
 }
 
-/* Two processes, each ingesting every other notification of [from, to) until the deadline; both counts together. */
-static double ingest_two_processes(const char *url, size_t from, size_t to) {
-    int fds[2][2];
-    pid_t pids[2];
+/* `url` with `?schema=NAME` (or `&schema=NAME`): a schema of its own for each run. */
+static void schema_url(char *out, size_t size, const char *url, const char *name, int run) {
+    snprintf(out, size, "%s%cschema=bench_%s_%d_%d", url, strchr(url, '?') ? '&' : '?', name, run, (int)getpid());
+}
+
+typedef struct {
+    appstore_ledger *ledger;
+    atomic_size_t next;
+    size_t to, stride, offset;
+    double deadline;
+    atomic_size_t done;
+} stride_run;
+
+/* A caller of one process: indexes offset, offset + stride, ... below `to`, until the deadline. */
+static void *stride_caller(void *arg) {
+    stride_run *s = arg;
+    for (;;) {
+        size_t i = s->offset + atomic_fetch_add(&s->next, 1) * s->stride;
+        if (i >= s->to || bench_now() >= s->deadline) break;
+        ingest_one(s->ledger, i);
+        atomic_fetch_add(&s->done, 1);
+    }
+    return NULL;
+}
+
+/* FNV-1a over the answers, in order. */
+static uint64_t fnv(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL;
+}
+
+/* The answers to the fleet's queries: the summary and every customer of customers.txt at its instant. */
+static uint64_t answers(appstore_ledger *l) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    appstore_error *err = NULL;
+    char *json = NULL;
+    die_on(appstore_ledger_query_summary(l, &json, &err), err, "summary");
+    h = fnv(h, json);
+    appstore_string_free(json);
+    for (size_t i = 0; i < customers.count; i++) {
+        char customer[256];
+        long long at = 0;
+        if (sscanf(customers.items[i].data, "%255s %lld", customer, &at) != 2) bench_fail("customers.txt: CUSTOMER AT_MS");
+        json = NULL;
+        die_on(appstore_ledger_query_customer(l, customer, at, &json, &err), err, "query_customer");
+        h = fnv(h, json);
+        appstore_string_free(json);
+    }
+    return h;
+}
+
+/* `procs` processes (forked, each with its own ledger on `url`) with `threads` callers each, ingesting the
+ * notifications below `to` (process k every procs-th from k) until the deadline; the rate of all together. With
+ * `hashes`, each process then answers the fleet's queries once every process has finished ingesting (a barrier
+ * through the parent), and hashes[k] is process k's answers' hash. */
+static double ingest_processes(const char *url, size_t to, int procs, int threads, uint64_t *hashes) {
+    int up[16][2], down[16][2];
+    pid_t pids[16];
+    if (procs > 16) procs = 16;
+    if (threads > 64) threads = 64;
     double start = bench_now(), deadline = start + seconds;
-    for (int k = 0; k < 2; k++) {
-        if (pipe(fds[k]) != 0) bench_fail("pipe");
+    for (int k = 0; k < procs; k++) {
+        if (pipe(up[k]) != 0 || pipe(down[k]) != 0) bench_fail("pipe");
         pids[k] = fork();
         if (pids[k] < 0) bench_fail("fork");
         if (pids[k] == 0) {
-            appstore_ledger *l = open_ledger(url);
-            size_t n = 0;
-            for (size_t i = from + (size_t)k; i < to && bench_now() < deadline; i += 2) {
-                ingest_one(l, i);
-                n++;
+            stride_run s;
+            s.ledger = open_ledger(url);
+            atomic_init(&s.next, 0);
+            atomic_init(&s.done, 0);
+            s.to = to;
+            s.stride = (size_t)procs;
+            s.offset = (size_t)k;
+            s.deadline = deadline;
+            pthread_t t[64];
+            for (int c = 0; c < threads; c++)
+                if (pthread_create(&t[c], NULL, stride_caller, &s) != 0) bench_fail("pthread_create");
+            for (int c = 0; c < threads; c++) pthread_join(t[c], NULL);
+            size_t n = atomic_load(&s.done);
+            if (write(up[k][1], &n, sizeof n) != (ssize_t)sizeof n) _exit(1);
+            if (hashes) {
+                char go;
+                if (read(down[k][0], &go, 1) != 1) _exit(1);
+                uint64_t h = answers(s.ledger);
+                if (write(up[k][1], &h, sizeof h) != (ssize_t)sizeof h) _exit(1);
             }
-            appstore_ledger_free(l);
-            if (write(fds[k][1], &n, sizeof n) != (ssize_t)sizeof n) _exit(1);
+            appstore_ledger_free(s.ledger);
             _exit(0);
         }
-        close(fds[k][1]);
+        close(up[k][1]);
+        close(down[k][0]);
     }
     size_t total = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < procs; k++) {
         size_t n = 0;
-        if (read(fds[k][0], &n, sizeof n) != (ssize_t)sizeof n) bench_fail("a PostgreSQL writer failed");
-        close(fds[k][0]);
-        int status = 0;
-        waitpid(pids[k], &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bench_fail("a PostgreSQL writer exited with %d", status);
+        if (read(up[k][0], &n, sizeof n) != (ssize_t)sizeof n) bench_fail("a PostgreSQL writer failed");
         total += n;
     }
-    return (double)total / (bench_now() - start);
+    double elapsed = bench_now() - start;
+    for (int k = 0; k < procs; k++) {
+        if (hashes) {
+            if (write(down[k][1], "g", 1) != 1) bench_fail("a PostgreSQL process is gone");
+            if (read(up[k][0], &hashes[k], sizeof hashes[k]) != (ssize_t)sizeof hashes[k])
+                bench_fail("a PostgreSQL process failed to answer");
+        }
+        close(up[k][0]);
+        close(down[k][1]);
+        int status = 0;
+        waitpid(pids[k], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) bench_fail("a PostgreSQL process exited with %d", status);
+    }
+    return (double)total / elapsed;
 }
 
 static double fsync_floor(void) {
@@ -205,12 +295,15 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--callers") == 0 && i + 1 < argc) callers = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--postgresql") == 0 && i + 1 < argc) postgresql = argv[++i];
+        else if (strcmp(argv[i], "--pg-callers") == 0 && i + 1 < argc) pg_callers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--fleet") == 0 && i + 1 < argc) fleet = atoi(argv[++i]);
         else if (argv[i][0] != '-' && !vectors) vectors = argv[i];
         else if (argv[i][0] != '-' && !work) work = argv[i];
         else vectors = NULL, i = argc;
     }
-    if (!vectors || !work || seconds <= 0 || runs < 1 || callers < 1) {
-        fprintf(stderr, "usage: %s VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] [--only CASE,...]\n",
+    if (!vectors || !work || seconds <= 0 || runs < 1 || callers < 1 || pg_callers < 1 || fleet < 2 || fleet > 16) {
+        fprintf(stderr, "usage: %s VECTORS_DIR WORK_DIR [--seconds S] [--runs N] [--callers N] [--postgresql URL] "
+                        "[--pg-callers N] [--fleet 2..16] [--only CASE,...]\n",
                 argv[0]);
         return 2;
     }
@@ -221,6 +314,7 @@ int main(int argc, char **argv) {
     unsigned char *root = bench_read_file(path, &root_len);
     bench_lines bundle = bench_read_lines(vectors, "bundle.txt");
     bench_lines query = bench_read_lines(vectors, "query.txt");
+    customers = bench_read_lines(vectors, "customers.txt");
     char customer[256];
     long long at = 0;
     if (sscanf(query.items[0].data, "%255s %lld", customer, &at) != 2) bench_fail("query.txt: CUSTOMER AT_MS");
@@ -317,12 +411,46 @@ int main(int argc, char **argv) {
     if (postgresql && wants("ingest_postgresql_2proc")) {
         double best = 0;
         for (int r = 0; r < runs; r++) {
-            size_t slice = notes.count / (size_t)runs;
-            double rate = ingest_two_processes(postgresql, slice * (size_t)r, slice * (size_t)(r + 1));
+            char u[4400];
+            schema_url(u, sizeof u, postgresql, "2proc", r);
+            double rate = ingest_processes(u, notes.count, 2, 1, NULL);
             if (rate > best) best = rate;
         }
         report("ingest_postgresql_2proc", best, verify,
-               "PostgreSQL on loopback (synchronous_commit=on), 2 processes at once, both together");
+               "PostgreSQL on loopback (synchronous_commit=on), 2 processes x 1 caller at once, all together");
+    }
+    if (postgresql && wants("ingest_postgresql_2x8")) {
+        double best = 0;
+        for (int r = 0; r < runs; r++) {
+            char u[4400];
+            schema_url(u, sizeof u, postgresql, "2x8", r);
+            double rate = ingest_processes(u, notes.count, 2, pg_callers, NULL);
+            if (rate > best) best = rate;
+        }
+        char what[200];
+        snprintf(what, sizeof what, "PostgreSQL on loopback (synchronous_commit=on), 2 processes x %d callers, all together",
+                 pg_callers);
+        report("ingest_postgresql_2x8", best, verify, what);
+    }
+    if (postgresql && wants("fleet_postgresql")) {
+        double best = 0;
+        int identical = 1;
+        for (int r = 0; r < runs; r++) {
+            char u[4400];
+            schema_url(u, sizeof u, postgresql, "fleet", r);
+            uint64_t hashes[16] = {0};
+            double rate = ingest_processes(u, notes.count, fleet, pg_callers, hashes);
+            for (int k = 1; k < fleet && k < 16; k++)
+                if (hashes[k] != hashes[0]) identical = 0;
+            if (rate > best) best = rate;
+        }
+        char what[200];
+        snprintf(what, sizeof what, "%d processes x %d callers on one PostgreSQL, then the same %zu queries in each", fleet,
+                 pg_callers, customers.count + 1);
+        report("fleet_postgresql", best, verify, what);
+        printf("FLEET ledger postgresql processes=%d ingest=%.0f/s identical=%s\n", fleet, best, identical ? "yes" : "no");
+        fflush(stdout);
+        if (!identical) bench_fail("fleet_postgresql: the processes' answers differ");
     }
     if (wants("fsync_floor")) {
         report("fsync_floor", fsync_floor(), verify, "the disk: append 16 KiB + fdatasync, one writer (no library)");

@@ -9,6 +9,8 @@ lifecycles: the hand-written scenarios, then N seeded random walks) write into O
   OUT/notifications.txt   every notification's signedPayload, one per line, in delivery order (scenarios first)
   OUT/query.txt           "CUSTOMER AT_MS": the customer with the most entitlements in the scenarios' expectations,
                           and that expectation's instant (the entitlement query case asks about it)
+  OUT/customers.txt       "CUSTOMER AT_MS" for every customer expectation of the scenarios (the fleet case asks
+                          every process all of them and compares the answers)
 """
 from __future__ import annotations
 
@@ -44,6 +46,13 @@ def main(argv: list[str]) -> int:
                key=lambda e: len(e.get("entitlements") or []))
     with open(os.path.join(out, "query.txt"), "w") as f:
         f.write(f"{best['customer']} {best['at']}\n")
+    seen = set()
+    with open(os.path.join(out, "customers.txt"), "w") as f:
+        for s in doc["scenarios"]:
+            for e in s["expect"]:
+                if "customer" in e and (e["customer"], e["at"]) not in seen:
+                    seen.add((e["customer"], e["at"]))
+                    f.write(f"{e['customer']} {e['at']}\n")
     print(f"ledger vectors: {len(notes)} notifications ({len(doc['scenarios'])} scenarios, {len(doc['random'])} "
           f"random lifecycles), query customer {best['customer']} at {best['at']} "
           f"({len(best.get('entitlements') or [])} entitlements expected)")

@@ -132,11 +132,12 @@ public final class Ledger: Sendable {
             try c.store.beginWrite()
             do throws(LedgerError) {
                 try catchUp(&c)
-                let now = Timestamp.nowMilliseconds()
-                for event in batch {
-                    // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again.
-                    ids.append(c.state.applied.contains(event.key) ? nil : try c.store.insert(event, receivedAt: now))
-                }
+                // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again; the
+                // others in one call (PostgreSQL: one statement for the batch).
+                let fresh = batch.indices.filter { !c.state.applied.contains(batch[$0].key) }
+                let stored = try c.store.insert(fresh.map { batch[$0] }, receivedAt: Timestamp.nowMilliseconds())
+                ids = Array(repeating: nil, count: batch.count)
+                for (i, id) in zip(fresh, stored) { ids[i] = id }
                 try c.store.commit()
             } catch {
                 c.store.rollback()

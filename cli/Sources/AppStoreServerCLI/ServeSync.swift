@@ -7,7 +7,7 @@ import Glibc
 /// `serve --sync-interval`: `sync` run periodically inside the server, for each environment served, into the
 /// server's own ledgers (docs/serve.md, "sync").
 struct ServeSyncOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Also run `sync` every this many seconds (1-86400; e.g. 3600), for each environment served, with the API key below; its cursor beside each SQLite ledger.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Also run `sync` every this many seconds (1-86400; e.g. 3600), for each environment served, with the API key below; its cursor beside each SQLite ledger, in each PostgreSQL ledger (one process of a fleet syncs at a time).", valueName: "seconds"))
     var syncInterval: Int?
     @Option(name: .customLong("key"), help: ArgumentHelp("For --sync-interval: the App Store Server API private key (.p8) (default: $APPSTORE_PRIVATE_KEY).", valueName: "file"))
     var apiKey: String?
@@ -34,13 +34,13 @@ struct ServeSyncOptions: ParsableArguments {
                           try fromEnvironment(issuerId, "APPSTORE_ISSUER_ID", option: "--issuer-id"))
         var jobs: [ServeSync.Job] = []
         for (env, url) in config.ledgers.sorted(by: { $0.key < $1.key }) {
-            guard url.hasPrefix("sqlite:") else {
-                throw ToolFailure.usage("--sync-interval keeps each cursor beside its SQLite ledger; for the \(env.rawValue) ledger "
-                                        + "(\(ServeTelemetry.redactedURL(url))) run `appstoreserver sync --state FILE` from a timer instead")
-            }
             let caller = try Sync.caller(key: key, keyId: kid, issuerId: iss, bundle: bundle, environment: env.environment,
                                          baseURL: apiBaseURL, timeout: 30, retries: 5)
-            jobs.append(ServeSync.Job(environment: env, caller: caller, statePath: try Sync.statePath(nil, ledgerURL: url)))
+            // SQLite: the cursor beside the ledger; PostgreSQL: in the ledger, under its sync lease (one process of
+            // the fleet syncs; the others stand by and take over when it is gone).
+            let postgres = url.hasPrefix("postgresql://") || url.hasPrefix("postgres://")
+            jobs.append(ServeSync.Job(environment: env, caller: caller,
+                                      statePath: postgres ? nil : try Sync.statePath(nil, ledgerURL: url)))
         }
         var plan = SyncPlan()
         plan.knownSubscriptions = syncKnownSubscriptions
@@ -53,7 +53,8 @@ final class ServeSync: @unchecked Sendable {
     struct Job {
         let environment: ServeEnvironment
         let caller: AppStoreServerAPICaller
-        let statePath: String
+        /// The cursor's file (SQLite); nil: the ledger keeps it, under its sync lease (PostgreSQL).
+        let statePath: String?
     }
 
     let interval: Int
@@ -63,6 +64,9 @@ final class ServeSync: @unchecked Sendable {
     private let stopping = Locked(false)
     private let finished = Locked(false)
     private var ledgers: [ServeEnvironment: Ledger] = [:]
+    /// The sync leases this process holds (PostgreSQL), kept from run to run, and the cursor as its last run left
+    /// it: the sync thread's alone.
+    private var leases: [ServeEnvironment: (lease: LedgerSyncLease, state: SyncState)] = [:]
     private var telemetry: ServeTelemetry?
     private var thread = pthread_t()
     private var joinable = false
@@ -108,6 +112,8 @@ final class ServeSync: @unchecked Sendable {
             usleep(50_000)
         }
         if joinable { pthread_join(thread, nil) }
+        for (_, held) in leases { held.lease.release() }
+        leases = [:]
         ledgers = [:]
         return true
     }
@@ -122,6 +128,36 @@ final class ServeSync: @unchecked Sendable {
         }
     }
 
+    /// The environment's sync lease: the one this process holds (checked: its connection never lost, no later
+    /// holder), or taken now; nil when another process holds it (a `sync` log line, outcome `standby`).
+    private func lease(_ job: Job, _ ledger: Ledger, _ telemetry: ServeTelemetry) throws(ToolFailure) -> (lease: LedgerSyncLease, state: SyncState)? {
+        let env = job.environment
+        if let held = leases[env] {
+            if held.lease.isHeld() { return held }
+            held.lease.release()
+            leases[env] = nil
+            telemetry.log("warn", "sync_lease_lost", [("environment", .string(env.rawValue)),
+                                                      ("message", .string("the sync lease on \(held.lease.location) was lost; taking it again"))])
+        }
+        let attempt: LedgerSyncLease.Attempt
+        do throws(LedgerError) { attempt = try ledger.acquireSyncLease(holder: SyncCursor.holder) } catch { throw ToolFailure(error) }
+        switch attempt {
+        case .acquired(let lease):
+            let state = try SyncCursor.load(lease, bundleId: bundle, environment: env.environment.rawValue, importing: nil)
+            leases[env] = (lease, state)
+            telemetry.log("info", "sync_lease", [("environment", .string(env.rawValue)), ("generation", .int(lease.generation)),
+                                                 ("cursor", .string(lease.location))])
+            return (lease, state)
+        case .held(let holder, let since):
+            telemetry.count { c in c.sync.runs[env.rawValue, default: [:]]["standby", default: 0] += 1 }
+            var fields: [(String, LogValue)] = [("environment", .string(env.rawValue)), ("outcome", .string("standby")),
+                                                ("holder", .string(holder ?? "unknown"))]
+            if let since { fields.append(("since", .int(since))) }
+            telemetry.log("info", "sync", fields)
+            return nil
+        }
+    }
+
     private func run(_ job: Job) {
         guard let ledger = ledgers[job.environment], let telemetry else { return }
         let env = job.environment.rawValue
@@ -130,12 +166,23 @@ final class ServeSync: @unchecked Sendable {
         var runner: SyncRunner?
         var failure: ToolFailure?
         do throws(ToolFailure) {
-            let lock = try SyncState.lock(job.statePath)
-            defer { close(lock) }
-            let state = try SyncState.load(job.statePath, bundleId: bundle, environment: job.environment.environment.rawValue)
-            let r = SyncRunner(ledger: ledger, caller: job.caller, transport: ToolHTTPTransport(), statePath: job.statePath,
+            let cursor: SyncCursor
+            let state: SyncState
+            var lock: Int32 = -1
+            defer { if lock >= 0 { close(lock) } }
+            if let path = job.statePath {
+                lock = try SyncState.lock(path)
+                cursor = .file(path)
+                state = try SyncState.load(path, bundleId: bundle, environment: job.environment.environment.rawValue)
+            } else {
+                guard let held = try lease(job, ledger, telemetry) else { return }
+                cursor = .database(held.lease)
+                state = held.state
+            }
+            let r = SyncRunner(ledger: ledger, caller: job.caller, transport: ToolHTTPTransport(), cursor: cursor,
                                state: state, shouldStop: { [weak self] in self?.isStopping ?? true })
             runner = r
+            defer { if job.statePath == nil, leases[job.environment] != nil { leases[job.environment]?.state = r.state } }
             try r.run(plan)
         } catch {
             failure = error

@@ -51,7 +51,7 @@ struct Sync: ParsableCommand {
     @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: Apple's roots as the library carries them).", valueName: "file"))
     var roots: [String] = []
     @OptionGroup var database: LedgerCommand.DatabaseOptions
-    @Option(help: ArgumentHelp("The cursor file (default: the SQLite ledger's path + .sync.json; required with postgresql://).", valueName: "file"))
+    @Option(help: ArgumentHelp("The cursor file (default: the SQLite ledger's path + .sync.json). A PostgreSQL ledger keeps its cursor in its own table; a file given then is imported once, when that table has none.", valueName: "file"))
     var state: String?
     @Option(name: .customLong("transaction-id"), help: ArgumentHelp("Get Transaction History of this customer (any of its transaction ids; repeatable).", valueName: "id"))
     var transactionIds: [String] = []
@@ -100,7 +100,9 @@ struct Sync: ParsableCommand {
                 plan.sinceMilliseconds = ms
             }
             let url = try database.url()
-            let statePath = try Sync.statePath(state, ledgerURL: url)
+            let postgres = url.hasPrefix("postgresql://") || url.hasPrefix("postgres://")
+            // SQLite: the cursor's file, checked before anything else is done; PostgreSQL: the ledger's table.
+            let statePath = postgres ? nil : try Sync.statePath(state, ledgerURL: url)
             let caller = try Sync.caller(key: try keys.signingKey(), keyId: try keys.resolvedKeyId(),
                                          issuerId: try keys.resolvedIssuerId(), bundle: bundle,
                                          environment: env.environment, baseURL: baseURL, timeout: timeout, retries: retries)
@@ -116,14 +118,25 @@ struct Sync: ParsableCommand {
             } catch {
                 throw ToolFailure(error, error.statusCode == .invalidArgument ? .usage : .configuration)
             }
-            let lock = try SyncState.lock(statePath)
-            defer { close(lock) }
-            let runner = SyncRunner(ledger: ledger, caller: caller, transport: ToolHTTPTransport(), statePath: statePath,
-                                    state: try SyncState.load(statePath, bundleId: bundle, environment: env.environment.rawValue))
+            let cursor: SyncCursor
+            let loaded: SyncState
+            var fileLock: Int32 = -1
+            defer { if fileLock >= 0 { close(fileLock) } }
+            if let statePath {
+                fileLock = try SyncState.lock(statePath)
+                cursor = .file(statePath)
+                loaded = try SyncState.load(statePath, bundleId: bundle, environment: env.environment.rawValue)
+            } else {
+                let lease = try Sync.lease(ledger)
+                cursor = .database(lease)
+                loaded = try SyncCursor.load(lease, bundleId: bundle, environment: env.environment.rawValue, importing: state)
+            }
+            defer { if case .database(let lease) = cursor { lease.release() } }
+            let runner = SyncRunner(ledger: ledger, caller: caller, transport: ToolHTTPTransport(), cursor: cursor, state: loaded)
             var thrown: ToolFailure?
             do throws(ToolFailure) { try runner.run(plan) } catch { thrown = error }
             let summary = runner.summary
-            Output.json(Array(summary.json(runner.state, file: statePath).serialized().utf8), output)
+            Output.json(Array(summary.json(runner.state, cursor: cursor).serialized().utf8), output)
             if let thrown { throw thrown }
             if let first = summary.errors.first {
                 for e in summary.errors {
@@ -167,6 +180,22 @@ struct Sync: ParsableCommand {
         if let ms = Int64(text), ms > 0 { return ms }
         guard let date = try? Date(text, strategy: .iso8601) else { return nil }
         return Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// A PostgreSQL ledger's sync lease, or `busy` (exit 75) naming the process that holds it.
+    static func lease(_ ledger: Ledger) throws(ToolFailure) -> LedgerSyncLease {
+        let attempt: LedgerSyncLease.Attempt
+        do throws(LedgerError) { attempt = try ledger.acquireSyncLease(holder: SyncCursor.holder) } catch {
+            throw ToolFailure(error)
+        }
+        switch attempt {
+        case .acquired(let lease): return lease
+        case .held(let holder, let since):
+            let when = since.map { " since \(iso8601(Date(timeIntervalSince1970: Double($0) / 1000)))" } ?? ""
+            throw ToolFailure(.busy, status: "SYNC_IN_PROGRESS", reason: "sync_in_progress",
+                              "another process syncs this ledger (\(holder ?? "holder unknown")\(when)): one sync at a "
+                              + "time per PostgreSQL ledger (its advisory lock); nothing was read or written, try again later")
+        }
     }
 
     /// The cursor's file: given, or beside a SQLite ledger.

@@ -48,7 +48,7 @@ struct SyncSummary {
     /// Calls that failed: the first one decides the exit status.
     var errors: [(problem: SyncProblem, failure: ToolFailure)] = []
 
-    func json(_ state: SyncState, file: String) -> JSONValue {
+    func json(_ state: SyncState, cursor where: SyncCursor) -> JSONValue {
         func n(_ i: Int) -> JSONValue { .number(String(i)) }
         var history: JSONValue = .null
         if let w = window {
@@ -57,7 +57,7 @@ struct SyncSummary {
                                ("gapMilliseconds", .number(String(gapMilliseconds)))])
         }
         var cursor = state.json.object ?? []
-        cursor.insert(("file", .string(file)), at: 0)
+        cursor.insert(`where`.member, at: 0)
         return .object([
             ("ok", .bool(errors.isEmpty && rejections.isEmpty && unverified.isEmpty)), ("environment", .string(state.environment)),
             ("pages", n(pages)), ("notifications", n(notifications)), ("transactions", n(transactions)),
@@ -90,18 +90,18 @@ final class SyncRunner {
     let ledger: Ledger
     let caller: AppStoreServerAPICaller
     let transport: any BlockingHTTPTransport
-    let statePath: String
+    let cursor: SyncCursor
     private(set) var state: SyncState
     private(set) var summary = SyncSummary()
     /// Asked before each page: true ends the sync there (`serve` stopping), the cursor at that page.
     let shouldStop: () -> Bool
 
-    init(ledger: Ledger, caller: AppStoreServerAPICaller, transport: any BlockingHTTPTransport, statePath: String,
+    init(ledger: Ledger, caller: AppStoreServerAPICaller, transport: any BlockingHTTPTransport, cursor: SyncCursor,
          state: SyncState, shouldStop: @escaping () -> Bool = { false }) {
         self.ledger = ledger
         self.caller = caller
         self.transport = transport
-        self.statePath = statePath
+        self.cursor = cursor
         self.state = state
         self.shouldStop = shouldStop
     }
@@ -145,7 +145,7 @@ final class SyncRunner {
         summary.errors.append((SyncProblem(source: source, status: t.status, reason: t.reason, message: t.message), t))
     }
 
-    private func save() throws(ToolFailure) { try state.save(statePath) }
+    private func save() throws(ToolFailure) { try cursor.save(state) }
 
     // MARK: Get Notification History
 

@@ -60,9 +60,16 @@ struct SyncState: Equatable {
     /// that is not a cursor, is a configuration error: following it would skip data.
     static func load(_ path: String, bundleId: String, environment: String) throws(ToolFailure) -> SyncState {
         guard access(path, F_OK) == 0 else { return SyncState(bundleId: bundleId, environment: environment) }
-        let bytes = try Input.read(path, what: "the sync cursor")
+        return try parse(try Input.read(path, what: "the sync cursor"), bundleId: bundleId, environment: environment,
+                         source: path, remedy: "move it away to start again from --since")
+    }
+
+    /// A cursor's JSON (a file's, or the one a PostgreSQL ledger keeps); `source` and `remedy` for messages.
+    static func parse(_ bytes: [UInt8], bundleId: String, environment: String, source: String,
+                      remedy: String) throws(ToolFailure) -> SyncState {
+        let path = source
         func bad(_ why: String) -> ToolFailure {
-            ServeConfig.configurationError("the sync cursor \(path): \(why) (move it away to start again from --since)")
+            ServeConfig.configurationError("the sync cursor \(path): \(why) (\(remedy))")
         }
         guard let root = JSONValue.parse(bytes), root.object != nil else { throw bad("not a JSON object") }
         guard root["format"]?.int64Value == format else { throw bad("format is not \(format)") }

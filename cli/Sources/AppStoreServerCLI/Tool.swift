@@ -77,6 +77,8 @@ enum ExitStatus: Int32, CaseIterable {
     /// The ledger's storage failed (a full disk, a database that cannot be reached, a corrupt row): sysexits'
     /// EX_IOERR, so that a script or a timer retries on this status alone.
     case storage = 74
+    /// Another process is doing it (sysexits' EX_TEMPFAIL): `sync` of a PostgreSQL ledger another process syncs now.
+    case busy = 75
     /// Configuration: a key, a root certificate or the bundled Apple roots are not usable.
     case configuration = 78
 
@@ -90,6 +92,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .noInput: "input missing, unreadable or empty"
         case .internal: "internal error"
         case .storage: "storage failure (the ledger's database): retry later"
+        case .busy: "busy: another process syncs this ledger: retry later"
         case .configuration: "configuration (key, root certificate, bundled Apple roots)"
         }
     }

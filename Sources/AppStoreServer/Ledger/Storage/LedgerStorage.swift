@@ -13,6 +13,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func rollback()
     /// Stores `event` in the write transaction; its id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
+    /// Stores `events` in the write transaction, in order; each one's id, or nil when the same payload is already
+    /// stored (or earlier in `events`). PostgreSQL: one multi-row statement (PostgresBatchInsert.swift).
+    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?]
     /// Every stored event after `id`, in id order (which is commit order: writers are serialized).
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
     /// At most `limit` stored events after `id`, in id order (a page: `Ledger.reverify`).
@@ -23,6 +26,15 @@ protocol LedgerStorage: AnyObject, Sendable {
     func changeMarker() throws(LedgerError) -> Int64
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64
+}
+
+extension LedgerStorage {
+    /// One statement per event (SQLite: no round trips to save).
+    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
+        var ids: [Int64?] = []
+        for e in events { ids.append(try insert(e, receivedAt: receivedAt)) }
+        return ids
+    }
 }
 
 /// One row of the events table, as stored.

@@ -91,6 +91,19 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         ALTER TABLE appstore_ledger.events ADD COLUMN bundle_id TEXT, ADD COLUMN environment TEXT,
           ADD COLUMN app_apple_id BIGINT;
         """,
+        // 0.4.0: `sync`'s cursor, kept in the database for every process of a fleet (PostgresSyncLease.swift):
+        // the cursor's JSON (the format of a SQLite ledger's .sync.json file), the lease's generation (fencing: a
+        // process that lost its lease cannot overwrite its successor's cursor), and who holds it (for messages).
+        """
+        CREATE TABLE appstore_ledger.sync_cursor (
+          singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+          generation BIGINT NOT NULL,
+          holder TEXT,
+          acquired_at BIGINT,
+          cursor TEXT,
+          saved_at BIGINT
+        );
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
@@ -114,7 +127,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     /// `sql` for this store's schema (the statements are written for the default one).
-    private func inSchema(_ sql: String) -> String {
+    func inSchema(_ sql: String) -> String {
         schema == Self.defaultSchema ? sql : sql.replacing(Self.defaultSchema, with: schema)
     }
 
@@ -221,9 +234,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func beginWrite() throws(LedgerError) {
-        try db.run("BEGIN", what: "cannot start a ledger transaction")
+        // One round trip (a simple query of two statements: the key is this store's own number, not input).
         do throws(LedgerError) {
-            try db.run("SELECT pg_advisory_xact_lock($1)", [.int(writeLock)], what: "cannot lock the ledger for writing")
+            try db.run("BEGIN; SELECT pg_advisory_xact_lock(\(writeLock))", what: "cannot lock the ledger for writing")
         } catch {
             rollback()
             throw error
