@@ -89,7 +89,14 @@ extension SignedDataVerifier {
         }
         // What kind the payload really is matters only when the identity checks fail, or for kinds whose checks
         // another kind could pass (renewal info checks the environment only).
-        guard checkIdentity else { return .success(Verified(value: value, payloadJSON: parsed.payload)) }
+        guard checkIdentity else {
+            // The caller checks the app, so the kind is checked here always: another kind's payload would name none.
+            if let actual = PayloadProbe(payloadJSON)?.kind, actual != T.kind {
+                return .failure(VerificationFailure(status: .INVALID_APP_IDENTIFIER, reason: .wrongKind,
+                    message: "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+            }
+            return .success(Verified(value: value, payloadJSON: parsed.payload))
+        }
         let identity = value.identityFailure(for: self)
         if identity != nil || T.probesKindOnSuccess {
             if let actual = PayloadProbe(payloadJSON)?.kind, actual != T.kind {
