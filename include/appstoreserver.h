@@ -345,6 +345,30 @@ void appstore_verifier_free(appstore_verifier *verifier);
 /* Verifies and decodes an App Store Server Notification V2 signedPayload. */
 appstore_status appstore_verifier_verify_notification(const appstore_verifier *verifier, const char *jws,
                                                       size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(ResponseBodyV2DecodedPayload), appstore_error **err_out);
+/* Verifies and decodes a notification but leaves the check of the app it names to the caller: Apple's
+ * verifyNotification extension point, which a subclass may override to accept several apps.
+ *
+ * As appstore_verifier_verify_notification (signature, chain, payload), without its check of the bundle id, app Apple
+ * ID and environment. *identity_json_out (required; free with appstore_string_free) receives what Apple's hook is
+ * called with, taken from data, summary, externalPurchaseToken or appData in Apple's order:
+ * {"bundleId":...,"appAppleId":...,"environment":...,"source":"data"}, each of the first three only when the
+ * notification carries it ("source":"none" when it names no app). The caller then checks it, by default with
+ * appstore_verifier_check_notification_identity; the notification is verified only when that check passes. */
+appstore_status appstore_verifier_notification_leaving_identity(const appstore_verifier *verifier,
+                                                                const char *jws, size_t jws_len,
+                                                                APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(ResponseBodyV2DecodedPayload),
+                                                                char **identity_json_out, appstore_error **err_out);
+/* The app check of a notification on its own: the default of Apple's verifyNotification extension point.
+ *
+ * What appstore_verifier_verify_notification checks after the payload: bundle_id (NULL = none), app_apple_id (0 = none; checked in Production only, as Apple does) and environment (Apple's
+ * name, "Sandbox", "Production", ...; NULL = none) against the verifier's: APPSTORE_OK, or APPSTORE_INVALID_APP_IDENTIFIER
+ * (WRONG_BUNDLE, WRONG_APP_ID) / APPSTORE_INVALID_ENVIRONMENT (WRONG_ENVIRONMENT) with the message saying what
+ * differs. */
+appstore_status appstore_verifier_check_notification_identity(const appstore_verifier *verifier,
+                                                              APPSTORE_OPTIONAL const char *bundle_id,
+                                                              int64_t app_apple_id,
+                                                              APPSTORE_OPTIONAL const char *environment,
+                                                              appstore_error **err_out);
 /* Verifies and decodes a signedTransaction (bundle id, then environment). */
 appstore_status appstore_verifier_verify_transaction(const appstore_verifier *verifier, const char *jws,
                                                      size_t jws_len, APPSTORE_OPTIONAL char **json_out APPSTORE_JSON(JWSTransactionDecodedPayload), appstore_error **err_out);
@@ -443,21 +467,27 @@ appstore_status appstore_signing_key_create_promotional_offer_v1(const appstore_
                                                                  appstore_error **err_out);
 
 /* A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
- * given. No exp; a fresh lowercase UUID nonce. */
+ * given. No exp; the nonce a lowercase UUID.
+ *
+ * nonce: a UUID (signed lowercased), or NULL for a fresh random one (Apple's Java creators take it from an overridable
+ * createNonce()); anything else is APPSTORE_INVALID_ARGUMENT. */
 appstore_status appstore_signing_key_create_promotional_offer_v2(const appstore_signing_key *key,
                                                                  const char *product_id,
                                                                  const char *offer_identifier,
                                                                  APPSTORE_OPTIONAL const char *transaction_id,
+                                                                 APPSTORE_OPTIONAL const char *nonce,
                                                                  char **jws_out,
                                                                  appstore_error **err_out);
 
 /* An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
  * (a JSON boolean) and transactionId, all required.
  *
- * allow must be 0 or 1. */
+ * allow must be 0 or 1. nonce: a UUID, or NULL for a fresh random one, as for
+ * appstore_signing_key_create_promotional_offer_v2. */
 appstore_status appstore_signing_key_create_introductory_offer_eligibility(const appstore_signing_key *key,
                                                                            const char *product_id, int32_t allow,
                                                                            const char *transaction_id,
+                                                                           APPSTORE_OPTIONAL const char *nonce,
                                                                            char **jws_out, appstore_error **err_out);
 
 /* An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
@@ -468,11 +498,13 @@ appstore_status appstore_signing_key_create_introductory_offer_eligibility(const
  * "version", when given, must be "1".
  *
  * `request_json`: the model as JSON, at most 1 MiB (1048576). Failures: APPSTORE_INVALID_ARGUMENT with reason
- * INVALID_REQUEST (a limit) or INVALID_ARGUMENT (an unknown key). */
+ * INVALID_REQUEST (a limit) or INVALID_ARGUMENT (an unknown key). nonce: a UUID, or NULL for a fresh random one, as
+ * for appstore_signing_key_create_promotional_offer_v2. */
 appstore_status appstore_signing_key_create_advanced_commerce_in_app(const appstore_signing_key *key,
                                                                      const char *request_json
                                                                          APPSTORE_JSON(AdvancedCommerceInAppRequest),
-                                                                     size_t request_json_len, char **jws_out,
+                                                                     size_t request_json_len,
+                                                                     APPSTORE_OPTIONAL const char *nonce, char **jws_out,
                                                                      appstore_error **err_out);
 
 /* ---- Transport (host-supplied HTTP) ---------------------------------------------------------------------- */

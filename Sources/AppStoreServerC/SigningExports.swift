@@ -166,7 +166,7 @@ public func appstoreSigningKeyCreatePromotionalOfferV1(
 @c(appstore_signing_key_create_promotional_offer_v2)
 public func appstoreSigningKeyCreatePromotionalOfferV2(
     _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ offerIdentifier: UnsafePointer<CChar>?,
-    _ transactionId: UnsafePointer<CChar>?, _ jwsOut: StringOut?, _ errOut: ErrorOut?
+    _ transactionId: UnsafePointer<CChar>?, _ nonce: UnsafePointer<CChar>?, _ jwsOut: StringOut?, _ errOut: ErrorOut?
 ) -> Int32 {
     guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
@@ -174,9 +174,10 @@ public func appstoreSigningKeyCreatePromotionalOfferV2(
         let product = try utf8String(productId, "product_id")
         let offer = try utf8String(offerIdentifier, "offer_identifier")
         let tx = try optionalUTF8String(transactionId, "transaction_id")
+        let n = try optionalUTF8String(nonce, "nonce")
         let iss = try box.requireIssuer()
         let jws = try PromotionalOfferV2SignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-            .createSignature(productId: product, offerIdentifier: offer, transactionId: tx)
+            .createSignature(productId: product, offerIdentifier: offer, transactionId: tx, nonce: n)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }
@@ -184,25 +185,26 @@ public func appstoreSigningKeyCreatePromotionalOfferV2(
 @c(appstore_signing_key_create_introductory_offer_eligibility)
 public func appstoreSigningKeyCreateIntroductoryOfferEligibility(
     _ key: OpaquePointer?, _ productId: UnsafePointer<CChar>?, _ allow: Int32, _ transactionId: UnsafePointer<CChar>?,
-    _ jwsOut: StringOut?, _ errOut: ErrorOut?
+    _ nonce: UnsafePointer<CChar>?, _ jwsOut: StringOut?, _ errOut: ErrorOut?
 ) -> Int32 {
     guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
         guard let jwsOut else { throw CFailure.argument("jws_out is NULL") }
         let product = try utf8String(productId, "product_id")
         let tx = try utf8String(transactionId, "transaction_id")
+        let n = try optionalUTF8String(nonce, "nonce")
         guard allow == 0 || allow == 1 else { throw CFailure.argument("allow must be 0 or 1, got \(allow)") }
         let iss = try box.requireIssuer()
         let jws = try IntroductoryOfferEligibilitySignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-            .createSignature(productId: product, allowIntroductoryOffer: allow == 1, transactionId: tx)
+            .createSignature(productId: product, allowIntroductoryOffer: allow == 1, transactionId: tx, nonce: n)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }
 
 @c(appstore_signing_key_create_advanced_commerce_in_app)
 public func appstoreSigningKeyCreateAdvancedCommerceInApp(
-    _ key: OpaquePointer?, _ requestJSON: UnsafePointer<CChar>?, _ requestJSONLen: UInt, _ jwsOut: StringOut?,
-    _ errOut: ErrorOut?
+    _ key: OpaquePointer?, _ requestJSON: UnsafePointer<CChar>?, _ requestJSONLen: UInt, _ nonce: UnsafePointer<CChar>?,
+    _ jwsOut: StringOut?, _ errOut: ErrorOut?
 ) -> Int32 {
     guarded(errOut) {
         let box = try handle(key, SigningKeyBox.self, "key")
@@ -212,9 +214,10 @@ public func appstoreSigningKeyCreateAdvancedCommerceInApp(
             throw CFailure.argument("request_json_len is too large (\(requestJSONLen) bytes; at most \(maximumRequestJSONLength))")
         }
         let json = [UInt8](view)
+        let n = try optionalUTF8String(nonce, "nonce")
         let iss = try box.requireIssuer()
         let jws = try AdvancedCommerceInAppSignatureCreator(signingKey: box.key, keyId: box.keyId, issuerId: iss, bundleId: box.bundleId)
-            .createSignature(requestJSON: json)
+            .createSignature(requestJSON: json, nonce: n)
         jwsOut.pointee = try mallocCString(Array(jws.utf8))
     }
 }

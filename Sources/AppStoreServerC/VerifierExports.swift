@@ -160,6 +160,36 @@ public func appstoreVerifierVerifyNotification(_ verifier: OpaquePointer?, _ jws
     verifyExport(verifier, jws, jwsLen, jsonOut, errOut) { $0.verifiedPayloadJSON(.notification, $1) }
 }
 
+@c(appstore_verifier_notification_leaving_identity)
+public func appstoreVerifierNotificationLeavingIdentity(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?,
+                                                              _ jwsLen: UInt, _ jsonOut: StringOut?,
+                                                              _ identityJSONOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(verifier, VerifierBox.self, "verifier")
+        let identityOut = try requireOut(identityJSONOut, "identity_json_out")
+        let input = try bytes(jws.map(UnsafeRawPointer.init), jwsLen, "jws")
+        let (json, identity) = try box.verifier.verifiedNotificationJSONLeavingIdentity(input).get()
+        let id = try mallocCString(identity?.json ?? Array(#"{"source":"none"}"#.utf8))
+        do throws(CFailure) { try outputString(jsonOut, json) } catch { freeCString(id); throw error }
+        identityOut.pointee = id
+    }
+}
+
+@c(appstore_verifier_check_notification_identity)
+public func appstoreVerifierCheckNotificationIdentity(_ verifier: OpaquePointer?, _ bundleId: UnsafePointer<CChar>?,
+                                                      _ appAppleId: Int64, _ environment: UnsafePointer<CChar>?,
+                                                      _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(verifier, VerifierBox.self, "verifier")
+        let bundle = try optionalUTF8String(bundleId, "bundle_id")
+        let env = try optionalUTF8String(environment, "environment")
+        guard appAppleId >= 0 else { throw CFailure.argument("app_apple_id must be >= 0 (0 = none), got \(appAppleId)") }
+        let id = NotificationIdentity(bundleId: bundle, appAppleId: appAppleId == 0 ? nil : appAppleId,
+                                      environment: env.map { AppStoreEnvironment(rawValue: $0) }, source: "caller's")
+        if let failure = box.verifier.notificationIdentityFailure(id) { throw failure }
+    }
+}
+
 @c(appstore_verifier_verify_transaction)
 public func appstoreVerifierVerifyTransaction(_ verifier: OpaquePointer?, _ jws: UnsafePointer<CChar>?, _ jwsLen: UInt,
                                               _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {

@@ -542,6 +542,49 @@ static void verify_conventions(const appstore_verifier *v) {
     appstore_string_free(json);
 }
 
+/* Apple's verifyNotification extension point: a notification verified but for its app, the app it names handed out,
+ * and the app check on its own. */
+static void notification_hook(const appstore_verifier *v) {
+    char *json = NULL, *identity = NULL;
+    appstore_error *err = NULL;
+    appstore_status st = appstore_verifier_notification_leaving_identity(v, notif_jws, notif_len, &json, &identity, &err);
+    json_t *id = st == APPSTORE_OK ? json_loads(identity, 0, NULL) : NULL;
+    capi_check(&T, st == APPSTORE_OK && json != NULL && json_is_object(id), "leaving identity: a valid notification",
+               "status %s: %s", appstore_status_name(st), appstore_error_message(err));
+    const char *b = json_string_value(json_object_get(id, "bundleId"));
+    const char *e = json_string_value(json_object_get(id, "environment"));
+    const char *src = json_string_value(json_object_get(id, "source"));
+    capi_check(&T, b && strcmp(b, bundle_id) == 0 && e && strcmp(e, "Sandbox") == 0 && src && strcmp(src, "data") == 0,
+               "leaving identity: the app the notification names", "%s", identity ? identity : "(none)");
+    /* The default check on what it named passes; on another bundle, environment or a bad id it fails. */
+    capi_check(&T, appstore_verifier_check_notification_identity(v, b, 0, e, NULL) == APPSTORE_OK,
+               "check identity: the notification's own app", NULL);
+    expect_error("check identity: another bundle",
+                 appstore_verifier_check_notification_identity(v, "com.other", 0, e, &err), &err,
+                 APPSTORE_INVALID_APP_IDENTIFIER, "wrong_bundle");
+    expect_error("check identity: another environment",
+                 appstore_verifier_check_notification_identity(v, b, 0, "Production", &err), &err,
+                 APPSTORE_INVALID_ENVIRONMENT, "wrong_environment");
+    expect_error("check identity: no bundle", appstore_verifier_check_notification_identity(v, NULL, 0, NULL, &err),
+                 &err, APPSTORE_INVALID_APP_IDENTIFIER, "wrong_bundle");
+    expect_error("check identity: a negative app Apple ID",
+                 appstore_verifier_check_notification_identity(v, b, -1, e, &err), &err, APPSTORE_INVALID_ARGUMENT,
+                 "invalid_argument");
+    json_decref(id);
+    appstore_string_free(json);
+    appstore_string_free(identity);
+    /* identity_json_out is required; a transaction is not a notification (the kind is checked, as the app is not). */
+    json = JSON_SENTINEL;
+    expect_error("leaving identity: identity_json_out NULL",
+                 appstore_verifier_notification_leaving_identity(v, notif_jws, notif_len, &json, NULL, &err), &err,
+                 APPSTORE_INVALID_ARGUMENT, "invalid_argument");
+    identity = JSON_SENTINEL;
+    expect_error("leaving identity: a transaction",
+                 appstore_verifier_notification_leaving_identity(v, tx_jws, tx_len, &json, &identity, &err), &err,
+                 APPSTORE_INVALID_APP_IDENTIFIER, "wrong_kind");
+    capi_check(&T, json == JSON_SENTINEL && identity == JSON_SENTINEL, "leaving identity: nothing written on failure", NULL);
+}
+
 /* Xcode mode checks no signatures, so nested JWS can be built here without a key: a nested failure must fail the
  * deep call with a message that starts with the field name. */
 static void deep_nested_failures(void) {
@@ -793,6 +836,7 @@ int main(int argc, char **argv) {
     appstore_verifier *v = verifier_from(o);
     appstore_verifier_options_free(o);
     verify_conventions(v);
+    notification_hook(v);
     deep_nested_failures();
     garbage_inputs(v);
     /* After all that, the verifier still works. */

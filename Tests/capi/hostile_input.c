@@ -131,7 +131,7 @@ static void sizes(void *ctx) {
     err = NULL;
     char *jws = NULL;
     expect("Advanced Commerce request JSON of 1 MiB + 1, unread",
-           appstore_signing_key_create_advanced_commerce_in_app(key, p, ((size_t)1 << 20) + 1, &jws, &err), &err,
+           appstore_signing_key_create_advanced_commerce_in_app(key, p, ((size_t)1 << 20) + 1, NULL, &jws, &err), &err,
            APPSTORE_INVALID_ARGUMENT, APPSTORE_REASON_INVALID_ARGUMENT);
     appstore_signing_key_free(key);
     appstore_verifier_free(small);
@@ -242,7 +242,7 @@ static void deep_request_json(void) {
     char *json = nested("{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"x\":", "{\"a\":", "}", 100000, "}");
     char *jws = NULL;
     appstore_error *err = NULL;
-    appstore_status st = appstore_signing_key_create_advanced_commerce_in_app(key, json, strlen(json), &jws, &err);
+    appstore_status st = appstore_signing_key_create_advanced_commerce_in_app(key, json, strlen(json), NULL, &jws, &err);
     expect("Advanced Commerce JSON nested 100,000 deep on a 64 KiB stack", st, &err, APPSTORE_INVALID_ARGUMENT,
            APPSTORE_REASON_INVALID_ARGUMENT);
     free(json);

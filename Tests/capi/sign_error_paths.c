@@ -83,14 +83,14 @@ static appstore_status call(const sign_case *c, appstore_error **err, int *outpu
                                                               c->null_out ? NULL : &s, &s2, &ts, err);
         break;
     case PROMO_V2:
-        st = appstore_signing_key_create_promotional_offer_v2(key, c->s1, c->s2, c->s3, c->null_out ? NULL : &s, err);
+        st = appstore_signing_key_create_promotional_offer_v2(key, c->s1, c->s2, c->s3, NULL, c->null_out ? NULL : &s, err);
         break;
     case INTRO:
-        st = appstore_signing_key_create_introductory_offer_eligibility(key, c->s1, (int32_t)c->n1, c->s3,
+        st = appstore_signing_key_create_introductory_offer_eligibility(key, c->s1, (int32_t)c->n1, c->s3, NULL,
                                                                         c->null_out ? NULL : &s, err);
         break;
     case ADVANCED_COMMERCE:
-        st = appstore_signing_key_create_advanced_commerce_in_app(key, c->s1, c->len, c->null_out ? NULL : &s, err);
+        st = appstore_signing_key_create_advanced_commerce_in_app(key, c->s1, c->len, NULL, c->null_out ? NULL : &s, err);
         break;
     }
     *outputs_written = k != KEY_SENTINEL || s != STR_SENTINEL || s2 != STR2_SENTINEL || ts != TS_SENTINEL;
@@ -487,7 +487,7 @@ static void conventions(void) {
     snprintf(json, sizeof json, "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"1\",%s,\"storefront\":null}",
              INFO);
     s = NULL;
-    st = appstore_signing_key_create_advanced_commerce_in_app(key_full, json, strlen(json), &s, NULL);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key_full, json, strlen(json), NULL, &s, NULL);
     capi_check(&T, st == APPSTORE_OK && s != NULL, "known optional key given as null is accepted", "status %s",
                appstore_status_name(st));
     if (st == APPSTORE_OK) appstore_string_free(s);

@@ -82,7 +82,7 @@ static void *sign_many(void *p) {
     for (int i = 0; i < 25; i++) {
         char product[32];
         snprintf(product, sizeof product, "p%d", a->index);
-        if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, &a->jws[i], NULL) != APPSTORE_OK)
+        if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, NULL, &a->jws[i], NULL) != APPSTORE_OK)
             a->errors++;
         /* Every fourth token at a fixed issued_at with a 60-minute lifetime, the others now with the default. */
         int64_t issued_at = i % 4 == 0 ? 1750000000 + a->index : 0, lifetime = i % 4 == 0 ? 3600 : 0;
@@ -203,14 +203,24 @@ int main(int argc, char **argv) {
     CHECK(appstore_signing_key_create_api_token(no_issuer, 0, 0, &s, NULL) == APPSTORE_INVALID_ARGUMENT, "token without issuer");
 
     /* Promotional offer v2, intro eligibility. */
-    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "com.example.monthly", "WINBACK", NULL, &s, NULL) == APPSTORE_OK, "v2");
+    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "com.example.monthly", "WINBACK", NULL, NULL, &s, NULL) == APPSTORE_OK, "v2");
     if (s) { json_t *e = expect_base(); json_object_set_new(e, "productId", json_string("com.example.monthly")); json_object_set_new(e, "offerIdentifier", json_string("WINBACK")); add(items, "promo_v2", "C v2", s, e); appstore_string_free(s); s = NULL; }
-    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "p", "o", "2000000000000001", &s, NULL) == APPSTORE_OK, "v2 tx");
+    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "p", "o", "2000000000000001", NULL, &s, NULL) == APPSTORE_OK, "v2 tx");
     if (s) { json_t *e = expect_base(); json_object_set_new(e, "productId", json_string("p")); json_object_set_new(e, "offerIdentifier", json_string("o")); json_object_set_new(e, "transactionId", json_string("2000000000000001")); add(items, "promo_v2", "C v2 tx", s, e); appstore_string_free(s); s = NULL; }
-    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 1, "1000", &s, NULL) == APPSTORE_OK, "intro");
+    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 1, "1000", NULL, &s, NULL) == APPSTORE_OK, "intro");
     if (s) { json_t *e = expect_base(); json_object_set_new(e, "productId", json_string("p")); json_object_set_new(e, "allowIntroductoryOffer", json_true()); json_object_set_new(e, "transactionId", json_string("1000")); add(items, "intro_eligibility", "C intro", s, e); appstore_string_free(s); s = NULL; }
-    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 2, "1000", &s, NULL) == APPSTORE_INVALID_ARGUMENT, "allow=2 accepted");
-    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 1, NULL, &s, NULL) == APPSTORE_INVALID_ARGUMENT, "NULL transaction id accepted");
+    /* The caller's nonce (Apple's Java createNonce() hook): signed lowercased; anything but a UUID is refused. */
+    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "p", "o", NULL, "0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10", &s, NULL) == APPSTORE_OK, "v2 nonce");
+    if (s) { json_t *e = expect_base(); json_object_set_new(e, "productId", json_string("p")); json_object_set_new(e, "offerIdentifier", json_string("o")); json_object_set_new(e, "nonce", json_string("0b7d5b44-2d8a-4c4e-9b7e-5a1a3c2f9e10")); add(items, "promo_v2", "C v2 nonce", s, e); appstore_string_free(s); s = NULL; }
+    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 0, "1000", "6f1c2a9e-0d3b-4c57-8e21-9a4b7c3d5e60", &s, NULL) == APPSTORE_OK, "intro nonce");
+    if (s) { json_t *e = expect_base(); json_object_set_new(e, "productId", json_string("p")); json_object_set_new(e, "allowIntroductoryOffer", json_false()); json_object_set_new(e, "transactionId", json_string("1000")); json_object_set_new(e, "nonce", json_string("6f1c2a9e-0d3b-4c57-8e21-9a4b7c3d5e60")); add(items, "intro_eligibility", "C intro nonce", s, e); appstore_string_free(s); s = NULL; }
+    s = (char *)0x1;
+    CHECK(appstore_signing_key_create_promotional_offer_v2(key, "p", "o", NULL, "not-a-uuid", &s, &err) == APPSTORE_INVALID_ARGUMENT && s == (char *)0x1 && strstr(appstore_error_message(err), "nonce must be a UUID") != NULL, "v2 bad nonce accepted");
+    appstore_error_free(err); err = NULL;
+    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 1, "1000", "", &s, &err) == APPSTORE_INVALID_ARGUMENT && s == (char *)0x1, "intro empty nonce accepted");
+    appstore_error_free(err); err = NULL; s = NULL;
+    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 2, "1000", NULL, &s, NULL) == APPSTORE_INVALID_ARGUMENT, "allow=2 accepted");
+    CHECK(appstore_signing_key_create_introductory_offer_eligibility(key, "p", 1, NULL, NULL, &s, NULL) == APPSTORE_INVALID_ARGUMENT, "NULL transaction id accepted");
 
     /* Promotional offer v1: returned nonce/timestamp are what was signed; works without an issuer. */
     CHECK(appstore_signing_key_create_promotional_offer_v1(no_issuer, "com.example.monthly", "OFFER1", "E3B0C442-98FC-1C14-9AFB-F4C8996FB924", NULL, 0, &s, &nonce, &ts, NULL) == APPSTORE_OK, "v1");
@@ -229,12 +239,13 @@ int main(int argc, char **argv) {
                      "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
                      "\"item\":{\"description\":\"Gems\",\"displayName\":\"500 gems\",\"SKU\":\"gems.500\",\"price\":499}}";
     appstore_status st;
-    CHECK(appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), &s, NULL) == APPSTORE_OK, "advanced commerce");
+    CHECK(appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), "A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D", &s, NULL) == APPSTORE_OK, "advanced commerce");
     if (s) {
         json_t *req = json_loads(ac, 0, NULL);
         json_object_set_new(req, "version", json_string("1"));
         json_t *e = expect_base();
         json_object_set_new(e, "request", req);
+        json_object_set_new(e, "nonce", json_string("a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"));
         add(items, "advanced_commerce", "C advanced commerce", s, e);
         appstore_string_free(s); s = NULL;
     }
@@ -245,7 +256,7 @@ int main(int argc, char **argv) {
         json_t *want = json_loads(AC_KNOWN[i].expect, 0, &jerr);
         CHECK(want != NULL, "%s: the expectation is not JSON: %s", AC_KNOWN[i].name, jerr.text);
         s = NULL;
-        st = appstore_signing_key_create_advanced_commerce_in_app(key, AC_KNOWN[i].input, strlen(AC_KNOWN[i].input), &s, &err);
+        st = appstore_signing_key_create_advanced_commerce_in_app(key, AC_KNOWN[i].input, strlen(AC_KNOWN[i].input), NULL, &s, &err);
         CHECK(st == APPSTORE_OK, "%s: %s %s", AC_KNOWN[i].name, appstore_status_name(st), appstore_error_message(err));
         appstore_error_free(err); err = NULL;
         if (st == APPSTORE_OK && want) {
@@ -277,19 +288,19 @@ int main(int argc, char **argv) {
     const char *misspelt = "{\"operation\":\"REACTIVATE_SUBSCRIPTION\",\"transactionId\":\"1\",\"storefornt\":\"USA\","
                            "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"}}";
     s = (char *)0x1;
-    st = appstore_signing_key_create_advanced_commerce_in_app(key, misspelt, strlen(misspelt), &s, &err);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, misspelt, strlen(misspelt), NULL, &s, &err);
     CHECK(st == APPSTORE_INVALID_ARGUMENT && s == (char *)0x1 && strstr(appstore_error_message(err), "unknown key \"storefornt\""),
           "misspelt storefront: %s %s", appstore_status_name(st), appstore_error_message(err));
     appstore_error_free(err); err = NULL; s = NULL;
     const char *too_long = "{\"operation\":\"CREATE_ONE_TIME_CHARGE\",\"currency\":\"EUR\",\"taxCode\":\"C003\","
                            "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
                            "\"item\":{\"description\":\"0123456789012345678901234567890123456789012345\",\"displayName\":\"g\",\"SKU\":\"g\",\"price\":1}}";
-    st = appstore_signing_key_create_advanced_commerce_in_app(key, too_long, strlen(too_long), &s, &err);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, too_long, strlen(too_long), NULL, &s, &err);
     CHECK(st == APPSTORE_INVALID_ARGUMENT && appstore_error_reason(err) == APPSTORE_REASON_INVALID_REQUEST &&
           strstr(appstore_error_message(err), "item.description") != NULL,
           "46-char description: %s %s", appstore_status_name(st), appstore_error_message(err));
     appstore_error_free(err); err = NULL;
-    st = appstore_signing_key_create_advanced_commerce_in_app(key, "{\"operation\":\"X\"}", strlen("{\"operation\":\"X\"}"), &s, &err);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, "{\"operation\":\"X\"}", strlen("{\"operation\":\"X\"}"), NULL, &s, &err);
     CHECK(st == APPSTORE_INVALID_ARGUMENT && strstr(appstore_error_message(err), "unknown operation") != NULL, "unknown operation");
     appstore_error_free(err); err = NULL;
 

@@ -160,7 +160,7 @@ static void *sign_many(void *p) {
     for (int i = 0; i < 10; i++) {
         char product[32];
         snprintf(product, sizeof product, "p%d", a->index);
-        if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, &a->jws[i], NULL) != APPSTORE_OK)
+        if (appstore_signing_key_create_promotional_offer_v2(a->key, product, "o", NULL, NULL, &a->jws[i], NULL) != APPSTORE_OK)
             a->errors++;
     }
     return NULL;
@@ -297,7 +297,7 @@ int main(int argc, char **argv) {
             add(items, "api_token", "external token", out, e);
             appstore_string_free(out);
         }
-        if (appstore_signing_key_create_promotional_offer_v2(key, "com.example.monthly", "WINBACK", "2000000000000001",
+        if (appstore_signing_key_create_promotional_offer_v2(key, "com.example.monthly", "WINBACK", "2000000000000001", NULL,
                                                             &out, NULL) == APPSTORE_OK) {
             json_t *e = base();
             json_object_set_new(e, "productId", json_string("com.example.monthly"));
@@ -306,7 +306,7 @@ int main(int argc, char **argv) {
             add(items, "promo_v2", "external v2", out, e);
             appstore_string_free(out);
         }
-        if (appstore_signing_key_create_introductory_offer_eligibility(key, "p", 0, "1000", &out, NULL) == APPSTORE_OK) {
+        if (appstore_signing_key_create_introductory_offer_eligibility(key, "p", 0, "1000", NULL, &out, NULL) == APPSTORE_OK) {
             json_t *e = base();
             json_object_set_new(e, "productId", json_string("p"));
             json_object_set_new(e, "allowIntroductoryOffer", json_false());
@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
                          "\"requestInfo\":{\"requestReferenceId\":\"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11\"},"
                          "\"item\":{\"description\":\"Gems\",\"displayName\":\"500 gems\",\"SKU\":\"gems.500\",\"price\":499},"
                          "\"version\":\"1\"}";
-        if (appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), &out, NULL) == APPSTORE_OK) {
+        if (appstore_signing_key_create_advanced_commerce_in_app(key, ac, strlen(ac), NULL, &out, NULL) == APPSTORE_OK) {
             json_t *e = base();
             json_object_set_new(e, "request", json_loads(ac, 0, NULL));
             add(items, "advanced_commerce", "external advanced commerce", out, e);

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     appstore_signing_key_free(k);
     char *jws = NULL;
     err = NULL;
-    st = appstore_signing_key_create_advanced_commerce_in_app(key, (const char *)data, size, &jws, &err);
+    st = appstore_signing_key_create_advanced_commerce_in_app(key, (const char *)data, size, NULL, &jws, &err);
     fuzz_check(st, err, "create_advanced_commerce_in_app");
     if (st == APPSTORE_OK) appstore_string_free(jws);
     return 0;

@@ -11,6 +11,7 @@
 
 FILE.json: {"public_key": PATH, "items": [{"kind": ..., "value": ..., "expect": {...}}, ...]} with kinds
   api_token          expect: kid, iss, bid, lifetime, iat (optional)
+  (promo_v2, intro_eligibility, advanced_commerce also take an optional expected nonce: the caller's, lowercased)
   promo_v2           expect: kid, iss, bid, productId, offerIdentifier, transactionId (absent -> must be absent)
   intro_eligibility  expect: kid, iss, bid, productId, allowIntroductoryOffer (bool), transactionId
   advanced_commerce  expect: kid, iss, bid, request (the JSON object the request claim must decode to, exactly:
@@ -131,6 +132,8 @@ def check_jws(item: dict, key: ECKey) -> list:
             problems.append(f"nonce {nonce!r} is not a lowercase UUID")
     except (TypeError, ValueError):
         problems.append(f"nonce {nonce!r} is not a UUID")
+    if "nonce" in expect and nonce != expect["nonce"]:
+        problems.append(f"nonce {nonce!r}, expected the caller's {expect['nonce']!r}")
     if kind == "promo_v2":
         feature = {"productId", "offerIdentifier"} | ({"transactionId"} if expect.get("transactionId") else set())
     elif kind == "intro_eligibility":
@@ -180,7 +183,9 @@ def check(path: Path) -> int:
     nonces = set()
     for item in doc["items"]:
         problems = check_v1(item, public_key) if item["kind"] == "promo_v1" else check_jws(item, key)
-        if item["kind"] in ("promo_v2", "intro_eligibility", "advanced_commerce") and not problems:
+        # A fresh nonce must never repeat; a nonce the caller gave (expect.nonce) is the caller's to repeat.
+        if item["kind"] in ("promo_v2", "intro_eligibility", "advanced_commerce") and not problems \
+                and "nonce" not in item["expect"]:
             n = b64url_json(item["value"].split(".")[1])["nonce"]
             if n in nonces:
                 problems.append(f"nonce {n} reused")

@@ -56,15 +56,15 @@ static int sign_once(void *ctx, size_t i, const bench_line *in) {
         break;
     case SIGN_PROMO_V2:
         st = appstore_signing_key_create_promotional_offer_v2(c->key, SIGN_PRODUCT_ID, SIGN_OFFER_ID,
-                                                              SIGN_TRANSACTION_ID, &out, &err);
+                                                              SIGN_TRANSACTION_ID, NULL, &out, &err);
         break;
     case SIGN_INTRO:
         st = appstore_signing_key_create_introductory_offer_eligibility(c->key, SIGN_PRODUCT_ID, 1,
-                                                                        SIGN_TRANSACTION_ID, &out, &err);
+                                                                        SIGN_TRANSACTION_ID, NULL, &out, &err);
         break;
     case SIGN_ADVANCED:
         st = appstore_signing_key_create_advanced_commerce_in_app(c->key, SIGN_AC_REQUEST_JSON,
-                                                                  sizeof SIGN_AC_REQUEST_JSON - 1, &out, &err);
+                                                                  sizeof SIGN_AC_REQUEST_JSON - 1, NULL, &out, &err);
         break;
     default: bench_fail("c: no such case %d", c->id); return 0;
     }

@@ -46,12 +46,13 @@ func NewPromotionalOfferV2SignatureCreator(signingKey []byte, keyID, issuerID, b
 	return &PromotionalOfferV2SignatureCreator{k}, nil
 }
 
-// CreateSignature is SigningKey.CreatePromotionalOfferV2Signature (transactionID "": none).
-func (c *PromotionalOfferV2SignatureCreator) CreateSignature(productID, offerIdentifier, transactionID string) (string, error) {
+// CreateSignature is SigningKey.CreatePromotionalOfferV2Signature (transactionID "": none; WithNonce: the nonce).
+func (c *PromotionalOfferV2SignatureCreator) CreateSignature(productID, offerIdentifier, transactionID string,
+	opts ...SignatureOption) (string, error) {
 	if c == nil {
 		return "", ErrClosed
 	}
-	return c.key.CreatePromotionalOfferV2Signature(productID, offerIdentifier, transactionID)
+	return c.key.CreatePromotionalOfferV2Signature(productID, offerIdentifier, transactionID, opts...)
 }
 
 // Close releases the key.
@@ -74,13 +75,13 @@ func NewIntroductoryOfferEligibilitySignatureCreator(signingKey []byte, keyID, i
 	return &IntroductoryOfferEligibilitySignatureCreator{k}, nil
 }
 
-// CreateSignature is SigningKey.CreateIntroductoryOfferEligibilitySignature.
+// CreateSignature is SigningKey.CreateIntroductoryOfferEligibilitySignature (WithNonce: the nonce).
 func (c *IntroductoryOfferEligibilitySignatureCreator) CreateSignature(productID string, allowIntroductoryOffer bool,
-	transactionID string) (string, error) {
+	transactionID string, opts ...SignatureOption) (string, error) {
 	if c == nil {
 		return "", ErrClosed
 	}
-	return c.key.CreateIntroductoryOfferEligibilitySignature(productID, allowIntroductoryOffer, transactionID)
+	return c.key.CreateIntroductoryOfferEligibilitySignature(productID, allowIntroductoryOffer, transactionID, opts...)
 }
 
 // Close releases the key.
@@ -103,12 +104,13 @@ func NewAdvancedCommerceAPIInAppSignatureCreator(signingKey []byte, keyID, issue
 	return &AdvancedCommerceAPIInAppSignatureCreator{k}, nil
 }
 
-// CreateSignature is SigningKey.CreateAdvancedCommerceInAppSignature.
-func (c *AdvancedCommerceAPIInAppSignatureCreator) CreateSignature(advancedCommerceInAppRequest any) (string, error) {
+// CreateSignature is SigningKey.CreateAdvancedCommerceInAppSignature (WithNonce: the nonce).
+func (c *AdvancedCommerceAPIInAppSignatureCreator) CreateSignature(advancedCommerceInAppRequest any,
+	opts ...SignatureOption) (string, error) {
 	if c == nil {
 		return "", ErrClosed
 	}
-	return c.key.CreateAdvancedCommerceInAppSignature(advancedCommerceInAppRequest)
+	return c.key.CreateAdvancedCommerceInAppSignature(advancedCommerceInAppRequest, opts...)
 }
 
 // Close releases the key.

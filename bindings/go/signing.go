@@ -200,24 +200,50 @@ func (k *SigningKey) CreatePromotionalOfferSignature(productIdentifier, subscrip
 	})
 }
 
+// SignatureOption adjusts one JWS signature (promotional offer V2, introductory offer eligibility, Advanced Commerce).
+type SignatureOption func(*signatureOptions)
+
+type signatureOptions struct {
+	nonce *string
+}
+
+// WithNonce signs the given nonce (a UUID, signed lowercase) instead of a fresh random one: the Go form of the
+// createNonce() hook Apple's Java signature creators let a subclass override. Anything but a UUID is refused.
+func WithNonce(nonce string) SignatureOption {
+	return func(o *signatureOptions) { o.nonce = &nonce }
+}
+
+func nonceOf(opts []SignatureOption) *string {
+	var o signatureOptions
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o.nonce
+}
+
 // CreatePromotionalOfferV2Signature makes a promotional offer V2 JWS (Apple's
 // PromotionalOfferV2SignatureCreator.createSignature); transactionID "" leaves it out.
-func (k *SigningKey) CreatePromotionalOfferV2Signature(productID, offerIdentifier, transactionID string) (string, error) {
+func (k *SigningKey) CreatePromotionalOfferV2Signature(productID, offerIdentifier, transactionID string,
+	opts ...SignatureOption) (string, error) {
+	nonce := nonceOf(opts)
 	return k.use(func(p capi.SigningKey) (string, error) {
-		return capi.SigningKeyCreatePromotionalOfferV2(p, productID, offerIdentifier, optional(transactionID))
+		return capi.SigningKeyCreatePromotionalOfferV2(p, productID, offerIdentifier, optional(transactionID), nonce)
 	})
 }
 
 // CreateIntroductoryOfferEligibilitySignature makes an introductory offer eligibility JWS (Apple's
 // IntroductoryOfferEligibilitySignatureCreator.createSignature).
 func (k *SigningKey) CreateIntroductoryOfferEligibilitySignature(productID string, allowIntroductoryOffer bool,
-	transactionID string) (string, error) {
+	transactionID string, opts ...SignatureOption) (string, error) {
+	nonce := nonceOf(opts)
 	allow := int32(0)
 	if allowIntroductoryOffer {
 		allow = 1
 	}
 	return k.use(func(p capi.SigningKey) (string, error) {
-		return capi.SigningKeyCreateIntroductoryOfferEligibility(p, productID, allow, transactionID)
+		return capi.SigningKeyCreateIntroductoryOfferEligibility(p, productID, allow, transactionID, nonce)
 	})
 }
 
@@ -226,7 +252,8 @@ func (k *SigningKey) CreateIntroductoryOfferEligibilitySignature(productID strin
 // (model.AdvancedCommerceOneTimeChargeCreateRequest, ...SubscriptionCreateRequest, ...SubscriptionModifyInAppRequest,
 // ...SubscriptionReactivateInAppRequest), or its JSON as []byte / json.RawMessage; it is checked against Apple's
 // limits (the error names the field).
-func (k *SigningKey) CreateAdvancedCommerceInAppSignature(request any) (string, error) {
+func (k *SigningKey) CreateAdvancedCommerceInAppSignature(request any, opts ...SignatureOption) (string, error) {
+	nonce := nonceOf(opts)
 	var body []byte
 	switch r := request.(type) {
 	case nil:
@@ -243,6 +270,6 @@ func (k *SigningKey) CreateAdvancedCommerceInAppSignature(request any) (string, 
 		body = b
 	}
 	return k.use(func(p capi.SigningKey) (string, error) {
-		return capi.SigningKeyCreateAdvancedCommerceInApp(p, body)
+		return capi.SigningKeyCreateAdvancedCommerceInApp(p, body, nonce)
 	})
 }

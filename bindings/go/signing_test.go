@@ -181,6 +181,34 @@ func TestAppleCreators(t *testing.T) {
 	if _, err := ac.CreateSignature([]byte(`{"operation":"NO_SUCH_OPERATION"}`)); err == nil {
 		t.Fatal("an unknown operation was signed")
 	}
+	// WithNonce (the Go form of Apple's Java createNonce() hook): the given nonce is signed, lowercase.
+	fixed := "0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10"
+	acRequest := []byte(`{"operation":"CREATE_ONE_TIME_CHARGE","currency":"USD","taxCode":"C003-00-1",` +
+		`"requestInfo":{"requestReferenceId":"3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11"},` +
+		`"item":{"SKU":"sku","description":"A thing","displayName":"Thing","price":990}}`)
+	for name, sign := range map[string]func(...SignatureOption) (string, error){
+		"v2":    func(o ...SignatureOption) (string, error) { return v2.CreateSignature("p", "o", "", o...) },
+		"intro": func(o ...SignatureOption) (string, error) { return intro.CreateSignature("p", true, "1", o...) },
+		"ac":    func(o ...SignatureOption) (string, error) { return ac.CreateSignature(acRequest, o...) },
+	} {
+		jws, err := sign(WithNonce(fixed))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, c := verifyES256(t, jws, &priv.PublicKey); c["nonce"] != strings.ToLower(fixed) {
+			t.Fatalf("%s: nonce %v, want the given one", name, c["nonce"])
+		}
+		a, _ := sign()
+		b, _ := sign()
+		if _, ca := verifyES256(t, a, &priv.PublicKey); ca["nonce"] == strings.ToLower(fixed) {
+			t.Fatalf("%s: without WithNonce the nonce is still the given one", name)
+		} else if _, cb := verifyES256(t, b, &priv.PublicKey); ca["nonce"] == cb["nonce"] {
+			t.Fatalf("%s: two signatures share the nonce %v", name, ca["nonce"])
+		}
+		if _, err := sign(WithNonce("not-a-uuid")); err == nil || !strings.Contains(err.Error(), "nonce must be a UUID") {
+			t.Fatalf("%s: a nonce that is no UUID: %v", name, err)
+		}
+	}
 	if _, err := NewPromotionalOfferSignatureCreator([]byte("garbage"), testKeyID, testBundle); err == nil {
 		t.Fatal("a garbage key was accepted")
 	}

@@ -3,6 +3,7 @@ package appstoreserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"runtime"
@@ -35,6 +36,12 @@ type VerifierOptions struct {
 	ChainCacheTTL     *time.Duration
 	// MaxJWSBytes is the largest JWS accepted (0: 1 MiB); a longer one is refused before it is read.
 	MaxJWSBytes int
+	// NotificationCheck, when set, decides on the app a notification names (the Go form of Apple's verifyNotification
+	// hook): VerifyAndDecodeNotification calls it after the signature, the chain and the payload passed, with the
+	// bundle ID, app Apple ID (0: none) and environment ("": none) the notification carries (data, summary,
+	// externalPurchaseToken or appData, in Apple's order), instead of the verifier's own check; a non-nil error fails
+	// the call with that error. v.CheckNotificationApp is the default check, for a function that defers to it.
+	NotificationCheck func(v *SignedDataVerifier, bundleID string, appAppleID int64, environment Environment) error
 }
 
 // SignedDataVerifier verifies and decodes App Store signed data (Apple's SignedDataVerifier): the ES256
@@ -42,8 +49,9 @@ type VerifierOptions struct {
 // signed date, or at the current time with OCSP when online checks are on), then the bundle ID, app Apple ID and
 // environment. Immutable and safe for concurrent use by any number of goroutines.
 type SignedDataVerifier struct {
-	h         handle[capi.Verifier]
-	transport *transportBridge // online checks only
+	h                 handle[capi.Verifier]
+	transport         *transportBridge // online checks only
+	notificationCheck func(v *SignedDataVerifier, bundleID string, appAppleID int64, environment Environment) error
 }
 
 // NewSignedDataVerifier makes a verifier as Apple's libraries do (roots, online checks, environment, bundle ID,
@@ -131,7 +139,7 @@ func NewSignedDataVerifierWithOptions(o VerifierOptions) (*SignedDataVerifier, e
 		}
 		return nil, plainError(err)
 	}
-	v := &SignedDataVerifier{transport: bridge}
+	v := &SignedDataVerifier{transport: bridge, notificationCheck: o.NotificationCheck}
 	v.h = handle[capi.Verifier]{p: p, free: func(p capi.Verifier) {
 		capi.VerifierFree(p)
 		if bridge != nil {
@@ -238,6 +246,9 @@ func decodeInto(raw []byte, out any) error {
 // VerifyAndDecodeNotification verifies and decodes an App Store Server Notification V2 signedPayload.
 func (v *SignedDataVerifier) VerifyAndDecodeNotification(ctx context.Context, signedPayload string) (*model.ResponseBodyV2DecodedPayload, error) {
 	var out model.ResponseBodyV2DecodedPayload
+	if v != nil && v.notificationCheck != nil {
+		return v.verifyNotificationWithCheck(ctx, signedPayload)
+	}
 	if err := v.verifyInto(ctx, capi.VerifierVerifyNotificationInto, signedPayload, &out); err != nil {
 		return nil, err
 	}
@@ -372,4 +383,52 @@ func stringBytes(s string) []byte {
 	}
 	h := (*reflect.StringHeader)(unsafe.Pointer(&s))
 	return unsafe.Slice((*byte)(unsafe.Pointer(h.Data)), len(s))
+}
+
+// verifyNotificationWithCheck: the library verifies all but the app, which VerifierOptions.NotificationCheck decides.
+func (v *SignedDataVerifier) verifyNotificationWithCheck(ctx context.Context, signedPayload string) (*model.ResponseBodyV2DecodedPayload, error) {
+	var raw []byte
+	var identity string
+	if err := v.call(ctx, signedPayload, func(p capi.Verifier, in []byte) error {
+		var err error
+		raw, identity, err = capi.VerifierNotificationLeavingIdentity(p, in)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var id struct {
+		BundleID    string `json:"bundleId"`
+		AppAppleID  int64  `json:"appAppleId"`
+		Environment string `json:"environment"`
+	}
+	if err := json.Unmarshal([]byte(identity), &id); err != nil {
+		return nil, fmt.Errorf("appstoreserver: the library's notification identity is not JSON: %w", err)
+	}
+	if err := v.notificationCheck(v, id.BundleID, id.AppAppleID, Environment(id.Environment)); err != nil {
+		return nil, err
+	}
+	var out model.ResponseBodyV2DecodedPayload
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CheckNotificationApp is the verifier's own check of the app a notification names (bundle ID, the app Apple ID in
+// Production, environment; appAppleID 0 and environment "" mean none): nil, or a *VerificationError with Apple's
+// INVALID_APP_IDENTIFIER / INVALID_ENVIRONMENT. The default NotificationCheck defers to it.
+func (v *SignedDataVerifier) CheckNotificationApp(bundleID string, appAppleID int64, environment Environment) error {
+	if v == nil {
+		return ErrClosed
+	}
+	p, ok := v.h.get()
+	if !ok {
+		return ErrClosed
+	}
+	defer v.h.release()
+	err := capi.VerifierCheckNotificationIdentity(p, optional(bundleID), appAppleID, optional(string(environment)))
+	if err != nil {
+		return verificationError(err)
+	}
+	return nil
 }

@@ -213,6 +213,15 @@ export declare class SignedDataVerifier {
      * @cfunction appstore_verifier_cache_stats
      */
     cacheStats(): { hits: number; misses: number; entries: number };
+    /**
+     * The app check of a notification on its own: the default of Apple's verifyNotification extension point.
+     *
+     * Called by verifyAndDecodeNotification after the signature, the chain and the payload passed, with the app the
+     * notification names; a subclass (or an assignment on the instance, as Apple's tests do) may replace it, e.g. to
+     * accept several apps. Throws VerificationException (INVALID_APP_IDENTIFIER, INVALID_ENVIRONMENT).
+     * @cfunction appstore_verifier_check_notification_identity
+     */
+    protected verifyNotification(bundleId?: string, appAppleId?: number, environment?: string): void;
     /** Frees the library's verifier now (calls in flight complete first); later calls throw. */
     close(): void;
 }
@@ -345,7 +354,7 @@ export declare class PromotionalOfferV2SignatureCreator {
     constructor(signingKey: SigningKey, keyId: string, issuerId: string, bundleId: string);
     /**
      * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
-     * given. No exp; a fresh lowercase UUID nonce.
+     * given. No exp; the nonce a lowercase UUID.
      *
      * Without transactionId: no transactionId claim.
      * @cfunction appstore_signing_key_create_promotional_offer_v2
@@ -353,12 +362,15 @@ export declare class PromotionalOfferV2SignatureCreator {
     createSignature(productId: string, offerIdentifier: string, transactionId?: string | undefined): string;
     /**
      * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
-     * given. No exp; a fresh lowercase UUID nonce.
+     * given. No exp; the nonce a lowercase UUID.
      *
      * createSignature on the libuv thread pool.
      * @cfunction appstore_signing_key_create_promotional_offer_v2
      */
     createSignatureAsync(productId: string, offerIdentifier: string, transactionId?: string | undefined): Promise<string>;
+    /** The nonce of the next signature (as Apple's Java createNonce(); Apple's Node has none): undefined lets the
+     *  library make a random UUID; a subclass may return its own UUID string, signed lowercase. */
+    protected createNonce(): string | undefined;
     close(): void;
 }
 
@@ -378,6 +390,9 @@ export declare class IntroductoryOfferEligibilitySignatureCreator {
      * @cfunction appstore_signing_key_create_introductory_offer_eligibility
      */
     createSignatureAsync(productId: string, allowIntroductoryOffer: boolean, transactionId: string): Promise<string>;
+    /** The nonce of the next signature (as Apple's Java createNonce(); Apple's Node has none): undefined lets the
+     *  library make a random UUID; a subclass may return its own UUID string, signed lowercase. */
+    protected createNonce(): string | undefined;
     close(): void;
 }
 
@@ -408,6 +423,9 @@ export declare class AdvancedCommerceInAppSignatureCreator {
      * @cfunction appstore_signing_key_create_advanced_commerce_in_app
      */
     createSignatureAsync(AdvancedCommerceInAppRequest: AbstractAdvancedCommerceInAppRequest | object): Promise<string>;
+    /** The nonce of the next signature (as Apple's Java createNonce(); Apple's Node has none): undefined lets the
+     *  library make a random UUID; a subclass may return its own UUID string, signed lowercase. */
+    protected createNonce(): string | undefined;
     close(): void;
 }
 

@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     appstore_error *err = NULL;
     char *jws = NULL;
     if (appstore_signing_key_new(pem, strlen(pem), key_id, issuer_id, bundle_id, &key, &err) != APPSTORE_OK ||
-        appstore_signing_key_create_promotional_offer_v2(key, argv[optind], argv[optind + 1], transaction_id, &jws,
+        appstore_signing_key_create_promotional_offer_v2(key, argv[optind], argv[optind + 1], transaction_id, NULL, &jws,
                                                          &err) != APPSTORE_OK) {
         fprintf(stderr, "offer_signature: %s (%s): %s\n", appstore_status_name(appstore_error_status(err)),
                 appstore_reason_name(appstore_error_reason(err)), appstore_error_message(err));

@@ -37,15 +37,16 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
         try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
 
-    /// Validates the request against Apple's limits, then signs it.
-    public func createSignature(advancedCommerceInAppRequest request: some AdvancedCommerceInAppRequest) throws(SigningError) -> String {
+    /// Validates the request against Apple's limits, then signs it. `nonce`: a UUID, or nil for a fresh one.
+    public func createSignature(advancedCommerceInAppRequest request: some AdvancedCommerceInAppRequest,
+                                nonce: String? = nil) throws(SigningError) -> String {
         guard let model = request as? any AdvancedCommerceInAppRequestModel else {
             throw .argument("\(type(of: request)) is not one of the four Advanced Commerce in-app request models")
         }
-        return try sign(model)
+        return try sign(model, nonce: nonce)
     }
 
-    private func sign(_ request: some AdvancedCommerceInAppRequestModel) throws(SigningError) -> String {
+    private func sign(_ request: some AdvancedCommerceInAppRequestModel, nonce: String?) throws(SigningError) -> String {
         do throws(ModelValidationError) { try request.validate() } catch {
             throw SigningError(.invalidRequest(error), "invalid \(type(of: request)): \(error)")
         }
@@ -54,13 +55,13 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
             throw SigningError(.invalidArgument, "the request cannot be written as JSON: \(error)")
         }
         let encoded = Base64.encode(json, alphabet: .standard)
-        return try base.create(audience: "advanced-commerce-api") { c in c.member("request", encoded) }
+        return try base.create(audience: "advanced-commerce-api", nonce: nonce) { c in c.member("request", encoded) }
     }
 
     /// The request as JSON (for the C ABI and bindings): its `operation` key picks the model. Decoded strictly: keys
     /// the model does not read are rejected at every level (the error names the key path, e.g. `items[0].descripton`),
     /// so a misspelt optional field never silently drops out of the signed request; `version`, when given, must be "1".
-    public func createSignature(requestJSON: [UInt8]) throws(SigningError) -> String {
+    public func createSignature(requestJSON: [UInt8], nonce: String? = nil) throws(SigningError) -> String {
         let operations = Self.requestTypes.map { $0.operation }.joined(separator: ", ")
         let tree: JSONValue
         do { tree = try JSONParser.parse(requestJSON) } catch {
@@ -73,10 +74,11 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
         guard let type = Self.requestTypes.first(where: { $0.operation == operation }) else {
             throw .argument("unknown operation \"\(JSONParser.printable(operation))\"; expected one of \(operations)")
         }
-        return try sign(type, tree)
+        return try sign(type, tree, nonce: nonce)
     }
 
-    private func sign<T: AdvancedCommerceInAppRequestModel>(_ type: T.Type, _ tree: JSONValue) throws(SigningError) -> String {
+    private func sign<T: AdvancedCommerceInAppRequestModel>(_ type: T.Type, _ tree: JSONValue,
+                                                            nonce: String?) throws(SigningError) -> String {
         let request: T
         do throws(JSONDecodeError) { request = try T(json: tree, strict: true) } catch {
             if case .unknownKey = error.problem {
@@ -84,6 +86,6 @@ public struct AdvancedCommerceInAppSignatureCreator: Sendable {
             }
             throw .argument("request_json does not decode as \(T.self): \(error)")
         }
-        return try sign(request)
+        return try sign(request, nonce: nonce)
     }
 }

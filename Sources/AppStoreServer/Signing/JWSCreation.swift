@@ -28,6 +28,14 @@ enum JWSCreation {
 
     /// A random (version 4) UUID in lowercase text. From OpenSSL's DRBG: Foundation's UUID() opens /dev/urandom
     /// on every call, which costs more than the rest of a nonce-bearing signature's bookkeeping.
+    /// The nonce to sign: the caller's UUID lowercased, or a fresh one when nil; anything else is refused.
+    static func nonce(_ given: String?) throws(SigningError) -> String {
+        guard let given else { return lowercaseUUID() }
+        let n = given.lowercased()
+        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \(QuotedText.quote(given))") }
+        return n
+    }
+
     static func lowercaseUUID() -> String {
         var b = [UInt8](repeating: 0, count: 16)
         if RAND_bytes(&b, 16) != 1 { return UUID().uuidString.lowercased() }
@@ -74,7 +82,8 @@ public enum AppStoreServerAPIToken {
     }
 }
 
-/// Shared base of Apple's JWS signature creators: no `exp`, a fresh lowercase UUID `nonce`, `iat`, `iss`, `bid`, `aud`.
+/// Shared base of Apple's JWS signature creators: no `exp`, a lowercase UUID `nonce` (fresh, or the caller's: Apple's Java
+/// creators take it from an overridable `createNonce()`), `iat`, `iss`, `bid`, `aud`.
 struct JWSSignatureCreator: Sendable {
     let key: SigningKey
     let keyId: String
@@ -91,14 +100,16 @@ struct JWSSignatureCreator: Sendable {
         self.bundleId = bundleId
     }
 
-    func create(audience: String, issuedAt: Date = Date(), features: (inout JSONWriter) -> Void) throws(SigningError) -> String {
+    func create(audience: String, issuedAt: Date = Date(), nonce: String? = nil,
+                features: (inout JSONWriter) -> Void) throws(SigningError) -> String {
+        let n = try JWSCreation.nonce(nonce)
         var c = JSONWriter()
         c.beginObject()
         c.member("iss", issuerId)
         c.member("iat", JWSCreation.seconds(issuedAt))
         c.member("aud", audience)
         c.member("bid", bundleId)
-        c.member("nonce", JWSCreation.lowercaseUUID())
+        c.member("nonce", n)
         features(&c)
         c.endObject()
         return try JWSCreation.sign(key: key, header: JWSCreation.header(keyId: keyId), claims: c.bytes)
@@ -127,11 +138,12 @@ public struct PromotionalOfferV2SignatureCreator: Sendable {
         try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
 
-    /// Claims `productId`, `offerIdentifier`, and `transactionId` only when given.
-    public func createSignature(productId: String, offerIdentifier: String, transactionId: String? = nil) throws(SigningError) -> String {
+    /// Claims `productId`, `offerIdentifier`, and `transactionId` only when given. `nonce`: a UUID, or nil for a fresh one.
+    public func createSignature(productId: String, offerIdentifier: String, transactionId: String? = nil,
+                                nonce: String? = nil) throws(SigningError) -> String {
         try JWSCreation.nonEmpty(productId, "productId")
         try JWSCreation.nonEmpty(offerIdentifier, "offerIdentifier")
-        return try base.create(audience: "promotional-offer") { c in
+        return try base.create(audience: "promotional-offer", nonce: nonce) { c in
             c.member("productId", productId)
             c.member("offerIdentifier", offerIdentifier)
             if let transactionId { c.member("transactionId", transactionId) }
@@ -152,11 +164,13 @@ public struct IntroductoryOfferEligibilitySignatureCreator: Sendable {
         try self.init(signingKey: try loadKey(signingKey), keyId: keyId, issuerId: issuerId, bundleId: bundleId)
     }
 
-    /// Claims `productId`, `allowIntroductoryOffer` (a JSON boolean) and `transactionId`.
-    public func createSignature(productId: String, allowIntroductoryOffer: Bool, transactionId: String) throws(SigningError) -> String {
+    /// Claims `productId`, `allowIntroductoryOffer` (a JSON boolean) and `transactionId`. `nonce`: a UUID, or nil for a
+    /// fresh one.
+    public func createSignature(productId: String, allowIntroductoryOffer: Bool, transactionId: String,
+                                nonce: String? = nil) throws(SigningError) -> String {
         try JWSCreation.nonEmpty(productId, "productId")
         try JWSCreation.nonEmpty(transactionId, "transactionId")
-        return try base.create(audience: "introductory-offer-eligibility") { c in
+        return try base.create(audience: "introductory-offer-eligibility", nonce: nonce) { c in
             c.member("productId", productId)
             c.member("allowIntroductoryOffer", allowIntroductoryOffer)
             c.member("transactionId", transactionId)
@@ -221,8 +235,7 @@ public struct PromotionalOfferSignatureCreator: Sendable {
             throw .argument("\(name) contains U+2063 INVISIBLE SEPARATOR, the separator of the signed fields (two different "
                             + "offers would sign the same text)")
         }
-        let n = (nonce ?? JWSCreation.lowercaseUUID()).lowercased()
-        guard UUID(uuidString: n) != nil else { throw .argument("nonce must be a UUID, got \(QuotedText.quote(nonce ?? n))") }
+        let n = try JWSCreation.nonce(nonce)
         let ts = timestamp ?? Timestamp.milliseconds(Date())
         var text = payload(productIdentifier: productIdentifier, subscriptionOfferID: subscriptionOfferID,
                            appAccountToken: appAccountToken, nonce: n, timestamp: ts)

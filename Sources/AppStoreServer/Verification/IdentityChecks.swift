@@ -43,27 +43,72 @@ extension ResponseBodyV2DecodedPayload: SignedPayloadModel {
     var effectiveDate: Date? { signedDate }
 
     func identityFailure(for v: SignedDataVerifier) -> VerificationFailure? {
-        // Apple's order: data, then summary, then externalPurchaseToken, then appData.
-        let bundleId: String?, appAppleId: Int64?, environment: AppStoreEnvironment?, source: String
-        if let data {
-            (bundleId, appAppleId, environment, source) = (data.bundleId, data.appAppleId, data.environment, "data")
-        } else if let summary {
-            (bundleId, appAppleId, environment, source) = (summary.bundleId, summary.appAppleId, summary.environment, "summary")
-        } else if let token = externalPurchaseToken {
-            // External purchase tokens carry no environment: a "SANDBOX" id prefix means Sandbox.
-            let env: AppStoreEnvironment = token.externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
-            (bundleId, appAppleId, environment, source) = (token.bundleId, token.appAppleId, env, "externalPurchaseToken")
-        } else if let appData {
-            (bundleId, appAppleId, environment, source) = (appData.bundleId, appData.appAppleId, appData.environment, "appData")
-        } else {
+        guard let id = identity else {
             return VerificationFailure(.wrongBundle,
                 "notification has none of data, summary, externalPurchaseToken or appData, so it names no app")
         }
-        if let f = v.bundleFailure(bundleId, what: "notification \(source).") { return f }
-        if let f = v.appAppleIdFailure(appAppleId, what: "notification \(source).") { return f }
-        let what = source == "externalPurchaseToken" ? "notification environment (from the externalPurchaseId prefix)"
-            : "notification \(source).environment"
-        return v.environmentFailure(environment, what: what)
+        return v.notificationIdentityFailure(id)
+    }
+
+    /// The app a notification names, in Apple's order: data, then summary, then externalPurchaseToken, then appData
+    /// (what Apple's verifyNotification hook is called with); nil when it carries none of them.
+    public var identity: NotificationIdentity? {
+        if let data {
+            return NotificationIdentity(bundleId: data.bundleId, appAppleId: data.appAppleId, environment: data.environment, source: "data")
+        } else if let summary {
+            return NotificationIdentity(bundleId: summary.bundleId, appAppleId: summary.appAppleId, environment: summary.environment,
+                                        source: "summary")
+        } else if let token = externalPurchaseToken {
+            // External purchase tokens carry no environment: a "SANDBOX" id prefix means Sandbox.
+            let env: AppStoreEnvironment = token.externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+            return NotificationIdentity(bundleId: token.bundleId, appAppleId: token.appAppleId, environment: env,
+                                        source: "externalPurchaseToken")
+        } else if let appData {
+            return NotificationIdentity(bundleId: appData.bundleId, appAppleId: appData.appAppleId, environment: appData.environment,
+                                        source: "appData")
+        }
+        return nil
+    }
+}
+
+/// The app a notification names (bundle id, app Apple ID, environment) and where it says so.
+public struct NotificationIdentity: Sendable {
+    public let bundleId: String?
+    public let appAppleId: Int64?
+    public let environment: AppStoreEnvironment?
+    /// "data", "summary", "externalPurchaseToken" or "appData"; "caller" for values a caller passed.
+    public let source: String
+
+    public init(bundleId: String?, appAppleId: Int64?, environment: AppStoreEnvironment?, source: String) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.source = source
+    }
+
+    /// {"bundleId":…,"appAppleId":…,"environment":…,"source":…}, each of the first three only when the notification
+    /// carries it (the C ABI's form).
+    public var json: [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        if let bundleId { w.member("bundleId", bundleId) }
+        if let appAppleId { w.member("appAppleId", appAppleId) }
+        if let environment { w.member("environment", environment.rawValue) }
+        w.member("source", source)
+        w.endObject()
+        return w.bytes
+    }
+}
+
+extension SignedDataVerifier {
+    /// Apple's verifyNotification check on its own: the bundle id, then (Production) the app Apple ID, then the
+    /// environment, against this verifier's; nil when they pass.
+    public func notificationIdentityFailure(_ id: NotificationIdentity) -> VerificationFailure? {
+        if let f = bundleFailure(id.bundleId, what: "notification \(id.source).") { return f }
+        if let f = appAppleIdFailure(id.appAppleId, what: "notification \(id.source).") { return f }
+        let what = id.source == "externalPurchaseToken" ? "notification environment (from the externalPurchaseId prefix)"
+            : "notification \(id.source).environment"
+        return environmentFailure(id.environment, what: what)
     }
 }
 

@@ -18,6 +18,13 @@ extension SignedDataVerifier {
         return s.withUTF8 { verifiedPayloadJSON(kind, UnsafeRawBufferPointer($0)) }
     }
 
+    /// A notification verified but for the app it names (Apple's verifyNotification extension point): the payload JSON
+    /// exactly as signed, and the identity the caller checks (by default with `notificationIdentityFailure`).
+    public func verifiedNotificationJSONLeavingIdentity(_ jws: UnsafeRawBufferPointer)
+        -> Result<(json: [UInt8], identity: NotificationIdentity?), VerificationFailure> {
+        verify(jws, as: ResponseBodyV2DecodedPayload.self, checkIdentity: false).map { ($0.payloadJSON, $0.value.identity) }
+    }
+
     /// Deep notification verification as one JSON object, the shape of the spec model `VerifiedNotification`:
     /// `{"notification":…,"transaction":…,"renewalInfo":…,"appTransaction":…}` (nested keys only when present), each
     /// part exactly as signed.

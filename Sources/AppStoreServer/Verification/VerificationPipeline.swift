@@ -31,7 +31,9 @@ extension SignedDataVerifier {
     ///  4. the chain to the caller's roots at the payload's effective date (cached, or built with OpenSSL and, with
     ///     online checks, OCSP of the intermediate and the leaf) — only chains of correctly signed payloads are cached;
     ///  5. kind and identity (bundle id, app Apple id, environment).
-    func verify<T: SignedPayloadModel>(_ jws: UnsafeRawBufferPointer, as type: T.Type) -> Result<Verified<T>, VerificationFailure> {
+    ///  `checkIdentity` false leaves step 5 to the caller (Apple's verifyNotification hook, for notifications).
+    func verify<T: SignedPayloadModel>(_ jws: UnsafeRawBufferPointer, as type: T.Type,
+                                       checkIdentity: Bool = true) -> Result<Verified<T>, VerificationFailure> {
         guard jws.count <= maxJWSBytes else {
             return .failure(VerificationFailure(.inputTooLarge,
                 "the JWS is \(jws.count) bytes; at most \(maxJWSBytes) are accepted (App Store JWS are a few KB; "
@@ -87,6 +89,14 @@ extension SignedDataVerifier {
         }
         // What kind the payload really is matters only when the identity checks fail, or for kinds whose checks
         // another kind could pass (renewal info checks the environment only).
+        guard checkIdentity else {
+            // The caller checks the app, so the kind is checked here always: another kind's payload would name none.
+            if let actual = PayloadProbe(payloadJSON)?.kind, actual != T.kind {
+                return .failure(VerificationFailure(status: .INVALID_APP_IDENTIFIER, reason: .wrongKind,
+                    message: "payload is \(actual.article), not \(T.kind.article): use \(actual.operation)"))
+            }
+            return .success(Verified(value: value, payloadJSON: parsed.payload))
+        }
         let identity = value.identityFailure(for: self)
         if identity != nil || T.probesKindOnSuccess {
             if let actual = PayloadProbe(payloadJSON)?.kind, actual != T.kind {

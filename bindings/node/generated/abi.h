@@ -21,7 +21,7 @@
 #define ASB_H_API_REQUEST 9
 #define ASB_H_API_CALL 10
 #define ASB_H_LEDGER 11
-#define ASB_FUNCTIONS 88
+#define ASB_FUNCTIONS 90
 
 #ifdef ASB_ABI_TABLES
 const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
@@ -310,6 +310,37 @@ static const asb_param asb_params_verifier_verify_notification[] = {
     {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
+/* appstore_verifier_notification_leaving_identity */
+static void asb_call_verifier_notification_leaving_identity(asb_frame *f) {
+    char *o3 = NULL;
+    char *o4 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_verifier_notification_leaving_identity((const appstore_verifier *)f->s[0].p, (const char *)f->s[1].p, f->s[2].z, &o3, &o4, &err);
+    f->s[3].p = o3;
+    f->s[4].p = o4;
+    f->err = err;
+}
+static const asb_param asb_params_verifier_notification_leaving_identity[] = {
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"jws", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 0},
+    {"jws_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 1, -1, 1},
+    {"identity_json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_verifier_check_notification_identity */
+static void asb_call_verifier_check_notification_identity(asb_frame *f) {
+    appstore_error *err = NULL;
+    f->status = appstore_verifier_check_notification_identity((const appstore_verifier *)f->s[0].p, (const char *)f->s[1].p, (int64_t)f->s[2].i, (const char *)f->s[3].p, &err);
+    f->err = err;
+}
+static const asb_param asb_params_verifier_check_notification_identity[] = {
+    {"verifier", ASB_IN_HANDLE, 2, ASB_VT_NONE, 0, -1, 0},
+    {"bundle_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"app_apple_id", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"environment", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
 /* appstore_verifier_verify_transaction */
 static void asb_call_verifier_verify_transaction(asb_frame *f) {
     char *o3 = NULL;
@@ -462,10 +493,10 @@ static const asb_param asb_params_signing_key_create_promotional_offer_v1[] = {
 };
 /* appstore_signing_key_create_promotional_offer_v2 */
 static void asb_call_signing_key_create_promotional_offer_v2(asb_frame *f) {
-    char *o4 = NULL;
+    char *o5 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_signing_key_create_promotional_offer_v2((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, (const char *)f->s[2].p, (const char *)f->s[3].p, &o4, &err);
-    f->s[4].p = o4;
+    f->status = appstore_signing_key_create_promotional_offer_v2((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, (const char *)f->s[2].p, (const char *)f->s[3].p, (const char *)f->s[4].p, &o5, &err);
+    f->s[5].p = o5;
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_promotional_offer_v2[] = {
@@ -473,15 +504,16 @@ static const asb_param asb_params_signing_key_create_promotional_offer_v2[] = {
     {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"offer_identifier", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
+    {"nonce", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
     {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_introductory_offer_eligibility */
 static void asb_call_signing_key_create_introductory_offer_eligibility(asb_frame *f) {
-    char *o4 = NULL;
+    char *o5 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_signing_key_create_introductory_offer_eligibility((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, (int32_t)f->s[2].i, (const char *)f->s[3].p, &o4, &err);
-    f->s[4].p = o4;
+    f->status = appstore_signing_key_create_introductory_offer_eligibility((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, (int32_t)f->s[2].i, (const char *)f->s[3].p, (const char *)f->s[4].p, &o5, &err);
+    f->s[5].p = o5;
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_introductory_offer_eligibility[] = {
@@ -489,21 +521,23 @@ static const asb_param asb_params_signing_key_create_introductory_offer_eligibil
     {"product_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"allow", ASB_IN_VALUE, -1, ASB_VT_I32, 0, -1, 0},
     {"transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"nonce", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
     {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_signing_key_create_advanced_commerce_in_app */
 static void asb_call_signing_key_create_advanced_commerce_in_app(asb_frame *f) {
-    char *o3 = NULL;
+    char *o4 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_signing_key_create_advanced_commerce_in_app((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, f->s[2].z, &o3, &err);
-    f->s[3].p = o3;
+    f->status = appstore_signing_key_create_advanced_commerce_in_app((const appstore_signing_key *)f->s[0].p, (const char *)f->s[1].p, f->s[2].z, (const char *)f->s[3].p, &o4, &err);
+    f->s[4].p = o4;
     f->err = err;
 }
 static const asb_param asb_params_signing_key_create_advanced_commerce_in_app[] = {
     {"key", ASB_IN_HANDLE, 3, ASB_VT_NONE, 0, -1, 0},
     {"request_json", ASB_IN_TEXT, -1, ASB_VT_NONE, 0, 2, 1},
     {"request_json_len", ASB_IN_LENGTH, -1, ASB_VT_NONE, 0, 1, 0},
+    {"nonce", ASB_IN_STRING, -1, ASB_VT_NONE, 1, -1, 0},
     {"jws_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
@@ -1102,6 +1136,8 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"verifier_options_set_max_jws_bytes", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_options_set_max_jws_bytes, asb_call_verifier_options_set_max_jws_bytes},
     {"verifier_new", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_verifier_new, asb_call_verifier_new},
     {"verifier_verify_notification", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_verifier_verify_notification, asb_call_verifier_verify_notification},
+    {"verifier_notification_leaving_identity", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_verifier_notification_leaving_identity, asb_call_verifier_notification_leaving_identity},
+    {"verifier_check_notification_identity", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_verifier_check_notification_identity, asb_call_verifier_check_notification_identity},
     {"verifier_verify_transaction", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_verifier_verify_transaction, asb_call_verifier_verify_transaction},
     {"verifier_verify_renewal_info", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_verifier_verify_renewal_info, asb_call_verifier_verify_renewal_info},
     {"verifier_verify_app_transaction", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_verifier_verify_app_transaction, asb_call_verifier_verify_app_transaction},
@@ -1111,9 +1147,9 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"signing_key_new", ASB_RET_STATUS, ASB_VT_NONE, 7, asb_params_signing_key_new, asb_call_signing_key_new},
     {"signing_key_create_api_token", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_signing_key_create_api_token, asb_call_signing_key_create_api_token},
     {"signing_key_create_promotional_offer_v1", ASB_RET_STATUS, ASB_VT_NONE, 10, asb_params_signing_key_create_promotional_offer_v1, asb_call_signing_key_create_promotional_offer_v1},
-    {"signing_key_create_promotional_offer_v2", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_signing_key_create_promotional_offer_v2, asb_call_signing_key_create_promotional_offer_v2},
-    {"signing_key_create_introductory_offer_eligibility", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_signing_key_create_introductory_offer_eligibility, asb_call_signing_key_create_introductory_offer_eligibility},
-    {"signing_key_create_advanced_commerce_in_app", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_signing_key_create_advanced_commerce_in_app, asb_call_signing_key_create_advanced_commerce_in_app},
+    {"signing_key_create_promotional_offer_v2", ASB_RET_STATUS, ASB_VT_NONE, 7, asb_params_signing_key_create_promotional_offer_v2, asb_call_signing_key_create_promotional_offer_v2},
+    {"signing_key_create_introductory_offer_eligibility", ASB_RET_STATUS, ASB_VT_NONE, 7, asb_params_signing_key_create_introductory_offer_eligibility, asb_call_signing_key_create_introductory_offer_eligibility},
+    {"signing_key_create_advanced_commerce_in_app", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_signing_key_create_advanced_commerce_in_app, asb_call_signing_key_create_advanced_commerce_in_app},
     {"receipt_extract_transaction_id", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_receipt_extract_transaction_id, asb_call_receipt_extract_transaction_id},
     {"receipt_extract_transaction_ids", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_receipt_extract_transaction_ids, asb_call_receipt_extract_transaction_ids},
     {"transaction_receipt_extract_transaction_id", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_transaction_receipt_extract_transaction_id, asb_call_transaction_receipt_extract_transaction_id},

@@ -14,7 +14,7 @@ try {
 }
 // Pool calls resolve with parsed JSON and reject with the library's exceptions directly (no extra Promise step).
 const { convert } = require('./errors.js');
-const KINDS = [[/^verifier_verify_/, 'verify'], [/^ledger_ingest_/, 'verify'], [/^receipt_/, 'receipt'], [/^signing_key_/, 'sign'],
+const KINDS = [[/^verifier_verify_|^verifier_notification_leaving_identity$/, 'verify'], [/^ledger_ingest_/, 'verify'], [/^receipt_/, 'receipt'], [/^signing_key_/, 'sign'],
   [/^api_client_build_request$|^api_call_next$/, 'api']];
 native.configure(JSON.parse, (e, fn) => {
   const kind = KINDS.find(([re]) => re.test(fn));

@@ -37,6 +37,23 @@ class SignatureCreator {
   }
 }
 
+/** The base of the three JWS creators (Apple's BaseSignatureCreator). */
+class BaseSignatureCreator extends SignatureCreator {
+  /** The nonce of the next signature (as Apple's Java createNonce(); Apple's Node has no such hook): undefined lets the
+   *  library make a random UUID; a subclass may return its own UUID string, signed lowercase. Called once per
+   *  createSignature / createSignatureAsync, before anything is signed. */
+  createNonce() {
+    return undefined;
+  }
+
+  _nonce(where) {
+    const nonce = this.createNonce();
+    if (nonce === undefined || nonce === null) return null;
+    if (typeof nonce !== 'string') throw new TypeError(`${where}: createNonce() must return a string or undefined, got ${typeof nonce}`);
+    return nonce;
+  }
+}
+
 /** Promotional offer signature v1 (StoreKit 1): standard base64 DER ECDSA. Apple's constructor (no issuer id). */
 class PromotionalOfferSignatureCreator extends SignatureCreator {
   constructor(signingKey, keyId, bundleId) {
@@ -71,7 +88,7 @@ class PromotionalOfferSignatureCreator extends SignatureCreator {
 }
 
 /** Promotional offer V2 JWS (aud "promotional-offer"). */
-class PromotionalOfferV2SignatureCreator extends SignatureCreator {
+class PromotionalOfferV2SignatureCreator extends BaseSignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
     key(this, 'PromotionalOfferV2SignatureCreator', signingKey, keyId, issuerId, bundleId);
@@ -81,7 +98,7 @@ class PromotionalOfferV2SignatureCreator extends SignatureCreator {
     const w = 'PromotionalOfferV2SignatureCreator.createSignature';
     args.string(w, 'productId', productId);
     args.string(w, 'offerIdentifier', offerIdentifier);
-    return [this._key, productId, offerIdentifier, args.optionalString(w, 'transactionId', transactionId)];
+    return [this._key, productId, offerIdentifier, args.optionalString(w, 'transactionId', transactionId), this._nonce(w)];
   }
 
   createSignature(productId, offerIdentifier, transactionId) {
@@ -101,7 +118,7 @@ class PromotionalOfferV2SignatureCreator extends SignatureCreator {
 }
 
 /** Introductory offer eligibility JWS (aud "introductory-offer-eligibility"). */
-class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
+class IntroductoryOfferEligibilitySignatureCreator extends BaseSignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
     key(this, 'IntroductoryOfferEligibilitySignatureCreator', signingKey, keyId, issuerId, bundleId);
@@ -112,7 +129,7 @@ class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
     args.string(w, 'productId', productId);
     args.boolean(w, 'allowIntroductoryOffer', allowIntroductoryOffer);
     args.string(w, 'transactionId', transactionId);
-    return [this._key, productId, allowIntroductoryOffer ? 1 : 0, transactionId];
+    return [this._key, productId, allowIntroductoryOffer ? 1 : 0, transactionId, this._nonce(w)];
   }
 
   createSignature(productId, allowIntroductoryOffer, transactionId) {
@@ -133,15 +150,16 @@ class IntroductoryOfferEligibilitySignatureCreator extends SignatureCreator {
 
 /** Advanced Commerce in-app request JWS (aud "advanced-commerce-api"); the request is checked against Apple's limits
  *  and keys the model does not know are refused, by path. */
-class AdvancedCommerceInAppSignatureCreator extends SignatureCreator {
+class AdvancedCommerceInAppSignatureCreator extends BaseSignatureCreator {
   constructor(signingKey, keyId, issuerId, bundleId) {
     super();
     key(this, 'AdvancedCommerceInAppSignatureCreator', signingKey, keyId, issuerId, bundleId);
   }
 
   _argv(advancedCommerceInAppRequest) {
-    args.object('AdvancedCommerceInAppSignatureCreator.createSignature', 'advancedCommerceInAppRequest', advancedCommerceInAppRequest);
-    return [this._key, JSON.stringify(advancedCommerceInAppRequest)];
+    const w = 'AdvancedCommerceInAppSignatureCreator.createSignature';
+    args.object(w, 'advancedCommerceInAppRequest', advancedCommerceInAppRequest);
+    return [this._key, JSON.stringify(advancedCommerceInAppRequest), this._nonce(w)];
   }
 
   createSignature(AdvancedCommerceInAppRequest) {

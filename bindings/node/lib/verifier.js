@@ -123,15 +123,51 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
       return Promise.reject(args.fail(WHERE, param, 'a string', jws));
     const failure = this._withoutHandle(fn);
     if (failure) return Promise.reject(failure);
+    const hooked = this._hooked(fn);
+    const call = () => (hooked ? native.async.verifier_notification_leaving_identity(this._handle, jws)
+      : native.async[fn](this._handle, jws));
     if (this.enableOnlineChecks) {
-      return acquire().then(() => native.async[fn](this._handle, jws))
+      const p = acquire().then(call)
         .then((value) => { release(); return value; }, (e) => { release(); throw convert(e, 'verify'); });
+      return hooked ? p.then((r) => this._checkApp(r)) : p;
     }
     // The pool call resolves with the parsed payload and rejects with the VerificationException (lib/native.js).
     try {
-      return native.async[fn](this._handle, jws);
+      return hooked ? call().then((r) => this._checkApp(r)) : call();
     } catch (e) {
       return Promise.reject(convert(e, 'verify'));
+    }
+  }
+
+  /** Whether notifications go through an overridden verifyNotification (a subclass's, or set on the instance). */
+  _hooked(fn) {
+    return fn === 'verifier_verify_notification' && this.verifyNotification !== SignedDataVerifier.prototype.verifyNotification;
+  }
+
+  /** The hook's part of a notification the library verified but for its app: verifyNotification with what it names. */
+  _checkApp(r) {
+    const id = JSON.parse(r.identityJson);
+    this.verifyNotification(id.bundleId, id.appAppleId, id.environment);
+    return typeof r.json === 'string' ? JSON.parse(r.json) : r.json;
+  }
+
+  /**
+   * Checks the app a notification names (Apple's extension point): called by verifyAndDecodeNotification after the
+   * signature, the chain and the payload passed, with the bundle id, app Apple ID and environment the notification
+   * carries (from data, summary, externalPurchaseToken or appData, in Apple's order; undefined when absent). The
+   * default is the library's check; a subclass (or an assignment on the instance, as Apple's tests do) may replace
+   * it, e.g. to accept several apps. Throws VerificationException (INVALID_APP_IDENTIFIER, INVALID_ENVIRONMENT).
+   */
+  verifyNotification(bundleId, appAppleId, environment) {
+    const failure = this._withoutHandle('verifier_check_notification_identity');
+    if (failure) throw failure;
+    if (bundleId != null) args.string(WHERE, 'bundleId', bundleId);
+    if (appAppleId != null) args.integer(WHERE, 'appAppleId', appAppleId);
+    if (environment != null) args.string(WHERE, 'environment', environment);
+    try {
+      native.verifier_check_notification_identity(this._handle, bundleId ?? null, appAppleId ?? 0, environment ?? null);
+    } catch (e) {
+      throw convert(e, 'verify');
     }
   }
 
@@ -145,11 +181,11 @@ class SignedDataVerifier extends SignedDataVerifierOperations {
     }
     let json;
     try {
-      json = native[fn](this._handle, jws);
+      json = native[this._hooked(fn) ? 'verifier_notification_leaving_identity' : fn](this._handle, jws);
     } catch (e) {
       throw convert(e, 'verify');
     }
-    return JSON.parse(json);
+    return this._hooked(fn) ? this._checkApp(json) : JSON.parse(json);
   }
 
   /** Chain cache counters: {hits, misses, entries}. */

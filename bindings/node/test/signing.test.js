@@ -92,6 +92,40 @@ test('AdvancedCommerceInAppSignatureCreator: the request claim is standard base6
     (e) => e.reason === 'invalid_request');
 });
 
+test('createNonce (Apple\'s Java hook): a subclass\'s nonce is signed, lowercase, sync and on the pool', async () => {
+  const fixed = '0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10';
+  let asked = 0;
+  const withNonce = (Base) => class extends Base {
+    createNonce() { asked += 1; return fixed; }
+  };
+  const v2 = new (withNonce(lib.PromotionalOfferV2SignatureCreator))(pem, KEY_ID, ISSUER, BUNDLE);
+  const intro = new (withNonce(lib.IntroductoryOfferEligibilitySignatureCreator))(pem, KEY_ID, ISSUER, BUNDLE);
+  const ac = new (withNonce(lib.AdvancedCommerceInAppSignatureCreator))(pem, KEY_ID, ISSUER, BUNDLE);
+  const request = {
+    operation: 'CREATE_ONE_TIME_CHARGE', version: '1', currency: 'USD', taxCode: 'C003-00-1',
+    requestInfo: { requestReferenceId: '3e9c1f5b-5a4e-4f0a-9c2e-1d7c1f2b6a11' },
+    item: { SKU: 'com.example.sku', description: 'A thing', displayName: 'Thing', price: 990 },
+  };
+  const signed = [v2.createSignature('p', 'o'), await v2.createSignatureAsync('p', 'o'),
+    intro.createSignature('p', true, '1'), await intro.createSignatureAsync('p', false, '1'),
+    ac.createSignature(request), await ac.createSignatureAsync(request)];
+  for (const jws of signed) assert.equal(verifyJws(jws).nonce, fixed.toLowerCase());
+  assert.equal(asked, 6);
+  items.push({ kind: 'promo_v2', value: signed[0], expect: { kid: KEY_ID, iss: ISSUER, bid: BUNDLE, productId: 'p',
+    offerIdentifier: 'o', nonce: fixed.toLowerCase() } });
+  // Not a UUID: refused by the library, nothing signed; not a string: a TypeError.
+  class Bad extends lib.PromotionalOfferV2SignatureCreator { createNonce() { return this.nonce; } }
+  const bad = new Bad(pem, KEY_ID, ISSUER, BUNDLE);
+  bad.nonce = 'not-a-uuid';
+  assert.throws(() => bad.createSignature('p', 'o'), (e) => e.reason === 'invalid_argument' && /nonce must be a UUID/.test(e.message));
+  await assert.rejects(bad.createSignatureAsync('p', 'o'), (e) => /nonce must be a UUID/.test(e.message));
+  bad.nonce = 42;
+  assert.throws(() => bad.createSignature('p', 'o'), TypeError);
+  // The default: the library's fresh nonce, another each time.
+  const plain = new lib.PromotionalOfferV2SignatureCreator(pem, KEY_ID, ISSUER, BUNDLE);
+  assert.notEqual(verifyJws(plain.createSignature('p', 'o')).nonce, verifyJws(plain.createSignature('p', 'o')).nonce);
+});
+
 test('PromotionalOfferSignatureCreator (v1): base64 DER ECDSA over Apple\'s U+2063-joined string', async () => {
   const s = new lib.PromotionalOfferSignatureCreator(pem, KEY_ID, BUNDLE);
   const nonce = 'A4C5E3F0-1B2C-4D5E-8F90-A1B2C3D4E5F6';

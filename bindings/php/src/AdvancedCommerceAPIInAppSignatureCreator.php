@@ -14,7 +14,7 @@ use AppStoreServer\Model\AdvancedCommerceSubscriptionReactivateInAppRequest;
  * AdvancedCommerceAPIInAppSignatureCreator). The request is validated against Apple's limits (a failure names the
  * field) and keys the model does not know are refused, so nothing given is dropped silently.
  */
-final class AdvancedCommerceAPIInAppSignatureCreator extends JWSSignatureCreator
+class AdvancedCommerceAPIInAppSignatureCreator extends JWSSignatureCreator
 {
     /**
      * An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
@@ -38,6 +38,6 @@ final class AdvancedCommerceAPIInAppSignatureCreator extends JWSSignatureCreator
         if ($json === false) {
             throw new \InvalidArgumentException('advancedCommerceInAppRequest does not convert to JSON: ' . json_last_error_msg());
         }
-        return $this->key->sign('appstore_signing_key_create_advanced_commerce_in_app', $json, strlen($json));
+        return $this->key->sign('appstore_signing_key_create_advanced_commerce_in_app', $json, strlen($json), $this->nonceArgument());
     }
 }

@@ -7,7 +7,7 @@ namespace AppStoreServer;
 use AppStoreServer\Internal\Native;
 
 /** Introductory offer eligibility signatures (aud "introductory-offer-eligibility"; Apple's class of that name). */
-final class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCreator
+class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCreator
 {
     /**
      * An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
@@ -20,6 +20,6 @@ final class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCre
         Native::cText($productId, 'productId');
         Native::cText($transactionId, 'transactionId');
         return $this->key->sign('appstore_signing_key_create_introductory_offer_eligibility', $productId,
-            $allowIntroductoryOffer ? 1 : 0, $transactionId);
+            $allowIntroductoryOffer ? 1 : 0, $transactionId, $this->nonceArgument());
     }
 }

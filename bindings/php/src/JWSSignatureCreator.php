@@ -19,4 +19,24 @@ abstract class JWSSignatureCreator
     {
         $this->key = new SigningKey($signingKey, $keyId, $issuerId, $bundleId);
     }
+
+    /**
+     * The nonce of the next signature (as Apple's Java createNonce(); PHP has no Apple library): null lets the library
+     * make a random UUID; a subclass may return its own UUID, signed lowercase (anything else is
+     * \InvalidArgumentException). Called once per createSignature.
+     */
+    protected function createNonce(): ?string
+    {
+        return null;
+    }
+
+    /** createNonce()'s answer, checked for NUL bytes, for the C call. */
+    protected function nonceArgument(): ?string
+    {
+        $nonce = $this->createNonce();
+        if ($nonce !== null) {
+            Internal\Native::cText($nonce, 'nonce');
+        }
+        return $nonce;
+    }
 }

@@ -7,11 +7,11 @@ namespace AppStoreServer;
 use AppStoreServer\Internal\Native;
 
 /** Promotional offer V2 signatures (aud "promotional-offer"; Apple's PromotionalOfferV2SignatureCreator). */
-final class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator
+class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator
 {
     /**
      * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
-     * given. No exp; a fresh lowercase UUID nonce.
+     * given. No exp; the nonce a lowercase UUID.
      *
      * @cfunction appstore_signing_key_create_promotional_offer_v2
      */
@@ -22,6 +22,7 @@ final class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator
         if ($transactionId !== null) {
             Native::cText($transactionId, 'transactionId');
         }
-        return $this->key->sign('appstore_signing_key_create_promotional_offer_v2', $productId, $offerIdentifier, $transactionId);
+        return $this->key->sign('appstore_signing_key_create_promotional_offer_v2', $productId, $offerIdentifier, $transactionId,
+            $this->nonceArgument());
     }
 }

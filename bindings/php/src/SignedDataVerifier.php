@@ -29,7 +29,7 @@ use FFI\CData;
  * environment. A failure throws VerificationException. A verifier is immutable; create it once per process (a
  * php-fpm worker keeps it across requests in a static) so its chain cache is reused.
  */
-final class SignedDataVerifier
+class SignedDataVerifier
 {
     use NotCloneable;
 
@@ -180,7 +180,67 @@ final class SignedDataVerifier
      */
     public function verifyAndDecodeNotification(string $signedPayload): ResponseBodyV2DecodedPayload
     {
-        return ResponseBodyV2DecodedPayload::fromArray($this->verify('notification', $signedPayload));
+        if ((new \ReflectionMethod($this, 'verifyNotification'))->getDeclaringClass()->getName() === self::class) {
+            return ResponseBodyV2DecodedPayload::fromArray($this->verify('notification', $signedPayload));
+        }
+        // A subclass overrides verifyNotification: the library verifies all but the app, which the override checks.
+        if ($this->handle === null) {
+            $i = $this->failure;
+            throw new VerificationException($i->status, $i->reason, $i->message);
+        }
+        $f = Native::ffi();
+        $out = $f->new('char *');
+        $ident = $f->new('char *');
+        $err = $f->new('appstore_error *');
+        $st = $f->appstore_verifier_notification_leaving_identity($this->handle, $signedPayload, strlen($signedPayload),
+            FFI::addr($out), FFI::addr($ident), FFI::addr($err));
+        if ($st !== 0) {
+            $i = Native::takeError($err, $st);
+            throw new VerificationException($i->status, $i->reason, $i->message);
+        }
+        $text = FFI::string($out);
+        $f->appstore_string_free($out);
+        $id = json_decode(FFI::string($ident), true, 512, JSON_THROW_ON_ERROR);
+        $f->appstore_string_free($ident);
+        $this->verifyNotification($id['bundleId'] ?? null, $id['appAppleId'] ?? null,
+            isset($id['environment']) ? (Environment::tryFrom($id['environment']) ?? $id['environment']) : null);
+        return ResponseBodyV2DecodedPayload::fromArray(json_decode($text, true, 512, JSON_THROW_ON_ERROR));
+    }
+
+    /**
+     * The app check of a notification on its own: the default of Apple's verifyNotification extension point.
+     *
+     * Called by verifyAndDecodeNotification after the signature, the chain and the payload passed, with the app the
+     * notification names (data, summary, externalPurchaseToken or appData, in Apple's order; null when absent). A
+     * subclass may override it, e.g. to accept several apps; the notification is returned only when it returns.
+     *
+     * @throws VerificationException INVALID_APP_IDENTIFIER or INVALID_ENVIRONMENT
+     *
+     * @cfunction appstore_verifier_check_notification_identity
+     */
+    protected function verifyNotification(?string $bundleId, ?int $appAppleId, Environment|string|null $environment): void
+    {
+        if ($this->handle === null) {
+            $i = $this->failure;
+            throw new VerificationException($i->status, $i->reason, $i->message);
+        }
+        if ($bundleId !== null) {
+            Native::cText($bundleId, 'bundleId');
+        }
+        $env = $environment instanceof Environment ? $environment->value : $environment;
+        if ($env !== null) {
+            Native::cText($env, 'environment');
+        }
+        $f = Native::ffi();
+        $err = $f->new('appstore_error *');
+        $st = $f->appstore_verifier_check_notification_identity($this->handle, $bundleId, $appAppleId ?? 0, $env, FFI::addr($err));
+        if ($st !== 0) {
+            $i = Native::takeError($err, $st);
+            if ($i->status === K::APPSTORE_INVALID_ARGUMENT) {
+                throw new \InvalidArgumentException($i->message);
+            }
+            throw new VerificationException($i->status, $i->reason, $i->message);
+        }
     }
 
     /**

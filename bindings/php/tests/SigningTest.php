@@ -58,12 +58,51 @@ final class SigningTest extends TestCase
             'expect' => $ids + ['request' => ['operation' => 'CREATE_ONE_TIME_CHARGE', 'version' => '1', 'currency' => 'USD', 'taxCode' => 'C003-00-2',
                 'item' => ['SKU' => 'sku-1', 'description' => 'A thing', 'displayName' => 'Thing', 'price' => 4990],
                 'requestInfo' => ['requestReferenceId' => 'b7f4a5f2-9c1e-4d7a-8d2e-3f1a2b3c4d5e']]]];
+        // The createNonce() hook (Apple's Java extension point): what a subclass returns is signed, lowercase.
+        $fixed = '0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10';
+        $v2n = new class (self::key(), self::KID, self::ISS, self::BID) extends PromotionalOfferV2SignatureCreator {
+            protected function createNonce(): ?string
+            {
+                return '0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10';
+            }
+        };
+        $items[] = ['kind' => 'promo_v2', 'value' => $v2n->createSignature('p', 'o'),
+            'expect' => $ids + ['productId' => 'p', 'offerIdentifier' => 'o', 'nonce' => strtolower($fixed)]];
+        $introN = new class (self::key(), self::KID, self::ISS, self::BID) extends IntroductoryOfferEligibilitySignatureCreator {
+            protected function createNonce(): ?string
+            {
+                return '0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10';
+            }
+        };
+        $items[] = ['kind' => 'intro_eligibility', 'value' => $introN->createSignature('p', true, '1'),
+            'expect' => $ids + ['productId' => 'p', 'allowIntroductoryOffer' => true, 'transactionId' => '1', 'nonce' => strtolower($fixed)]];
+        $acN = new class (self::key(), self::KID, self::ISS, self::BID) extends AdvancedCommerceAPIInAppSignatureCreator {
+            protected function createNonce(): ?string
+            {
+                return '0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10';
+            }
+        };
+        $items[] = ['kind' => 'advanced_commerce', 'value' => $acN->createSignature($request),
+            'expect' => ['nonce' => strtolower($fixed)] + $items[4]['expect']];
         $file = tempnam(sys_get_temp_dir(), 'sigs');
         file_put_contents($file, json_encode(['public_key' => Support::keys() . '/p256_public.pem', 'items' => $items]));
         exec('python3 ' . escapeshellarg(Support::repo() . '/Tests/support/check_signatures.py') . ' check ' . escapeshellarg($file) . ' 2>&1', $out, $rc);
         unlink($file);
         $this->assertSame(0, $rc, implode("\n", $out));
-        $this->assertContains('signatures: 5 passed, 0 failed', $out);
+        $this->assertContains('signatures: 8 passed, 0 failed', $out);
+    }
+
+    public function testACreateNonceThatIsNoUuidIsRefused(): void
+    {
+        $bad = new class (self::key(), self::KID, self::ISS, self::BID) extends PromotionalOfferV2SignatureCreator {
+            protected function createNonce(): ?string
+            {
+                return 'not-a-uuid';
+            }
+        };
+        $this->expectException(\InvalidArgumentException::class);
+        $this->expectExceptionMessage('nonce must be a UUID');
+        $bad->createSignature('p', 'o');
     }
 
     public static function badKeys(): iterable

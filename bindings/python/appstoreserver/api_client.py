@@ -494,6 +494,9 @@ class _Call:
         if info.status in _API_STATUSES:
             e = APIException._from_info(info, ENDPOINTS[self.endpoint][1])
             e.__context__ = self._passed
+            if info.reason == FailureReason.UNDECODABLE_RESPONSE:
+                # As Apple's Java (its Python raises the decoder's error itself): the decoding failure is the cause.
+                e.__cause__ = ValueError(info.message)
             return e
         prefix = "" if info.message.startswith(f"{self.endpoint}: ") else f"{self.endpoint}: "  # named once
         if info.reason == FailureReason.SIGNER_FAILED:

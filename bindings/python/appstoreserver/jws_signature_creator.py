@@ -4,7 +4,8 @@ introductory offer eligibility and Advanced Commerce in-app requests, signed ES2
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+import uuid
+from typing import Any, Dict, Optional, Union
 
 from . import _args
 from ._docs import from_header
@@ -40,6 +41,20 @@ class JWSSignatureCreator:
         raise NotImplementedError("use PromotionalOfferV2SignatureCreator, IntroductoryOfferEligibilitySignatureCreator "
                                   "or AdvancedCommerceAPIInAppSignatureCreator")
 
+    def _create_nonce(self) -> Optional[Union[uuid.UUID, str]]:
+        """The nonce of the next signature (Apple's Java createNonce(); Apple's Python has no such hook): None lets
+        the library make a random UUID; a subclass may return its own UUID (or UUID text), signed lowercase. Called
+        once per create_signature; anything but a UUID raises SigningError (INVALID_ARGUMENT)."""
+        return None
+
+    def _nonce_arg(self) -> Optional[bytes]:
+        nonce = self._create_nonce()
+        if nonce is None:
+            return None
+        if not isinstance(nonce, (uuid.UUID, str)):
+            raise TypeError(f"_create_nonce() must return a uuid.UUID, a str or None, not {type(nonce).__name__}")
+        return _args.text(str(nonce), "nonce")
+
 
 def signing_key_handle(key: Any, key_id: Any, issuer_id: Any, bundle_id: Any) -> Any:
     return signing_key(key, key_id, issuer_id, bundle_id)
@@ -58,7 +73,7 @@ class PromotionalOfferV2SignatureCreator(JWSSignatureCreator):
             raise ValueError("offer_identifier cannot be null")
         return call_string(self._key, lib.appstore_signing_key_create_promotional_offer_v2,
                            _args.text(product_id, "product_id"), _args.text(offer_identifier, "offer_identifier"),
-                           _args.text(transaction_id, "transaction_id", optional=True))
+                           _args.text(transaction_id, "transaction_id", optional=True), self._nonce_arg())
 
 
 class IntroductoryOfferEligibilitySignatureCreator(JWSSignatureCreator):
@@ -77,7 +92,7 @@ class IntroductoryOfferEligibilitySignatureCreator(JWSSignatureCreator):
         allow = _args.boolean(allow_introductory_offer, "allow_introductory_offer")
         return call_string(self._key, lib.appstore_signing_key_create_introductory_offer_eligibility,
                            _args.text(product_id, "product_id"), 1 if allow else 0,
-                           _args.text(transaction_id, "transaction_id"))
+                           _args.text(transaction_id, "transaction_id"), self._nonce_arg())
 
 
 class AdvancedCommerceAPIInAppSignatureCreator(JWSSignatureCreator):
@@ -105,4 +120,5 @@ class AdvancedCommerceAPIInAppSignatureCreator(JWSSignatureCreator):
             data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         except (TypeError, ValueError) as e:
             raise TypeError(f"advanced_commerce_in_app_request does not convert to JSON: {e}") from None
-        return call_string(self._key, lib.appstore_signing_key_create_advanced_commerce_in_app, data, len(data))
+        return call_string(self._key, lib.appstore_signing_key_create_advanced_commerce_in_app, data, len(data),
+                           self._nonce_arg())

@@ -196,6 +196,9 @@ class SignedDataVerifier(SignedDataVerifierOperations):
         if self._handle is None:
             assert self._failure is not None
             raise exception_from(self._failure)
+        if operation == "notification" and getattr(self._verify_notification, "__func__", None) \
+                is not SignedDataVerifier._verify_notification:
+            return self._verify_leaving_identity(data)
         out = c_void_p()
         err = c_void_p()
         st = fn(self._h, data, len(data), byref(out), byref(err))
@@ -209,6 +212,53 @@ class SignedDataVerifier(SignedDataVerifierOperations):
         finally:
             _string_free(p)
         return _json_loads(text)
+
+
+    @from_header("appstore_verifier_check_notification_identity")
+    def _verify_notification(self, bundle_id: Optional[str], app_apple_id: Optional[int],
+                             environment: Optional[Environment]) -> None:
+        """Apple's extension point: called by verify_and_decode_notification after the signature, the chain and the
+        payload passed, with the app the notification names (from data, summary, externalPurchaseToken or appData in
+        Apple's order; None when absent). A subclass (or an instance attribute, as Apple's tests set it) may replace
+        it, e.g. to accept several apps; the notification is returned only when it returns normally. The default is
+        the library's check: raises VerificationException INVALID_APP_IDENTIFIER or INVALID_ENVIRONMENT."""
+        if self._handle is None:
+            assert self._failure is not None
+            raise exception_from(self._failure)
+        if app_apple_id is not None and (not isinstance(app_apple_id, int) or isinstance(app_apple_id, bool)):
+            raise TypeError(f"app_apple_id must be an int or None, not {type(app_apple_id).__name__}")
+        env = environment.value if isinstance(environment, Environment) else environment
+        err = c_void_p()
+        st = lib.appstore_verifier_check_notification_identity(
+            self._h, _args.text(bundle_id, "bundle_id", optional=True), app_apple_id or 0,
+            _args.text(env, "environment", optional=True), byref(err))
+        if st != 0:
+            info = read_error(err, st)
+            if info.status == AppStoreStatus.INVALID_ARGUMENT:
+                raise ValueError(info.message)
+            raise exception_from(info) from None
+
+    def _verify_leaving_identity(self, data: bytes) -> Any:
+        """A notification whose app check is _verify_notification's (overridden): verified by the library but for
+        the app, which the hook checks with what the library found."""
+        out, ident, err = c_void_p(), c_void_p(), c_void_p()
+        st = lib.appstore_verifier_notification_leaving_identity(self._h, data, len(data), byref(out), byref(ident),
+                                                                 byref(err))
+        if st != 0:
+            raise exception_from(read_error(err, st)) from None
+        try:
+            payload = _json_loads(string_at(out.value))
+            identity = json.loads(string_at(ident.value))
+        finally:
+            _string_free(out.value)
+            _string_free(ident.value)
+        env = identity.get("environment")
+        try:
+            env = Environment(env) if env is not None else None
+        except ValueError:
+            pass  # a value this version does not know: passed as Apple sent it
+        self._verify_notification(identity.get("bundleId"), identity.get("appAppleId"), env)
+        return payload
 
 
 # The C function of each verify operation (appstore_verifier_verify_<operation>).

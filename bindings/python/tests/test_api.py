@@ -195,6 +195,8 @@ def test_error_payload(keys: Path, mock_url: str) -> None:
             c.get_transaction_info(tid)
         assert ei.value.status == AppStoreStatus.INVALID_RESPONSE and ei.value.http_status_code == 200
         assert ei.value.reason == FailureReason.UNDECODABLE_RESPONSE and "content-type" in ei.value.headers
+        # As Apple's Java: the decoding failure is the cause (Apple's Python raises the decoder's error itself).
+        assert isinstance(ei.value.__cause__, ValueError) and str(ei.value.__cause__) == ei.value.message
     # Built by hand (as Apple's tests do): no answer, no headers.
     assert len(APIException(400).headers) == 0 and APIException(400).retry_after is None
 

@@ -138,3 +138,26 @@ def test_other_constructors_and_methods() -> None:
         _check_params(cls.__name__ + ".create_signature", inspect.signature(cls.create_signature), params)
     for m in ("extract_transaction_id_from_app_receipt", "extract_transaction_id_from_transaction_receipt"):
         assert callable(getattr(ReceiptUtility(), m))
+
+
+def _hook(path: str) -> Any:
+    module, cls, name = path.rsplit(".", 2)
+    return getattr(getattr(importlib.import_module(f"appstoreserver.{module}"), cls), name, None)
+
+
+@pytest.mark.parametrize("path,spec", SURFACE["hooks"]["offered"].items())
+def test_underscore_hooks(path: str, spec: list) -> None:
+    """Apple's underscore extension points its tests override (_execute_request, _verify_notification, ...): here,
+    with Apple's parameters, sync or async as Apple's."""
+    fn = _hook(path)
+    assert callable(fn), f"{path} is missing"
+    params, is_async = spec
+    assert list(inspect.signature(fn).parameters) == params, path
+    assert inspect.iscoroutinefunction(fn) == is_async, path
+
+
+def test_underscore_hooks_not_offered_are_listed_truthfully() -> None:
+    """Each hook listed as not offered is absent, or present only to refuse (NotImplementedError)."""
+    for path, reason in SURFACE["hooks"]["notOffered"].items():
+        fn = _hook(path)
+        assert fn is None or "NotImplementedError" in reason, f"{path} exists now: move it to hooks.offered"

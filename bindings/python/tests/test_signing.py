@@ -92,6 +92,30 @@ def _items(keys: Path, signer: Any = None) -> List[Dict[str, Any]]:
         "requestInfo": {"requestReferenceId": str(REF), "consistencyToken": "tok"}, "operation": "CREATE_ONE_TIME_CHARGE",
         "version": "1", "currency": "EUR", "item": {"SKU": "sku.1", "description": "A thing", "displayName": "Thing",
                                                      "price": 990}, "taxCode": "C003-00-1", "storefront": "DEU"})})
+    # The _create_nonce hook (Apple's Java createNonce()): what a subclass returns is signed, lowercase.
+    charge_request = items[-1]["expect"]["request"]
+    fixed = "0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10"
+    asked: List[str] = []
+
+    def hook(self: Any) -> Any:
+        asked.append(type(self).__name__)
+        return uuid.UUID(fixed) if len(asked) % 2 else fixed  # a uuid.UUID and UUID text both work
+
+    for cls in (PromotionalOfferV2SignatureCreator, IntroductoryOfferEligibilitySignatureCreator,
+                AdvancedCommerceAPIInAppSignatureCreator):
+        sub = type("Fixed" + cls.__name__, (cls,), {"_create_nonce": hook})(pem, KEY_ID, ISSUER, BUNDLE)
+        if cls is PromotionalOfferV2SignatureCreator:
+            value, extra = sub.create_signature("p", "o", None), {"productId": "p", "offerIdentifier": "o"}
+            kind = "promo_v2"
+        elif cls is IntroductoryOfferEligibilitySignatureCreator:
+            value = sub.create_signature("p", True, "1")
+            extra = {"productId": "p", "allowIntroductoryOffer": True, "transactionId": "1"}
+            kind = "intro_eligibility"
+        else:
+            value, extra, kind = sub.create_signature(charge), {"request": charge_request}, \
+                "advanced_commerce"
+        items.append({"kind": kind, "value": value, "expect": dict(ident, nonce=fixed.lower(), **extra)})
+    assert len(asked) == 3
     v1 = PromotionalOfferSignatureCreator(pem, KEY_ID, BUNDLE)
     nonce = uuid.UUID("5E8B3B4C-3F4E-4C5B-9F0E-1A2B3C4D5E6F")
     token = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
@@ -129,6 +153,21 @@ def test_unusable_keys(keys: Path, name: str, reason: str) -> None:
     assert ei.value.reason == FailureReason[reason], repr(ei.value.reason)
     assert isinstance(ei.value, ValueError) and ei.value.message
     assert "PRIVATE KEY" not in str(ei.value) or name == "not_pem.txt"
+
+
+def test_create_nonce_refused(keys: Path) -> None:
+    """A _create_nonce that returns something other than a UUID: the library refuses it, nothing is signed."""
+    class Bad(PromotionalOfferV2SignatureCreator):
+        def _create_nonce(self) -> Any:
+            return self.nonce
+
+    bad = Bad((keys / "p256.p8").read_bytes(), KEY_ID, ISSUER, BUNDLE)
+    bad.nonce = "not-a-uuid"
+    with pytest.raises(ValueError, match="nonce must be a UUID"):
+        bad.create_signature("p", "o", None)
+    bad.nonce = 42
+    with pytest.raises(TypeError, match="_create_nonce"):
+        bad.create_signature("p", "o", None)
 
 
 def test_advanced_commerce_limits(keys: Path) -> None:

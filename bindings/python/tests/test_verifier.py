@@ -404,3 +404,45 @@ def test_exception_text_says_why(testpki: Path, mock_url: str, keys: Path) -> No
         client.get_transaction_info("error-404-4040010")
     text = str(a.value)
     assert "4040010" in text and "HTTP 404" in text and "[" in text and a.value.http_status_code == 404, text
+
+
+def _other_app_notification() -> str:
+    """A LocalTesting notification (signatures are not checked there) naming another app: com.other, 99."""
+    def b64(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    payload = {"notificationType": "TEST", "notificationUUID": "3f2f3b2c-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "version": "2.0",
+               "signedDate": 1700000000000,
+               "data": {"bundleId": "com.other", "appAppleId": 99, "environment": "LocalTesting"}}
+    return b64(b'{"alg":"ES256"}') + "." + b64(json.dumps(payload).encode()) + ".c2ln"
+
+
+def test_verify_notification_hook() -> None:
+    """Apple's _verify_notification extension point: replaced on the instance (as Apple's tests do) or in a subclass,
+    it sees the app the notification names and decides; the default is the library's check."""
+    jws = _other_app_notification()
+    plain = SignedDataVerifier([], False, Environment.LOCAL_TESTING, BUNDLE)
+    with pytest.raises(VerificationException) as ei:
+        plain.verify_and_decode_notification(jws)
+    assert ei.value.status == VerificationStatus.INVALID_APP_IDENTIFIER
+
+    seen: List[Any] = []
+    v = SignedDataVerifier([], False, Environment.LOCAL_TESTING, BUNDLE)
+    v._verify_notification = lambda bundle_id, app_apple_id, environment: seen.append(  # type: ignore[method-assign]
+        (bundle_id, app_apple_id, environment))
+    assert v.verify_and_decode_notification(jws).notificationType == NotificationTypeV2.TEST
+    assert seen == [("com.other", 99, Environment.LOCAL_TESTING)]
+
+    class Deferring(SignedDataVerifier):
+        def _verify_notification(self, bundle_id: Any, app_apple_id: Any, environment: Any) -> None:
+            seen.append(bundle_id)
+            super()._verify_notification(bundle_id, app_apple_id, environment)
+
+    with pytest.raises(VerificationException) as ei:
+        Deferring([], False, Environment.LOCAL_TESTING, BUNDLE).verify_and_decode_notification(jws)
+    assert ei.value.status == VerificationStatus.INVALID_APP_IDENTIFIER and "com.other" in str(ei.value)
+    assert seen[-1] == "com.other"
+    # The default on its own, with what a caller passes.
+    plain._verify_notification(BUNDLE, None, Environment.LOCAL_TESTING)
+    with pytest.raises(VerificationException) as ei:
+        plain._verify_notification(BUNDLE, None, Environment.SANDBOX)
+    assert ei.value.status == VerificationStatus.INVALID_ENVIRONMENT

@@ -229,6 +229,37 @@ func VerifierVerifyNotificationInto(a_verifier Verifier, a_jws []byte, decode fu
 	return decode(borrowBytes(o_json_out))
 }
 
+// VerifierNotificationLeavingIdentity calls appstore_verifier_notification_leaving_identity: Verifies and decodes a notification but leaves the check of the app it names to the caller: Apple's verifyNotification extension point, which a subclass may override to accept several apps.
+func VerifierNotificationLeavingIdentity(a_verifier Verifier, a_jws []byte) ([]byte, string, error) {
+	p_jws := (*C.char)(reqBytes(a_jws))
+	var o_json_out *C.char
+	var o_identity_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_notification_leaving_identity((*C.appstore_verifier)(a_verifier), p_jws, C.size_t(len(a_jws)), &o_json_out, &o_identity_json_out, &cerr)
+	if st != 0 {
+		return nil, "", readError(int32(st), cerr)
+	}
+	return takeBytes(o_json_out), takeString(o_identity_json_out), nil
+}
+
+// VerifierCheckNotificationIdentity calls appstore_verifier_check_notification_identity: The app check of a notification on its own: the default of Apple's verifyNotification extension point.
+func VerifierCheckNotificationIdentity(a_verifier Verifier, a_bundle_id *string, a_app_apple_id int64, a_environment *string) error {
+	p_bundle_id, ok_bundle_id := optCString(a_bundle_id)
+	if !ok_bundle_id {
+		return argError("appstore_verifier_check_notification_identity", "bundle_id")
+	}
+	p_environment, ok_environment := optCString(a_environment)
+	if !ok_environment {
+		return argError("appstore_verifier_check_notification_identity", "environment")
+	}
+	var cerr *C.appstore_error
+	st := C.appstore_verifier_check_notification_identity((*C.appstore_verifier)(a_verifier), (*C.char)(p_bundle_id), C.int64_t(a_app_apple_id), (*C.char)(p_environment), &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	return nil
+}
+
 // VerifierVerifyTransaction calls appstore_verifier_verify_transaction: Verifies and decodes a signedTransaction (bundle id, then environment).
 func VerifierVerifyTransaction(a_verifier Verifier, a_jws []byte) ([]byte, error) {
 	p_jws := (*C.char)(reqBytes(a_jws))
@@ -442,7 +473,7 @@ func SigningKeyCreatePromotionalOfferV1(a_key SigningKey, a_product_id string, a
 }
 
 // SigningKeyCreatePromotionalOfferV2 calls appstore_signing_key_create_promotional_offer_v2: A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is given.
-func SigningKeyCreatePromotionalOfferV2(a_key SigningKey, a_product_id string, a_offer_identifier string, a_transaction_id *string) (string, error) {
+func SigningKeyCreatePromotionalOfferV2(a_key SigningKey, a_product_id string, a_offer_identifier string, a_transaction_id *string, a_nonce *string) (string, error) {
 	p_product_id, ok_product_id := cString(a_product_id)
 	if !ok_product_id {
 		return "", argError("appstore_signing_key_create_promotional_offer_v2", "product_id")
@@ -455,9 +486,13 @@ func SigningKeyCreatePromotionalOfferV2(a_key SigningKey, a_product_id string, a
 	if !ok_transaction_id {
 		return "", argError("appstore_signing_key_create_promotional_offer_v2", "transaction_id")
 	}
+	p_nonce, ok_nonce := optCString(a_nonce)
+	if !ok_nonce {
+		return "", argError("appstore_signing_key_create_promotional_offer_v2", "nonce")
+	}
 	var o_jws_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_signing_key_create_promotional_offer_v2((*C.appstore_signing_key)(a_key), (*C.char)(p_product_id), (*C.char)(p_offer_identifier), (*C.char)(p_transaction_id), &o_jws_out, &cerr)
+	st := C.appstore_signing_key_create_promotional_offer_v2((*C.appstore_signing_key)(a_key), (*C.char)(p_product_id), (*C.char)(p_offer_identifier), (*C.char)(p_transaction_id), (*C.char)(p_nonce), &o_jws_out, &cerr)
 	if st != 0 {
 		return "", readError(int32(st), cerr)
 	}
@@ -465,7 +500,7 @@ func SigningKeyCreatePromotionalOfferV2(a_key SigningKey, a_product_id string, a
 }
 
 // SigningKeyCreateIntroductoryOfferEligibility calls appstore_signing_key_create_introductory_offer_eligibility: An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer (a JSON boolean) and transactionId, all required.
-func SigningKeyCreateIntroductoryOfferEligibility(a_key SigningKey, a_product_id string, a_allow int32, a_transaction_id string) (string, error) {
+func SigningKeyCreateIntroductoryOfferEligibility(a_key SigningKey, a_product_id string, a_allow int32, a_transaction_id string, a_nonce *string) (string, error) {
 	p_product_id, ok_product_id := cString(a_product_id)
 	if !ok_product_id {
 		return "", argError("appstore_signing_key_create_introductory_offer_eligibility", "product_id")
@@ -474,9 +509,13 @@ func SigningKeyCreateIntroductoryOfferEligibility(a_key SigningKey, a_product_id
 	if !ok_transaction_id {
 		return "", argError("appstore_signing_key_create_introductory_offer_eligibility", "transaction_id")
 	}
+	p_nonce, ok_nonce := optCString(a_nonce)
+	if !ok_nonce {
+		return "", argError("appstore_signing_key_create_introductory_offer_eligibility", "nonce")
+	}
 	var o_jws_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_signing_key_create_introductory_offer_eligibility((*C.appstore_signing_key)(a_key), (*C.char)(p_product_id), C.int32_t(a_allow), (*C.char)(p_transaction_id), &o_jws_out, &cerr)
+	st := C.appstore_signing_key_create_introductory_offer_eligibility((*C.appstore_signing_key)(a_key), (*C.char)(p_product_id), C.int32_t(a_allow), (*C.char)(p_transaction_id), (*C.char)(p_nonce), &o_jws_out, &cerr)
 	if st != 0 {
 		return "", readError(int32(st), cerr)
 	}
@@ -484,11 +523,15 @@ func SigningKeyCreateIntroductoryOfferEligibility(a_key SigningKey, a_product_id
 }
 
 // SigningKeyCreateAdvancedCommerceInApp calls appstore_signing_key_create_advanced_commerce_in_app: An Advanced Commerce in-app request JWS (aud "advanced-commerce-api").
-func SigningKeyCreateAdvancedCommerceInApp(a_key SigningKey, a_request_json []byte) (string, error) {
+func SigningKeyCreateAdvancedCommerceInApp(a_key SigningKey, a_request_json []byte, a_nonce *string) (string, error) {
 	p_request_json := (*C.char)(reqBytes(a_request_json))
+	p_nonce, ok_nonce := optCString(a_nonce)
+	if !ok_nonce {
+		return "", argError("appstore_signing_key_create_advanced_commerce_in_app", "nonce")
+	}
 	var o_jws_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_signing_key_create_advanced_commerce_in_app((*C.appstore_signing_key)(a_key), p_request_json, C.size_t(len(a_request_json)), &o_jws_out, &cerr)
+	st := C.appstore_signing_key_create_advanced_commerce_in_app((*C.appstore_signing_key)(a_key), p_request_json, C.size_t(len(a_request_json)), (*C.char)(p_nonce), &o_jws_out, &cerr)
 	if st != 0 {
 		return "", readError(int32(st), cerr)
 	}

@@ -76,8 +76,10 @@
 #pragma weak appstore_transaction_receipt_extract_transaction_id
 #pragma weak appstore_transport_free
 #pragma weak appstore_verifier_cache_stats
+#pragma weak appstore_verifier_check_notification_identity
 #pragma weak appstore_verifier_free
 #pragma weak appstore_verifier_new
+#pragma weak appstore_verifier_notification_leaving_identity
 #pragma weak appstore_verifier_options_add_root
 #pragma weak appstore_verifier_options_free
 #pragma weak appstore_verifier_options_new
@@ -385,6 +387,60 @@ done:
     return result;
 }
 
+/* appstore_verifier_notification_leaving_identity */
+static jobjectArray JNICALL asj_verifier_notification_leaving_identity(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1) {
+    (void)env;
+    (void)cls;
+    jobjectArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    char *o3 = NULL;
+    char *o4 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 0, "verifier_notification_leaving_identity", "jws")) goto done;
+    st = appstore_verifier_notification_leaving_identity((const appstore_verifier *)(intptr_t)a0, (const char *)b1.p, b1.n, &o3, &o4, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_objects(env, 2);
+    asj_set(env, result, 0, asj_out_string(env, o3));
+    o3 = NULL;
+    asj_set(env, result, 1, asj_out_string(env, o4));
+    o4 = NULL;
+done:
+    if (o3) appstore_string_free(o3);
+    if (o4) appstore_string_free(o4);
+    asj_in_free(&b1);
+    return result;
+}
+
+/* appstore_verifier_check_notification_identity */
+static void JNICALL asj_verifier_check_notification_identity(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2, jbyteArray a3) {
+    (void)env;
+    (void)cls;
+    asj_in b1;
+    asj_in_init(&b1);
+    asj_in b3;
+    asj_in_init(&b3);
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 1, 1, "verifier_check_notification_identity", "bundle_id")) goto done;
+    if (!asj_bytes(env, a3, &b3, 1, 1, "verifier_check_notification_identity", "environment")) goto done;
+    st = appstore_verifier_check_notification_identity((const appstore_verifier *)(intptr_t)a0, (const char *)b1.p, (int64_t)a2, (const char *)b3.p, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+done:
+    asj_in_free(&b1);
+    asj_in_free(&b3);
+    return;
+}
+
 /* appstore_verifier_verify_transaction */
 static jbyteArray JNICALL asj_verifier_verify_transaction(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1) {
     (void)env;
@@ -643,7 +699,7 @@ done:
 }
 
 /* appstore_signing_key_create_promotional_offer_v2 */
-static jbyteArray JNICALL asj_signing_key_create_promotional_offer_v2(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jbyteArray a2, jbyteArray a3) {
+static jbyteArray JNICALL asj_signing_key_create_promotional_offer_v2(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jbyteArray a2, jbyteArray a3, jbyteArray a4) {
     (void)env;
     (void)cls;
     jbyteArray result = 0;
@@ -653,30 +709,67 @@ static jbyteArray JNICALL asj_signing_key_create_promotional_offer_v2(JNIEnv *en
     asj_in_init(&b2);
     asj_in b3;
     asj_in_init(&b3);
-    char *o4 = NULL;
+    asj_in b4;
+    asj_in_init(&b4);
+    char *o5 = NULL;
     appstore_error *err = NULL;
     appstore_status st;
     if (!asj_bytes(env, a1, &b1, 0, 1, "signing_key_create_promotional_offer_v2", "product_id")) goto done;
     if (!asj_bytes(env, a2, &b2, 0, 1, "signing_key_create_promotional_offer_v2", "offer_identifier")) goto done;
     if (!asj_bytes(env, a3, &b3, 1, 1, "signing_key_create_promotional_offer_v2", "transaction_id")) goto done;
-    st = appstore_signing_key_create_promotional_offer_v2((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, (const char *)b2.p, (const char *)b3.p, &o4, &err);
+    if (!asj_bytes(env, a4, &b4, 1, 1, "signing_key_create_promotional_offer_v2", "nonce")) goto done;
+    st = appstore_signing_key_create_promotional_offer_v2((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, (const char *)b2.p, (const char *)b3.p, (const char *)b4.p, &o5, &err);
     if (st != APPSTORE_OK) {
         asj_fail(env, st, err);
         goto done;
     }
     if (err) appstore_error_free(err);
-    result = asj_out_string(env, o4);
-    o4 = NULL;
+    result = asj_out_string(env, o5);
+    o5 = NULL;
 done:
-    if (o4) appstore_string_free(o4);
+    if (o5) appstore_string_free(o5);
     asj_in_free(&b1);
     asj_in_free(&b2);
     asj_in_free(&b3);
+    asj_in_free(&b4);
     return result;
 }
 
 /* appstore_signing_key_create_introductory_offer_eligibility */
-static jbyteArray JNICALL asj_signing_key_create_introductory_offer_eligibility(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jint a2, jbyteArray a3) {
+static jbyteArray JNICALL asj_signing_key_create_introductory_offer_eligibility(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jint a2, jbyteArray a3, jbyteArray a4) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    asj_in b3;
+    asj_in_init(&b3);
+    asj_in b4;
+    asj_in_init(&b4);
+    char *o5 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 1, "signing_key_create_introductory_offer_eligibility", "product_id")) goto done;
+    if (!asj_bytes(env, a3, &b3, 0, 1, "signing_key_create_introductory_offer_eligibility", "transaction_id")) goto done;
+    if (!asj_bytes(env, a4, &b4, 1, 1, "signing_key_create_introductory_offer_eligibility", "nonce")) goto done;
+    st = appstore_signing_key_create_introductory_offer_eligibility((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, (int32_t)a2, (const char *)b3.p, (const char *)b4.p, &o5, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o5);
+    o5 = NULL;
+done:
+    if (o5) appstore_string_free(o5);
+    asj_in_free(&b1);
+    asj_in_free(&b3);
+    asj_in_free(&b4);
+    return result;
+}
+
+/* appstore_signing_key_create_advanced_commerce_in_app */
+static jbyteArray JNICALL asj_signing_key_create_advanced_commerce_in_app(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jbyteArray a3) {
     (void)env;
     (void)cls;
     jbyteArray result = 0;
@@ -687,9 +780,9 @@ static jbyteArray JNICALL asj_signing_key_create_introductory_offer_eligibility(
     char *o4 = NULL;
     appstore_error *err = NULL;
     appstore_status st;
-    if (!asj_bytes(env, a1, &b1, 0, 1, "signing_key_create_introductory_offer_eligibility", "product_id")) goto done;
-    if (!asj_bytes(env, a3, &b3, 0, 1, "signing_key_create_introductory_offer_eligibility", "transaction_id")) goto done;
-    st = appstore_signing_key_create_introductory_offer_eligibility((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, (int32_t)a2, (const char *)b3.p, &o4, &err);
+    if (!asj_bytes(env, a1, &b1, 0, 0, "signing_key_create_advanced_commerce_in_app", "request_json")) goto done;
+    if (!asj_bytes(env, a3, &b3, 1, 1, "signing_key_create_advanced_commerce_in_app", "nonce")) goto done;
+    st = appstore_signing_key_create_advanced_commerce_in_app((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, b1.n, (const char *)b3.p, &o4, &err);
     if (st != APPSTORE_OK) {
         asj_fail(env, st, err);
         goto done;
@@ -701,31 +794,6 @@ done:
     if (o4) appstore_string_free(o4);
     asj_in_free(&b1);
     asj_in_free(&b3);
-    return result;
-}
-
-/* appstore_signing_key_create_advanced_commerce_in_app */
-static jbyteArray JNICALL asj_signing_key_create_advanced_commerce_in_app(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1) {
-    (void)env;
-    (void)cls;
-    jbyteArray result = 0;
-    asj_in b1;
-    asj_in_init(&b1);
-    char *o3 = NULL;
-    appstore_error *err = NULL;
-    appstore_status st;
-    if (!asj_bytes(env, a1, &b1, 0, 0, "signing_key_create_advanced_commerce_in_app", "request_json")) goto done;
-    st = appstore_signing_key_create_advanced_commerce_in_app((const appstore_signing_key *)(intptr_t)a0, (const char *)b1.p, b1.n, &o3, &err);
-    if (st != APPSTORE_OK) {
-        asj_fail(env, st, err);
-        goto done;
-    }
-    if (err) appstore_error_free(err);
-    result = asj_out_string(env, o3);
-    o3 = NULL;
-done:
-    if (o3) appstore_string_free(o3);
-    asj_in_free(&b1);
     return result;
 }
 
@@ -1741,7 +1809,7 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 90
+#define ASJ_GENERATED_NATIVES 92
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -1764,6 +1832,8 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"verifier_new", "(J)J", (void *)asj_verifier_new, (void *)&appstore_verifier_new},
     {"verifier_free", "(J)V", (void *)asj_verifier_free, (void *)&appstore_verifier_free},
     {"verifier_verify_notification", "(J[B)[B", (void *)asj_verifier_verify_notification, (void *)&appstore_verifier_verify_notification},
+    {"verifier_notification_leaving_identity", "(J[B)[Ljava/lang/Object;", (void *)asj_verifier_notification_leaving_identity, (void *)&appstore_verifier_notification_leaving_identity},
+    {"verifier_check_notification_identity", "(J[BJ[B)V", (void *)asj_verifier_check_notification_identity, (void *)&appstore_verifier_check_notification_identity},
     {"verifier_verify_transaction", "(J[B)[B", (void *)asj_verifier_verify_transaction, (void *)&appstore_verifier_verify_transaction},
     {"verifier_verify_renewal_info", "(J[B)[B", (void *)asj_verifier_verify_renewal_info, (void *)&appstore_verifier_verify_renewal_info},
     {"verifier_verify_app_transaction", "(J[B)[B", (void *)asj_verifier_verify_app_transaction, (void *)&appstore_verifier_verify_app_transaction},
@@ -1774,9 +1844,9 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"signing_key_free", "(J)V", (void *)asj_signing_key_free, (void *)&appstore_signing_key_free},
     {"signing_key_create_api_token", "(JJJ)[B", (void *)asj_signing_key_create_api_token, (void *)&appstore_signing_key_create_api_token},
     {"signing_key_create_promotional_offer_v1", "(J[B[B[B[BJ)[Ljava/lang/Object;", (void *)asj_signing_key_create_promotional_offer_v1, (void *)&appstore_signing_key_create_promotional_offer_v1},
-    {"signing_key_create_promotional_offer_v2", "(J[B[B[B)[B", (void *)asj_signing_key_create_promotional_offer_v2, (void *)&appstore_signing_key_create_promotional_offer_v2},
-    {"signing_key_create_introductory_offer_eligibility", "(J[BI[B)[B", (void *)asj_signing_key_create_introductory_offer_eligibility, (void *)&appstore_signing_key_create_introductory_offer_eligibility},
-    {"signing_key_create_advanced_commerce_in_app", "(J[B)[B", (void *)asj_signing_key_create_advanced_commerce_in_app, (void *)&appstore_signing_key_create_advanced_commerce_in_app},
+    {"signing_key_create_promotional_offer_v2", "(J[B[B[B[B)[B", (void *)asj_signing_key_create_promotional_offer_v2, (void *)&appstore_signing_key_create_promotional_offer_v2},
+    {"signing_key_create_introductory_offer_eligibility", "(J[BI[B[B)[B", (void *)asj_signing_key_create_introductory_offer_eligibility, (void *)&appstore_signing_key_create_introductory_offer_eligibility},
+    {"signing_key_create_advanced_commerce_in_app", "(J[B[B)[B", (void *)asj_signing_key_create_advanced_commerce_in_app, (void *)&appstore_signing_key_create_advanced_commerce_in_app},
     {"http_response_set_status", "(JI)V", (void *)asj_http_response_set_status, (void *)&appstore_http_response_set_status},
     {"http_response_add_header", "(J[B[B)V", (void *)asj_http_response_add_header, (void *)&appstore_http_response_add_header},
     {"http_response_append_body", "(J[B)V", (void *)asj_http_response_append_body, (void *)&appstore_http_response_append_body},

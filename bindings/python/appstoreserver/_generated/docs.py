@@ -129,7 +129,7 @@ SUMMARIES: Dict[str, str] = {
     ),
     "appstore_signing_key_create_promotional_offer_v2": (
         "A promotional offer V2 JWS (aud \"promotional-offer\"): productId, offerIdentifier, and transactionId when\n"
-        "one is given. No exp; a fresh lowercase UUID nonce."
+        "one is given. No exp; the nonce a lowercase UUID."
     ),
     "appstore_transaction_receipt_extract_transaction_id": (
         "The transaction id of an old-style (iOS 6) transaction receipt: base64 text with \"purchase-info\" =\n"
@@ -138,6 +138,9 @@ SUMMARIES: Dict[str, str] = {
     ),
     "appstore_verifier_cache_stats": (
         "Chain cache counters since the verifier was created: hits, misses, and the chains cached now."
+    ),
+    "appstore_verifier_check_notification_identity": (
+        "The app check of a notification on its own: the default of Apple's verifyNotification extension point."
     ),
     "appstore_verifier_verify_app_transaction": (
         "Verifies and decodes a signed AppTransaction."

@@ -59,6 +59,10 @@ public final class Abi {
     public static native void verifier_free(long verifier);
     /** appstore_verifier_verify_notification: Verifies and decodes an App Store Server Notification V2 signedPayload. */
     public static native byte[] verifier_verify_notification(long verifier, byte[] jws);
+    /** appstore_verifier_notification_leaving_identity: Verifies and decodes a notification but leaves the check of the app it names to the caller: Apple's verifyNotification extension point, which a subclass may override to accept several apps. */
+    public static native Object[] verifier_notification_leaving_identity(long verifier, byte[] jws);
+    /** appstore_verifier_check_notification_identity: The app check of a notification on its own: the default of Apple's verifyNotification extension point. */
+    public static native void verifier_check_notification_identity(long verifier, byte[] bundle_id, long app_apple_id, byte[] environment);
     /** appstore_verifier_verify_transaction: Verifies and decodes a signedTransaction (bundle id, then environment). */
     public static native byte[] verifier_verify_transaction(long verifier, byte[] jws);
     /** appstore_verifier_verify_renewal_info: Verifies and decodes a signedRenewalInfo (the environment is checked; Apple checks no bundle id). */
@@ -80,11 +84,11 @@ public final class Abi {
     /** appstore_signing_key_create_promotional_offer_v1: A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined string of bundle id, key id, product id, offer id, lowercase application username (app account token), lowercase nonce and timestamp (milliseconds since 1970). */
     public static native Object[] signing_key_create_promotional_offer_v1(long key, byte[] product_id, byte[] offer_id, byte[] app_account_token, byte[] nonce, long timestamp_ms);
     /** appstore_signing_key_create_promotional_offer_v2: A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is given. */
-    public static native byte[] signing_key_create_promotional_offer_v2(long key, byte[] product_id, byte[] offer_identifier, byte[] transaction_id);
+    public static native byte[] signing_key_create_promotional_offer_v2(long key, byte[] product_id, byte[] offer_identifier, byte[] transaction_id, byte[] nonce);
     /** appstore_signing_key_create_introductory_offer_eligibility: An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer (a JSON boolean) and transactionId, all required. */
-    public static native byte[] signing_key_create_introductory_offer_eligibility(long key, byte[] product_id, int allow, byte[] transaction_id);
+    public static native byte[] signing_key_create_introductory_offer_eligibility(long key, byte[] product_id, int allow, byte[] transaction_id, byte[] nonce);
     /** appstore_signing_key_create_advanced_commerce_in_app: An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). */
-    public static native byte[] signing_key_create_advanced_commerce_in_app(long key, byte[] request_json);
+    public static native byte[] signing_key_create_advanced_commerce_in_app(long key, byte[] request_json, byte[] nonce);
     /** appstore_http_response_set_status: For use inside the callback only; `response` is valid until the callback returns. */
     public static native void http_response_set_status(long response, int status);
     /** appstore_http_response_add_header: For use inside the callback only; `response` is valid until the callback returns. */

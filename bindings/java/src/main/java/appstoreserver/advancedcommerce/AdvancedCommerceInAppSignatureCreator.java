@@ -44,6 +44,7 @@ public class AdvancedCommerceInAppSignatureCreator extends JWSSignatureCreator {
             throw new IllegalArgumentException("advancedCommerceInAppRequest cannot be null");
         }
         byte[] json = Json.write(advancedCommerceInAppRequest);
-        return Signing.call(signingKey(), h -> Abi.signing_key_create_advanced_commerce_in_app(h, json));
+        byte[] n = Signing.nonce(createNonce());
+        return Signing.call(signingKey(), h -> Abi.signing_key_create_advanced_commerce_in_app(h, json, n));
     }
 }

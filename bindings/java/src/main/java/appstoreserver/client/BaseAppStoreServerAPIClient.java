@@ -833,6 +833,10 @@ public abstract class BaseAppStoreServerAPIClient extends AppStoreServerAPIEndpo
                     || st == AppStoreStatus.INVALID_RESPONSE.getValue()
                     || st == AppStoreStatus.TRANSPORT_ERROR.getValue()) {
                 APIException x = apiException(e);
+                if (e.reason == FailureReason.UNDECODABLE_RESPONSE.getValue()) {
+                    // As Apple's: the decoding failure is the cause (here the core's account of it: what and where).
+                    x.initCause(new AppStoreServerException(e.status, e.reason, e.detail, null));
+                }
                 for (APIException p : passed) {
                     x.addSuppressed(p);
                 }

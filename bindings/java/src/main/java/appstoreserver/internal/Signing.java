@@ -4,6 +4,7 @@ import appstoreserver.FailureReason;
 import appstoreserver.signature.SigningKey;
 
 import java.nio.charset.StandardCharsets;
+import java.util.UUID;
 import java.util.function.Function;
 import java.util.function.LongFunction;
 
@@ -27,6 +28,11 @@ public final class Signing {
 
     public static NativeHandle handle(SigningKey key) {
         return handles.apply(Args.notNull(key, "signingKey"));
+    }
+
+    /** The nonce argument of a JWS creator: what its createNonce() returned, as text; null lets the core make one. */
+    public static byte[] nonce(UUID nonce) {
+        return nonce == null ? null : nonce.toString().getBytes(StandardCharsets.US_ASCII);
     }
 
     public static String call(SigningKey key, LongFunction<byte[]> fn) {

@@ -44,7 +44,8 @@ public class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCr
         }
         byte[] p = Args.cString(productId, "productId");
         byte[] t = Args.cString(transactionId, "transactionId");
+        byte[] n = Signing.nonce(createNonce());
         return Signing.call(signingKey(), h -> Abi.signing_key_create_introductory_offer_eligibility(h, p,
-                allowIntroductoryOffer ? 1 : 0, t));
+                allowIntroductoryOffer ? 1 : 0, t, n));
     }
 }

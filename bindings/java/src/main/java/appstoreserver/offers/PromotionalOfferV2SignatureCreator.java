@@ -46,6 +46,7 @@ public class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator {
         byte[] p = Args.cString(productId, "productId");
         byte[] o = Args.cString(offerIdentifier, "offerIdentifier");
         byte[] t = Args.optionalCString(transactionId, "transactionId");
-        return Signing.call(signingKey(), h -> Abi.signing_key_create_promotional_offer_v2(h, p, o, t));
+        byte[] n = Signing.nonce(createNonce());
+        return Signing.call(signingKey(), h -> Abi.signing_key_create_promotional_offer_v2(h, p, o, t, n));
     }
 }

@@ -1,5 +1,7 @@
 package appstoreserver.signature;
 
+import java.util.UUID;
+
 /**
  * The base of the JWS signature creators (Apple's abstract class): a signing key with its audience. Subclasses sign
  * the claim sets Apple documents through the native core; signing arbitrary claims (Apple's protected
@@ -32,6 +34,15 @@ public abstract class JWSSignatureCreator implements AutoCloseable {
 
     protected SigningKey signingKey() {
         return key;
+    }
+
+    /**
+     * The nonce of the next signature (Apple's extension point): a random UUID; a subclass may return its own, which is
+     * signed as the nonce claim (lowercase, as {@link UUID#toString()}). Called once per createSignature; null lets
+     * the native core make a random one.
+     */
+    protected UUID createNonce() {
+        return UUID.randomUUID();
     }
 
     @Override

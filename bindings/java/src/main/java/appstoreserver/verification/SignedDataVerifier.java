@@ -100,6 +100,7 @@ public class SignedDataVerifier implements AutoCloseable {
     private final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
     private final Environment environment;
+    private final boolean notificationHook = overridesVerifyNotification(getClass());
 
     /**
      * @param rootCertificates The set of Apple Root certificate authority certificates (DER, or PEM text), as found on
@@ -248,7 +249,66 @@ public class SignedDataVerifier implements AutoCloseable {
      * @throws VerificationException Thrown if the data could not be verified
      */
     public ResponseBodyV2DecodedPayload verifyAndDecodeNotification(String signedPayload) throws VerificationException {
-        return decode(verify(Kind.NOTIFICATION, signedPayload, "signedPayload"), ResponseBodyV2DecodedPayload.class);
+        if (!notificationHook) {
+            return decode(verify(Kind.NOTIFICATION, signedPayload, "signedPayload"), ResponseBodyV2DecodedPayload.class);
+        }
+        // A subclass overrides verifyNotification: the core verifies all but the app, which the override checks.
+        byte[] jws = Args.text(signedPayload, "signedPayload");
+        Object[] r;
+        long h = handle.acquire();
+        try {
+            r = Abi.verifier_notification_leaving_identity(h, jws);
+        } catch (NativeError e) {
+            throw failure(e);
+        } finally {
+            handle.release();
+        }
+        com.fasterxml.jackson.databind.JsonNode id;
+        try {
+            id = Json.MAPPER.readTree((byte[]) r[1]);
+        } catch (IOException e) {
+            throw new IllegalStateException("the library's notification identity is not JSON", e);
+        }
+        verifyNotification(id.has("bundleId") ? id.get("bundleId").asText() : null,
+                id.has("appAppleId") ? id.get("appAppleId").asLong() : null,
+                id.has("environment") ? Environment.fromValue(id.get("environment").asText()) : null);
+        return decode((byte[]) r[0], ResponseBodyV2DecodedPayload.class);
+    }
+
+    /**
+     * Checks the app a notification names (Apple's extension point): called by {@link #verifyAndDecodeNotification}
+     * after the signature, the chain and the payload passed, with the bundle id, app Apple ID and environment the
+     * notification carries (from data, summary, externalPurchaseToken or appData, in Apple's order; null when absent).
+     * The default is the library's check (bundle id, the app Apple ID in Production, the environment); a subclass may
+     * override it, e.g. to accept several apps. A notification is returned only when this returns normally.
+     *
+     * @throws VerificationException INVALID_APP_IDENTIFIER or INVALID_ENVIRONMENT, as Apple's
+     */
+    protected void verifyNotification(String bundleId, Long appAppleId, Environment notificationEnv)
+            throws VerificationException {
+        byte[] b = bundleId == null ? null : Args.text(bundleId, "bundleId");
+        byte[] e = notificationEnv == null ? null : notificationEnv.getValue().getBytes(StandardCharsets.UTF_8);
+        long h = handle.acquire();
+        try {
+            Abi.verifier_check_notification_identity(h, b, appAppleId == null ? 0 : appAppleId, e);
+        } catch (NativeError x) {
+            throw failure(x);
+        } finally {
+            handle.release();
+        }
+    }
+
+    /** Whether this object's class overrides verifyNotification (then notifications take the hook's path). */
+    private static boolean overridesVerifyNotification(Class<?> c) {
+        for (Class<?> k = c; k != null && k != SignedDataVerifier.class; k = k.getSuperclass()) {
+            try {
+                k.getDeclaredMethod("verifyNotification", String.class, Long.class, Environment.class);
+                return true;
+            } catch (NoSuchMethodException ignored) {
+                // not declared here
+            }
+        }
+        return false;
     }
 
     /**

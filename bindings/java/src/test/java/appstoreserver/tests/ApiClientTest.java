@@ -1,5 +1,6 @@
 package appstoreserver.tests;
 
+import appstoreserver.AppStoreServerException;
 import appstoreserver.AppStoreStatus;
 import appstoreserver.FailureReason;
 import appstoreserver.client.APIError;
@@ -42,6 +43,7 @@ import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -167,7 +169,12 @@ class ApiClientTest {
                 assertEquals(AppStoreStatus.INVALID_RESPONSE, e.getAppStoreStatus(), tid);
                 assertEquals(200, e.getHttpStatusCode(), tid);
                 assertEquals(FailureReason.UNDECODABLE_RESPONSE, e.getReason(), tid);
+                // As Apple's: the decoding failure is the cause (here the core's account of it).
+                AppStoreServerException cause = assertInstanceOf(AppStoreServerException.class, e.getCause(), tid);
+                assertEquals(FailureReason.UNDECODABLE_RESPONSE, cause.getReason(), tid);
+                assertFalse(cause.getMessage().isEmpty(), tid);
             }
+            assertNull(assertThrows(APIException.class, () -> c.getTransactionInfo("plain500")).getCause());
             // Built by hand, as Apple's tests do: Apple's text, no answer.
             APIException hand = new APIException(400, APIError.INVALID_TRANSACTION_ID, "Invalid transaction id.");
             assertEquals(4000006L, hand.getRawApiError());

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Migration is the import prefix: every public class, constructor, method and enum constant of Apple's Java library
  * 5.2.0 (src/test/resources/apple-java-5.2.0.json, extracted from Apple's sources) exists here under
  * {@code appstoreserver.} with the same parameter and return types, except the classes listed in NOT_OFFERED (with the
- * reason). The API client's protected extension point is compared too: makeRequest's result,
+ * reason). Apple's protected extension points are compared too (everyProtectedExtensionPoint); makeRequest's result,
  * BaseAppStoreServerAPIClient.HttpResponseInterface, is a nested class of the surface.
  */
 class AppleSurfaceTest {
@@ -137,6 +137,93 @@ class AppleSurfaceTest {
         assertTrue(problems.isEmpty(), problems.size() + " differences from Apple's Java API:\n  "
                 + String.join("\n  ", problems));
         assertTrue(classes > 140, "only " + classes + " classes compared");
+    }
+
+    /**
+     * Apple's protected extension points (the "protected" lists, from bindings/java/scripts/apple-surface-protected):
+     * each is here, protected or public, with the same parameter and return types, except those in
+     * NOT_OFFERED_PROTECTED (with the reason; docs/migrating.md lists them all) and the members of classes not offered.
+     */
+    static final Map<String, String> NOT_OFFERED_PROTECTED = Map.ofEntries(
+            Map.entry("client.AppStoreServerAPIClient.getResponse", "OkHttp-typed; no OkHttp here: override makeRequest (Apple's arguments)"),
+            Map.entry("client.AppStoreServerAPIClient.OkHttpResponse", "OkHttp's response wrapper; no OkHttp here"),
+            Map.entry("client.BaseAppStoreServerAPIClient.makeHttpCall", "the core builds each request and judges each answer"),
+            Map.entry("signature.JWSSignatureCreator.createSignature", "arbitrary claims are not signed: the creators sign Apple's claim sets"),
+            Map.entry("verification.SignedDataVerifier.decodeSignedObject", "the core verifies and decodes; java-jwt types are not used"),
+            Map.entry("verification.SignedDataVerifier.parseJWTPayload", "java-jwt's DecodedJWT; the core decodes"),
+            Map.entry("verification.SignedDataVerifier.validateAppAppleId", "the core's identity checks; notifications: override verifyNotification"),
+            Map.entry("verification.SignedDataVerifier.validateBundleId", "the core's identity checks; notifications: override verifyNotification"),
+            Map.entry("verification.SignedDataVerifier.validateEnvironment", "the core's identity checks; notifications: override verifyNotification"));
+    /** Classes whose protected members are builder plumbing of Apple's abstract model bases (models are flat here). */
+    static final String MODEL_PLUMBING = "model.";
+
+    static boolean hasProtected(Class<?> cls, JsonNode m) {
+        String name = m.get(0).asText();
+        String type = m.get(1).asText();
+        if (m.get(2).isNull() && (type.equals("class") || type.equals("interface"))) {
+            for (Class<?> k = cls; k != null; k = k.getSuperclass()) {
+                for (Class<?> n : k.getDeclaredClasses()) {
+                    int mod = n.getModifiers();
+                    if (n.getSimpleName().equals(name) && (Modifier.isPublic(mod) || Modifier.isProtected(mod))
+                            && n.isInterface() == type.equals("interface")) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }
+        for (Class<?> k = cls; k != null; k = k.getSuperclass()) {
+            if (m.get(2).isNull()) {
+                for (java.lang.reflect.Field f : k.getDeclaredFields()) {
+                    int mod = f.getModifiers();
+                    if (f.getName().equals(name) && f.getType().getSimpleName().equals(type)
+                            && (Modifier.isPublic(mod) || Modifier.isProtected(mod))) {
+                        return true;
+                    }
+                }
+                continue;
+            }
+            for (Method x : k.getDeclaredMethods()) {
+                int mod = x.getModifiers();
+                if (x.getName().equals(name) && names(x.getParameterTypes()).equals(names(m.get(2)))
+                        && x.getReturnType().getSimpleName().equals(type) && (Modifier.isPublic(mod) || Modifier.isProtected(mod))
+                        && Modifier.isStatic(mod) == m.get(3).asBoolean()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    @Test
+    void everyProtectedExtensionPoint() throws Exception {
+        List<String> problems = new ArrayList<>();
+        int checked = 0;
+        for (Iterator<Map.Entry<String, JsonNode>> it = surface().fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String name = e.getKey();
+            if (NOT_OFFERED.containsKey(name) || name.startsWith(MODEL_PLUMBING)) {
+                continue;
+            }
+            for (JsonNode m : e.getValue().get("protected")) {
+                String member = name + "." + m.get(0).asText();
+                if (NOT_OFFERED_PROTECTED.containsKey(member)) {
+                    if (hasProtected(ours(name), m)) {
+                        problems.add(member + " exists now: remove it from NOT_OFFERED_PROTECTED");
+                    }
+                    continue;
+                }
+                checked++;
+                if (!hasProtected(ours(name), m)) {
+                    problems.add("protected " + member + m.get(2) + " -> " + m.get(1));
+                }
+            }
+        }
+        System.out.println("apple surface: " + checked + " protected extension points checked; "
+                + NOT_OFFERED_PROTECTED.size() + " not offered");
+        assertTrue(problems.isEmpty(), problems.size() + " differences from Apple's protected members:\n  "
+                + String.join("\n  ", problems));
+        assertTrue(checked >= 7, "only " + checked + " protected members compared");
     }
 
     @Test

@@ -110,6 +110,49 @@ class SigningTest {
         }
     }
 
+    /** Apple's extension point: a subclass's createNonce() is what is signed, once per signature, for all three. */
+    @Test
+    void createNonceOverride() throws Exception {
+        UUID fixed = UUID.fromString("0B7D5B44-2D8A-4C4E-9B7E-5A1A3C2F9E10");
+        AtomicInteger asked = new AtomicInteger();
+        try (PromotionalOfferV2SignatureCreator v2 = new PromotionalOfferV2SignatureCreator(p8(), Support.KEY_ID,
+                Support.ISSUER, Support.BUNDLE) {
+            @Override
+            protected UUID createNonce() {
+                asked.incrementAndGet();
+                return fixed;
+            }
+        }; IntroductoryOfferEligibilitySignatureCreator intro = new IntroductoryOfferEligibilitySignatureCreator(p8(),
+                Support.KEY_ID, Support.ISSUER, Support.BUNDLE) {
+            @Override
+            protected UUID createNonce() {
+                asked.incrementAndGet();
+                return fixed;
+            }
+        }; AdvancedCommerceInAppSignatureCreator ac = new AdvancedCommerceInAppSignatureCreator(p8(), Support.KEY_ID,
+                Support.ISSUER, Support.BUNDLE) {
+            @Override
+            protected UUID createNonce() {
+                asked.incrementAndGet();
+                return fixed;
+            }
+        }) {
+            String want = "0b7d5b44-2d8a-4c4e-9b7e-5a1a3c2f9e10";
+            assertEquals(want, verifyJws(v2.createSignature("p", "o", null), "promotional-offer").get("nonce").asText());
+            assertEquals(want, verifyJws(intro.createSignature("p", true, "1"), "introductory-offer-eligibility")
+                    .get("nonce").asText());
+            assertEquals(want, verifyJws(ac.createSignature(oneTimeCharge("SKU-1")), "advanced-commerce-api")
+                    .get("nonce").asText());
+            assertEquals(3, asked.get());
+        }
+        // The default: a fresh UUID each time.
+        try (PromotionalOfferV2SignatureCreator c = new PromotionalOfferV2SignatureCreator(p8(), Support.KEY_ID,
+                Support.ISSUER, Support.BUNDLE)) {
+            assertFalse(verifyJws(c.createSignature("p", "o", null), "promotional-offer").get("nonce").asText()
+                    .equals(verifyJws(c.createSignature("p", "o", null), "promotional-offer").get("nonce").asText()));
+        }
+    }
+
     static AdvancedCommerceOneTimeChargeCreateRequest oneTimeCharge(String sku) {
         return new AdvancedCommerceOneTimeChargeCreateRequest("USD",
                 new AdvancedCommerceOneTimeChargeItem("A thing", "Thing", sku, 9990L),
