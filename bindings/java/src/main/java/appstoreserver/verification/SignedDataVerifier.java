@@ -11,6 +11,7 @@ import appstoreserver.internal.JdkTransport;
 import appstoreserver.internal.Json;
 import appstoreserver.internal.NativeError;
 import appstoreserver.internal.NativeHandle;
+import appstoreserver.internal.Verifiers;
 import appstoreserver.model.AppTransaction;
 import appstoreserver.model.DecodedRealtimeRequestBody;
 import appstoreserver.model.Environment;
@@ -95,6 +96,10 @@ public class SignedDataVerifier implements AutoCloseable {
             this.httpClient = Args.notNull(client, "client");
             return this;
         }
+    }
+
+    static {
+        Verifiers.set(v -> v.handle, SignedDataVerifier::failure);
     }
 
     private final NativeHandle handle;
