@@ -7,6 +7,7 @@
  *
  * --base-url points the client at another server (a test server); without it, Apple's.
  */
+import appstoreserver.AppStoreServerException;
 import appstoreserver.client.AppStoreServerAPIClient;
 import appstoreserver.client.BaseAppStoreServerAPIClient;
 import appstoreserver.client.UncheckedAPIException;
@@ -14,8 +15,6 @@ import appstoreserver.model.Environment;
 import appstoreserver.model.RefundHistoryResponse;
 
 import java.io.UncheckedIOException;
-import java.net.ConnectException;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -72,12 +71,13 @@ public class RefundHistory {
             System.err.println("failed: " + e.getCause()); // HTTP status, Apple's error code and message, Retry-After
             System.exit(1);
         } catch (UncheckedIOException e) {
-            // No answer: the server is unreachable (refused, unknown host), or the exchange failed or timed out.
-            boolean unreachable = false;
-            for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
-                unreachable |= c instanceof ConnectException || c instanceof UnknownHostException;
+            // No answer (never retried: it may have reached Apple). The core's account of it (TRANSPORT_UNREACHABLE,
+            // TRANSPORT_TIMEOUT, TRANSPORT_FAILED) is a suppressed AppStoreServerException of the IOException.
+            Throwable why = e.getCause();
+            for (Throwable s : e.getCause().getSuppressed()) {
+                why = s instanceof AppStoreServerException ? s : why;
             }
-            System.err.println("failed: " + (unreachable ? "unreachable: " : "no answer: ") + e.getCause());
+            System.err.println("failed: " + why);
             System.exit(1);
         }
     }
