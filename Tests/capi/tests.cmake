@@ -21,6 +21,7 @@
 #   c_conformance_testpki_valgrind     the fixture manifest (all failure paths) under valgrind
 #   selfcontained_lib                  dist/libappstoreserver.so.0: deps, exports, SONAME, size (the budget,
 #                                      19,000,000 bytes: docs/c-abi.md "Stripped size"), demo against it
+#   no_unwind_tables_selftest          scripts/selfcontained/no-unwind-tables refuses archives that throw or catch
 
 find_package(Threads REQUIRED)
 
@@ -123,6 +124,10 @@ set_tests_properties(selfcontained_lib PROPERTIES FIXTURES_REQUIRED testpki TIME
 # checker's own self-test (libraries that break each rule are refused).
 add_test(NAME glibc_floor COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/scripts/check-glibc" "${CAPI_DIST_LIB}")
 add_test(NAME glibc_floor_selftest COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/scripts/check-glibc" --self-test)
+# The self-contained library's static libraries lose their unwind tables only when they use no exceptions
+# (scripts/selfcontained/no-unwind-tables, docs/c-abi.md "Stripped size"): its refusal, shown on archives that do.
+add_test(NAME no_unwind_tables_selftest COMMAND Python3::Interpreter
+         "${CMAKE_CURRENT_SOURCE_DIR}/scripts/selfcontained/no-unwind-tables" --self-test)
 
 # Apple's roots carried by the library, and PEM roots (both flavours).
 capi_test_executable(capi_roots appstoreserver "${CAPI_SRC}/roots_test.c")
