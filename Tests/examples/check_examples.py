@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the C and Swift examples (examples/c, examples/swift) as a user runs them and checks what they print:
+"""Runs the C, Swift and Java examples (examples/c, examples/swift, examples/java through launcher scripts:
+bindings/java ExamplesTest) as a user runs them and checks what they print:
 
     check_examples.py LABEL --refund-history EXE --offer-signature EXE [--verify-notification EXE] [--testpki DIR]
 
@@ -9,7 +10,7 @@
   answer larger than the library accepts (Tests/support/hostile_http.py), as for every transport;
 - offer signature: the JWS's claims, and its ES256 signature verified with the public key by Python `cryptography`
   (never by the library); a P-384 key is refused with a reason;
-- verify notification (Swift; the C one is examples/c/demo.c, ctest c_demo): the own-PKI notification and a forged
+- verify notification (Swift, Java; the C one is examples/c/demo.c, ctest c_demo): the own-PKI notification and a forged
   chain (Tests/support/testpki.py), and Apple's real one with the bundled root when ../shared/conformance exists
   (else a loud SKIPPED);
 - every program: --help prints its usage, bad arguments exit 2.

@@ -1,6 +1,6 @@
-"""Header documentation in the bindings: the Python docstrings and the TypeScript declarations of the methods that
-wrap a C function take their first paragraph from the header (include/appstoreserver.h -> the ABI description's `summary`,
-the first paragraph of the function's comment), so it is written once and cannot drift.
+"""Header documentation in the bindings: the Python docstrings, the TypeScript declarations and the Javadoc of the
+methods that wrap a C function take their first paragraph from the header (include/appstoreserver.h -> the ABI
+description's `summary`, the first paragraph of the function's comment), so it is written once and cannot drift.
 
 Which method wraps which C function is said where the method is written, and read here:
   - Python: the decorator `@from_header("appstore_...")` (appstoreserver/_docs.py) on a method or function, in a
@@ -9,7 +9,9 @@ Which method wraps which C function is said where the method is written, and rea
     language notes: what it raises, None, Apple's names);
   - TypeScript: a `@cfunction appstore_...` tag at the end of a JSDoc comment (bindings/node/index.d.ts, and the
     verify methods typescript.py renders). The comment's first paragraph, up to the first empty line, is rendered
-    here from the summary; what follows the empty line is the binding's own notes, kept (re-wrapped).
+    here from the summary; what follows the empty line is the binding's own notes, kept (re-wrapped);
+  - Java: the same `@cfunction appstore_...` tag, the last line of a Javadoc comment in bindings/java/src/main/java
+    (render_java: the first paragraph rendered, HTML-escaped; the rest, with @param and friends, kept as written).
 A summary carried into a binding must be free of the C calling convention (NULL, out-parameters, C names): the
 generator refuses one that is not (CARRIED_C_RE), so the header comment gets a language-neutral first paragraph and
 the C details go in the paragraphs after it.
@@ -141,10 +143,68 @@ def ts_annotations(text: str) -> list[str]:
     return [m.group(1) for m in re.finditer(rf"{TS_TAG}\s+(\w+)", text)]
 
 
+# ---- Java -------------------------------------------------------------------------------------------------------
+# The hand-written public classes (bindings/java/src/main/java) carry the same tag as a Javadoc block tag, the last
+# line of the comment: `@cfunction appstore_...` (javadoc shows it as "C function:", bindings/java/scripts/build).
+# The comment's first paragraph, up to the first empty line, is rendered from the summary (HTML-escaped); the rest
+# (the binding's own paragraphs, @param, @return, @throws) is kept as written.
+
+JAVA_DIR = "bindings/java/src/main/java"
+JAVA_BLOCK_RE = re.compile(r"(?P<indent>[ \t]*)/\*\*(?P<body>(?:(?!\*/).)*?@cfunction\b.*?)\*/", re.S)
+
+
+def java_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+
+
+def _java_parts(body: str, where: str) -> tuple[str, list[str]]:
+    """(C function, the comment's lines after its first paragraph, without their `* `)."""
+    lines = [re.sub(r"^\*\s?", "", line.strip()) for line in body.split("\n")]
+    tags = [line for line in lines if line.startswith(TS_TAG)]
+    m = re.fullmatch(rf"{TS_TAG}\s+(\w+)", tags[0].strip()) if len(tags) == 1 else None
+    if not m or lines.index(tags[0]) != max(i for i, line in enumerate(lines) if line.strip()):
+        raise DocError(f"{where}: a comment with {TS_TAG} must end with one `{TS_TAG} appstore_...` line")
+    text = lines[:lines.index(tags[0])]
+    if text and not text[0].strip():
+        text.pop(0)  # the rest of the `/**` line
+    end = next((i for i, line in enumerate(text) if not line.strip()), len(text))
+    rest = text[end:]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    return m.group(1), rest
+
+
+def render_java(text: str, abi: dict, where: str) -> str:
+    """`text` (a Java source file) with every @cfunction comment's first paragraph rendered from the ABI description."""
+    def one(m: re.Match) -> str:
+        line = text.count("\n", 0, m.start()) + 1
+        name, rest = _java_parts(m.group("body"), f"{where}:{line}")
+        summary = java_escape(carried_summary(abi, name, f"{where}:{line}"))
+        indent = m.group("indent")
+        width = WIDTH - len(indent) - 3
+        out = [f"{indent}/**"]
+        out += [f"{indent} * {x}" for x in textwrap.wrap(summary, width, break_long_words=False,
+                                                        break_on_hyphens=False)]
+        if rest:
+            out.append(f"{indent} *")
+            out += [f"{indent} * {x}".rstrip() for x in rest]
+        out.append(f"{indent} * {TS_TAG} {name}")
+        out.append(f"{indent} */")
+        return "\n".join(out)
+    return JAVA_BLOCK_RE.sub(one, text)
+
+
+def java_files(root: Path = ROOT) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in (root / JAVA_DIR).rglob("*.java")
+                  if TS_TAG in p.read_text(encoding="utf-8"))
+
+
 def outputs(abi: dict, rendered: dict[str, str], root: Path = ROOT) -> dict[str, str]:
     """docs.py from the Python annotations (`rendered`: the files rendered so far in this run), and the hand-written
     declaration files with their @cfunction comments rendered."""
     files = {PY_OUTPUT: render_python(abi, python_annotations(rendered, root))}
     for rel in TS_FILES:
         files[rel] = render_ts((root / rel).read_text(encoding="utf-8"), abi, rel)
+    for rel in java_files(root):
+        files[rel] = render_java((root / rel).read_text(encoding="utf-8"), abi, rel)
     return files

@@ -33,11 +33,19 @@ public class AdvancedCommerceInAppSignatureCreator extends JWSSignatureCreator {
     }
 
     /**
-     * Create an Advanced Commerce in-app signed request.
+     * An Advanced Commerce in-app request JWS (aud "advanced-commerce-api"). The request is one of the four in-app
+     * request models, chosen by its "operation" (CREATE_ONE_TIME_CHARGE, CREATE_SUBSCRIPTION, MODIFY_SUBSCRIPTION,
+     * REACTIVATE_SUBSCRIPTION); it is validated against Apple's limits (a failure names the field), re-encoded with
+     * operation and version "1", and its standard base64 is the `request` claim. Keys the model does not know are
+     * refused at every level (the message names the key path, e.g. "items[0].descripton"), so nothing given is
+     * dropped silently; "version", when given, must be "1".
+     *
+     * <p>Create an Advanced Commerce in-app signed request.
      *
      * @param advancedCommerceInAppRequest The request to be signed.
      * @return The signed JWS
      * @throws IOException the request cannot be written as JSON (Apple's declared exception)
+     * @cfunction appstore_signing_key_create_advanced_commerce_in_app
      */
     public String createSignature(AdvancedCommerceInAppRequest advancedCommerceInAppRequest) throws IOException {
         if (advancedCommerceInAppRequest == null) {

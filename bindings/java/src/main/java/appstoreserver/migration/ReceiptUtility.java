@@ -18,7 +18,13 @@ import java.io.IOException;
 public class ReceiptUtility {
 
     /**
-     * Extracts a transaction id from an encoded App Receipt: the first in-app transaction id, as Apple's Java library
+     * The first in-app transaction id of a base64 app receipt (PKCS#7, BER or DER, Xcode's extra OCTET STRING
+     * wrapping included), as Apple's Python, Node and Java libraries return it: precisely the first attribute 1703
+     * (transaction id) or 1705 (original transaction id) in encoding order, which in Apple's receipts is the
+     * transaction id of the first in-app record. (Apple's Swift library returns the last such value instead.) The
+     * signature is not checked.
+     *
+     * <p>Extracts a transaction id from an encoded App Receipt: the first in-app transaction id, as Apple's Java library
      * returns it.
      *
      * @param appReceipt The unmodified app receipt
@@ -26,29 +32,43 @@ public class ReceiptUtility {
      * @throws IOException              never (Apple's declared exception, kept so that existing code compiles)
      * @throws IllegalArgumentException If the receipt could not be parsed or did not match the expected format
      *                                  (an AppStoreServerException's message is the cause)
+     * @cfunction appstore_receipt_extract_transaction_id
      */
     public String extractTransactionIdFromAppReceipt(String appReceipt) throws IOException {
         return extract(Args.text(appReceipt, "appReceipt"), true);
     }
 
     /**
-     * Extracts a transaction id from an encoded transactional receipt.
+     * The transaction id of an old-style (iOS 6) transaction receipt: base64 text with "purchase-info" =
+     * "&lt;base64&gt;"; whose decoded text has "transaction-id" = "&lt;id&gt;"; (matched as Apple's libraries do; the
+     * first match wins).
+     *
+     * <p>Extracts a transaction id from an encoded transactional receipt.
      *
      * @param transactionReceipt The unmodified transactionReceipt
      * @return A transaction id, or null if no transactionId is found in the receipt (also when the receipt has no
      *         purchase-info, where Apple's Java library throws IllegalArgumentException; its Python, Node and Swift
      *         libraries return null)
      * @throws IllegalArgumentException If the receipt could not be parsed or did not match the expected format
+     * @cfunction appstore_transaction_receipt_extract_transaction_id
      */
     public String extractTransactionIdFromTransactionReceipt(String transactionReceipt) {
         return extract(Args.text(transactionReceipt, "transactionReceipt"), false);
     }
 
     /**
-     * Every transaction id of an app receipt (beyond Apple): transaction ids in receipt order, the distinct original
+     * Every transaction id of a base64 app receipt, which no Apple library offers: transactionIds (attribute 1703 of
+     * each in-app record, in receipt order), originalTransactionIds (the distinct 1705 values in order of first
+     * appearance), inApp (one entry per record with its transactionId and originalTransactionId, each absent when the
+     * record lacks it) and firstTransactionId (the first in-app transaction id, as the single-id extraction returns
+     * it). A receipt without in-app records gives empty lists and no firstTransactionId. The signature is not
+     * checked.
+     *
+     * <p>Every transaction id of an app receipt (beyond Apple): transaction ids in receipt order, the distinct original
      * transaction ids, one entry per in-app record, and the first transaction id.
      *
      * @throws IllegalArgumentException If the receipt could not be parsed
+     * @cfunction appstore_receipt_extract_transaction_ids
      */
     public AppReceiptTransactionIds extractTransactionIdsFromAppReceipt(String appReceipt) {
         byte[] receipt = Args.text(appReceipt, "appReceipt");

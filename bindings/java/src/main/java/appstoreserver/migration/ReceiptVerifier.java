@@ -45,11 +45,23 @@ public class ReceiptVerifier implements AutoCloseable {
     }
 
     /**
-     * Verifies a base64 app receipt and returns its fields.
+     * Verifies a base64 app receipt, in order: the PKCS#7 SignedData structure and the receipt attributes (bounded
+     * parse); the PKCS#7 signature over the content with the signer certificate's key (OpenSSL), which authenticates
+     * the content; then the signer certificate's chain to a configured root, validated at the now-authenticated
+     * creation date (attribute 12; at the current time when the receipt has none, and the output says so), exactly
+     * signer &lt;- intermediate &lt;- root, with Apple's marker extensions (1.2.840.113635.100.6.11.1 on the signer,
+     * 1.2.840.113635.100.6.2.1 on the intermediate); the documented fields; the bundle id. Signature first, so that
+     * tampering with the signed content (the creation date included) is BAD_SIGNATURE, never EXPIRED. The result: the
+     * receipt's documented fields (bundle id, versions, creation and expiration dates, the in-app records) and how it
+     * was verified (the effective date and its source, the signer). Xcode (StoreKit testing) receipts are signed by a
+     * local self-signed certificate and do not verify.
+     *
+     * <p>Verifies a base64 app receipt and returns its fields.
      *
      * @throws VerificationException the receipt is not genuine, not for this app, or not a receipt (getStatus() in
      *                               Apple's vocabulary, getAppStoreStatus() and getReason() precise: BAD_SIGNATURE,
      *                               UNTRUSTED_CHAIN, EXPIRED, WRONG_BUNDLE, RECEIPT_MALFORMED, WRONG_KIND, ...)
+     * @cfunction appstore_receipt_verifier_verify
      */
     public VerifiedAppReceiptFields verify(String appReceipt) throws VerificationException {
         byte[] receipt = Args.text(appReceipt, "appReceipt");

@@ -28,12 +28,16 @@ public class IntroductoryOfferEligibilitySignatureCreator extends JWSSignatureCr
     }
 
     /**
-     * Create an introductory offer eligibility signature.
+     * An introductory offer eligibility JWS (aud "introductory-offer-eligibility"): productId, allowIntroductoryOffer
+     * (a JSON boolean) and transactionId, all required.
+     *
+     * <p>Create an introductory offer eligibility signature.
      *
      * @param productId The unique identifier of the product
      * @param allowIntroductoryOffer Whether the customer is eligible for an introductory offer
      * @param transactionId The unique identifier of any transaction that belongs to the customer.
      * @return The signed JWS
+     * @cfunction appstore_signing_key_create_introductory_offer_eligibility
      */
     public String createSignature(String productId, boolean allowIntroductoryOffer, String transactionId) {
         if (productId == null) {

@@ -33,7 +33,11 @@ public class PromotionalOfferSignatureCreator implements AutoCloseable {
     }
 
     /**
-     * Create a promotional offer signature
+     * A promotional offer signature v1 (StoreKit 1): the standard base64 DER ECDSA signature over the U+2063-joined
+     * string of bundle id, key id, product id, offer id, lowercase application username (app account token),
+     * lowercase nonce and timestamp (milliseconds since 1970).
+     *
+     * <p>Create a promotional offer signature
      *
      * @param productIdentifier The subscription product identifier
      * @param subscriptionOfferID The subscription discount identifier
@@ -42,6 +46,7 @@ public class PromotionalOfferSignatureCreator implements AutoCloseable {
      * @param timestamp A timestamp your server generates in UNIX time format, in milliseconds. The timestamp keeps the
      *                  offer active for 24 hours.
      * @return The Base64 encoded signature
+     * @cfunction appstore_signing_key_create_promotional_offer_v1
      */
     public String createSignature(String productIdentifier, String subscriptionOfferID, String appAccountToken,
                                   UUID nonce, long timestamp) {

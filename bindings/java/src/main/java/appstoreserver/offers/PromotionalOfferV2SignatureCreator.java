@@ -28,13 +28,17 @@ public class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator {
     }
 
     /**
-     * Create a promotional offer V2 signature.
+     * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
+     * given. No exp; a fresh lowercase UUID nonce.
+     *
+     * <p>Create a promotional offer V2 signature.
      *
      * @param productId The unique identifier of the product
      * @param offerIdentifier The promotional offer identifier that you set up in App Store Connect.
      * @param transactionId The unique identifier of any transaction that belongs to the customer (optional, but
      *                      recommended).
      * @return The signed JWS
+     * @cfunction appstore_signing_key_create_promotional_offer_v2
      */
     public String createSignature(String productId, String offerIdentifier, String transactionId) {
         if (productId == null) {

@@ -127,8 +127,12 @@ public final class SigningKey implements AutoCloseable {
     }
 
     /**
-     * A bearer token issued at issuedAt (seconds since 1970; 0 = now) for lifetimeSeconds (1 ... 3600, Apple's
+     * An App Store Server API bearer token: an ES256 JWT with header alg, kid and typ JWT and claims iss, iat, exp,
+     * aud "appstoreconnect-v1" and bid.
+     *
+     * <p>A bearer token issued at issuedAt (seconds since 1970; 0 = now) for lifetimeSeconds (1 ... 3600, Apple's
      * maximum).
+     * @cfunction appstore_signing_key_create_api_token
      */
     public String createApiToken(long issuedAt, long lifetimeSeconds) {
         if (lifetimeSeconds < 1 || lifetimeSeconds > 3600) {

@@ -11,6 +11,7 @@ import appstoreserver.internal.JdkTransport;
 import appstoreserver.internal.Json;
 import appstoreserver.internal.NativeError;
 import appstoreserver.internal.NativeHandle;
+import appstoreserver.internal.Verifiers;
 import appstoreserver.model.AppTransaction;
 import appstoreserver.model.DecodedRealtimeRequestBody;
 import appstoreserver.model.Environment;
@@ -95,6 +96,10 @@ public class SignedDataVerifier implements AutoCloseable {
             this.httpClient = Args.notNull(client, "client");
             return this;
         }
+    }
+
+    static {
+        Verifiers.set(v -> v.handle, SignedDataVerifier::failure);
     }
 
     private final NativeHandle handle;
@@ -219,12 +224,15 @@ public class SignedDataVerifier implements AutoCloseable {
     // ---- Apple's methods ----------------------------------------------------------------------------------------
 
     /**
-     * Verifies and decodes a signedTransaction obtained from the App Store Server API, an App Store Server
+     * Verifies and decodes a signedTransaction (bundle id, then environment).
+     *
+     * <p>Verifies and decodes a signedTransaction obtained from the App Store Server API, an App Store Server
      * Notification, or from a device (bundle id, then environment).
      *
      * @param signedTransaction The signedTransaction field
      * @return The decoded transaction info after verification
      * @throws VerificationException Thrown if the data could not be verified
+     * @cfunction appstore_verifier_verify_transaction
      */
     public JWSTransactionDecodedPayload verifyAndDecodeTransaction(String signedTransaction) throws VerificationException {
         return decode(verify(Kind.TRANSACTION, signedTransaction, "signedTransaction"), JWSTransactionDecodedPayload.class);
@@ -236,17 +244,19 @@ public class SignedDataVerifier implements AutoCloseable {
      * @param signedRenewalInfo The signedRenewalInfo field
      * @return The decoded renewal info after verification
      * @throws VerificationException Thrown if the data could not be verified
+     * @cfunction appstore_verifier_verify_renewal_info
      */
     public JWSRenewalInfoDecodedPayload verifyAndDecodeRenewalInfo(String signedRenewalInfo) throws VerificationException {
         return decode(verify(Kind.RENEWAL_INFO, signedRenewalInfo, "signedRenewalInfo"), JWSRenewalInfoDecodedPayload.class);
     }
 
     /**
-     * Verifies and decodes an App Store Server Notification signedPayload.
+     * Verifies and decodes an App Store Server Notification V2 signedPayload.
      *
      * @param signedPayload The payload received by your server
      * @return The decoded payload after verification
      * @throws VerificationException Thrown if the data could not be verified
+     * @cfunction appstore_verifier_verify_notification
      */
     public ResponseBodyV2DecodedPayload verifyAndDecodeNotification(String signedPayload) throws VerificationException {
         if (!notificationHook) {
@@ -317,17 +327,19 @@ public class SignedDataVerifier implements AutoCloseable {
      * @param signedAppTransaction The signed AppTransaction
      * @return The decoded AppTransaction after validation
      * @throws VerificationException Thrown if the data could not be verified
+     * @cfunction appstore_verifier_verify_app_transaction
      */
     public AppTransaction verifyAndDecodeAppTransaction(String signedAppTransaction) throws VerificationException {
         return decode(verify(Kind.APP_TRANSACTION, signedAppTransaction, "signedAppTransaction"), AppTransaction.class);
     }
 
     /**
-     * Verifies and decodes a Retention Messaging API signedPayload.
+     * Verifies and decodes a Retention Messaging "Get Retention Message" realtime request body's signedPayload.
      *
      * @param signedPayload The payload received by your server
      * @return The decoded payload after verification
      * @throws VerificationException Thrown if the data could not be verified
+     * @cfunction appstore_verifier_verify_realtime_request
      */
     public DecodedRealtimeRequestBody verifyAndDecodeRealtimeRequest(String signedPayload) throws VerificationException {
         return decode(verify(Kind.REALTIME_REQUEST, signedPayload, "signedPayload"), DecodedRealtimeRequestBody.class);
@@ -336,9 +348,16 @@ public class SignedDataVerifier implements AutoCloseable {
     // ---- beyond Apple -----------------------------------------------------------------------------------------------
 
     /**
-     * Verifies a notification and the signed values nested in it (data.signedTransactionInfo, data.signedRenewalInfo,
-     * appData.signedAppTransactionInfo), each at its own effective date, in one call. A nested failure fails the call;
-     * its message starts with the field's name.
+     * Verifies and decodes a notification and the signed values nested in it (data.signedTransactionInfo,
+     * data.signedRenewalInfo, appData.signedAppTransactionInfo), each at its own effective date, all returned decoded
+     * (notification, transaction, renewalInfo, appTransaction; each absent when the notification carries none). A
+     * nested failure fails the call, and the error message starts with the field name (e.g.
+     * "data.signedTransactionInfo: ...").
+     *
+     * @param signedPayload The payload received by your server
+     * @return the notification and the nested values (a getter returns null for what the notification does not carry)
+     * @throws VerificationException Thrown if the notification or a nested value could not be verified
+     * @cfunction appstore_verifier_verify_notification_deep
      */
     public VerifiedNotification verifyAndDecodeNotificationDeep(String signedPayload) throws VerificationException {
         return decode(verify(Kind.NOTIFICATION_DEEP, signedPayload, "signedPayload"), VerifiedNotification.class);
@@ -350,7 +369,12 @@ public class SignedDataVerifier implements AutoCloseable {
         return new String(verify(kind, signed, "signed"), StandardCharsets.UTF_8);
     }
 
-    /** The verified-chain cache's hits, misses and entries since the verifier was made. */
+    /**
+     * Chain cache counters since the verifier was created: hits, misses, and the chains cached now.
+     *
+     * @return {hits, misses, entries}
+     * @cfunction appstore_verifier_cache_stats
+     */
     public long[] cacheStats() {
         long h = handle.acquire();
         try {

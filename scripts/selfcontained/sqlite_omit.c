@@ -1,0 +1,20 @@
+/* SQLite extensions the purchase ledger does not use, left out of the self-contained library (CMakeLists.txt).
+ *
+ * Debian's libsqlite3.a is built from SQLite's separate source files with FTS3/4, FTS5, R*Tree, JSON, dbstat and
+ * sqlite_stmt enabled; sqlite3_open registers each through the functions below, so each archive member (about
+ * 0.4 MB of code and unwind tables in all) would be linked in although the ledger's SQL uses none of them. Defining
+ * the registration functions here, before libsqlite3.a on the link line, keeps those members out: the SQL functions
+ * and virtual tables they provide do not exist in this library (as with SQLITE_OMIT_JSON and friends), and
+ * everything else is SQLite's own code. The system-linked flavour uses the system's libsqlite3 unchanged.
+ * The bindings' ledger tests run on this library. */
+typedef struct sqlite3 sqlite3;
+
+#define OMITTED(name) int name(sqlite3 *db) { (void)db; return 0; /* SQLITE_OK: nothing registered */ }
+OMITTED(sqlite3Fts3Init)
+OMITTED(sqlite3Fts5Init)
+OMITTED(sqlite3RtreeInit)
+OMITTED(sqlite3DbstatRegister)
+OMITTED(sqlite3StmtVtabInit)
+OMITTED(sqlite3JsonTableFunctions)
+/* The JSON scalar functions (json(), json_extract(), ...), registered with the built-in functions. */
+void sqlite3RegisterJsonFunctions(void) {}
