@@ -29,7 +29,7 @@ public class PromotionalOfferV2SignatureCreator extends JWSSignatureCreator {
 
     /**
      * A promotional offer V2 JWS (aud "promotional-offer"): productId, offerIdentifier, and transactionId when one is
-     * given. No exp; a fresh lowercase UUID nonce.
+     * given. No exp; the nonce a lowercase UUID.
      *
      * <p>Create a promotional offer V2 signature.
      *
