@@ -231,6 +231,7 @@ def test_scenarios_over_http(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> 
                     continue
                 path = (f"/v1/sandbox/subscriptions/{e['subscription']}" if "subscription" in e
                         else f"/v1/sandbox/customers/{e['customer']}") + f"?at={e['at']}"
+                path += f"&asOf={e['asOf']}" if "asOf" in e else ""
                 status, answer = s.get(path)
                 assert status in (200, 404), (path, status, answer)
                 checked += 1

@@ -223,6 +223,7 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
                     continue
                 path = (f"/v1/sandbox/subscriptions/{e['subscription']}" if "subscription" in e
                         else f"/v1/sandbox/customers/{e['customer']}") + f"?at={e['at']}"
+                path += f"&asOf={e['asOf']}" if "asOf" in e else ""
                 for s in (a, b):
                     status, answer = s.get(path)
                     checked += 1
