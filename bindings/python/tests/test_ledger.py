@@ -189,7 +189,7 @@ def test_bitemporal_arguments(verifier: SignedDataVerifier) -> None:
         with pytest.raises(TypeError, match="as_of"):
             ledger.customer("x", as_of="yesterday")  # type: ignore[arg-type]
         with pytest.raises(TypeError):
-            ledger.customer("x", sub["at"], sub["at"])  # type: ignore[misc]  # keyword only: never a swapped time
+            ledger.customer("x", sub["at"], sub["at"])  # type: ignore[call-arg]  # keyword only: never a swapped time
         # as_of before at is a question of its own (what was believed then about a later instant): the REFUND,
         # signed three days after the revocation, is unknown two days before `at`, and the period is ahead (S2).
         s = ledger.subscription(sub["subscription"], at=sub["at"], as_of=sub["at"] - 2 * 86_400_000)

@@ -9,5 +9,5 @@ sub = ledger.subscription("1")
 print(sub.status)  # E: union-attr
 ledger.customer("token", at="yesterday")  # E: arg-type
 ledger.customer("token", as_of="yesterday")  # E: arg-type
-ledger.subscription("1", 1, 2)  # E: misc
+ledger.subscription("1", 1, 2)  # E: call-arg
 count: str = ledger.summary().events  # E: assignment
