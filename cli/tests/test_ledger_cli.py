@@ -89,6 +89,16 @@ def mismatches(answer: Any, want: Dict[str, Any]) -> List[str]:
     return problems
 
 
+def as_of(e: Dict[str, Any]) -> List[str]:
+    """An expectation's knowledge time as the tool's option: none (the default, now), the current time given
+    explicitly ("now"), or that time."""
+    if "asOf" not in e:
+        return []
+    if e["asOf"] == "now":
+        return ["--as-of", datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")]
+    return ["--as-of", str(e["asOf"])]
+
+
 def ingest(db: str, pki: Path, doc: Dict[str, Any], *files: str) -> Run:
     return tool("ledger", "ingest", "--db", db, *identity(pki, doc), *files)
 
@@ -112,7 +122,7 @@ def test_scenarios_through_the_tool(pki: Path, doc: Dict[str, Any], tmp_path: Pa
     checked = 0
     for lc in doc["scenarios"]:
         for e in lc["expect"]:
-            when = ["--at", str(e["at"])] + (["--as-of", str(e["asOf"])] if "asOf" in e else [])
+            when = ["--at", str(e["at"]), *as_of(e)]
             if "subscription" in e:
                 r = tool("ledger", "show", "--db", f"sqlite:{db}", e["subscription"], *when)
             else:
@@ -186,11 +196,7 @@ def test_bitemporal(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
             for e in lc["expect"]:
                 if delivery not in e["deliveries"]:
                     continue
-                when = ["--at", str(e["at"])]
-                if e.get("asOf") == "now":
-                    when += ["--as-of", datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")]
-                elif "asOf" in e:
-                    when += ["--as-of", str(e["asOf"])]
+                when = ["--at", str(e["at"]), *as_of(e)]
                 if "subscription" in e:
                     r = tool("ledger", "show", "--db", db, e["subscription"], *when)
                 else:
