@@ -1059,21 +1059,33 @@ appstore_status appstore_ledger_ingest_renewal_info(appstore_ledger *ledger, con
                                                     APPSTORE_OPTIONAL char **result_out APPSTORE_JSON(LedgerIngestResult),
                                                     appstore_error **err_out);
 
-/* One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry,
- * grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact signed at
- * or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it then.
+/* One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace period,
+ * auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the ledger knew
+ * nothing of it.
  *
- * at_ms: milliseconds since 1970; 0 = now. *json_out is "null" when the ledger knows nothing of it then. */
+ * Two times (milliseconds since 1970; 0 = now; negative: APPSTORE_INVALID_ARGUMENT):
+ *   at_ms     the instant the answer is about;
+ *   as_of_ms  the knowledge time: only facts signed at or before it count (each transaction's newest version then).
+ * Both 0: the state now, from everything the ledger knows. as_of_ms = at_ms: the answer as known then (what
+ * data.status means; a refund signed later does not show). as_of_ms later than at_ms: what is known since about that
+ * instant counts too (a refund re-signed after its revocationDate revokes from that date; a backfill of Get
+ * Transaction History answers for the months before it). as_of_ms before at_ms is allowed: what was believed then
+ * about a later instant. The rules: docs/ledger.md, "Bitemporal queries".
+ *
+ * *json_out is "null" when the ledger knows nothing of it. */
 appstore_status appstore_ledger_query_subscription(const appstore_ledger *ledger, const char *original_transaction_id,
-                                                   int64_t at_ms, char **json_out APPSTORE_JSON(LedgerSubscription),
+                                                   int64_t at_ms, int64_t as_of_ms,
+                                                   char **json_out APPSTORE_JSON(LedgerSubscription),
                                                    appstore_error **err_out);
 /* One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
- * instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their
- * one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+ * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+ * purchases, and consumables bought and refunded. An unknown customer has empty lists.
  *
- * at_ms: milliseconds since 1970; 0 = now. */
+ * at_ms, as_of_ms: as for appstore_ledger_query_subscription (0 = now; the instant asked about, and the knowledge
+ * time). */
 appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, const char *customer_id, int64_t at_ms,
-                                               char **json_out APPSTORE_JSON(LedgerCustomer), appstore_error **err_out);
+                                               int64_t as_of_ms, char **json_out APPSTORE_JSON(LedgerCustomer),
+                                               appstore_error **err_out);
 /* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each
  * with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them)
  * or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */

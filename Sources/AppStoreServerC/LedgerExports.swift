@@ -54,32 +54,34 @@ public func appstoreLedgerIngestRenewalInfo(_ ledger: OpaquePointer?, _ jws: Uns
     ingestExport(.renewalInfo, ledger, jws, jwsLen, resultOut, errOut)
 }
 
-/// at_ms: milliseconds since 1970, 0 = now.
-private func instant(_ atMs: Int64) throws(CFailure) -> Int64? {
-    guard atMs >= 0 else { throw .argument("at_ms must be >= 0 (0 = now), got \(atMs)") }
-    return atMs == 0 ? nil : atMs
+/// at_ms / as_of_ms: milliseconds since 1970, 0 = now.
+private func instant(_ ms: Int64, _ name: String) throws(CFailure) -> Int64? {
+    guard ms >= 0 else { throw .argument("\(name) must be >= 0 (milliseconds since 1970; 0 = now), got \(ms)") }
+    return ms == 0 ? nil : ms
 }
 
 @c(appstore_ledger_query_subscription)
 public func appstoreLedgerQuerySubscription(_ ledger: OpaquePointer?, _ originalTransactionId: UnsafePointer<CChar>?,
-                                            _ atMs: Int64, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+                                            _ atMs: Int64, _ asOfMs: Int64, _ jsonOut: StringOut?,
+                                            _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {
         let box = try handle(ledger, LedgerBox.self, "ledger")
         let id = try utf8String(originalTransactionId, "original_transaction_id")
         let out = try requireOut(jsonOut, "json_out")
-        let answer = try box.ledger.subscription(id, at: try instant(atMs))
+        let answer = try box.ledger.subscription(id, at: try instant(atMs, "at_ms"), asOf: try instant(asOfMs, "as_of_ms"))
         out.pointee = try mallocCString(answer?.json() ?? Array("null".utf8))
     }
 }
 
 @c(appstore_ledger_query_customer)
 public func appstoreLedgerQueryCustomer(_ ledger: OpaquePointer?, _ customerId: UnsafePointer<CChar>?, _ atMs: Int64,
-                                        _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+                                        _ asOfMs: Int64, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {
         let box = try handle(ledger, LedgerBox.self, "ledger")
         let id = try utf8String(customerId, "customer_id")
         let out = try requireOut(jsonOut, "json_out")
-        out.pointee = try mallocCString(try box.ledger.customer(id, at: try instant(atMs)).json())
+        let answer = try box.ledger.customer(id, at: try instant(atMs, "at_ms"), asOf: try instant(asOfMs, "as_of_ms"))
+        out.pointee = try mallocCString(answer.json())
     }
 }
 

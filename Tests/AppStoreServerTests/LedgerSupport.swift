@@ -62,10 +62,13 @@ enum LedgerFixtures {
     static func fingerprint(_ s: LedgerState, instants: [Int64], dropping: Set<String> = []) -> [String] {
         var out: [String] = []
         for t in instants {
-            for id in s.subscriptionIds.sorted() {
-                out.append(text(s.subscription(id, at: t).map { object($0.json()) }, dropping))
+            // As known then, and from everything known (bitemporal queries).
+            for k in [t, Int64.max] {
+                for id in s.subscriptionIds.sorted() {
+                    out.append(text(s.subscription(id, at: t, asOf: k).map { object($0.json()) }, dropping))
+                }
+                for c in s.customerIds.sorted() { out.append(text(object(s.customer(c, at: t, asOf: k).json()), dropping)) }
             }
-            for c in s.customerIds.sorted() { out.append(text(object(s.customer(c, at: t).json()), dropping)) }
         }
         out.append(text(object(s.summary().json()), []))
         return out

@@ -24,19 +24,25 @@ import Testing
                     let deliveries = e["deliveries"] as? [String]
                         ?? (at >= historyDate ? ["notifications", "history", "both"] : ["notifications", "both"])
                     guard deliveries.contains(delivery) else { continue }
-                    let answer: [String: Any]
-                    if let id = e["subscription"] as? String {
-                        guard let s = state.subscription(id, at: at) else {
-                            failures.append("\(name) [\(delivery)] at \(at): subscription \(id) unknown")
-                            continue
+                    // Each expectation holds as known then (asOf = at) and from everything known (asOf after at),
+                    // unless it names its knowledge time ("now": everything known).
+                    let knowledge = (e["asOf"] as? NSNumber).map { [$0.int64Value] }
+                        ?? (e["asOf"] as? String == "now" ? [Int64.max] : [at, Int64.max])
+                    for asOf in knowledge {
+                        let answer: [String: Any]
+                        if let id = e["subscription"] as? String {
+                            guard let s = state.subscription(id, at: at, asOf: asOf) else {
+                                failures.append("\(name) [\(delivery)] at \(at) asOf \(asOf): subscription \(id) unknown")
+                                continue
+                            }
+                            answer = LedgerFixtures.object(s.json())
+                        } else {
+                            answer = LedgerFixtures.object(state.customer(e["customer"] as! String, at: at, asOf: asOf).json())
                         }
-                        answer = LedgerFixtures.object(s.json())
-                    } else {
-                        answer = LedgerFixtures.object(state.customer(e["customer"] as! String, at: at).json())
+                        let problems = LedgerFixtures.mismatches(answer, e, skip: ["at", "asOf", "subscription", "customer", "rule", "deliveries"])
+                        checked += 1
+                        for p in problems { failures.append("\(name) [\(delivery)] at \(at) asOf \(asOf) (\(e["rule"]!)): \(p)") }
                     }
-                    let problems = LedgerFixtures.mismatches(answer, e, skip: ["at", "subscription", "customer", "rule", "deliveries"])
-                    checked += 1
-                    for p in problems { failures.append("\(name) [\(delivery)] at \(at) (\(e["rule"]!)): \(p)") }
                 }
                 if delivery != "history" {
                     let d = state.oracle().disagreements

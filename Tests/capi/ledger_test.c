@@ -6,17 +6,28 @@
  *   - idempotence: everything ingested again is "stored": false and changes nothing;
  *   - refused input (forged, tampered, wrong bundle, wrong environment, malformed, wrong kind, oversized): the
  *     verifier's status and reason, outputs untouched, the ledger unchanged;
- *   - argument errors, and a reopened database giving the same answers.
+ *   - argument errors, and a reopened database giving the same answers;
+ *   - bitemporal queries (docs/ledger.md): the `bitemporal` lifecycles, each delivery in a ledger of its own, asked
+ *     with as_of_ms 0 (now), the current time given explicitly, and as_of_ms = at_ms (as known then).
  * Usage: ledger_test TESTPKI_DIR LIFECYCLES_DIR WORK_DIR
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capi_util.h"
 
 static capi_tally T = {"ledger", 0, 0};
 #define S(x) ((x) ? (x) : "(null)")
+
+/* The current time in milliseconds since 1970 (an explicit "as of now"). */
+static int64_t capi_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 typedef appstore_status (*ingest_fn)(appstore_ledger *, const char *, size_t, char **, appstore_error **);
 
@@ -42,15 +53,17 @@ static int ingest(appstore_ledger *l, const char *kind, const char *jws) {
     return stored;
 }
 
-/* Ingests a lifecycle's notifications and history; the number of values stored. */
-static int ingest_lifecycle(appstore_ledger *l, json_t *lc) {
+/* Ingests a lifecycle's notifications and history (delivery "both"; or "notifications", "history" only); the number
+ * of values stored. */
+static int ingest_delivery(appstore_ledger *l, json_t *lc, const char *delivery) {
     int stored = 0;
     size_t i, j;
     json_t *n, *page, *t;
     json_array_foreach(json_object_get(lc, "notifications"), i, n) {
+        if (!strcmp(delivery, "history")) break;
         stored += ingest(l, "NOTIFICATION", json_string_value(json_object_get(n, "signed"))) == 1;
     }
-    json_t *h = json_object_get(lc, "history");
+    json_t *h = strcmp(delivery, "notifications") ? json_object_get(lc, "history") : NULL;
     json_array_foreach(json_object_get(h, "pages"), i, page) {
         json_array_foreach(json_object_get(page, "signedTransactions"), j, t) {
             stored += ingest(l, "TRANSACTION", json_string_value(t)) == 1;
@@ -62,15 +75,21 @@ static int ingest_lifecycle(appstore_ledger *l, json_t *lc) {
     return stored;
 }
 
-static char *query(appstore_ledger *l, const char *what, const char *id, int64_t at) {
+static int ingest_lifecycle(appstore_ledger *l, json_t *lc) { return ingest_delivery(l, lc, "both"); }
+
+static char *query_as_of(appstore_ledger *l, const char *what, const char *id, int64_t at, int64_t as_of) {
     char *json = NULL;
     appstore_error *err = NULL;
-    appstore_status st = strcmp(what, "subscription") == 0 ? appstore_ledger_query_subscription(l, id, at, &json, &err)
-                         : strcmp(what, "customer") == 0   ? appstore_ledger_query_customer(l, id, at, &json, &err)
+    appstore_status st = strcmp(what, "subscription") == 0 ? appstore_ledger_query_subscription(l, id, at, as_of, &json, &err)
+                         : strcmp(what, "customer") == 0   ? appstore_ledger_query_customer(l, id, at, as_of, &json, &err)
                                                            : appstore_ledger_query_summary(l, &json, &err);
     capi_check(&T, st == APPSTORE_OK && json != NULL, "query", "%s %s: %s", what, id ? id : "", appstore_error_message(err));
     appstore_error_free(err);
     return json;
+}
+
+static char *query(appstore_ledger *l, const char *what, const char *id, int64_t at) {
+    return query_as_of(l, what, id, at, 0);
 }
 
 /* The expectation's fields are a subset of the answer ("absent": missing; lists matched by productId). */
@@ -79,7 +98,7 @@ static int matches(json_t *answer, json_t *want, char *why, size_t why_len) {
     json_t *w;
     json_object_foreach(want, key, w) {
         if (!strcmp(key, "at") || !strcmp(key, "subscription") || !strcmp(key, "customer") || !strcmp(key, "rule") ||
-            !strcmp(key, "deliveries"))
+            !strcmp(key, "deliveries") || !strcmp(key, "asOf"))
             continue;
         json_t *got = json_object_get(answer, key);
         if (json_is_string(w) && !strcmp(json_string_value(w), "absent")) {
@@ -107,22 +126,37 @@ static int matches(json_t *answer, json_t *want, char *why, size_t why_len) {
     return 1;
 }
 
-static void check_expectations(appstore_ledger *l, json_t *scenario) {
-    size_t i;
-    json_t *e;
+/* Checks the expectations that hold for `delivery` (NULL: all); the number checked. "asOf": absent = 0 (now), "now" =
+ * the current time given explicitly, a number = that knowledge time. */
+static int check_expectations_for(appstore_ledger *l, json_t *scenario, const char *delivery) {
+    size_t i, j;
+    json_t *e, *d;
+    int checked = 0;
     json_array_foreach(json_object_get(scenario, "expect"), i, e) {
+        if (delivery) {
+            int holds = 0;
+            json_array_foreach(json_object_get(e, "deliveries"), j, d) holds |= !strcmp(json_string_value(d), delivery);
+            if (!holds) continue;
+        }
         int64_t at = json_integer_value(json_object_get(e, "at"));
+        json_t *k = json_object_get(e, "asOf");
+        int64_t as_of = json_is_integer(k) ? (int64_t)json_integer_value(k) : k ? capi_now_ms() : 0;
         const char *sub = json_string_value(json_object_get(e, "subscription"));
-        char *json = query(l, sub ? "subscription" : "customer", sub ? sub : json_string_value(json_object_get(e, "customer")), at);
+        char *json = query_as_of(l, sub ? "subscription" : "customer",
+                                 sub ? sub : json_string_value(json_object_get(e, "customer")), at, as_of);
         json_t *answer = json_loads(json ? json : "null", 0, NULL);
         char why[256] = "";
-        capi_check(&T, answer && matches(answer, e, why, sizeof why), "expectation", "%s at %lld (%s): %s: %s",
-                   json_string_value(json_object_get(scenario, "name")), (long long)at,
-                   json_string_value(json_object_get(e, "rule")), why, json);
+        checked++;
+        capi_check(&T, answer && matches(answer, e, why, sizeof why), "expectation", "%s [%s] at %lld as of %lld (%s): %s: %s",
+                   json_string_value(json_object_get(scenario, "name")), delivery ? delivery : "both", (long long)at,
+                   (long long)as_of, json_string_value(json_object_get(e, "rule")), why, json);
         json_decref(answer);
         appstore_string_free(json);
     }
+    return checked;
 }
+
+static void check_expectations(appstore_ledger *l, json_t *scenario) { check_expectations_for(l, scenario, NULL); }
 
 static appstore_ledger *open_ledger(const char *url, appstore_verifier *v) {
     appstore_ledger *l = NULL;
@@ -236,10 +270,19 @@ int main(int argc, char **argv) {
         appstore_status st_ = (call);                                                                                  \
         expect_failure(st_, err, want, reason, what);                                                                  \
     } while (0)
-    EXPECT_FAIL(appstore_ledger_query_customer(NULL, "x", 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger");
-    EXPECT_FAIL(appstore_ledger_query_customer(l, NULL, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL customer");
-    EXPECT_FAIL(appstore_ledger_query_customer(l, "\xff\xfe", 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "not UTF-8");
-    EXPECT_FAIL(appstore_ledger_query_subscription(l, "1", -5, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "negative at_ms");
+    EXPECT_FAIL(appstore_ledger_query_customer(NULL, "x", 0, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger");
+    EXPECT_FAIL(appstore_ledger_query_customer(l, NULL, 0, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL customer");
+    EXPECT_FAIL(appstore_ledger_query_customer(l, "\xff\xfe", 0, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "not UTF-8");
+    EXPECT_FAIL(appstore_ledger_query_subscription(l, "1", -5, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "negative at_ms");
+    EXPECT_FAIL(appstore_ledger_query_subscription(l, "1", 0, -5, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "negative as_of_ms");
+    EXPECT_FAIL(appstore_ledger_query_customer(l, "x", 1, INT64_MIN, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "negative as_of_ms");
+    {
+        /* the reason names the argument */
+        err = NULL;
+        appstore_ledger_query_customer(l, "x", 0, -1, &out, &err);
+        capi_check(&T, err && strstr(appstore_error_message(err), "as_of_ms"), "as_of_ms named", "%s", appstore_error_message(err));
+        appstore_error_free(err);
+    }
     EXPECT_FAIL(appstore_ledger_query_summary(l, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL json_out");
     EXPECT_FAIL(appstore_ledger_ingest_notification(l, NULL, 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL jws");
     EXPECT_FAIL(appstore_ledger_ingest_transaction(NULL, "a.b.c", 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger ingest");
@@ -307,6 +350,27 @@ int main(int argc, char **argv) {
     appstore_string_free(reopened);
     appstore_string_free(reopened_customer);
     appstore_ledger_free(r);
+
+    /* 9. bitemporal queries: each delivery of each bitemporal lifecycle in a ledger of its own */
+    {
+        static const char *deliveries[] = {"notifications", "history", "both"};
+        int checked = 0, known_then = 0;
+        json_array_foreach(json_object_get(doc, "bitemporal"), i, s) {
+            for (size_t d = 0; d < 3; d++) {
+                appstore_ledger *b = open_ledger("sqlite::memory:", v);
+                if (!b) continue;
+                ingest_delivery(b, s, deliveries[d]);
+                checked += check_expectations_for(b, s, deliveries[d]);
+                appstore_ledger_free(b);
+            }
+            size_t j;
+            json_t *e;
+            json_array_foreach(json_object_get(s, "expect"), j, e) known_then += json_is_integer(json_object_get(e, "asOf"));
+        }
+        capi_check(&T, json_array_size(json_object_get(doc, "bitemporal")) == 3 && checked >= 20 && known_then >= 4,
+                   "bitemporal", "%d expectations checked, %d as known then", checked, known_then);
+        printf("ledger bitemporal: %d expectations checked\n", checked);
+    }
 
     appstore_string_free(before);
     appstore_string_free(summary);

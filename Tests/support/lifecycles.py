@@ -11,7 +11,12 @@ shape: its leaf key, leaf, intermediate and root), and writes OUTDIR/lifecycles.
               one, from ../shared/docs/apple-lifecycle.md), never from the ledger's output;
   random      N seeded random walks over Apple's lifecycle (the same transitions), for the property tests: any order
               of their events must give one state, and every notification's data.status must be reproduced;
-  bad         signed values the ledger must refuse, with the verifier's status and reason.
+  bad         signed values the ledger must refuse, with the verifier's status and reason;
+  bitemporal  lifecycles whose answers depend on the knowledge time (docs/ledger.md, "Bitemporal queries"): a refund
+              signed three days after its revocationDate, a backfill signed months after the purchases, a billing
+              failure signed after the period ended. Their expectations carry "asOf": absent = the query's default
+              (now: everything known), "now" = the current time passed explicitly, a number = that knowledge time.
+              (Generated last, from a seed of their own, so the other sections do not change.)
 
 Every lifecycle is delivered twice: `notifications` (App Store Server Notifications V2, in signedDate order: each
 carries data.status, Apple's status as of its signedDate, set here from the notification type's documented meaning)
@@ -19,7 +24,8 @@ and `history` (what a catch-up reads at `historyDate`: Get Transaction History p
 All Subscription Statuses' signed renewal infos, all signed at that date).
 
 An expectation `{"at", "subscription" | "customer", ...}` lists the fields the answer must have (a subset); "absent"
-means the field must be missing. `"deliveries"` says which deliveries it holds for (default: both when `at` is at or
+means the field must be missing. `"asOf"` (a number: the knowledge time; "now": the current time given explicitly)
+asks as known then; without it, the query's default (now: everything known). `"deliveries"` says which deliveries it holds for (default: both when `at` is at or
 after historyDate, else notifications only).
 
 Dependencies: Python 3.9+, cryptography (as testpki.py).
@@ -483,8 +489,10 @@ def scenarios(signer, rng):
         s.buy(T0)
         s.extend(T0 + 20 * D, 7)
         return [
-            sub_expect(T0 + 19 * D, s, "before the extension is signed: the original expiresDate", status=1,
-                       expiresDate=T0 + 30 * D),
+            dict(sub_expect(T0 + 19 * D, s, "before the extension is signed, as known then: the original expiresDate",
+                            status=1, expiresDate=T0 + 30 * D), asOf=T0 + 19 * D),
+            dict(sub_expect(T0 + 19 * D, s, "asked now: the extension moves the current period's end (section 1; K2)",
+                            status=1, expiresDate=T0 + 37 * D, entitledUntil=T0 + 37 * D), asOf="now"),
             sub_expect(T0 + 32 * D, s, "RENEWAL_EXTENDED: keep to the new expiresDate (section 1)", status=1,
                        entitled=True, entitledUntil=T0 + 37 * D),
             sub_expect(T0 + 38 * D, s, "past the extended date with no renewal: 2", status=2, entitled=False),
@@ -587,6 +595,96 @@ def scenarios(signer, rng):
         ]
     out.append(scenario(signer, rng, "resubscribe", "voluntary expiry, then a resubscription to another product",
                         resubscribe))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# bitemporal queries: the instant asked about (`at`) and the knowledge time (`asOf`), expectations from Apple's
+# documentation as above. Every instant here is long past, so the default (now) knows everything these lifecycles sign.
+
+def bitemporal(signer, rng):
+    out = []
+    b = PRODUCTS["basic"]
+
+    def refund_signed_late(w):
+        t = token(rng)
+        s = Subscription(w, t)
+        s.buy(T0)                                  # T0 .. T0+30d
+        revoked = T0 + 5 * D
+        # Apple refunded at T0+5d (revocationDate: "when Apple refunded", AL section 3); the REFUND that carries the
+        # re-signed transaction is signed three days later.
+        s.tx = dict(s.tx, revocationDate=revoked, revocationReason=1, revocationType="REFUND_FULL",
+                    revocationPercentage=100000)
+        s.note(revoked + 3 * D, "REFUND", ri=s.renewal())
+        between = revoked + D
+        known_then = ["notifications", "both"]
+        return [
+            sub_expect(between, s, "asked now: REFUND revokes from revocationDate (AL section 1 REFUND, section 3 "
+                       "revocationDate) -> 5 REVOKED, not entitled (StoreKit revoked)", status=5, entitled=False,
+                       revocationDate=revoked, deliveries=["notifications", "history", "both"]),
+            cust_expect(between, t, "asked now: a revoked subscription entitles to nothing (E1, StoreKit revoked)",
+                        entitlements=[], deliveries=["notifications", "history", "both"]),
+            dict(sub_expect(between, s, "asOf now given explicitly: the same as the default", status=5,
+                            entitled=False, deliveries=["notifications", "history", "both"]), asOf="now"),
+            dict(sub_expect(between, s, "as known then (asOf = at): only SUBSCRIBED was signed, expiresDate ahead -> "
+                            "1 ACTIVE, entitled (S2; data.status means as of signedDate, AL section 1)", status=1,
+                            entitled=True, entitledUntil=T0 + MONTH, revocationDate="absent", deliveries=known_then),
+                 asOf=between),
+            dict(cust_expect(between, t, "as known then: entitled until expiresDate (E1)",
+                             entitlements=[ent(b, "ACTIVE", T0 + MONTH)], deliveries=known_then), asOf=between),
+            sub_expect(revoked - D, s, "asked now, before revocationDate: the refund does not reach back -> 1 ACTIVE",
+                       status=1, entitled=True, revocationDate="absent", deliveries=["notifications", "history", "both"]),
+        ]
+    out.append(scenario(signer, rng, "bitemporal-refund-signed-late",
+                        "a refund whose REFUND notification is signed three days after its revocationDate",
+                        refund_signed_late))
+
+    def backfill(w):
+        t = token(rng)
+        s = Subscription(w, t)
+        s.buy(T0)
+        for _ in range(5):
+            s.renew()                              # period n: T0+30n d .. T0+30(n+1) d, up to T0+180d
+        w.one_time(T0 + 2 * D, PRO, "Non-Consumable", t)
+        at = T0 + 45 * D                           # inside the second period
+        history = ["history"]
+        return [
+            sub_expect(at, s, "backfill asked now: Get Transaction History returns every transaction (AL section 4); "
+                       "the second period's expiresDate is ahead -> 1 ACTIVE (S2)", status=1, entitled=True,
+                       entitledUntil=T0 + 60 * D, deliveries=["notifications", "history", "both"]),
+            cust_expect(at, t, "backfill asked now: the subscription (E1) and the non-consumable (E2)",
+                        entitlements=[ent(b, "ACTIVE", T0 + 60 * D), ent(PRO, "NON_CONSUMABLE")],
+                        deliveries=["notifications", "history", "both"]),
+            dict(cust_expect(at, t, "asOf now given explicitly: the same as the default",
+                             entitlements=[ent(b, "ACTIVE", T0 + 60 * D), ent(PRO, "NON_CONSUMABLE")],
+                             deliveries=["notifications", "history", "both"]), asOf="now"),
+            dict(cust_expect(at, t, "backfill as known then (asOf = at): nothing was signed by then -> no "
+                             "entitlement, no subscription, no purchase", entitlements=[], subscriptions=[],
+                             purchases=[], deliveries=history), asOf=at),
+            dict(cust_expect(at, t, "notifications as known then: they were signed at the time -> entitled",
+                             entitlements=[ent(b, "ACTIVE", T0 + 60 * D), ent(PRO, "NON_CONSUMABLE")],
+                             deliveries=["notifications", "both"]), asOf=at),
+        ]
+    out.append(scenario(signer, rng, "bitemporal-backfill",
+                        "five months of renewals and a non-consumable, delivered by a backfill signed after them",
+                        backfill))
+
+    def failure_signed_after_expiry(w):
+        t = token(rng)
+        s = Subscription(w, t)
+        s.buy(T0)
+        s.fail(16)                                 # DID_FAIL_TO_RENEW/GRACE_PERIOD signed at T0+30d+1min
+        at = T0 + MONTH + 30 * 1000                # expired 30 s before; the failure not yet signed
+        return [
+            sub_expect(at, s, "asked now: grace is the start of billing retry, from expiresDate (AL section 2) -> 4 "
+                       "BILLING_GRACE_PERIOD, entitled until gracePeriodExpiresDate (R2, S3)", status=4, entitled=True,
+                       entitledUntil=T0 + 46 * D, deliveries=["notifications", "history", "both"]),
+            dict(sub_expect(at, s, "as known then: past expiresDate with no newer signed fact -> 2 EXPIRED (S5)",
+                            status=2, entitled=False, deliveries=["notifications", "both"]), asOf=at),
+        ]
+    out.append(scenario(signer, rng, "bitemporal-failure-signed-after-expiry",
+                        "a billing failure with a grace period, signed a minute after the period ended",
+                        failure_signed_after_expiry))
     return out
 
 
@@ -746,6 +844,7 @@ def main(argv):
     doc = {"generated_by": "Tests/support/lifecycles.py", "seed": seed, "bundleId": BUNDLE, "environment": ENV,
            "appAppleId": P.APP_ID, "scenarios": scenarios(signer, rng),
            "random": [random_lifecycle(signer, rng, i) for i in range(count)], "bad": bad_inputs(signer, rng)}
+    doc["bitemporal"] = bitemporal(signer, random.Random(seed + 1))
     os.makedirs(args[1], exist_ok=True)
     path = os.path.join(args[1], "lifecycles.json")
     with open(path + ".tmp", "w", encoding="utf-8") as f:
@@ -753,7 +852,7 @@ def main(argv):
     os.replace(path + ".tmp", path)
     n = sum(len(s["notifications"]) for s in doc["scenarios"] + doc["random"])
     print(f"lifecycles: {len(doc['scenarios'])} scenarios, {len(doc['random'])} random lifecycles, {n} notifications, "
-          f"{len(doc['bad'])} bad inputs -> {path}")
+          f"{len(doc['bad'])} bad inputs, {len(doc['bitemporal'])} bitemporal -> {path}")
     return 0
 
 

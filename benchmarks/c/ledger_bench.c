@@ -369,7 +369,7 @@ int main(int argc, char **argv) {
     if (wants("customer_query")) {
         appstore_ledger *l = open_ledger(url);
         char *json = NULL;
-        die_on(appstore_ledger_query_customer(l, customer, at, &json, &err), err, "query_customer");
+        die_on(appstore_ledger_query_customer(l, customer, at, 0, &json, &err), err, "query_customer");
         if (!strstr(json, "\"entitlements\":[{")) bench_fail("customer %s at %lld has no entitlement: %s", customer, at, json);
         appstore_string_free(json);
         double best = 0;
@@ -378,7 +378,7 @@ int main(int argc, char **argv) {
             double start = bench_now(), elapsed;
             do {
                 json = NULL;
-                die_on(appstore_ledger_query_customer(l, customer, at, &json, &err), err, "query_customer");
+                die_on(appstore_ledger_query_customer(l, customer, at, 0, &json, &err), err, "query_customer");
                 appstore_string_free(json);
                 n++;
                 elapsed = bench_now() - start;

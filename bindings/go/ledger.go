@@ -108,9 +108,16 @@ func atMs(at time.Time) int64 {
 	return at.UnixMilli()
 }
 
-// Subscription is one subscription (its originalTransactionId) at an instant (zero: now); nil when the ledger
-// knows nothing of it then.
+// Subscription is one subscription (its originalTransactionId) at an instant (zero: now), from everything the
+// ledger knows now; nil when the ledger knows nothing of it. SubscriptionAsOf chooses the knowledge time.
 func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*model.LedgerSubscription, error) {
+	return l.SubscriptionAsOf(originalTransactionID, at, time.Time{})
+}
+
+// SubscriptionAsOf is Subscription at instant at from the facts signed at or before asOf (each zero: now; asOf equal
+// to at: as known then; docs/ledger.md, "Bitemporal queries"). An instant before 1970 is an *Error with
+// INVALID_ARGUMENT.
+func (l *Ledger) SubscriptionAsOf(originalTransactionID string, at, asOf time.Time) (*model.LedgerSubscription, error) {
 	if l == nil {
 		return nil, ErrClosed
 	}
@@ -119,7 +126,7 @@ func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*mode
 		return nil, ErrClosed
 	}
 	defer l.h.release()
-	raw, err := capi.LedgerQuerySubscription(p, originalTransactionID, atMs(at))
+	raw, err := capi.LedgerQuerySubscription(p, originalTransactionID, atMs(at), atMs(asOf))
 	if err != nil {
 		return nil, plainError(err)
 	}
@@ -134,8 +141,15 @@ func (l *Ledger) Subscription(originalTransactionID string, at time.Time) (*mode
 }
 
 // Customer is one customer (an appAccountToken, or the originalTransactionId of purchases without one) at an
-// instant (zero: now): entitlements, subscriptions, purchases, consumables.
+// instant (zero: now), from everything the ledger knows now: entitlements, subscriptions, purchases, consumables.
+// CustomerAsOf chooses the knowledge time.
 func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustomer, error) {
+	return l.CustomerAsOf(customerID, at, time.Time{})
+}
+
+// CustomerAsOf is Customer at instant at from the facts signed at or before asOf (each zero: now; asOf equal to at:
+// as known then).
+func (l *Ledger) CustomerAsOf(customerID string, at, asOf time.Time) (*model.LedgerCustomer, error) {
 	if l == nil {
 		return nil, ErrClosed
 	}
@@ -144,7 +158,7 @@ func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustome
 		return nil, ErrClosed
 	}
 	defer l.h.release()
-	raw, err := capi.LedgerQueryCustomer(p, customerID, atMs(at))
+	raw, err := capi.LedgerQueryCustomer(p, customerID, atMs(at), atMs(asOf))
 	if err != nil {
 		return nil, plainError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,18 +35,26 @@ type lifecycle struct {
 }
 
 func lifecycles(t *testing.T) (string, []lifecycle, []lifecycle) {
+	d := lifecycleDoc(t)
+	return d.BundleID, d.Scenarios, d.Random
+}
+
+type lifecyclesDoc struct {
+	BundleID   string      `json:"bundleId"`
+	Scenarios  []lifecycle `json:"scenarios"`
+	Random     []lifecycle `json:"random"`
+	Bitemporal []lifecycle `json:"bitemporal"`
+}
+
+func lifecycleDoc(t *testing.T) lifecyclesDoc {
 	pki := testpkiDir(t)
 	out := t.TempDir()
 	if b, err := exec.Command("python3", filepath.Join(repoRoot, "Tests", "support", "lifecycles.py"), pki, out).CombinedOutput(); err != nil {
 		t.Fatalf("lifecycles.py: %v\n%s", err, b)
 	}
-	var doc struct {
-		BundleID  string      `json:"bundleId"`
-		Scenarios []lifecycle `json:"scenarios"`
-		Random    []lifecycle `json:"random"`
-	}
+	var doc lifecyclesDoc
 	readJSON(t, filepath.Join(out, "lifecycles.json"), &doc)
-	return doc.BundleID, doc.Scenarios, doc.Random
+	return doc
 }
 
 func ingestAll(t *testing.T, l *Ledger, lc lifecycle) int {
@@ -75,7 +84,7 @@ func ingestAll(t *testing.T, l *Ledger, lc lifecycle) int {
 	return stored
 }
 
-var skipKeys = map[string]bool{"at": true, "subscription": true, "customer": true, "rule": true, "deliveries": true}
+var skipKeys = map[string]bool{"at": true, "asOf": true, "subscription": true, "customer": true, "rule": true, "deliveries": true}
 
 // mismatches: the expectation's fields are a subset of the answer ("absent": missing; lists matched by productId).
 func mismatches(answer map[string]any, want map[string]any) []string {
@@ -127,17 +136,32 @@ func mismatches(answer map[string]any, want map[string]any) []string {
 	return problems
 }
 
+// answerFor asks what an expectation is about; its "asOf": absent = the default (Subscription, Customer: now), "now"
+// = the current time given explicitly, a number = that knowledge time (SubscriptionAsOf, CustomerAsOf).
 func answerFor(t *testing.T, l *Ledger, e map[string]any) map[string]any {
 	at := time.UnixMilli(int64(e["at"].(float64)))
+	asOf, explicit := time.Time{}, false
+	switch k := e["asOf"].(type) {
+	case string:
+		asOf, explicit = time.Now(), true
+	case float64:
+		asOf, explicit = time.UnixMilli(int64(k)), true
+	}
 	var v any
 	var err error
 	if id, ok := e["subscription"].(string); ok {
 		var s *model.LedgerSubscription
-		s, err = l.Subscription(id, at)
+		if explicit {
+			s, err = l.SubscriptionAsOf(id, at, asOf)
+		} else {
+			s, err = l.Subscription(id, at)
+		}
 		if s == nil && err == nil {
 			return nil
 		}
 		v = s
+	} else if explicit {
+		v, err = l.CustomerAsOf(e["customer"].(string), at, asOf)
 	} else {
 		v, err = l.Customer(e["customer"].(string), at)
 	}
@@ -146,6 +170,88 @@ func answerFor(t *testing.T, l *Ledger, e map[string]any) map[string]any {
 	}
 	m, _ := asJSON(t, v).(map[string]any)
 	return m
+}
+
+// TestLedgerBitemporal: docs/ledger.md, "Bitemporal queries": a refund signed three days after its revocationDate, a
+// backfill signed months after the purchases, a billing failure signed after the period ended, each delivery in a
+// ledger of its own, asked now (the default and the current time given) and as known then (asOf = at).
+func TestLedgerBitemporal(t *testing.T) {
+	doc := lifecycleDoc(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, doc.BundleID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if len(doc.Bitemporal) != 3 {
+		t.Fatalf("%d bitemporal lifecycles", len(doc.Bitemporal))
+	}
+	checked, knownThen := 0, 0
+	for _, lc := range doc.Bitemporal {
+		for _, delivery := range []string{"notifications", "history", "both"} {
+			d := lc
+			if delivery == "history" {
+				d.Notifications = nil
+			} else if delivery == "notifications" {
+				d.History.Pages, d.History.SignedRenewalInfos = nil, nil
+			}
+			l, err := OpenLedger("sqlite::memory:", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ingestAll(t, l, d)
+			for _, e := range lc.Expect {
+				holds := false
+				for _, x := range e["deliveries"].([]any) {
+					holds = holds || x == delivery
+				}
+				if !holds {
+					continue
+				}
+				checked++
+				if _, ok := e["asOf"].(float64); ok {
+					knownThen++
+				}
+				for _, p := range mismatches(answerFor(t, l, e), e) {
+					t.Errorf("%s [%s] at %v as of %v (%v): %s", lc.Name, delivery, e["at"], e["asOf"], e["rule"], p)
+				}
+			}
+			if s, err := l.Summary(); err != nil || len(s.Disagreements) != 0 {
+				t.Errorf("%s [%s]: summary %+v %v", lc.Name, delivery, s, err)
+			}
+			l.Close()
+		}
+	}
+	if checked < 20 || knownThen < 4 {
+		t.Fatalf("%d expectations checked, %d as known then", checked, knownThen)
+	}
+	// Bad instants: before 1970 is refused with INVALID_ARGUMENT naming the argument; asOf before at is a question of
+	// its own (what was believed then about a later instant): the REFUND signed later is unknown then (S2).
+	l, err := OpenLedger("sqlite::memory:", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lc := doc.Bitemporal[0]
+	lc.History.Pages, lc.History.SignedRenewalInfos = nil, nil
+	ingestAll(t, l, lc)
+	e := lc.Expect[0]
+	id, at := e["subscription"].(string), time.UnixMilli(int64(e["at"].(float64)))
+	var ae *Error
+	if _, err := l.SubscriptionAsOf(id, at, time.UnixMilli(-5)); !errors.As(err, &ae) || ae.Status != VerificationStatusInvalidArgument ||
+		!strings.Contains(ae.Message, "as_of_ms") {
+		t.Errorf("asOf before 1970: %v", err)
+	}
+	if _, err := l.CustomerAsOf("x", time.Time{}, time.UnixMilli(-5)); !errors.As(err, &ae) || ae.Status != VerificationStatusInvalidArgument {
+		t.Errorf("customer asOf before 1970: %v", err)
+	}
+	s, err := l.SubscriptionAsOf(id, at, at.Add(-48*time.Hour))
+	if err != nil || s == nil || s.Status == nil || int(*s.Status) != 1 || s.RevocationDate != nil {
+		t.Errorf("asOf before at: %+v %v", s, err)
+	}
 }
 
 func TestLedgerLifecycles(t *testing.T) {

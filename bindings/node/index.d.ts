@@ -583,22 +583,21 @@ export declare class Ledger {
      */
     ingestRenewalInfo(signedRenewalInfo: string | Uint8Array): Promise<LedgerIngestResult>;
     /**
-     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product,
-     * expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact
-     * signed at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it
-     * then.
+     * One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace
+     * period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the
+     * ledger knew nothing of it.
      *
      * No subscription: null.
      * @cfunction appstore_ledger_query_subscription
      */
-    subscription(originalTransactionId: string, at?: LedgerInstant | null): Promise<LedgerSubscription | null>;
+    subscription(originalTransactionId: string, at?: LedgerInstant | null, asOf?: LedgerInstant | null): Promise<LedgerSubscription | null>;
     /**
      * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
-     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
-     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+     * purchases, and consumables bought and refunded. An unknown customer has empty lists.
      * @cfunction appstore_ledger_query_customer
      */
-    customer(customerId: string, at?: LedgerInstant | null): Promise<LedgerCustomer>;
+    customer(customerId: string, at?: LedgerInstant | null, asOf?: LedgerInstant | null): Promise<LedgerCustomer>;
     /**
      * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate,
      * each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up

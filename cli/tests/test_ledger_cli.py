@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -20,7 +21,7 @@ import pytest
 
 from test_cli import SUPPORT, USAGE, Run, tool
 
-SKIP = {"at", "subscription", "customer", "rule", "deliveries"}
+SKIP = {"at", "asOf", "subscription", "customer", "rule", "deliveries"}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +89,16 @@ def mismatches(answer: Any, want: Dict[str, Any]) -> List[str]:
     return problems
 
 
+def as_of(e: Dict[str, Any]) -> List[str]:
+    """An expectation's knowledge time as the tool's option: none (the default, now), the current time given
+    explicitly ("now"), or that time."""
+    if "asOf" not in e:
+        return []
+    if e["asOf"] == "now":
+        return ["--as-of", datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")]
+    return ["--as-of", str(e["asOf"])]
+
+
 def ingest(db: str, pki: Path, doc: Dict[str, Any], *files: str) -> Run:
     return tool("ledger", "ingest", "--db", db, *identity(pki, doc), *files)
 
@@ -111,10 +122,11 @@ def test_scenarios_through_the_tool(pki: Path, doc: Dict[str, Any], tmp_path: Pa
     checked = 0
     for lc in doc["scenarios"]:
         for e in lc["expect"]:
+            when = ["--at", str(e["at"]), *as_of(e)]
             if "subscription" in e:
-                r = tool("ledger", "show", "--db", f"sqlite:{db}", e["subscription"], "--at", str(e["at"]))
+                r = tool("ledger", "show", "--db", f"sqlite:{db}", e["subscription"], *when)
             else:
-                r = tool("ledger", "entitlements", "--db", db, e["customer"], "--at", str(e["at"]))
+                r = tool("ledger", "entitlements", "--db", db, e["customer"], *when)
             assert r.code == 0, r
             checked += 1
             failures += [f"{lc['name']} at {e['at']} ({e['rule']}): {p}" for p in mismatches(r.json(), e)]
@@ -167,6 +179,48 @@ def test_refused_input(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
     assert f"{mixed}:1" in r.error_line()
     after = tool("ledger", "show", "--db", db).json()
     assert after["events"] == before["events"] + 1
+
+
+def test_bitemporal(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """docs/ledger.md, "Bitemporal queries", through `--as-of`: each delivery of each bitemporal lifecycle (a refund
+    signed three days after its revocationDate, a backfill signed months after the purchases, a billing failure signed
+    after the period ended) in a ledger of its own; asked now (no --as-of, and --as-of the current time) and as known
+    then (--as-of equal to --at)."""
+    checked, failures = 0, []
+    for lc in doc["bitemporal"]:
+        files = files_for(lc, tmp_path / lc["name"])
+        for delivery, given in (("notifications", files[:1]), ("history", files[1:]), ("both", files)):
+            db = str(tmp_path / f"{lc['name']}-{delivery}.db")
+            r = ingest(db, pki, doc, *given)
+            assert r.code == 0 and "0 refused" in r.err, r
+            for e in lc["expect"]:
+                if delivery not in e["deliveries"]:
+                    continue
+                when = ["--at", str(e["at"]), *as_of(e)]
+                if "subscription" in e:
+                    r = tool("ledger", "show", "--db", db, e["subscription"], *when)
+                else:
+                    r = tool("ledger", "entitlements", "--db", db, e["customer"], *when)
+                assert r.code == 0, r
+                checked += 1
+                failures += [f"{lc['name']} [{delivery}] at {e['at']} as of {e.get('asOf', 'default')} ({e['rule']}): {p}"
+                             for p in mismatches(r.json(), e)]
+    assert not failures, "\n".join(failures)
+    assert checked >= 20
+    # Bad knowledge times are usage errors; --as-of without a subscription too; --as-of before --at is answered.
+    lc = doc["bitemporal"][0]
+    db = str(tmp_path / f"{lc['name']}-notifications.db")
+    sub = next(e for e in lc["expect"] if "subscription" in e)
+    for bad in ("yesterday", "-5", "0", "1960-01-01T00:00:00Z"):
+        r = tool("ledger", "show", "--db", db, sub["subscription"], "--as-of", bad)
+        assert r.code == USAGE and "--as-of" in r.err, (bad, r)
+    r = tool("ledger", "show", "--db", db, "--as-of", "2025-01-01T00:00:00Z")
+    assert r.code == USAGE and "--as-of is for a subscription" in r.err, r
+    early = tool("ledger", "show", "--db", db, sub["subscription"], "--at", str(sub["at"]),
+                 "--as-of", str(sub["at"] - 2 * 86_400_000)).json()
+    assert early["status"] == 1 and "revocationDate" not in early  # the REFUND signed later is unknown then (S2)
+    help_ = tool("ledger", "show", "--help")
+    assert help_.code == 0 and "--as-of" in help_.out
 
 
 def test_usage(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:

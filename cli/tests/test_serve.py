@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 from test_cli import CONFIG, CONFORMANCE, ERROR_CLASSES, REPO, TOOL, USAGE, need_conformance, tool
-from test_ledger_cli import doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
+from test_ledger_cli import as_of, doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
 
 OPENAPI = REPO / "spec" / "serve.openapi.json"
 MODELS = REPO / "spec" / "models.json"
@@ -231,6 +231,7 @@ def test_scenarios_over_http(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> 
                     continue
                 path = (f"/v1/sandbox/subscriptions/{e['subscription']}" if "subscription" in e
                         else f"/v1/sandbox/customers/{e['customer']}") + f"?at={e['at']}"
+                path += f"&asOf={as_of(e)[1]}" if "asOf" in e else ""
                 status, answer = s.get(path)
                 assert status in (200, 404), (path, status, answer)
                 checked += 1
@@ -753,6 +754,10 @@ def test_query_endpoints_need_the_key(pki: Path, doc: Dict[str, Any], tmp_path: 
         assert s.get(f"/v1/sandbox/subscriptions/{sub}?at=2025-03-03T01:00:00Z")[1]["at"] == 1740963600000
         assert s.get("/v1/sandbox/subscriptions/999")[0] == 404
         assert s.get(f"/v1/sandbox/subscriptions/{sub}?at=yesterday")[0] == 400
+        for bad in ("yesterday", "-5", "0", "1960-01-01T00:00:00Z"):
+            status, body = s.get(f"/v1/sandbox/customers/{token}?asOf={bad}")
+            assert status == 400 and "asOf" in json.dumps(body), (bad, status, body)
+        assert s.get(f"/v1/sandbox/subscriptions/{sub}?at=2025-03-03T01:00:00Z&asOf=1740963600000")[0] == 200
         assert s.get(f"/v1/sandbox/subscriptions/{sub}?when=1")[0] == 400
         assert s.get("/v1/sandbox/events?limit=0")[0] == 400
         assert s.get("/v1/sandbox/summary?x=1")[0] == 400

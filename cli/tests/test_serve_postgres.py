@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 
 from test_cli import SUPPORT, tool
-from test_ledger_cli import doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
+from test_ledger_cli import as_of, doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
 from test_serve import KEY, Server, metric, notifications
 
 sys.path.insert(0, str(SUPPORT))
@@ -223,6 +223,7 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
                     continue
                 path = (f"/v1/sandbox/subscriptions/{e['subscription']}" if "subscription" in e
                         else f"/v1/sandbox/customers/{e['customer']}") + f"?at={e['at']}"
+                path += f"&asOf={as_of(e)[1]}" if "asOf" in e else ""
                 for s in (a, b):
                     status, answer = s.get(path)
                     checked += 1

@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 from test_cli import ISSUER, KEY_ID, SUPPORT, TOOL, USAGE, keys, ocsp, payload_json, tool  # noqa: F401
-from test_ledger_cli import doc, mismatches, pki  # noqa: F401
+from test_ledger_cli import as_of, doc, mismatches, pki  # noqa: F401
 from served import served
 
 DAY = 86_400_000
@@ -87,10 +87,11 @@ def check_expectations(db: Path, lcs: List[Dict[str, Any]], delivery: str) -> in
             default = ["notifications", "history"] if e["at"] >= lc["historyDate"] else ["notifications"]
             if delivery not in (e.get("deliveries") or default):
                 continue
+            when = ["--at", str(e["at"]), *as_of(e)]
             if "subscription" in e:
-                r = tool("ledger", "show", "--db", str(db), e["subscription"], "--at", str(e["at"]))
+                r = tool("ledger", "show", "--db", str(db), e["subscription"], *when)
             else:
-                r = tool("ledger", "entitlements", "--db", str(db), e["customer"], "--at", str(e["at"]))
+                r = tool("ledger", "entitlements", "--db", str(db), e["customer"], *when)
             assert r.code == 0, r
             checked += 1
             failures += [f"{lc['name']} at {e['at']} ({e['rule']}): {p}" for p in mismatches(r.json(), e)]

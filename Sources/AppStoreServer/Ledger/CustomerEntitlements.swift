@@ -11,10 +11,14 @@ import FoundationEssentials
 /// One entitlement per product: several transactions of one product (restores, an own and a family-shared purchase)
 /// give the one that lasts longest (no end first), PURCHASED before FAMILY_SHARED.
 extension LedgerState {
-    public func customer(_ id: String, at t: Int64) -> LedgerCustomer {
+    /// Customer `id` at instant `t`, from the facts signed at or before `asOf` (`asOf` = `t`: as known then; see
+    /// `subscription(_:at:asOf:)` and docs/ledger.md, "Bitemporal queries").
+    public func customer(_ id: String, at t: Int64, asOf k: Int64) -> LedgerCustomer {
         let key = LedgerCustomerKey.normalize(id)
-        // Candidates from every fact that ever named this customer; each is then judged by its version known at `t`.
-        let versions = (customerTransactions[key] ?? []).compactMap { transactions[$0]?.newest(at: t) }
+        // Candidates from every fact that ever named this customer; each is then judged by its versions known at
+        // `asOf` (rule K1 for revocations).
+        let known = (customerTransactions[key] ?? []).compactMap { transactions[$0]?.known(at: t, asOf: k) }
+        let versions = known.map(\.version)
         var subscriptionIds = Set(versions.filter(\.isAutoRenewable).map(\.originalTransactionId))
         for o in customerRenewals[key] ?? [] { subscriptionIds.insert(o) }
 
@@ -25,7 +29,7 @@ extension LedgerState {
             if Self.better(e, than: old) { entitlements[e.productId] = e }
         }
         for o in subscriptionIds.sorted() {
-            guard let s = subscription(o, at: t), s.customerId == key else { continue }
+            guard let s = subscription(o, at: t, asOf: k), s.customerId == key else { continue }
             subscriptions.append(s)
             if s.entitled, let product = s.productId, let txid = s.transactionId {
                 offer(LedgerEntitlement(
@@ -39,17 +43,19 @@ extension LedgerState {
 
         var purchases: [(Int64, LedgerPurchase)] = []
         var totals: [String: LedgerConsumableTotal] = [:]
-        for v in versions where !v.isAutoRenewable && v.customerId == key && (v.purchaseDate ?? v.signedDate) <= t {
+        for kt in known {
+            let v = kt.version
+            guard !v.isAutoRenewable && v.customerId == key && (v.purchaseDate ?? v.signedDate) <= t else { continue }
             let tx = v.value
             let product = tx.productId ?? ""
-            let revoked = v.isRevoked(at: t)
+            let revoked = kt.revokedBy != nil
+            let rv = kt.revocation
             purchases.append(((v.purchaseDate ?? v.signedDate), LedgerPurchase(
                 transactionId: v.transactionId, originalTransactionId: v.originalTransactionId, productId: product,
                 productType: tx.type, quantity: tx.quantity, purchaseDate: tx.purchaseDate,
                 inAppOwnershipType: tx.inAppOwnershipType, revoked: revoked,
-                revocationDate: revoked ? tx.revocationDate : nil, revocationReason: revoked ? tx.revocationReason : nil,
-                revocationType: revoked ? tx.revocationType : nil,
-                revocationPercentage: revoked ? tx.revocationPercentage : nil)))
+                revocationDate: rv?.revocationDate, revocationReason: rv?.revocationReason,
+                revocationType: rv?.revocationType, revocationPercentage: rv?.revocationPercentage)))
             switch tx.type {
             case .consumable?:
                 let q = Int64(max(1, tx.quantity ?? 1))

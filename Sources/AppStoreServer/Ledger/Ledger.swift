@@ -177,22 +177,34 @@ public final class Ledger: Sendable {
 
     // MARK: queries
 
-    /// Subscription `originalTransactionId` at `at` (milliseconds since 1970; nil: now); nil when unknown then.
-    public func subscription(_ originalTransactionId: String, at: Int64? = nil) throws(LedgerError) -> LedgerSubscription? {
-        let t = at ?? Timestamp.nowMilliseconds()
+    /// Subscription `originalTransactionId` at instant `at`, from the facts signed at or before `asOf` (both
+    /// milliseconds since 1970; nil: now); nil when unknown. `asOf` = `at` answers as known then; the default (now)
+    /// uses everything the ledger knows (docs/ledger.md, "Bitemporal queries"). Negative instants: `invalidArgument`.
+    public func subscription(_ originalTransactionId: String, at: Int64? = nil, asOf: Int64? = nil) throws(LedgerError) -> LedgerSubscription? {
+        let (t, k) = try Self.instants(at: at, asOf: asOf)
         return try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state.subscription(originalTransactionId, at: t)
+            return c.state.subscription(originalTransactionId, at: t, asOf: k)
         }
     }
 
-    /// Customer `id` (an appAccountToken, or the originalTransactionId of purchases without one) at `at` (nil: now).
-    public func customer(_ id: String, at: Int64? = nil) throws(LedgerError) -> LedgerCustomer {
-        let t = at ?? Timestamp.nowMilliseconds()
+    /// Customer `id` (an appAccountToken, or the originalTransactionId of purchases without one) at `at`, from the
+    /// facts signed at or before `asOf` (nil: now; as `subscription(_:at:asOf:)`).
+    public func customer(_ id: String, at: Int64? = nil, asOf: Int64? = nil) throws(LedgerError) -> LedgerCustomer {
+        let (t, k) = try Self.instants(at: at, asOf: asOf)
         return try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state.customer(id, at: t)
+            return c.state.customer(id, at: t, asOf: k)
         }
+    }
+
+    /// A query's instant and knowledge time: nil is now (one clock reading for both, so the default is exactly
+    /// `asOf` = `at` = now); an `asOf` before `at` is allowed (what was believed then about a later instant).
+    static func instants(at: Int64?, asOf: Int64?) throws(LedgerError) -> (at: Int64, asOf: Int64) {
+        if let at, at < 0 { throw .argument("at must be >= 0 (milliseconds since 1970), got \(at)") }
+        if let asOf, asOf < 0 { throw .argument("asOf must be >= 0 (milliseconds since 1970), got \(asOf)") }
+        let now = at == nil || asOf == nil ? Timestamp.nowMilliseconds() : 0
+        return (at ?? now, asOf ?? now)
     }
 
     /// Counts, and the oracle's disagreements.

@@ -27,7 +27,8 @@ extension LedgerState {
     /// version not received). Nothing contradicts anything; a catch-up fills it.
     func oracleCheck(_ n: NotificationFacts) -> OracleCheck? {
         guard n.isSubscription, let apple = n.status, let o = n.originalTransactionId else { return nil }
-        let view = view(ofSubscription: o, at: n.signedDate)
+        // As known then: data.status is "the status as of signedDate", so only facts signed by then count.
+        let view = view(ofSubscription: o, at: n.signedDate, asOf: n.signedDate)
         let engine = view?.status
         guard apple != engine else { return OracleCheck(apple: apple, engine: engine, verdict: .agrees, missing: nil) }
         let at = LedgerTime.date(n.signedDate)
@@ -38,10 +39,10 @@ extension LedgerState {
                 "no transaction of subscription \(o) purchased at or before the notification's signedDate (\(at)) is "
                 + "known: the period before it is missing" + fill)
         }
-        guard let tid = n.transactionId, current.transactionId == tid else {
+        guard let tid = n.transactionId, current.version.transactionId == tid else {
             let carried = n.transactionId.map { "the notification's transaction \($0)" } ?? "the notification carries no transaction"
             return OracleCheck(apple: apple, engine: engine, verdict: .incompleteHistory, missing:
-                "the ledger's current transaction of subscription \(o) at \(at) is \(current.transactionId), not "
+                "the ledger's current transaction of subscription \(o) at \(at) is \(current.version.transactionId), not "
                 + "\(carried): a transaction, renewal info or re-signed version between them is missing" + fill)
         }
         return OracleCheck(apple: apple, engine: engine, verdict: .contradiction, missing: nil)

@@ -1049,31 +1049,33 @@ static const asb_param asb_params_ledger_ingest_renewal_info[] = {
 };
 /* appstore_ledger_query_subscription */
 static void asb_call_ledger_query_subscription(asb_frame *f) {
-    char *o3 = NULL;
+    char *o4 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_ledger_query_subscription((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (int64_t)f->s[2].i, &o3, &err);
-    f->s[3].p = o3;
+    f->status = appstore_ledger_query_subscription((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (int64_t)f->s[2].i, (int64_t)f->s[3].i, &o4, &err);
+    f->s[4].p = o4;
     f->err = err;
 }
 static const asb_param asb_params_ledger_query_subscription[] = {
     {"ledger", ASB_IN_HANDLE, 11, ASB_VT_NONE, 0, -1, 0},
     {"original_transaction_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"at_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"as_of_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
     {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
 /* appstore_ledger_query_customer */
 static void asb_call_ledger_query_customer(asb_frame *f) {
-    char *o3 = NULL;
+    char *o4 = NULL;
     appstore_error *err = NULL;
-    f->status = appstore_ledger_query_customer((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (int64_t)f->s[2].i, &o3, &err);
-    f->s[3].p = o3;
+    f->status = appstore_ledger_query_customer((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (int64_t)f->s[2].i, (int64_t)f->s[3].i, &o4, &err);
+    f->s[4].p = o4;
     f->err = err;
 }
 static const asb_param asb_params_ledger_query_customer[] = {
     {"ledger", ASB_IN_HANDLE, 11, ASB_VT_NONE, 0, -1, 0},
     {"customer_id", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
     {"at_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
+    {"as_of_ms", ASB_IN_VALUE, -1, ASB_VT_I64, 0, -1, 0},
     {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
@@ -1191,8 +1193,8 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"ledger_ingest_notification", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_ingest_notification, asb_call_ledger_ingest_notification},
     {"ledger_ingest_transaction", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_ingest_transaction, asb_call_ledger_ingest_transaction},
     {"ledger_ingest_renewal_info", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_ingest_renewal_info, asb_call_ledger_ingest_renewal_info},
-    {"ledger_query_subscription", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_subscription, asb_call_ledger_query_subscription},
-    {"ledger_query_customer", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_customer, asb_call_ledger_query_customer},
+    {"ledger_query_subscription", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_ledger_query_subscription, asb_call_ledger_query_subscription},
+    {"ledger_query_customer", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_ledger_query_customer, asb_call_ledger_query_customer},
     {"ledger_query_summary", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_ledger_query_summary, asb_call_ledger_query_summary},
     {"ledger_reverify", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_ledger_reverify, asb_call_ledger_reverify},
 };

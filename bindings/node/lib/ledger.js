@@ -9,15 +9,15 @@ const { SignedDataVerifier } = require('./verifier.js');
 
 const WHERE = 'Ledger';
 
-/** The C ABI's at_ms: 0 = now; a Date or milliseconds since 1970 (> 0). Throws a TypeError / RangeError. */
-function instant(where, at) {
+/** The C ABI's at_ms / as_of_ms: 0 = now; a Date or milliseconds since 1970 (> 0). Throws a TypeError / RangeError. */
+function instant(where, at, name = 'at') {
   if (at === undefined || at === null) return 0;
   let ms = at;
   if (at instanceof Date) ms = at.getTime();
   else if (typeof at === 'bigint') ms = Number(at);
-  else if (typeof at !== 'number') throw args.fail(where, 'at', 'a Date or milliseconds since 1970', at);
+  else if (typeof at !== 'number') throw args.fail(where, name, 'a Date or milliseconds since 1970', at);
   if (!Number.isSafeInteger(ms) || ms <= 0)
-    throw new RangeError(`${where}: at must be an instant after 1970 (a Date or milliseconds since 1970), got ${String(at)}`);
+    throw new RangeError(`${where}: ${name} must be an instant after 1970 (a Date or milliseconds since 1970), got ${String(at)}`);
   return ms;
 }
 
@@ -115,15 +115,16 @@ class Ledger {
   }
 
   /**
-   * The subscription `originalTransactionId` at `at` (undefined: now; a Date or milliseconds since 1970): Apple's
-   * status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing,
-   * revocation. Resolves to null when the ledger knows no transaction of it then.
+   * The subscription `originalTransactionId` at `at`, from the facts signed by `asOf` (each undefined: now; a Date or
+   * milliseconds since 1970; asOf = at: as known then, docs/ledger.md "Bitemporal queries"): Apple's status (1-5),
+   * product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
+   * Resolves to null when the ledger knows no transaction of it.
    */
-  subscription(originalTransactionId, at) {
+  subscription(originalTransactionId, at, asOf) {
     try {
       args.string(`${WHERE}.subscription`, 'originalTransactionId', originalTransactionId);
       return pool('ledger_query_subscription', 'config', this._live('subscription'), originalTransactionId,
-        instant(`${WHERE}.subscription`, at));
+        instant(`${WHERE}.subscription`, at), instant(`${WHERE}.subscription`, asOf, 'asOf'));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -131,13 +132,15 @@ class Ledger {
 
   /**
    * The customer `customerId` (an appAccountToken, in any case; or the originalTransactionId of purchases without
-   * one) at `at` (undefined: now): the products they are entitled to, each with why and until when, their
-   * subscriptions, one-time purchases, and consumables bought and refunded (an unknown customer has empty lists).
+   * one) at `at`, from the facts signed by `asOf` (each undefined: now; asOf = at: as known then): the products they
+   * are entitled to, each with why and until when, their subscriptions, one-time purchases, and consumables bought
+   * and refunded (an unknown customer has empty lists).
    */
-  customer(customerId, at) {
+  customer(customerId, at, asOf) {
     try {
       args.string(`${WHERE}.customer`, 'customerId', customerId);
-      return pool('ledger_query_customer', 'config', this._live('customer'), customerId, instant(`${WHERE}.customer`, at));
+      return pool('ledger_query_customer', 'config', this._live('customer'), customerId, instant(`${WHERE}.customer`, at),
+        instant(`${WHERE}.customer`, asOf, 'asOf'));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -36,7 +36,7 @@ let dbs = 0;
 const dbUrl = () => `sqlite:${path.join(tmpdir(), `ledger-${process.pid}-${++dbs}.db`)}`;
 
 const DELIVERIES = ['notifications', 'history', 'both'];
-const SKIP = new Set(['at', 'subscription', 'customer', 'rule', 'deliveries']);
+const SKIP = new Set(['at', 'asOf', 'subscription', 'customer', 'rule', 'deliveries']);
 
 /** A lifecycle's signed values for one delivery, as [kind, jws]. */
 function signed(lc, delivery) {
@@ -86,8 +86,11 @@ function mismatches(answer, want) {
   }
   return problems;
 }
+/** The answer an expectation is about; its asOf: absent = the default (now), "now" = the current time given
+ * explicitly (a Date), a number = that knowledge time. */
 function answerFor(ledger, e) {
-  return 'subscription' in e ? ledger.subscription(e.subscription, e.at) : ledger.customer(e.customer, e.at);
+  const asOf = e.asOf === 'now' ? new Date() : e.asOf;
+  return 'subscription' in e ? ledger.subscription(e.subscription, e.at, asOf) : ledger.customer(e.customer, e.at, asOf);
 }
 
 function applies(e, delivery, historyDate) {
@@ -102,6 +105,46 @@ async function allAnswers(ledger, scenarios) {
 }
 
 // ---- Apple's documented states ------------------------------------------------------------------------------
+
+test('bitemporal queries: asked now (default and explicit) and as known then (docs/ledger.md)', async (t) => {
+  const v = verifier();
+  const lifecycles_ = lifecycles().bitemporal;
+  assert.equal(lifecycles_.length, 3);
+  let checked = 0;
+  const knowledge = new Set();
+  for (const s of lifecycles_) {
+    for (const delivery of DELIVERIES) {
+      await t.test(`${s.name} [${delivery}]`, async () => {
+        const ledger = await Ledger.open('sqlite::memory:', v);
+        try {
+          await ingestAll(ledger, signed(s, delivery));
+          const failures = [];
+          for (const e of s.expect) {
+            if (!e.deliveries.includes(delivery)) continue;
+            checked++;
+            knowledge.add(e.asOf === undefined ? 'default' : e.asOf === 'now' ? 'now' : 'instant');
+            for (const p of mismatches(await answerFor(ledger, e), e)) failures.push(`at ${e.at} as of ${e.asOf} (${e.rule}): ${p}`);
+          }
+          assert.deepEqual(failures, []);
+          assert.deepEqual((await ledger.summary()).disagreements, []);
+          if (s.name === 'bitemporal-refund-signed-late' && delivery === 'notifications') {
+            // asOf before at (what was believed then about a later instant): the REFUND signed later is unknown.
+            const e = s.expect.find((x) => 'subscription' in x);
+            const early = await ledger.subscription(e.subscription, e.at, e.at - 2 * 86400000);
+            assert.equal(early.status, 1);
+            assert.equal(early.revocationDate, undefined);
+            // the default equals asOf = now in whole answers
+            assert.deepEqual(await ledger.subscription(e.subscription, e.at), await ledger.subscription(e.subscription, e.at, Date.now()));
+          }
+        } finally {
+          ledger.close();
+        }
+      });
+    }
+  }
+  assert.ok(checked >= 20, `${checked} checked`);
+  assert.deepEqual([...knowledge].sort(), ['default', 'instant', 'now']);
+});
 
 test('every scenario matches Apple\'s documentation, in every delivery', async (t) => {
   const v = verifier();
@@ -300,6 +343,11 @@ test('arguments, closing', async () => {
   await assert.rejects(ledger.customer(null), TypeError);
   await assert.rejects(ledger.subscription('1', 'yesterday'), TypeError);
   for (const at of [-5, 0, 1.5, new Date(NaN)]) await assert.rejects(ledger.subscription('1', at), RangeError, String(at));
+  for (const asOf of [-5, 0, 1.5, new Date(NaN)]) {
+    await assert.rejects(ledger.subscription('1', undefined, asOf), /asOf must be an instant/, String(asOf));
+    await assert.rejects(ledger.customer('1', 1, asOf), RangeError, String(asOf));
+  }
+  await assert.rejects(ledger.customer('1', undefined, 'yesterday'), /asOf/);
   await assert.rejects(ledger.customer('a\u0000b'), (x) => x instanceof TypeError || x instanceof AppStoreServerError);
   ledger.close();
   ledger.close(); // twice is fine

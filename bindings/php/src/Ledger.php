@@ -169,28 +169,35 @@ final class Ledger
     }
 
     /**
-     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry,
-     * grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact signed
-     * at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it then.
+     * One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace period,
+     * auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the ledger
+     * knew nothing of it.
+     *
+     * $atMs: the instant asked about; $asOfMs: the knowledge time, only facts signed by then count ($asOfMs = $atMs:
+     * as known then; docs/ledger.md, "Bitemporal queries"). Milliseconds since 1970; null: now.
      *
      * @cfunction appstore_ledger_query_subscription
      */
-    public function subscription(string $originalTransactionId, ?int $atMs = null): ?LedgerSubscription
+    public function subscription(string $originalTransactionId, ?int $atMs = null, ?int $asOfMs = null): ?LedgerSubscription
     {
-        $v = $this->query('appstore_ledger_query_subscription', Native::cText($originalTransactionId, 'originalTransactionId'), self::at($atMs));
+        $v = $this->query('appstore_ledger_query_subscription', Native::cText($originalTransactionId, 'originalTransactionId'),
+            self::at($atMs), self::at($asOfMs, 'asOfMs'));
         return $v === null ? null : LedgerSubscription::fromArray($v);
     }
 
     /**
      * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
-     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
-     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+     * purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     *
+     * $atMs, $asOfMs: the instant asked about and the knowledge time, as for subscription() (null: now).
      *
      * @cfunction appstore_ledger_query_customer
      */
-    public function customer(string $customerId, ?int $atMs = null): LedgerCustomer
+    public function customer(string $customerId, ?int $atMs = null, ?int $asOfMs = null): LedgerCustomer
     {
-        return LedgerCustomer::fromArray($this->query('appstore_ledger_query_customer', Native::cText($customerId, 'customerId'), self::at($atMs)) ?? []);
+        return LedgerCustomer::fromArray($this->query('appstore_ledger_query_customer', Native::cText($customerId, 'customerId'),
+            self::at($atMs), self::at($asOfMs, 'asOfMs')) ?? []);
     }
 
     /**
@@ -205,12 +212,12 @@ final class Ledger
         return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);
     }
 
-    private static function at(?int $atMs): int
+    private static function at(?int $ms, string $name = 'atMs'): int
     {
-        if ($atMs !== null && $atMs <= 0) {
-            throw new \InvalidArgumentException("atMs must be milliseconds since 1970, got $atMs");
+        if ($ms !== null && $ms <= 0) {
+            throw new \InvalidArgumentException("$name must be milliseconds since 1970, got $ms");
         }
-        return $atMs ?? 0;
+        return $ms ?? 0;
     }
 
     private function query(string $fn, mixed ...$args): ?array

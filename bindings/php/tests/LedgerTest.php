@@ -21,7 +21,7 @@ use PHPUnit\Framework\TestCase;
 final class LedgerTest extends TestCase
 {
     private const DELIVERIES = ['notifications', 'history', 'both'];
-    private const SKIP = ['at', 'subscription', 'customer', 'rule', 'deliveries'];
+    private const SKIP = ['at', 'asOf', 'subscription', 'customer', 'rule', 'deliveries'];
     private static ?array $doc = null;
 
     private static function doc(): array
@@ -114,13 +114,90 @@ final class LedgerTest extends TestCase
         return $problems;
     }
 
+    /** Its "asOf": absent = the default (now), "now" = the current time given explicitly, a number = that time. */
     private static function answer(Ledger $l, array $e): ?array
     {
+        $asOf = match (true) {
+            !isset($e['asOf']) => null,
+            $e['asOf'] === 'now' => (int) floor(microtime(true) * 1000),
+            default => $e['asOf'],
+        };
         if (isset($e['subscription'])) {
-            $s = $l->subscription($e['subscription'], $e['at']);
+            $s = $l->subscription($e['subscription'], $e['at'], asOfMs: $asOf);
             return $s === null ? null : json_decode(json_encode($s), true);
         }
-        return json_decode(json_encode($l->customer($e['customer'], $e['at'])), true);
+        return json_decode(json_encode($l->customer($e['customer'], $e['at'], asOfMs: $asOf)), true);
+    }
+
+    public static function bitemporal(): iterable
+    {
+        foreach (self::doc()['bitemporal'] as $s) {
+            foreach (self::DELIVERIES as $d) {
+                yield "{$s['name']} ($d)" => [$s, $d];
+            }
+        }
+    }
+
+    /**
+     * docs/ledger.md, "Bitemporal queries": a refund signed three days after its revocationDate, a backfill signed
+     * months after the purchases, a billing failure signed after the period ended; asked now (the default, and the
+     * current time given) and as known then (asOfMs = atMs).
+     *
+     * @dataProvider bitemporal
+     */
+    public function testBitemporal(array $lifecycle, string $delivery): void
+    {
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        try {
+            foreach (self::signed($lifecycle, $delivery) as [$kind, $jws]) {
+                self::ingest($l, $kind, $jws);
+            }
+            $failures = [];
+            $checked = 0;
+            foreach ($lifecycle['expect'] as $e) {
+                if (!in_array($delivery, $e['deliveries'], true)) {
+                    continue;
+                }
+                $checked++;
+                foreach (self::mismatches(self::answer($l, $e), $e) as $p) {
+                    $failures[] = "at {$e['at']} as of " . json_encode($e['asOf'] ?? 'default') . " ({$e['rule']}): $p";
+                }
+            }
+            $this->assertSame([], $failures);
+            $this->assertGreaterThan(0, $checked);
+            $this->assertSame([], $l->summary()->disagreements);
+        } finally {
+            $l->close();
+        }
+    }
+
+    public function testBitemporalArguments(): void
+    {
+        $lc = self::doc()['bitemporal'][0];
+        $e = $lc['expect'][0];
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        foreach (self::signed($lc, 'notifications') as [$kind, $jws]) {
+            self::ingest($l, $kind, $jws);
+        }
+        foreach ([-5, 0] as $bad) {
+            try {
+                $l->subscription($e['subscription'], $e['at'], $bad);
+                $this->fail("asOfMs $bad accepted");
+            } catch (\InvalidArgumentException $x) {
+                $this->assertStringContainsString('asOfMs', $x->getMessage());
+            }
+        }
+        try {
+            $l->customer('x', asOfMs: 'yesterday');
+            $this->fail('a string asOfMs accepted');
+        } catch (\TypeError) {
+            $this->addToAssertionCount(1);
+        }
+        // asOfMs before atMs (what was believed then about a later instant): the REFUND signed later is unknown (S2).
+        $s = $l->subscription($e['subscription'], $e['at'], $e['at'] - 2 * 86_400_000);
+        $this->assertSame(1, json_decode(json_encode($s), true)['status']);
+        $this->assertNull($s->revocationDate);
+        $l->close();
     }
 
     public static function scenarios(): iterable

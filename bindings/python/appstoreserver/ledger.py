@@ -5,6 +5,7 @@
     with Ledger.open("sqlite:/var/lib/app/ledger.db", verifier) as ledger:
         ledger.ingest_notification(body["signedPayload"])        # returns once the event is durable
         customer = ledger.customer(app_account_token)             # now; or at=milliseconds since 1970 / a datetime
+        then = ledger.customer(app_account_token, at=oct3, as_of=oct3)   # as known on October 3
         for e in customer.entitlements or []:
             print(e.productId, e.reason, e.until)
 
@@ -84,8 +85,9 @@ def _failure(info: ErrorInfo) -> Exception:
                        info.message)
 
 
-def _instant(at: Instant) -> int:
-    """at: None (now), milliseconds since 1970, or a datetime (naive means UTC) -> the C ABI's at_ms (0 = now)."""
+def _instant(at: Instant, name: str = "at") -> int:
+    """at / as_of: None (now), milliseconds since 1970, or a datetime (naive means UTC) -> the C ABI's at_ms /
+    as_of_ms (0 = now)."""
     if at is None:
         return 0
     if isinstance(at, datetime):
@@ -93,9 +95,9 @@ def _instant(at: Instant) -> int:
             at = at.replace(tzinfo=timezone.utc)
         ms = int(round(at.timestamp() * 1000))
     else:
-        ms = _args.integer(at, "at")  # type: ignore[assignment]
+        ms = _args.integer(at, name)  # type: ignore[assignment]
     if ms is None or ms <= 0:
-        raise ValueError(f"at must be an instant after 1970 (milliseconds since 1970 or a datetime), got {at!r}")
+        raise ValueError(f"{name} must be an instant after 1970 (milliseconds since 1970 or a datetime), got {at!r}")
     return ms
 
 
@@ -177,17 +179,20 @@ class Ledger:
     # ---- queries ----------------------------------------------------------------------------------------------
 
     @from_header("appstore_ledger_query_subscription")
-    def subscription(self, original_transaction_id: str, at: Instant = None) -> Optional[LedgerSubscription]:
-        """`at`: None (now), milliseconds since 1970 or a datetime. No subscription: None."""
+    def subscription(self, original_transaction_id: str, at: Instant = None, *,
+                     as_of: Instant = None) -> Optional[LedgerSubscription]:
+        """`at`: the instant asked about; `as_of`: the knowledge time (only facts signed by then count; as_of=at: as
+        known then). Each None (now), milliseconds since 1970 or a datetime. No subscription: None."""
         key = _args.text(original_transaction_id, "original_transaction_id")
-        data = self._query(_query_subscription, key, _instant(at))
+        data = self._query(_query_subscription, key, _instant(at), _instant(as_of, "as_of"))
         return None if data is None else LedgerSubscription.from_dict(data)
 
     @from_header("appstore_ledger_query_customer")
-    def customer(self, customer_id: str, at: Instant = None) -> LedgerCustomer:
-        """`at`: None (now), milliseconds since 1970 or a datetime."""
+    def customer(self, customer_id: str, at: Instant = None, *, as_of: Instant = None) -> LedgerCustomer:
+        """`at`: the instant asked about; `as_of`: the knowledge time (as_of=at: as known then). Each None (now),
+        milliseconds since 1970 or a datetime."""
         key = _args.text(customer_id, "customer_id")
-        return LedgerCustomer.from_dict(self._query(_query_customer, key, _instant(at)))
+        return LedgerCustomer.from_dict(self._query(_query_customer, key, _instant(at), _instant(as_of, "as_of")))
 
     @from_header("appstore_ledger_query_summary")
     def summary(self) -> LedgerSummary:

@@ -51,7 +51,8 @@ def lifecycles() -> Dict[str, Any]:
 
 SCENARIOS = {s["name"]: s for s in lifecycles()["scenarios"]}
 DELIVERIES = ("notifications", "history", "both")
-SKIP = {"at", "subscription", "customer", "rule", "deliveries"}
+SKIP = {"at", "asOf", "subscription", "customer", "rule", "deliveries"}
+BITEMPORAL = {s["name"]: s for s in lifecycles()["bitemporal"]}
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +110,18 @@ def mismatches(answer: Optional[Dict[str, Any]], want: Dict[str, Any]) -> List[s
 
 
 def answer_for(ledger: Ledger, e: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The answer an expectation is about; its "asOf": absent = the default (now), "now" = the current time given
+    explicitly (as a datetime), a number = that knowledge time."""
+    if e.get("asOf") == "now":
+        kw: Dict[str, Any] = {"as_of": datetime.now(timezone.utc)}
+    elif "asOf" in e:
+        kw = {"as_of": e["asOf"]}
+    else:
+        kw = {}
     if "subscription" in e:
-        s = ledger.subscription(e["subscription"], at=e["at"])
+        s = ledger.subscription(e["subscription"], at=e["at"], **kw)
         return None if s is None else s.to_dict()
-    return ledger.customer(e["customer"], at=e["at"]).to_dict()
+    return ledger.customer(e["customer"], at=e["at"], **kw).to_dict()
 
 
 def applies(e: Dict[str, Any], delivery: str, history_date: int) -> bool:
@@ -145,6 +154,50 @@ def test_scenario_matches_apples_documentation(verifier: SignedDataVerifier, tmp
         if delivery != "history":
             assert checked > 0
             assert ledger.summary().disagreements == []
+
+
+@pytest.mark.parametrize("delivery", DELIVERIES)
+@pytest.mark.parametrize("name", sorted(BITEMPORAL))
+def test_bitemporal(verifier: SignedDataVerifier, name: str, delivery: str) -> None:
+    """docs/ledger.md, "Bitemporal queries": a refund signed three days after its revocationDate, a backfill signed
+    months after the purchases, a billing failure signed after the period ended; asked now (the default, and the
+    current time given explicitly) and as known then (as_of = at)."""
+    lifecycle = BITEMPORAL[name]
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        for kind, jws in signed(lifecycle, delivery):
+            ingest(ledger, kind, jws)
+        wanted = [e for e in lifecycle["expect"] if delivery in e["deliveries"]]
+        failures = [f"at {e['at']} as of {e.get('asOf', 'default')} ({e['rule']}): {p}"
+                    for e in wanted for p in mismatches(answer_for(ledger, e), e)]
+        assert not failures, "\n".join(failures)
+        assert wanted and ledger.summary().disagreements == []
+        knowledge = {"now" if e.get("asOf") == "now" else "instant" if "asOf" in e else "default" for e in wanted}
+        assert "default" in knowledge  # every lifecycle is asked now by default in every delivery
+
+
+def test_bitemporal_arguments(verifier: SignedDataVerifier) -> None:
+    lifecycle = BITEMPORAL["bitemporal-refund-signed-late"]
+    sub = next(e for e in lifecycle["expect"] if "subscription" in e)
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        for kind, jws in signed(lifecycle, "notifications"):
+            ingest(ledger, kind, jws)
+        for bad in (-5, 0):
+            with pytest.raises(ValueError, match="as_of"):
+                ledger.subscription(sub["subscription"], at=sub["at"], as_of=bad)
+            with pytest.raises(ValueError, match="as_of"):
+                ledger.customer("x", as_of=bad)
+        with pytest.raises(TypeError, match="as_of"):
+            ledger.customer("x", as_of="yesterday")  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            ledger.customer("x", sub["at"], sub["at"])  # type: ignore[call-arg]  # keyword only: never a swapped time
+        # as_of before at is a question of its own (what was believed then about a later instant): the REFUND,
+        # signed three days after the revocation, is unknown two days before `at`, and the period is ahead (S2).
+        s = ledger.subscription(sub["subscription"], at=sub["at"], as_of=sub["at"] - 2 * 86_400_000)
+        assert s is not None and s.status == Status.ACTIVE and s.entitled is True and s.revocationDate is None
+        # datetimes work as for `at`; the default equals as_of=now in whole answers
+        at = datetime.fromtimestamp(sub["at"] / 1000, tz=timezone.utc)
+        assert (ledger.subscription(sub["subscription"], at=at).to_dict()
+                == ledger.subscription(sub["subscription"], at=at, as_of=datetime.now(timezone.utc)).to_dict())
 
 
 def test_oracle_agrees_with_apple_on_every_lifecycle(verifier: SignedDataVerifier) -> None:

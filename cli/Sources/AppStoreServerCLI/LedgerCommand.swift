@@ -23,6 +23,8 @@ struct LedgerCommand: ParsableCommand {
                   6b0404f2-b094-40b8-ab01-a1c12a3a2107
               appstoreserver ledger show --db ledger.db 2000000123456789 \\
                   --at 2025-04-01T00:00:00Z
+              appstoreserver ledger entitlements --db ledger.db CUSTOMER \\
+                  --at 2025-10-03T12:00:00Z --as-of 2025-10-03T12:00:00Z
               appstoreserver ledger show --db ledger.db    # counts, disagreements
               appstoreserver ledger reverify --db ledger.db    # verify again
             """,
@@ -42,18 +44,26 @@ struct LedgerCommand: ParsableCommand {
         }
     }
 
-    /// `--at`: milliseconds since 1970 or an ISO 8601 date-time; nil: now.
+    /// `--at` (the instant asked about) and `--as-of` (the knowledge time): milliseconds since 1970 or an ISO 8601
+    /// date-time; nil: now.
     struct InstantOptions: ParsableArguments {
         @Option(help: ArgumentHelp("The instant asked about: an ISO 8601 date-time (2025-04-01T00:00:00Z) or milliseconds since 1970 (default: now).", valueName: "time"))
         var at: String?
+        @Option(name: .customLong("as-of"), help: ArgumentHelp("Knowledge time: only what was signed by then counts; --as-of equal to --at answers as known then (default: now, everything known).", valueName: "time"))
+        var asOf: String?
 
-        func milliseconds() throws(ToolFailure) -> Int64? {
-            guard let at else { return nil }
-            if let ms = Int64(at), ms > 0 { return ms }
-            if let date = try? Date(at, strategy: .iso8601) {
-                return Int64((date.timeIntervalSince1970 * 1000).rounded())
+        func milliseconds() throws(ToolFailure) -> Int64? { try Self.parse(at, "--at") }
+        func asOfMilliseconds() throws(ToolFailure) -> Int64? { try Self.parse(asOf, "--as-of") }
+
+        static func parse(_ value: String?, _ option: String) throws(ToolFailure) -> Int64? {
+            guard let value else { return nil }
+            if let ms = Int64(value), ms > 0 { return ms }
+            if let date = try? Date(value, strategy: .iso8601) {
+                let ms = Int64((date.timeIntervalSince1970 * 1000).rounded())
+                if ms >= 0 { return ms }
             }
-            throw .usage("--at \(QuotedText.quote(at)): expected an ISO 8601 date-time (2025-04-01T00:00:00Z) or milliseconds since 1970")
+            throw .usage("\(option) \(QuotedText.quote(value)): expected an ISO 8601 date-time (2025-04-01T00:00:00Z) "
+                + "or milliseconds since 1970 (after 1970)")
         }
     }
 
@@ -327,7 +337,8 @@ extension LedgerCommand {
             abstract: "A subscription's state (Apple's status, product, expiry, grace, renewal, revocation), or the ledger's counts.",
             discussion: """
                 With ORIGINAL_TRANSACTION_ID: the subscription at --at (default now) as JSON (LedgerSubscription), \
-                or null when the ledger knows no transaction of it then. Without: the ledger's counts and the \
+                from what was signed by --as-of (default now; equal to --at: as known then), or null when the \
+                ledger knows no transaction of it. Without: the ledger's counts and the \
                 oracle's disagreements with Apple's data.status (LedgerSummary).
                 """
         )
@@ -340,17 +351,18 @@ extension LedgerCommand {
 
         func run() throws {
             try reporting {
-                if originalTransactionId == nil && instant.at != nil {
-                    throw ToolFailure.usage("--at is for a subscription: name one")
+                if originalTransactionId == nil && (instant.at != nil || instant.asOf != nil) {
+                    throw ToolFailure.usage("\(instant.at != nil ? "--at" : "--as-of") is for a subscription: name one")
                 }
                 let at = try instant.milliseconds()
+                let asOf = try instant.asOfMilliseconds()
                 let ledger = try LedgerCommand.openForQueries(database)
                 do throws(LedgerError) {
                     guard let id = originalTransactionId else {
                         Output.json(try ledger.summary().json(), output)
                         return
                     }
-                    guard let s = try ledger.subscription(id, at: at) else {
+                    guard let s = try ledger.subscription(id, at: at, asOf: asOf) else {
                         Output.error("note: the ledger knows no transaction of subscription \(QuotedText.quote(id)) at that instant")
                         Output.line("null")
                         return
@@ -368,8 +380,9 @@ extension LedgerCommand {
             abstract: "What a customer is entitled to, why, and until when.",
             discussion: """
                 CUSTOMER is an appAccountToken (any case), or the originalTransactionId of purchases made without one. \
-                Prints the customer at --at (default now) as JSON (LedgerCustomer: entitlements, subscriptions, \
-                one-time purchases, consumables), or with --summary one line per entitled product.
+                Prints the customer at --at (default now), from what was signed by --as-of (default now; equal to \
+                --at: as known then), as JSON (LedgerCustomer: entitlements, subscriptions, one-time purchases, \
+                consumables), or with --summary one line per entitled product.
                 """
         )
 
@@ -384,10 +397,11 @@ extension LedgerCommand {
         func run() throws {
             try reporting {
                 let at = try instant.milliseconds()
+                let asOf = try instant.asOfMilliseconds()
                 let ledger = try LedgerCommand.openForQueries(database)
                 let c: LedgerCustomer
                 do throws(LedgerError) {
-                    c = try ledger.customer(customer, at: at)
+                    c = try ledger.customer(customer, at: at, asOf: asOf)
                 } catch {
                     throw ToolFailure(error)
                 }

@@ -159,21 +159,21 @@ final class ServeApp: Sendable {
         do throws(LedgerError) {
             switch route {
             case .customer:
-                let at: Int64?
+                let at: (at: Int64?, asOf: Int64?)
                 switch ServeApp.instant(query) {
                 case .success(let t): at = t
                 case .failure(let r): return r.response
                 }
-                let c = try ledger.customer(params["customerId"] ?? "", at: at)
+                let c = try ledger.customer(params["customerId"] ?? "", at: at.at, asOf: at.asOf)
                 response = ServeResponse(status: 200, body: c.json())
             case .subscription:
-                let at: Int64?
+                let at: (at: Int64?, asOf: Int64?)
                 switch ServeApp.instant(query) {
                 case .success(let t): at = t
                 case .failure(let r): return r.response
                 }
                 let id = params["originalTransactionId"] ?? ""
-                guard let s = try ledger.subscription(id, at: at) else {
+                guard let s = try ledger.subscription(id, at: at.at, asOf: at.asOf) else {
                     return .error(404, "not_found", "the ledger knows no transaction of subscription \(QuotedText.quote(id)) at that instant")
                 }
                 response = ServeResponse(status: 200, body: s.json())
@@ -410,15 +410,22 @@ final class ServeApp: Sendable {
     }
 
     /// `at` (the only parameter of the state queries): milliseconds since 1970 or an ISO 8601 date-time; absent: now.
-    static func instant(_ query: [String: String]) -> Result<Int64?, ServeResponseError> {
-        if let bad = query.keys.first(where: { $0 != "at" }) {
-            return .failure(ServeResponseError(.error(400, "invalid_argument", "unknown query parameter \(QuotedText.quote(bad)) (at)")))
+    /// `?at=` (the instant asked about) and `?asOf=` (the knowledge time), each milliseconds since 1970 or an ISO
+    /// 8601 date-time; absent: now.
+    static func instant(_ query: [String: String]) -> Result<(at: Int64?, asOf: Int64?), ServeResponseError> {
+        if let bad = query.keys.first(where: { $0 != "at" && $0 != "asOf" }) {
+            return .failure(ServeResponseError(.error(400, "invalid_argument", "unknown query parameter \(QuotedText.quote(bad)) (at, asOf)")))
         }
-        guard let at = query["at"] else { return .success(nil) }
-        if let ms = Int64(at), ms > 0 { return .success(ms) }
-        if let date = try? Date(at, strategy: .iso8601) { return .success(Int64((date.timeIntervalSince1970 * 1000).rounded())) }
-        return .failure(ServeResponseError(.error(400, "invalid_argument",
-            "at: expected milliseconds since 1970 or an ISO 8601 date-time (2025-04-01T00:00:00Z)")))
+        func parse(_ name: String) -> Result<Int64?, ServeResponseError> {
+            guard let value = query[name] else { return .success(nil) }
+            if let ms = Int64(value), ms > 0 { return .success(ms) }
+            if let date = try? Date(value, strategy: .iso8601), date.timeIntervalSince1970 >= 0 {
+                return .success(Int64((date.timeIntervalSince1970 * 1000).rounded()))
+            }
+            return .failure(ServeResponseError(.error(400, "invalid_argument",
+                "\(name): expected milliseconds since 1970 or an ISO 8601 date-time (2025-04-01T00:00:00Z)")))
+        }
+        return parse("at").flatMap { at in parse("asOf").map { (at, $0) } }
     }
 
     static func monotonicSeconds() -> Double {

@@ -1204,15 +1204,15 @@ func LedgerIngestRenewalInfoInto(a_ledger Ledger, a_jws []byte, decode func([]by
 	return decode(borrowBytes(o_result_out))
 }
 
-// LedgerQuerySubscription calls appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
-func LedgerQuerySubscription(a_ledger Ledger, a_original_transaction_id string, a_at_ms int64) ([]byte, error) {
+// LedgerQuerySubscription calls appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.
+func LedgerQuerySubscription(a_ledger Ledger, a_original_transaction_id string, a_at_ms int64, a_as_of_ms int64) ([]byte, error) {
 	p_original_transaction_id, ok_original_transaction_id := cString(a_original_transaction_id)
 	if !ok_original_transaction_id {
 		return nil, argError("appstore_ledger_query_subscription", "original_transaction_id")
 	}
 	var o_json_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_ledger_query_subscription((*C.appstore_ledger)(a_ledger), (*C.char)(p_original_transaction_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	st := C.appstore_ledger_query_subscription((*C.appstore_ledger)(a_ledger), (*C.char)(p_original_transaction_id), C.int64_t(a_at_ms), C.int64_t(a_as_of_ms), &o_json_out, &cerr)
 	if st != 0 {
 		return nil, readError(int32(st), cerr)
 	}
@@ -1221,14 +1221,14 @@ func LedgerQuerySubscription(a_ledger Ledger, a_original_transaction_id string, 
 
 // LedgerQuerySubscriptionInto is LedgerQuerySubscription with the JSON text passed to decode, which must not keep
 // the bytes (they are the library's, freed when decode returns).
-func LedgerQuerySubscriptionInto(a_ledger Ledger, a_original_transaction_id string, a_at_ms int64, decode func([]byte) error) error {
+func LedgerQuerySubscriptionInto(a_ledger Ledger, a_original_transaction_id string, a_at_ms int64, a_as_of_ms int64, decode func([]byte) error) error {
 	p_original_transaction_id, ok_original_transaction_id := cString(a_original_transaction_id)
 	if !ok_original_transaction_id {
 		return argError("appstore_ledger_query_subscription", "original_transaction_id")
 	}
 	var o_json_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_ledger_query_subscription((*C.appstore_ledger)(a_ledger), (*C.char)(p_original_transaction_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	st := C.appstore_ledger_query_subscription((*C.appstore_ledger)(a_ledger), (*C.char)(p_original_transaction_id), C.int64_t(a_at_ms), C.int64_t(a_as_of_ms), &o_json_out, &cerr)
 	if st != 0 {
 		return readError(int32(st), cerr)
 	}
@@ -1236,15 +1236,15 @@ func LedgerQuerySubscriptionInto(a_ledger Ledger, a_original_transaction_id stri
 	return decode(borrowBytes(o_json_out))
 }
 
-// LedgerQueryCustomer calls appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded.
-func LedgerQueryCustomer(a_ledger Ledger, a_customer_id string, a_at_ms int64) ([]byte, error) {
+// LedgerQueryCustomer calls appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded.
+func LedgerQueryCustomer(a_ledger Ledger, a_customer_id string, a_at_ms int64, a_as_of_ms int64) ([]byte, error) {
 	p_customer_id, ok_customer_id := cString(a_customer_id)
 	if !ok_customer_id {
 		return nil, argError("appstore_ledger_query_customer", "customer_id")
 	}
 	var o_json_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_ledger_query_customer((*C.appstore_ledger)(a_ledger), (*C.char)(p_customer_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	st := C.appstore_ledger_query_customer((*C.appstore_ledger)(a_ledger), (*C.char)(p_customer_id), C.int64_t(a_at_ms), C.int64_t(a_as_of_ms), &o_json_out, &cerr)
 	if st != 0 {
 		return nil, readError(int32(st), cerr)
 	}
@@ -1253,14 +1253,14 @@ func LedgerQueryCustomer(a_ledger Ledger, a_customer_id string, a_at_ms int64) (
 
 // LedgerQueryCustomerInto is LedgerQueryCustomer with the JSON text passed to decode, which must not keep
 // the bytes (they are the library's, freed when decode returns).
-func LedgerQueryCustomerInto(a_ledger Ledger, a_customer_id string, a_at_ms int64, decode func([]byte) error) error {
+func LedgerQueryCustomerInto(a_ledger Ledger, a_customer_id string, a_at_ms int64, a_as_of_ms int64, decode func([]byte) error) error {
 	p_customer_id, ok_customer_id := cString(a_customer_id)
 	if !ok_customer_id {
 		return argError("appstore_ledger_query_customer", "customer_id")
 	}
 	var o_json_out *C.char
 	var cerr *C.appstore_error
-	st := C.appstore_ledger_query_customer((*C.appstore_ledger)(a_ledger), (*C.char)(p_customer_id), C.int64_t(a_at_ms), &o_json_out, &cerr)
+	st := C.appstore_ledger_query_customer((*C.appstore_ledger)(a_ledger), (*C.char)(p_customer_id), C.int64_t(a_at_ms), C.int64_t(a_as_of_ms), &o_json_out, &cerr)
 	if st != 0 {
 		return readError(int32(st), cerr)
 	}

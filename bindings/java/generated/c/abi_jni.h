@@ -1718,51 +1718,51 @@ done:
 }
 
 /* appstore_ledger_query_subscription */
-static jbyteArray JNICALL asj_ledger_query_subscription(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2) {
+static jbyteArray JNICALL asj_ledger_query_subscription(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2, jlong a3) {
     (void)env;
     (void)cls;
     jbyteArray result = 0;
     asj_in b1;
     asj_in_init(&b1);
-    char *o3 = NULL;
+    char *o4 = NULL;
     appstore_error *err = NULL;
     appstore_status st;
     if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_query_subscription", "original_transaction_id")) goto done;
-    st = appstore_ledger_query_subscription((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (int64_t)a2, &o3, &err);
+    st = appstore_ledger_query_subscription((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (int64_t)a2, (int64_t)a3, &o4, &err);
     if (st != APPSTORE_OK) {
         asj_fail(env, st, err);
         goto done;
     }
     if (err) appstore_error_free(err);
-    result = asj_out_string(env, o3);
-    o3 = NULL;
+    result = asj_out_string(env, o4);
+    o4 = NULL;
 done:
-    if (o3) appstore_string_free(o3);
+    if (o4) appstore_string_free(o4);
     asj_in_free(&b1);
     return result;
 }
 
 /* appstore_ledger_query_customer */
-static jbyteArray JNICALL asj_ledger_query_customer(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2) {
+static jbyteArray JNICALL asj_ledger_query_customer(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2, jlong a3) {
     (void)env;
     (void)cls;
     jbyteArray result = 0;
     asj_in b1;
     asj_in_init(&b1);
-    char *o3 = NULL;
+    char *o4 = NULL;
     appstore_error *err = NULL;
     appstore_status st;
     if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_query_customer", "customer_id")) goto done;
-    st = appstore_ledger_query_customer((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (int64_t)a2, &o3, &err);
+    st = appstore_ledger_query_customer((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (int64_t)a2, (int64_t)a3, &o4, &err);
     if (st != APPSTORE_OK) {
         asj_fail(env, st, err);
         goto done;
     }
     if (err) appstore_error_free(err);
-    result = asj_out_string(env, o3);
-    o3 = NULL;
+    result = asj_out_string(env, o4);
+    o4 = NULL;
 done:
-    if (o3) appstore_string_free(o3);
+    if (o4) appstore_string_free(o4);
     asj_in_free(&b1);
     return result;
 }
@@ -1899,8 +1899,8 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"ledger_ingest_notification", "(J[B)[B", (void *)asj_ledger_ingest_notification, (void *)&appstore_ledger_ingest_notification},
     {"ledger_ingest_transaction", "(J[B)[B", (void *)asj_ledger_ingest_transaction, (void *)&appstore_ledger_ingest_transaction},
     {"ledger_ingest_renewal_info", "(J[B)[B", (void *)asj_ledger_ingest_renewal_info, (void *)&appstore_ledger_ingest_renewal_info},
-    {"ledger_query_subscription", "(J[BJ)[B", (void *)asj_ledger_query_subscription, (void *)&appstore_ledger_query_subscription},
-    {"ledger_query_customer", "(J[BJ)[B", (void *)asj_ledger_query_customer, (void *)&appstore_ledger_query_customer},
+    {"ledger_query_subscription", "(J[BJJ)[B", (void *)asj_ledger_query_subscription, (void *)&appstore_ledger_query_subscription},
+    {"ledger_query_customer", "(J[BJJ)[B", (void *)asj_ledger_query_customer, (void *)&appstore_ledger_query_customer},
     {"ledger_query_summary", "(J)[B", (void *)asj_ledger_query_summary, (void *)&appstore_ledger_query_summary},
     {"ledger_reverify", "(J)[B", (void *)asj_ledger_reverify, (void *)&appstore_ledger_reverify},
 };

@@ -118,8 +118,8 @@ PROTOTYPES = {
     "appstore_ledger_ingest_notification": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_ingest_transaction": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_ingest_renewal_info": (c_int32, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_void_p)]),
-    "appstore_ledger_query_subscription": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
-    "appstore_ledger_query_customer": (c_int32, [c_void_p, c_char_p, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_subscription": (c_int32, [c_void_p, c_char_p, c_int64, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_customer": (c_int32, [c_void_p, c_char_p, c_int64, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_query_summary": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_reverify": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
 }

@@ -59,15 +59,13 @@ SUMMARIES: Dict[str, str] = {
     ),
     "appstore_ledger_query_customer": (
         "One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at\n"
-        "an instant (default now): the products they are entitled to, each with why and until when, their\n"
-        "subscriptions, their one-time purchases, and consumables bought and refunded. An unknown customer has\n"
-        "empty lists."
+        "an instant: the products they are entitled to, each with why and until when, their subscriptions, their\n"
+        "one-time purchases, and consumables bought and refunded. An unknown customer has empty lists."
     ),
     "appstore_ledger_query_subscription": (
-        "One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product,\n"
-        "expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation.\n"
-        "Every fact signed at or before that instant counts, later ones do not. No subscription when the ledger\n"
-        "knows nothing of it then."
+        "One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace\n"
+        "period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription\n"
+        "when the ledger knew nothing of it."
     ),
     "appstore_ledger_query_summary": (
         "Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their\n"

@@ -43,6 +43,8 @@ with Ledger.open("sqlite:/var/lib/app/ledger.db", verifier) as ledger:
     ledger.ingest_transaction("ey..")
     ledger.ingest_renewal_info(b"ey..")
     sub: Optional[LedgerSubscription] = ledger.subscription("2000000000000001", at=1_750_000_000_000)
+    then = ledger.subscription("2000000000000001", at=1_750_000_000_000, as_of=1_750_000_000_000)  # as known then
+    known_now = ledger.customer("token", at=datetime(2025, 10, 3, tzinfo=timezone.utc), as_of=None)
     if sub is not None and sub.status == Status.BILLING_RETRY:
         print(sub.expirationIntent, sub.isInBillingRetryPeriod)
     summary = ledger.summary()

@@ -8,4 +8,6 @@ ledger = Ledger.open("sqlite::memory:", verifier)
 sub = ledger.subscription("1")
 print(sub.status)  # E: union-attr
 ledger.customer("token", at="yesterday")  # E: arg-type
+ledger.customer("token", as_of="yesterday")  # E: arg-type
+ledger.subscription("1", 1, 2)  # E: call-arg
 count: str = ledger.summary().events  # E: assignment

@@ -193,10 +193,10 @@ public final class Abi {
     public static native byte[] ledger_ingest_transaction(long ledger, byte[] jws);
     /** appstore_ledger_ingest_renewal_info: Verify and record one signed value: a notification (deep: its signedTransactionInfo and signedRenewalInfo too), a transaction (from the app, Get Transaction History, Get Transaction Info, Get All Subscription Statuses) or a renewal info (Get All Subscription Statuses). */
     public static native byte[] ledger_ingest_renewal_info(long ledger, byte[] jws);
-    /** appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. */
-    public static native byte[] ledger_query_subscription(long ledger, byte[] original_transaction_id, long at_ms);
-    /** appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant (default now): the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded. */
-    public static native byte[] ledger_query_customer(long ledger, byte[] customer_id, long at_ms);
+    /** appstore_ledger_query_subscription: One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. */
+    public static native byte[] ledger_query_subscription(long ledger, byte[] original_transaction_id, long at_ms, long as_of_ms);
+    /** appstore_ledger_query_customer: One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time purchases, and consumables bought and refunded. */
+    public static native byte[] ledger_query_customer(long ledger, byte[] customer_id, long at_ms, long as_of_ms);
     /** appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */
     public static native byte[] ledger_query_summary(long ledger);
     /** appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message. */
