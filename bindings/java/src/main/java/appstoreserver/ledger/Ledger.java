@@ -195,18 +195,13 @@ public final class Ledger implements AutoCloseable {
     }
 
     // ---- queries ----------------------------------------------------------------------------------------------------
-    // TODO(bitemporal, merge): the knowledge time. When appstore_ledger_query_subscription / _customer gain
-    // `int64_t as_of_ms` after at_ms (0 = now), add
-    //     subscription(String originalTransactionId, Instant at, Instant asOf)
-    //     customer(String customerId, Instant at, Instant asOf)
-    // (asOf null = now; else instant(asOf, "asOf")), make the two-argument forms pass 0, and regenerate the glue
-    // (scripts/generate: Abi.ledger_query_* take the extra long). LedgerTest#asOf... cases to add with it.
+    // Two times (docs/ledger.md, "Bitemporal queries"): `at`, the instant the answer is about, and `asOf`, the
+    // knowledge time (only facts signed by then count). Both default to now; asOf = at is "as known then".
 
     /**
-     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product,
-     * expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact
-     * signed at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it
-     * then.
+     * One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace
+     * period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the
+     * ledger knew nothing of it.
      *
      * <p>As it is now.
      *
@@ -219,10 +214,9 @@ public final class Ledger implements AutoCloseable {
     }
 
     /**
-     * One subscription (its originalTransactionId) at an instant (default now): Apple's status (1-5), product,
-     * expiry, grace period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. Every fact
-     * signed at or before that instant counts, later ones do not. No subscription when the ledger knows nothing of it
-     * then.
+     * One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace
+     * period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the
+     * ledger knew nothing of it.
      *
      * <p>At an instant after 1970 (millisecond precision; null: now).
      *
@@ -233,15 +227,32 @@ public final class Ledger implements AutoCloseable {
      */
     public LedgerSubscription subscription(String originalTransactionId, Instant at) {
         byte[] key = Args.cString(originalTransactionId, "originalTransactionId");
+        return subscription(originalTransactionId, at, null);
+    }
+
+    /**
+     * One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace
+     * period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription when the
+     * ledger knew nothing of it.
+     *
+     * @param originalTransactionId the subscription
+     * @param at the instant the answer is about (null: now)
+     * @param asOf the knowledge time (null: now)
+     * @return the subscription, or null when the ledger knows nothing of it then
+     * @cfunction appstore_ledger_query_subscription
+     */
+    public LedgerSubscription subscription(String originalTransactionId, Instant at, Instant asOf) {
+        byte[] key = Args.cString(originalTransactionId, "originalTransactionId");
         long atMs = instant(at, "at");
-        byte[] json = query(h -> Abi.ledger_query_subscription(h, key, atMs));
+        long asOfMs = instant(asOf, "asOf");
+        byte[] json = query(h -> Abi.ledger_query_subscription(h, key, atMs, asOfMs));
         return read(json, LedgerSubscription.class); // JSON null: Jackson gives null
     }
 
     /**
      * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
-     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
-     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+     * purchases, and consumables bought and refunded. An unknown customer has empty lists.
      *
      * <p>As it is now.
      *
@@ -255,8 +266,8 @@ public final class Ledger implements AutoCloseable {
 
     /**
      * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
-     * instant (default now): the products they are entitled to, each with why and until when, their subscriptions,
-     * their one-time purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+     * purchases, and consumables bought and refunded. An unknown customer has empty lists.
      *
      * <p>At an instant after 1970 (millisecond precision; null: now).
      *
@@ -266,9 +277,25 @@ public final class Ledger implements AutoCloseable {
      * @cfunction appstore_ledger_query_customer
      */
     public LedgerCustomer customer(String customerId, Instant at) {
+        return customer(customerId, at, null);
+    }
+
+    /**
+     * One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at an
+     * instant: the products they are entitled to, each with why and until when, their subscriptions, their one-time
+     * purchases, and consumables bought and refunded. An unknown customer has empty lists.
+     *
+     * @param customerId an appAccountToken, or the originalTransactionId of purchases without one
+     * @param at the instant the answer is about (null: now)
+     * @param asOf the knowledge time (null: now)
+     * @return the customer (empty lists when unknown)
+     * @cfunction appstore_ledger_query_customer
+     */
+    public LedgerCustomer customer(String customerId, Instant at, Instant asOf) {
         byte[] key = Args.cString(customerId, "customerId");
         long atMs = instant(at, "at");
-        return read(query(h -> Abi.ledger_query_customer(h, key, atMs)), LedgerCustomer.class);
+        long asOfMs = instant(asOf, "asOf");
+        return read(query(h -> Abi.ledger_query_customer(h, key, atMs, asOfMs)), LedgerCustomer.class);
     }
 
     /**
@@ -335,7 +362,7 @@ public final class Ledger implements AutoCloseable {
         }
     }
 
-    /** at: null (now) or an instant after 1970 -> the C ABI's at_ms (0 = now). */
+    /** at/asOf: null (now) or an instant after 1970 -> the C ABI's at_ms/as_of_ms (0 = now). */
     private static long instant(Instant at, String name) {
         if (at == null) {
             return 0;

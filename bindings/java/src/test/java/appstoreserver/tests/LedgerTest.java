@@ -67,7 +67,7 @@ import java.util.stream.Stream;
  */
 class LedgerTest {
     private static final String[] DELIVERIES = {"notifications", "history", "both"};
-    private static final Set<String> SKIP = Set.of("at", "subscription", "customer", "rule", "deliveries");
+    private static final Set<String> SKIP = Set.of("at", "asOf", "subscription", "customer", "rule", "deliveries");
     private static JsonNode doc;
     private static SignedDataVerifier verifier;
 
@@ -186,13 +186,66 @@ class LedgerTest {
         return problems;
     }
 
+    /** The answer an expectation is about; its "asOf": absent = the default (now), "now" = the current time given
+     *  explicitly, a number = that knowledge time (docs/ledger.md, "Bitemporal queries"). */
     static JsonNode answerFor(Ledger ledger, JsonNode e) {
         Instant at = Instant.ofEpochMilli(e.get("at").asLong());
+        Instant asOf = !e.has("asOf") ? null
+                : e.get("asOf").isTextual() ? Instant.now() : Instant.ofEpochMilli(e.get("asOf").asLong());
         if (e.has("subscription")) {
-            LedgerSubscription s = ledger.subscription(e.get("subscription").asText(), at);
+            LedgerSubscription s = ledger.subscription(e.get("subscription").asText(), at, asOf);
             return s == null ? null : tree(s);
         }
-        return tree(ledger.customer(e.get("customer").asText(), at));
+        return tree(ledger.customer(e.get("customer").asText(), at, asOf));
+    }
+
+    static Stream<Arguments> bitemporal() throws IOException {
+        if (doc == null) {
+            lifecycles();
+        }
+        List<Arguments> out = new ArrayList<>();
+        for (JsonNode s : doc.get("bitemporal")) {
+            for (String d : DELIVERIES) {
+                out.add(Arguments.of(s.get("name").asText(), d));
+            }
+        }
+        return out.stream();
+    }
+
+    /** A refund signed three days after its revocationDate, a backfill signed months after the purchases, a billing
+     *  failure signed after the period ended: asked now (the default, and now given explicitly) and as known then. */
+    @ParameterizedTest(name = "{0} via {1}")
+    @MethodSource("bitemporal")
+    void bitemporalAnswers(String name, String delivery) throws Exception {
+        JsonNode s = null;
+        for (JsonNode b : doc.get("bitemporal")) {
+            if (b.get("name").asText().equals(name)) {
+                s = b;
+            }
+        }
+        assertNotNull(s, name);
+        try (Ledger ledger = Ledger.open("sqlite::memory:", verifier)) {
+            for (String[] v : signed(s, delivery)) {
+                ingest(ledger, v[0], v[1]);
+            }
+            List<String> failures = new ArrayList<>();
+            int checked = 0;
+            for (JsonNode e : s.get("expect")) {
+                if (!applies(e, delivery, Long.MIN_VALUE)) {
+                    continue;
+                }
+                checked++;
+                for (String p : mismatches(answerFor(ledger, e), e)) {
+                    failures.add("at " + e.get("at") + " as of " + e.path("asOf").asText("default") + " ("
+                            + e.path("rule").asText() + "): " + p);
+                }
+            }
+            assertTrue(checked > 0, name + " via " + delivery + ": nothing checked");
+            assertTrue(failures.isEmpty(), String.join("\n", failures));
+            assertTrue(ledger.summary().getDisagreements().isEmpty());
+            // asOf before 1970 is refused like `at`
+            assertThrows(IllegalArgumentException.class, () -> ledger.customer("x", null, Instant.ofEpochMilli(-5)));
+        }
     }
 
     static boolean applies(JsonNode e, String delivery, long historyDate) {
