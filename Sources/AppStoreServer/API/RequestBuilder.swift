@@ -105,6 +105,12 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
 
     /// Builds the request, validating request models first.
     public func build(_ request: AppStoreServerAPIRequest, issuedAt: Date = Date()) throws(AppStoreServerAPIError) -> HTTPRequest {
+        try build(request, issuedAt: issuedAt, signerTimeLeftMilliseconds: nil)
+    }
+
+    /// As above; `signerTimeLeftMilliseconds`: the call's time left, passed on to an external signer.
+    func build(_ request: AppStoreServerAPIRequest, issuedAt: Date = Date(),
+               signerTimeLeftMilliseconds: Int64?) throws(AppStoreServerAPIError) -> HTTPRequest {
         let parts = try request.wireParts()
         var url = (request.endpoint.isAdvancedCommerce ? advancedCommerceBaseURL : baseURL) + "/" + parts.path.joined(separator: "/")
         if !parts.query.isEmpty {
@@ -113,7 +119,9 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
         let token: String
         do throws(SigningError) {
             token = try AppStoreServerAPIToken.create(signingKey: signingKey, keyId: keyId, issuerId: issuerId,
-                                                      bundleId: bundleId, issuedAt: issuedAt)
+                                                      bundleId: bundleId, issuedAt: issuedAt,
+                                                      lifetime: AppStoreServerAPIToken.defaultLifetime,
+                                                      timeLeftMilliseconds: signerTimeLeftMilliseconds)
         } catch {
             throw AppStoreServerAPIError(kind: error.kind == .signerFailed ? .signerFailed : .signing, endpoint: request.endpoint,
                                          message: "bearer token: \(error.message)")
