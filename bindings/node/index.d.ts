@@ -47,7 +47,8 @@ export declare class AppStoreServerError extends Error implements LibraryErrorDe
     libraryStatusCode?: number;
     reason?: FailureReasonName;
     reasonCode?: number;
-    /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED" only). */
+    /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED"), or when the wait
+     *  that would have passed the call's deadline would have ended (reason "deadline_exceeded"). */
     retryAtMs?: number;
     /** What caused it, when something did: the exception of fetch (or of an overridden makeFetchRequest) for a
      *  transport failure, what an external signer threw. */
