@@ -101,7 +101,7 @@ public final class AppStoreServerAPICall {
     /// (`next` before the sent request's outcome was received).
     public func next(nowMilliseconds now: Int64 = Timestamp.nowMilliseconds()) throws(AppStoreServerAPIError) -> APICallAction {
         do throws(AppStoreServerAPIError) {
-            if deadlineMilliseconds == nil { deadlineMilliseconds = now + Int64(caller.builder.timeoutMilliseconds) }
+            if deadlineMilliseconds == nil { deadlineMilliseconds = Self.plus(now, Int64(caller.builder.timeoutMilliseconds)) }
             return try step(now)
         } catch {
             if case .sent = state { throw error }  // a misuse; the call goes on
@@ -123,7 +123,7 @@ public final class AppStoreServerAPICall {
                     let slot = try limiter.reserve(request.endpoint, environment: builder.environment, nowMilliseconds: now,
                                                    before: deadlineMilliseconds)
                     if slot.late {
-                        throw deadline(now, "the rate limit's next free slot is \(slot.slot - now) ms away",
+                        throw deadline(now, "the rate limit's next free slot is \(Self.minus(slot.slot, now)) ms away",
                                        retryAt: slot.slot)
                     }
                     if slot.wait > 0 { return .wait(milliseconds: slot.wait) }
@@ -148,9 +148,9 @@ public final class AppStoreServerAPICall {
                 lastError = error
                 retries += 1
                 if let delay = caller.retryPolicy.delayMilliseconds(beforeRetry: retries, after: error, nowMilliseconds: now) {
-                    if let deadline = deadlineMilliseconds, now + Int64(clamping: delay) >= deadline {
-                        throw self.deadline(now, "the retry would wait \(delay) ms (after \(error.message))",
-                                            retryAt: now + Int64(clamping: delay))
+                    let end = Self.plus(now, Int64(clamping: delay))
+                    if let deadline = deadlineMilliseconds, end >= deadline {
+                        throw self.deadline(now, "the retry would wait \(delay) ms (after \(error.message))", retryAt: end)
                     }
                     state = .reserve
                     return .wait(milliseconds: delay)
@@ -174,7 +174,7 @@ public final class AppStoreServerAPICall {
                 pages += 1
                 request = following
                 retries = 0
-                deadlineMilliseconds = now + Int64(caller.builder.timeoutMilliseconds)  // each page is a call of its own
+                deadlineMilliseconds = Self.plus(now, Int64(caller.builder.timeoutMilliseconds))  // each page is a call of its own
                 state = .reserve
             case .over(let why):
                 throw .argument(why + "; make a new call")
@@ -187,8 +187,8 @@ public final class AppStoreServerAPICall {
     /// here with the monotonic clock (the host's clock is not asked in the middle of a step); a signer that answers
     /// at or after the deadline ends the call, its signature discarded.
     private func build(_ now: Int64) throws(AppStoreServerAPIError) -> HTTPRequest {
-        let deadline = deadlineMilliseconds ?? now + Int64(caller.builder.timeoutMilliseconds)
-        let left = deadline - now
+        let deadline = deadlineMilliseconds ?? Self.plus(now, Int64(caller.builder.timeoutMilliseconds))
+        let left = Self.minus(deadline, now)
         guard left > 0 else { throw self.deadline(now, "no time is left to send the request", retryAt: nil) }
         let external = builder.signingKey.isExternal
         let started = external ? Timestamp.monotonicMilliseconds() : 0
@@ -215,11 +215,22 @@ public final class AppStoreServerAPICall {
     /// The call's end at its deadline: `what` would pass it. Names the timeout, the time left and what happened.
     private func deadline(_ now: Int64, _ what: String, retryAt: Int64?) -> AppStoreServerAPIError {
         let timeout = caller.builder.timeoutMilliseconds
-        let left = max(0, (deadlineMilliseconds ?? now) - now)
+        let left = max(0, Self.minus(deadlineMilliseconds ?? now, now))
         return AppStoreServerAPIError(kind: .deadlineExceeded, endpoint: request.endpoint,
                                       message: "\(request.endpoint.name): the client's timeout of \(timeout) ms (a deadline for the "
                                           + "whole call) ran out: \(left) ms were left and \(what)",
                                       retryAfter: retryAt.map { RetryAfter(atMilliseconds: $0) }, receivedAtMilliseconds: now)
+    }
+
+    /// Saturating arithmetic on the host's times: a host may pass any `now` (the C ABI's `now_ms`), and nothing it
+    /// passes may trap.
+    static func plus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : r
+    }
+    static func minus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b < 0 ? .max : .min) : r
     }
 
     /// The answer to the request of the last `.send`; false (and ignored) when no request awaits one.
