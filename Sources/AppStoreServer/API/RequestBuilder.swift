@@ -76,7 +76,8 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
     ///   - environment: the environment requests are for (Xcode has no server and is refused).
     ///   - baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
     ///     Advanced Commerce endpoints too.
-    ///   - timeoutMilliseconds: the time one attempt's whole exchange may take.
+    ///   - timeoutMilliseconds: the client's timeout: one exchange's at most, and through `AppStoreServerAPICall` a
+    ///     deadline for the whole call.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
                 environment: AppStoreEnvironment, baseURL: String? = nil,
                 timeoutMilliseconds: UInt32 = defaultTimeoutMilliseconds) throws(AppStoreServerAPIError) {
