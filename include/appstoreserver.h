@@ -183,6 +183,9 @@ typedef int32_t appstore_reason;
 #define APPSTORE_REASON_NO_TRANSPORT 70
 /* the client's rate limiter: no slot for the endpoint within the allowed wait [RATE_LIMITED, retryable] */
 #define APPSTORE_REASON_LOCAL_RATE_LIMIT 71
+/* the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot) would
+ * end past it, or the external signer answered after it (its answer discarded) [TRANSPORT_ERROR, retryable] */
+#define APPSTORE_REASON_DEADLINE_EXCEEDED 72
 /* the message names the certificate, revocation time and reason [VERIFICATION_FAILURE] */
 #define APPSTORE_REASON_REVOKED 80
 #define APPSTORE_REASON_OCSP_UNKNOWN 81 /* the responder does not know the certificate [VERIFICATION_FAILURE] */
@@ -425,7 +428,10 @@ void appstore_signing_key_free(appstore_signing_key *key);
  * value fails that signature with APPSTORE_INVALID_KEY / APPSTORE_REASON_SIGNER_FAILED, as does a signature that is
  * neither form or whose r or s is out of range, one that does not verify under `public_key` (another key's, another
  * message's, random bytes), and one that took longer than `timeout_ms` (0 = 10000): the library cannot interrupt
- * the callback, so the signer's own client must enforce that deadline. `public_key`/`public_key_len` (required,
+ * the callback, so the signer's own client must enforce that deadline. The callback's own `timeout_ms` is the time
+ * this signature may take: the key's timeout, or less when an API call's deadline is nearer (what is left of the
+ * client's timeout, which bounds the whole call); a signature that comes later is discarded and the call fails with
+ * APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_DEADLINE_EXCEEDED. `public_key`/`public_key_len` (required,
  * read during the call): the signer's EC P-256 public key as PEM "-----BEGIN PUBLIC KEY-----" text or DER
  * SubjectPublicKeyInfo, as KMS and HSM APIs hand it out (else APPSTORE_INVALID_KEY / KEY_MALFORMED, KEY_NOT_EC,
  * KEY_WRONG_CURVE). Inputs are valid only during the call. The callback is called on the thread that asked for the
@@ -434,7 +440,7 @@ void appstore_signing_key_free(appstore_signing_key *key);
  * appstore_signing_key_new. */
 typedef int32_t (*appstore_signer_fn)(void *user_data, const uint8_t *message, size_t message_len,
                                       const uint8_t *digest, uint8_t *signature, size_t signature_cap,
-                                      size_t *signature_len);
+                                      size_t *signature_len, uint32_t timeout_ms);
 
 appstore_status appstore_signing_key_new_with_signer(appstore_signer_fn fn, APPSTORE_OPTIONAL void *user_data,
                                                      const uint8_t *public_key, size_t public_key_len,
@@ -809,7 +815,12 @@ void appstore_api_client_options_free(appstore_api_client_options *options);
 appstore_status appstore_api_client_options_set_transport(appstore_api_client_options *options,
                                                           APPSTORE_OPTIONAL const appstore_transport *transport,
                                                           appstore_error **err_out);
-/* The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; >= 1. */
+/* The client's timeout, >= 1: a deadline for the whole call (each page of a paginated one), from its first
+ * appstore_api_call_next. Rate-limit waits, the external signer, each exchange, backoff and Retry-After waits and the
+ * Sandbox fallback all count against it; a wait that would end at or after it, or a signer that answers at or after
+ * it, ends the call with APPSTORE_TRANSPORT_ERROR / APPSTORE_REASON_DEADLINE_EXCEEDED (no slot is reserved, nothing
+ * more is sent). Each request carries the time left (at most this timeout) as its transport timeout
+ * (appstore_api_request_timeout_ms), and the external signer is told the time left (appstore_signer_fn). */
 appstore_status appstore_api_client_options_set_timeout_ms(appstore_api_client_options *options, uint32_t timeout_ms,
                                                            appstore_error **err_out);
 /* Opt-in retries (max_retries 0 = off, at most 100) of HTTP 429 and Apple's retryable codes (docs/errors.md):
@@ -907,7 +918,10 @@ appstore_status appstore_api_client_decode_response(const appstore_api_client *c
  *   }
  *   appstore_api_call_free(call);
  *
- * Time is the host's: now_ms (milliseconds since 1970; 0 = the system clock) dates rate-limit slots and Retry-After.
+ * Time is the host's: now_ms (milliseconds since 1970; 0 = the system clock) dates rate-limit slots and Retry-After,
+ * and the first appstore_api_call_next (of each page) starts the call's deadline: the client's timeout (see
+ * appstore_api_client_options_set_timeout_ms). An external signer runs inside appstore_api_call_next; its time is
+ * measured with the monotonic clock and counts against the deadline too.
  * A handle is locked inside, so calls from several threads cannot corrupt it, but one call is meant for one host
  * loop: calls of different threads interleave in whatever order they come. */
 typedef struct appstore_api_call appstore_api_call;
@@ -930,14 +944,15 @@ void appstore_api_call_free(appstore_api_call *call);
 /* What to do next: *action_out receives an APPSTORE_API_ACTION_*, and *wait_ms_out (optional) the milliseconds of a
  * WAIT (0 otherwise). A failure is the call's final error (Apple's error with HTTP status, code, Retry-After and
  * headers; a transport failure; APPSTORE_RATE_LIMITED / LOCAL_RATE_LIMIT when the rate limit has no slot within
- * max_wait_ms; INVALID_RESPONSE for a 2xx body that does not decode; a bearer token that could not be signed), after
+ * max_wait_ms; TRANSPORT_ERROR / DEADLINE_EXCEEDED when the client's timeout runs out first; INVALID_RESPONSE for a
+ * 2xx body that does not decode; a bearer token that could not be signed), after
  * which every later call fails with APPSTORE_INVALID_ARGUMENT. Calling it while a sent request has no outcome
  * reported, or after the last page, fails with APPSTORE_INVALID_ARGUMENT and changes nothing. */
 appstore_status appstore_api_call_next(appstore_api_call *call, int64_t now_ms, appstore_api_action *action_out,
                                        APPSTORE_OPTIONAL int64_t *wait_ms_out, appstore_error **err_out);
 
-/* After SEND: the request to send (method, URL, headers with a fresh token, body, timeout; see the
- * appstore_api_request getters). *request_out is the caller's: appstore_api_request_free. INVALID_ARGUMENT when no
+/* After SEND: the request to send (method, URL, headers with a fresh token, body, timeout: the time left before the
+ * call's deadline once the token was signed, at most the client's timeout; see the appstore_api_request getters). *request_out is the caller's: appstore_api_request_free. INVALID_ARGUMENT when no
  * request awaits sending. */
 appstore_status appstore_api_call_request(const appstore_api_call *call, appstore_api_request **request_out,
                                           appstore_error **err_out);

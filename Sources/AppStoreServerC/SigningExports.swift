@@ -53,7 +53,7 @@ public func appstoreSigningKeyNew(_ pem: UnsafePointer<CChar>?, _ pemLen: UInt, 
 /// The C signer callback (see `appstore_signer_fn` in the header).
 public typealias CSignerFunction = @convention(c) (
     UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, UInt, UnsafePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UInt,
-    UnsafeMutablePointer<UInt>?
+    UnsafeMutablePointer<UInt>?, UInt32
 ) -> Int32
 
 /// A host callback as an `ES256Signer`, called on the thread that asked for the signature.
@@ -74,6 +74,10 @@ final class CSigner: ES256Signer, @unchecked Sendable {
     }
 
     func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8] {
+        try sign(message: message, digest: digest, timeoutMilliseconds: SigningKey.defaultSignerTimeoutMilliseconds)
+    }
+
+    func sign(message: [UInt8], digest: [UInt8], timeoutMilliseconds: UInt32) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.capacity)
         var length: UInt = 0
         let rc = message.withUnsafeBufferPointer { m in
@@ -81,7 +85,8 @@ final class CSigner: ES256Signer, @unchecked Sendable {
                 out.withUnsafeMutableBufferPointer { o in
                     // Outside the fork guard: the host's signer may fork (see guarded).
                     ForkGuard.outside {
-                        function(userData, m.baseAddress, UInt(m.count), d.baseAddress, o.baseAddress, UInt(o.count), &length)
+                        function(userData, m.baseAddress, UInt(m.count), d.baseAddress, o.baseAddress, UInt(o.count), &length,
+                                 timeoutMilliseconds)
                     }
                 }
             }

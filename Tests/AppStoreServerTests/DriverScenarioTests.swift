@@ -25,6 +25,7 @@ import AppStoreServer
         let c = s.raw["client"] as? [String: Any] ?? [:]
         let env: AppStoreEnvironment = (c["environment"] as? String) == "SANDBOX" ? .sandbox : .production
         var config = AppStoreServerAPIConfiguration()
+        if let timeout = c["timeoutMs"] as? Int { config.timeoutMilliseconds = UInt32(timeout) }
         if let retries = c["maxRetries"] as? Int {
             config.retryPolicy = APIRetryPolicy(maxRetries: retries, initialBackoffMilliseconds: UInt32(c["initialBackoffMs"] as? Int ?? 500),
                                                 maxBackoffMilliseconds: UInt32(c["maxBackoffMs"] as? Int ?? 30_000))
@@ -114,6 +115,7 @@ import AppStoreServer
             case .send(let http):
                 let want = step["send"] as? [String: Any]
                 #expect(http.method == want?["method"] as? String && http.url == want?["url"] as? String, "\(at): sent \(http.method) \(http.url)")
+                if let ms = want?["timeoutMs"] as? Int { #expect(http.timeoutMilliseconds == UInt32(ms), "\(at): timeout \(http.timeoutMilliseconds)") }
                 #expect(http.headers.first { $0.name == "Authorization" }?.value.hasPrefix("Bearer ey") == true, "\(at)")
             case .wait(let ms):
                 #expect((step["wait"] as? Int).map(UInt64.init) == ms, "\(at): wait \(ms)")
@@ -130,7 +132,8 @@ import AppStoreServer
     @Test(arguments: scenarios.filter { $0.raw["driverOnly"] == nil }) func blockingHostLoop(_ s: Scenario) throws {
         let waits = s.steps.compactMap { $0["wait"] as? Int }.reduce(0, +)
         let retryAfter = s.steps.contains { (($0["receive"] as? [String: Any])?["headers"] as? [String: String])?["Retry-After"] != nil }
-        guard waits <= 300, !retryAfter else { return }
+        // A client timeout makes the scenario's times matter too: the deadline counts on the system clock here.
+        guard waits <= 300, !retryAfter, (s.raw["client"] as? [String: Any])?["timeoutMs"] == nil else { return }
         final class Script: BlockingHTTPTransport, @unchecked Sendable {
             var steps: [[String: Any]]
             var sent: [String] = []

@@ -41,6 +41,8 @@ static appstore_api_client *make_client(json_t *c) {
     appstore_api_client *client = NULL;
     if (appstore_api_client_options_new(&o, NULL) != APPSTORE_OK) return NULL;
     int ok = 1;
+    if (json_object_get(c, "timeoutMs"))
+        ok &= appstore_api_client_options_set_timeout_ms(o, (uint32_t)integer(c, "timeoutMs", 30000), NULL) == APPSTORE_OK;
     if (json_object_get(c, "maxRetries"))
         ok &= appstore_api_client_options_set_retry(o, (uint32_t)integer(c, "maxRetries", 0), (uint32_t)integer(c, "initialBackoffMs", 500),
                                                     (uint32_t)integer(c, "maxBackoffMs", 30000), NULL) == APPSTORE_OK;
@@ -167,6 +169,10 @@ static void run_scenario(json_t *sc) {
                            where, "sent %s %s, want %s %s", appstore_api_request_method(r), appstore_api_request_url(r), m, u);
                 capi_check(&T, strncmp(appstore_api_request_headers(r), "Authorization: Bearer ey", 24) == 0, where,
                            "headers %s", appstore_api_request_headers(r));
+                if (json_object_get(want, "timeoutMs"))
+                    capi_check(&T, appstore_api_request_timeout_ms(r) == (uint32_t)json_integer_value(json_object_get(want, "timeoutMs")),
+                               where, "transport timeout %u ms, want %lld", appstore_api_request_timeout_ms(r),
+                               (long long)json_integer_value(json_object_get(want, "timeoutMs")));
                 appstore_api_request_free(r);
             } else {
                 capi_check(&T, 0, where, "%s", "no request after SEND");

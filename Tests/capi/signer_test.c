@@ -39,6 +39,7 @@ typedef struct {
     atomic_int bad_digests;
     unsigned char first[72]; /* SIGN_REPLAY: the first signature it made, answered again for every later message */
     size_t first_len;
+    atomic_uint last_timeout_ms; /* the timeout_ms of the last call: the time the signature may take */
 } signer;
 
 /* The test key's public key, PEM and DER (KEYDIR/p256_public.pem, .der). */
@@ -50,9 +51,10 @@ static const unsigned char P256_ORDER[32] = {0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00,
                                              0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51};
 
 static int32_t sign_cb(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                       uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+                       uint8_t *signature, size_t signature_cap, size_t *signature_len, uint32_t timeout_ms) {
     signer *s = user_data;
     int n = atomic_fetch_add(&s->calls, 1);
+    atomic_store(&s->last_timeout_ms, timeout_ms);
     unsigned char want[SHA256_DIGEST_LENGTH];
     SHA256(message, message_len, want);
     if (memcmp(want, digest, sizeof want) != 0) atomic_fetch_add(&s->bad_digests, 1);
@@ -184,7 +186,7 @@ static void failures(EVP_PKEY *pkey, EVP_PKEY *other) {
                  {SIGN_REPLAY, "a signature of another message (replayed)", 0},
                  {SIGN_SLOW, "a signature after the key's 100 ms deadline", 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        signer s = {cases[i].other_key ? other : pkey, cases[i].mode, 0, 0, {0}, 0};
+        signer s = {cases[i].other_key ? other : pkey, cases[i].mode, 0, 0, {0}, 0, 0};
         appstore_signing_key *key = make_with(&s, cases[i].mode == SIGN_SLOW ? 100 : 0);
         if (!key) continue;
         if (cases[i].mode == SIGN_REPLAY) { /* the first signature is a good one; every later one is that again */
@@ -200,6 +202,10 @@ static void failures(EVP_PKEY *pkey, EVP_PKEY *other) {
                            out == (char *)0x1,
                    cases[i].what, "token: %s / %s: %s", appstore_status_name(st),
                    appstore_reason_name(appstore_error_reason(err)), appstore_error_message(err));
+        /* Outside an API call the signer is told the key's own timeout (0 = the documented 10000 ms). */
+        unsigned want_ms = cases[i].mode == SIGN_SLOW ? 100 : 10000;
+        capi_check(&T, atomic_load(&s.last_timeout_ms) == want_ms, cases[i].what,
+                   "the signer was told %u ms, not the key's %u", atomic_load(&s.last_timeout_ms), want_ms);
         appstore_error_free(err);
         err = NULL;
         st = appstore_signing_key_create_promotional_offer_v1(key, "p", "o", NULL, NULL, 0, &out, NULL, NULL, &err);
@@ -228,7 +234,7 @@ static void failures(EVP_PKEY *pkey, EVP_PKEY *other) {
     capi_check(&T, appstore_signing_key_new_with_signer(NULL, NULL, PUB_PEM, PUB_PEM_LEN, 0, KID, ISS, BID, &key, NULL) ==
                            APPSTORE_INVALID_ARGUMENT && key == (appstore_signing_key *)0x1,
                "NULL fn is INVALID_ARGUMENT", NULL);
-    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0};
+    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0, 0};
     capi_check(&T, appstore_signing_key_new_with_signer(sign_cb, &s, PUB_PEM, PUB_PEM_LEN, 0, "", ISS, BID, &key, NULL) ==
                        APPSTORE_INVALID_ARGUMENT,
                "empty key id is INVALID_ARGUMENT", NULL);
@@ -284,7 +290,7 @@ int main(int argc, char **argv) {
     if (!capi_check(&T, pkey && other && PUB_PEM && PUB_DER, "test keys", "cannot read the keys in %s", argv[1]))
         return capi_finish(&T);
 
-    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0};
+    signer s = {pkey, SIGN_OK, 0, 0, {0}, 0, 0};
     appstore_signing_key *key = make(&s);
     json_t *items = json_array();
     char *out = NULL, *nonce = NULL;

@@ -18,8 +18,8 @@ typedef struct {
 } canned;
 
 static int32_t answer_cb(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                         uint8_t *signature, size_t cap, size_t *signature_len) {
-    (void)message, (void)message_len, (void)digest;
+                         uint8_t *signature, size_t cap, size_t *signature_len, uint32_t timeout_ms) {
+    (void)message, (void)message_len, (void)digest, (void)timeout_ms;
     const canned *c = user_data;
     size_t n = c->len < cap ? c->len : cap;
     memcpy(signature, c->answer, n);
@@ -28,8 +28,8 @@ static int32_t answer_cb(void *user_data, const uint8_t *message, size_t message
 }
 
 static int32_t real_cb(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                       uint8_t *signature, size_t cap, size_t *signature_len) {
-    (void)user_data, (void)digest;
+                       uint8_t *signature, size_t cap, size_t *signature_len, uint32_t timeout_ms) {
+    (void)user_data, (void)digest, (void)timeout_ms;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     size_t len = cap;
     int ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, test_key) == 1 &&

@@ -15,9 +15,9 @@ appstore_status appstore_go_transport_new(void *user_data, appstore_transport **
 }
 
 static int32_t signer_shim(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                           uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+                           uint8_t *signature, size_t signature_cap, size_t *signature_len, uint32_t timeout_ms) {
     return appstoreGoSign(user_data, (uint8_t *)message, message_len, (uint8_t *)digest, signature, signature_cap,
-                          signature_len);
+                          signature_len, timeout_ms);
 }
 
 appstore_status appstore_go_signing_key_new_with_signer(void *user_data, const uint8_t *public_key,

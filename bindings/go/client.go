@@ -19,7 +19,9 @@ import (
 type ClientOptions struct {
 	// BaseURL replaces Apple's base URLs (e.g. a test server); "" = Apple's.
 	BaseURL string
-	// Timeout bounds one attempt (0: 30 s).
+	// Timeout (0: 30 s) is a deadline for the whole call (each page of a paginated one): the external signer,
+	// rate-limit and retry waits and every exchange (given the time left) count against it; a wait past it is not
+	// made and a Sign still busy at it is abandoned: *APIError with Reason ReasonDeadlineExceeded.
 	Timeout time.Duration
 	// MaxRetries retries HTTP 429 and Apple's retryable codes (0: off, at most 100), waiting InitialBackoff (0:
 	// 500 ms), doubling up to MaxBackoff (0: 30 s), or until Retry-After.

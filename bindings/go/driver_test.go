@@ -129,6 +129,14 @@ func (sc *script) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !strings.HasPrefix(req.Header.Get("Authorization"), "Bearer ") {
 		sc.fatalf("no bearer token")
 	}
+	if ms, ok := want["timeoutMs"].(float64); ok {
+		// The exchange's context ends the request's timeout (the time left) after it was made, on the real clock: at
+		// most that far away (a timeout that was not cut to the time left would be further).
+		dl, has := req.Context().Deadline()
+		if left := time.Until(dl); !has || left <= 0 || left > time.Duration(ms)*time.Millisecond {
+			sc.fatalf("the exchange's deadline is %v away, want at most %v ms", left, ms)
+		}
+	}
 	var body []byte
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
@@ -183,6 +191,9 @@ var envNames = map[string]Environment{"PRODUCTION": EnvironmentProduction, "SAND
 func runScenario(t *testing.T, p8 []byte, s scenario) {
 	sc := &script{t: t, s: s}
 	o := &ClientOptions{HTTPClient: &http.Client{Transport: sc}}
+	if ms, ok := s.Client["timeoutMs"].(float64); ok {
+		o.Timeout = time.Duration(ms) * time.Millisecond
+	}
 	if r, ok := s.Client["maxRetries"].(float64); ok {
 		o.MaxRetries = int(r)
 		o.InitialBackoff = time.Duration(s.Client["initialBackoffMs"].(float64)) * time.Millisecond

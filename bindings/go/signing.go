@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"runtime/cgo"
 	"strings"
@@ -79,9 +80,10 @@ func NewSigningKey(p8 []byte, keyID, issuerID, bundleID string) (*SigningKey, er
 
 // NewSigningKeyWithSigner uses a key held outside the process: every signature is asked of signer (its Public() must
 // be an ECDSA P-256 key; Sign gets the SHA-256 digest and returns an ASN.1 DER or 64-byte r||s signature, which the
-// library checks with the public key before use). timeout bounds one signature (0: 10 s); the library cannot
-// interrupt Sign, so the signer's own client must enforce it. Sign is called on the goroutine that asked for the
-// signature, possibly from several at once.
+// library checks with the public key before use). timeout bounds one signature (0: 10 s), and an API call's
+// deadline bounds it further (what is left of the client's timeout): Sign runs on a goroutine of its own and is
+// waited for that long; Go cannot interrupt it, so an overrunning Sign is abandoned (its signature discarded, the call
+// failing at its deadline) and finishes on its own. Sign may be called from several goroutines at once.
 func NewSigningKeyWithSigner(signer crypto.Signer, keyID, issuerID, bundleID string, timeout time.Duration) (*SigningKey, error) {
 	if signer == nil {
 		return nil, argError("signer", "is nil")
@@ -131,7 +133,7 @@ func NewSigningKeyWithSigner(signer crypto.Signer, keyID, issuerID, bundleID str
 
 //export appstoreGoSign
 func appstoreGoSign(userData unsafe.Pointer, message *C.uint8_t, messageLen C.size_t, digest *C.uint8_t,
-	signature *C.uint8_t, signatureCap C.size_t, signatureLen *C.size_t) (result C.int32_t) {
+	signature *C.uint8_t, signatureCap C.size_t, signatureLen *C.size_t, timeoutMs C.uint32_t) (result C.int32_t) {
 	defer func() {
 		if recover() != nil { // a panicking signer fails the signature; it never unwinds through C
 			result = 1
@@ -139,14 +141,44 @@ func appstoreGoSign(userData unsafe.Pointer, message *C.uint8_t, messageLen C.si
 	}()
 	signer := cgo.Handle(*(*C.uintptr_t)(userData)).Value().(crypto.Signer)
 	d := C.GoBytes(unsafe.Pointer(digest), 32)
-	sig, err := signer.Sign(rand.Reader, d, crypto.SHA256)
-	if err != nil || len(sig) == 0 || len(sig) > int(signatureCap) {
+	// Sign runs on a goroutine of its own, waited for at most the time it has (the key's timeout, or what is left of
+	// an API call's deadline): Go cannot interrupt it, so one that overruns is abandoned (its signature discarded)
+	// and finishes on its own.
+	type signed struct {
+		sig []byte
+		err error
+	}
+	done := make(chan signed, 1)
+	go func() {
+		defer func() {
+			if recover() != nil {
+				done <- signed{err: errSignerPanicked}
+			}
+		}()
+		sig, err := signer.Sign(rand.Reader, d, crypto.SHA256)
+		done <- signed{sig, err}
+	}()
+	wait := time.Duration(timeoutMs) * time.Millisecond
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var r signed
+	select {
+	case r = <-done:
+	case <-timer.C:
 		return 1
 	}
-	C.memcpy(unsafe.Pointer(signature), unsafe.Pointer(&sig[0]), C.size_t(len(sig)))
-	*signatureLen = C.size_t(len(sig))
+	if r.err != nil || len(r.sig) == 0 || len(r.sig) > int(signatureCap) {
+		return 1
+	}
+	C.memcpy(unsafe.Pointer(signature), unsafe.Pointer(&r.sig[0]), C.size_t(len(r.sig)))
+	*signatureLen = C.size_t(len(r.sig))
 	return 0
 }
+
+var errSignerPanicked = errors.New("the signer panicked")
 
 // Close releases the key. Clients made with it keep it until they are closed.
 func (k *SigningKey) Close() error {

@@ -305,6 +305,10 @@ const (
 	// the client's rate limiter: no slot for the endpoint within the allowed wait
 	ReasonLocalRateLimit Reason = 71
 
+	// the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot)
+	// would end past it, or the external signer answered after it (its answer discarded)
+	ReasonDeadlineExceeded Reason = 72
+
 	// the message names the certificate, revocation time and reason
 	ReasonRevoked Reason = 80
 
@@ -443,6 +447,8 @@ func (r Reason) String() string {
 		return "no_transport"
 	case ReasonLocalRateLimit:
 		return "local_rate_limit"
+	case ReasonDeadlineExceeded:
+		return "deadline_exceeded"
 	case ReasonRevoked:
 		return "revoked"
 	case ReasonOcspUnknown:
@@ -480,7 +486,7 @@ func (r Reason) String() string {
 // Retryable reports whether a failure with this reason may succeed when tried again later.
 func (r Reason) Retryable() bool {
 	switch r {
-	case ReasonRateLimited, ReasonTransportTimeout, ReasonTransportUnreachable, ReasonLocalRateLimit, ReasonOcspUnreachable, ReasonOcspTimeout, ReasonOcspHttpError, ReasonOcspTryLater, ReasonStorageFailed:
+	case ReasonRateLimited, ReasonTransportTimeout, ReasonTransportUnreachable, ReasonLocalRateLimit, ReasonDeadlineExceeded, ReasonOcspUnreachable, ReasonOcspTimeout, ReasonOcspHttpError, ReasonOcspTryLater, ReasonStorageFailed:
 		return true
 	}
 	return false

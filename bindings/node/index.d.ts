@@ -47,7 +47,8 @@ export declare class AppStoreServerError extends Error implements LibraryErrorDe
     libraryStatusCode?: number;
     reason?: FailureReasonName;
     reasonCode?: number;
-    /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED" only). */
+    /** When the client's own rate limit has a free slot again (UNIX ms; libraryStatus "RATE_LIMITED"), or when the wait
+     *  that would have passed the call's deadline would have ended (reason "deadline_exceeded"). */
     retryAtMs?: number;
     /** What caused it, when something did: the exception of fetch (or of an overridden makeFetchRequest) for a
      *  transport failure, what an external signer threw. */
@@ -94,11 +95,12 @@ export declare class APIException extends Error implements LibraryErrorDetail {
 
 /** An external signer's function: the ES256 signature of `message` (ECDSA P-256 over SHA-256(message)) as 64 bytes
  *  r||s or DER, or a Promise of it. `digest` is SHA-256(message), for signers that take a digest (KMS MessageType
- *  DIGEST, PKCS#11 CKM_ECDSA). Called on the JS thread, possibly several times at once. */
+ *  DIGEST, PKCS#11 CKM_ECDSA). `timeoutMs`: the time it has (its own timeout, or what is left of an API call's
+ *  deadline), to pass on to the KMS client. Called on the JS thread, possibly several times at once. */
 export type Signer = {
     // Method syntax: its parameters are checked bivariantly, so a (data: Buffer) => Buffer function fits (the
     // binding passes Buffers), without these declarations needing Node's types.
-    sign(message: Uint8Array, digest: Uint8Array): Uint8Array | ArrayBuffer | Promise<Uint8Array | ArrayBuffer>;
+    sign(message: Uint8Array, digest: Uint8Array, timeoutMs: number): Uint8Array | ArrayBuffer | Promise<Uint8Array | ArrayBuffer>;
 }['sign'];
 
 export interface ExternalSignerOptions {
@@ -233,7 +235,9 @@ export interface AppStoreServerAPIClientOptions {
     fetch?: FetchLike;
     /** Replaces the environment's base URL (e.g. a test server). */
     baseUrl?: string;
-    /** The time one attempt may take (default 30000). */
+    /** The client's timeout (default 30000 ms): a deadline for the whole call (the external signer, rate-limit and
+     *  retry waits, every exchange, each given the time left); past it: AppStoreServerError TRANSPORT_ERROR /
+     *  "deadline_exceeded". */
     timeoutMs?: number;
     /** Retries of HTTP 429 and Apple's retryable errors (default 0: off), honouring Retry-After. */
     maxRetries?: number;

@@ -15,7 +15,15 @@ public enum APICallAction: Sendable {
 /// the tool), written once. It owns the rate-limit reservation per endpoint and environment (before the token is
 /// signed), one fresh token per attempt, the retry policy with Retry-After, the Sandbox fallback of lookups, and the
 /// following pages of a paginated endpoint; the host only moves bytes and waits. Sans-I/O, like a TLS connection
-/// object: it never sleeps, never opens a socket, and reads no clock but the `nowMilliseconds` it is given.
+/// object: it never sleeps, never opens a socket, and reads no clock but the `nowMilliseconds` it is given (and the
+/// monotonic clock around an external signer, which runs inside `next`).
+///
+/// The client's timeout is a deadline for the whole call (each page of a paginated one): it starts at the first
+/// `next` (of the page), and everything after counts against it — rate-limit waits, the external signer, each
+/// exchange, backoff and Retry-After waits, the Sandbox fallback. A wait that would end at or after the deadline,
+/// and a signer that answers at or after it, end the call with `deadlineExceeded` (TRANSPORT_ERROR /
+/// DEADLINE_EXCEEDED) instead; an external signer is told the time left (`ES256Signer.sign(…timeoutMilliseconds:)`),
+/// and each request sent carries it as its `timeoutMilliseconds` (never more than the client's timeout).
 ///
 ///     let call = AppStoreServerAPICall(caller: caller, request: .getTransactionInfo(transactionId: id))
 ///     loop: while true {
@@ -58,6 +66,8 @@ public final class AppStoreServerAPICall {
     private var retries = 0
     private var pages = 0
     private var seen: Set<AppStoreServerAPIRequest> = []
+    /// When the current page's call must be over, in the host's milliseconds: set by the first `next` of the page.
+    public private(set) var deadlineMilliseconds: Int64?
     /// After `done`, when `checksBody`: the answer as JSON text (the body as sent, or `{}` for endpoints without a
     /// response body).
     public private(set) var answerJSON: [UInt8]?
@@ -91,6 +101,7 @@ public final class AppStoreServerAPICall {
     /// (`next` before the sent request's outcome was received).
     public func next(nowMilliseconds now: Int64 = Timestamp.nowMilliseconds()) throws(AppStoreServerAPIError) -> APICallAction {
         do throws(AppStoreServerAPIError) {
+            if deadlineMilliseconds == nil { deadlineMilliseconds = Self.plus(now, Int64(caller.builder.timeoutMilliseconds)) }
             return try step(now)
         } catch {
             if case .sent = state { throw error }  // a misuse; the call goes on
@@ -109,11 +120,16 @@ public final class AppStoreServerAPICall {
             case .reserve:
                 state = .build
                 if let limiter = caller.rateLimiter {
-                    let wait = try limiter.reserve(request.endpoint, environment: builder.environment, nowMilliseconds: now)
-                    if wait > 0 { return .wait(milliseconds: wait) }
+                    let slot = try limiter.reserve(request.endpoint, environment: builder.environment, nowMilliseconds: now,
+                                                   before: deadlineMilliseconds)
+                    if slot.late {
+                        throw deadline(now, "the rate limit's next free slot is \(Self.minus(slot.slot, now)) ms away",
+                                       retryAt: slot.slot)
+                    }
+                    if slot.wait > 0 { return .wait(milliseconds: slot.wait) }
                 }
             case .build:
-                let http = try builder.build(request)
+                let http = try build(now)
                 state = .sent(http)
                 return .send(http)
             case .sent:
@@ -132,6 +148,10 @@ public final class AppStoreServerAPICall {
                 lastError = error
                 retries += 1
                 if let delay = caller.retryPolicy.delayMilliseconds(beforeRetry: retries, after: error, nowMilliseconds: now) {
+                    let end = Self.plus(now, Int64(clamping: delay))
+                    if let deadline = deadlineMilliseconds, end >= deadline {
+                        throw self.deadline(now, "the retry would wait \(delay) ms (after \(error.message))", retryAt: end)
+                    }
                     state = .reserve
                     return .wait(milliseconds: delay)
                 }
@@ -154,11 +174,63 @@ public final class AppStoreServerAPICall {
                 pages += 1
                 request = following
                 retries = 0
+                deadlineMilliseconds = Self.plus(now, Int64(caller.builder.timeoutMilliseconds))  // each page is a call of its own
                 state = .reserve
             case .over(let why):
                 throw .argument(why + "; make a new call")
             }
         }
+    }
+
+    /// The request of the current attempt, signed with what is left of the deadline: its `timeoutMilliseconds` is
+    /// the time left once the token is signed (at most the client's timeout). An external signer's time is measured
+    /// here with the monotonic clock (the host's clock is not asked in the middle of a step); a signer that answers
+    /// at or after the deadline ends the call, its signature discarded.
+    private func build(_ now: Int64) throws(AppStoreServerAPIError) -> HTTPRequest {
+        let deadline = deadlineMilliseconds ?? Self.plus(now, Int64(caller.builder.timeoutMilliseconds))
+        let left = Self.minus(deadline, now)
+        guard left > 0 else { throw self.deadline(now, "no time is left to send the request", retryAt: nil) }
+        let external = builder.signingKey.isExternal
+        let started = external ? Timestamp.monotonicMilliseconds() : 0
+        var http: HTTPRequest
+        do throws(AppStoreServerAPIError) {
+            http = try builder.build(request, signerTimeLeftMilliseconds: left)
+        } catch {
+            let took = external ? Timestamp.monotonicMilliseconds() - started : 0
+            if external, took >= left {  // the signer (or its binding) gave up at the deadline
+                throw self.deadline(now, "the external signer did not answer within the \(left) ms left (\(error.message))",
+                                    retryAt: nil)
+            }
+            throw error
+        }
+        let took = external ? Timestamp.monotonicMilliseconds() - started : 0
+        guard took < left else {
+            throw self.deadline(now, "the external signer took \(took) ms of the \(left) ms left; its signature is discarded",
+                                retryAt: nil)
+        }
+        http.timeoutMilliseconds = UInt32(clamping: min(Int64(http.timeoutMilliseconds), left - took))
+        return http
+    }
+
+    /// The call's end at its deadline: `what` would pass it. Names the timeout, the time left and what happened.
+    private func deadline(_ now: Int64, _ what: String, retryAt: Int64?) -> AppStoreServerAPIError {
+        let timeout = caller.builder.timeoutMilliseconds
+        let left = max(0, Self.minus(deadlineMilliseconds ?? now, now))
+        return AppStoreServerAPIError(kind: .deadlineExceeded, endpoint: request.endpoint,
+                                      message: "\(request.endpoint.name): the client's timeout of \(timeout) ms (a deadline for the "
+                                          + "whole call) ran out: \(left) ms were left and \(what)",
+                                      retryAfter: retryAt.map { RetryAfter(atMilliseconds: $0) }, receivedAtMilliseconds: now)
+    }
+
+    /// Saturating arithmetic on the host's times: a host may pass any `now` (the C ABI's `now_ms`), and nothing it
+    /// passes may trap.
+    static func plus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : r
+    }
+    static func minus(_ a: Int64, _ b: Int64) -> Int64 {
+        let (r, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b < 0 ? .max : .min) : r
     }
 
     /// The answer to the request of the last `.send`; false (and ignored) when no request awaits one.

@@ -6,7 +6,9 @@ import Glibc
 /// How an API client talks to Apple: timeout, retries, base URLs (e.g. a local test server), the Sandbox fallback
 /// of lookups, and the client-side rate limit.
 public struct AppStoreServerAPIConfiguration: Hashable, Sendable {
-    /// The whole exchange of one attempt; Apple's libraries use 30 s.
+    /// The client's timeout (Apple's libraries use 30 s): a deadline for the whole call, from the rate-limit wait and
+    /// the external signer to the last byte of the last attempt (`AppStoreServerAPICall`); each exchange is given the
+    /// time left.
     public var timeoutMilliseconds: UInt32
     /// Retries of Apple's retryable answers; none by default.
     public var retryPolicy: APIRetryPolicy

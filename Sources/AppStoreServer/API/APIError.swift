@@ -29,6 +29,10 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         /// The client's own rate limiter (`APIRateLimit`) had no slot within the wait allowed; nothing was sent.
         /// `retryAfter` is the time of the next free slot.
         case rateLimitedLocally
+        /// The client's timeout, a deadline for the whole call, ran out before the call finished: a wait (backoff,
+        /// Retry-After, rate-limit slot) would end past it, or the external signer answered after it (its signature
+        /// discarded). `retryAfter`, when set, is when the wait would have ended.
+        case deadlineExceeded
     }
 
     /// What kind of failure it is.
@@ -119,6 +123,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .signing: .internalError
         case .signerFailed: .invalidKey
         case .rateLimitedLocally: .rateLimited
+        case .deadlineExceeded: .transportError
         }
     }
 
@@ -135,6 +140,7 @@ public struct AppStoreServerAPIError: AppStoreServerFailure, Hashable {
         case .signing: .signingFailed
         case .signerFailed: .signerFailed
         case .rateLimitedLocally: .localRateLimit
+        case .deadlineExceeded: .deadlineExceeded
         }
     }
 

@@ -57,16 +57,28 @@ public final class APIRateLimiter: Sendable {
     /// `localRateLimit` when the wait would exceed `maxWaitMilliseconds`; nothing is reserved then.
     public func reserve(_ endpoint: AppStoreServerAPIEndpoint, environment: AppStoreEnvironment,
                         nowMilliseconds now: Int64 = Timestamp.nowMilliseconds()) throws(AppStoreServerAPIError) -> UInt64 {
-        guard let rate = rate(endpoint, environment: environment) else { return 0 }
+        try reserve(endpoint, environment: environment, nowMilliseconds: now, before: nil).wait
+    }
+
+    /// As above; a slot at or after `deadline` (an API call's) is not reserved either: `late` then, and `slot` says
+    /// when it is.
+    func reserve(_ endpoint: AppStoreServerAPIEndpoint, environment: AppStoreEnvironment, nowMilliseconds now: Int64,
+                 before deadline: Int64?) throws(AppStoreServerAPIError) -> (wait: UInt64, late: Bool, slot: Int64) {
+        guard let rate = rate(endpoint, environment: environment) else { return (0, false, now) }
         // n requests per window: ⌊rate⌋ per second, or one per 1/rate seconds.
         let n = rate >= 1 ? Int(rate) : 1
         let window = rate >= 1 ? Int64(1000) : Int64((1000 / rate).rounded(.up))
         let key = Key(endpoint: endpoint, sandbox: environment == .sandbox)
+        var late = false
         let (slot, admitted) = buckets.withLock { b -> (Int64, Bool) in
             var log = b[key] ?? []
             var slot = log.count < n ? now : max(now, log[log.count - n] + window)
             slot = max(slot, log.last ?? slot)  // in the order asked
             guard slot - now <= Int64(limit.maxWaitMilliseconds) else { return (slot, false) }
+            if let deadline, slot > now, slot >= deadline {
+                late = true
+                return (slot, true)
+            }
             log.append(slot)
             if log.count > n { log.removeFirst(log.count - n) }
             b[key] = log
@@ -75,7 +87,7 @@ public final class APIRateLimiter: Sendable {
         guard admitted else {
             throw Self.refusal(endpoint, environment: environment, rate: rate, atMilliseconds: slot, now: now)
         }
-        return UInt64(slot - now)
+        return (late ? 0 : UInt64(slot - now), late, slot)
     }
 
     private static func refusal(_ endpoint: AppStoreServerAPIEndpoint, environment: AppStoreEnvironment, rate: Double,

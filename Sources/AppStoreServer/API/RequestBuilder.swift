@@ -76,7 +76,8 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
     ///   - environment: the environment requests are for (Xcode has no server and is refused).
     ///   - baseURL: overrides the environment's base URLs (`http://` or `https://`, e.g. a test server), for
     ///     Advanced Commerce endpoints too.
-    ///   - timeoutMilliseconds: the time one attempt's whole exchange may take.
+    ///   - timeoutMilliseconds: the client's timeout: one exchange's at most, and through `AppStoreServerAPICall` a
+    ///     deadline for the whole call.
     public init(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
                 environment: AppStoreEnvironment, baseURL: String? = nil,
                 timeoutMilliseconds: UInt32 = defaultTimeoutMilliseconds) throws(AppStoreServerAPIError) {
@@ -105,6 +106,12 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
 
     /// Builds the request, validating request models first.
     public func build(_ request: AppStoreServerAPIRequest, issuedAt: Date = Date()) throws(AppStoreServerAPIError) -> HTTPRequest {
+        try build(request, issuedAt: issuedAt, signerTimeLeftMilliseconds: nil)
+    }
+
+    /// As above; `signerTimeLeftMilliseconds`: the call's time left, passed on to an external signer.
+    func build(_ request: AppStoreServerAPIRequest, issuedAt: Date = Date(),
+               signerTimeLeftMilliseconds: Int64?) throws(AppStoreServerAPIError) -> HTTPRequest {
         let parts = try request.wireParts()
         var url = (request.endpoint.isAdvancedCommerce ? advancedCommerceBaseURL : baseURL) + "/" + parts.path.joined(separator: "/")
         if !parts.query.isEmpty {
@@ -113,7 +120,9 @@ public struct AppStoreServerAPIRequestBuilder: Sendable {
         let token: String
         do throws(SigningError) {
             token = try AppStoreServerAPIToken.create(signingKey: signingKey, keyId: keyId, issuerId: issuerId,
-                                                      bundleId: bundleId, issuedAt: issuedAt)
+                                                      bundleId: bundleId, issuedAt: issuedAt,
+                                                      lifetime: AppStoreServerAPIToken.defaultLifetime,
+                                                      timeLeftMilliseconds: signerTimeLeftMilliseconds)
         } catch {
             throw AppStoreServerAPIError(kind: error.kind == .signerFailed ? .signerFailed : .signing, endpoint: request.endpoint,
                                          message: "bearer token: \(error.message)")

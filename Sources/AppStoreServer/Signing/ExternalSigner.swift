@@ -11,6 +11,17 @@ import COpenSSL
 public protocol ES256Signer: Sendable {
     /// The ECDSA P-256 signature of SHA-256(`message`) (`digest` is that hash), as r‖s or DER.
     func sign(message: [UInt8], digest: [UInt8]) throws -> [UInt8]
+    /// As `sign(message:digest:)`, with the time the signature may take: the key's signer timeout, or less when an
+    /// API call's deadline is nearer (what is left of the client's timeout). A signature that comes later is
+    /// discarded; a signer that can bound its own wait (a KMS client's timeout) should use it. By default it calls
+    /// `sign(message:digest:)`.
+    func sign(message: [UInt8], digest: [UInt8], timeoutMilliseconds: UInt32) throws -> [UInt8]
+}
+
+extension ES256Signer {
+    public func sign(message: [UInt8], digest: [UInt8], timeoutMilliseconds: UInt32) throws -> [UInt8] {
+        try sign(message: message, digest: digest)
+    }
 }
 
 /// What a signer returned, checked and brought into the two forms the library needs.

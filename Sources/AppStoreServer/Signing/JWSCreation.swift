@@ -13,10 +13,12 @@ enum JWSCreation {
         return h.bytes
     }
 
-    static func sign(key: SigningKey, header: [UInt8], claims: [UInt8]) throws(SigningError) -> String {
+    static func sign(key: SigningKey, header: [UInt8], claims: [UInt8], timeLeftMilliseconds: Int64? = nil) throws(SigningError) -> String {
         let input = Base64.encode(header, alphabet: .url) + "." + Base64.encode(claims, alphabet: .url)
         var s = input
-        let signature = try s.withUTF8 { p in Result { () throws(SigningError) in try key.signJOSE(UnsafeRawBufferPointer(p)) } }.get()
+        let signature = try s.withUTF8 { p in
+            Result { () throws(SigningError) in try key.signJOSE(UnsafeRawBufferPointer(p), timeLeftMilliseconds: timeLeftMilliseconds) }
+        }.get()
         return input + "." + Base64.encode(signature, alphabet: .url)
     }
 
@@ -63,6 +65,13 @@ public enum AppStoreServerAPIToken {
     /// Header `alg`, `kid`, `typ: JWT`; claims `iss`, `iat`, `exp`, `aud: appstoreconnect-v1`, `bid`.
     public static func create(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String,
                               issuedAt: Date = Date(), lifetime: Int64 = defaultLifetime) throws(SigningError) -> String {
+        try create(signingKey: signingKey, keyId: keyId, issuerId: issuerId, bundleId: bundleId, issuedAt: issuedAt,
+                   lifetime: lifetime, timeLeftMilliseconds: nil)
+    }
+
+    /// As above; `timeLeftMilliseconds`: the API call's time left, passed on to an external signer.
+    static func create(signingKey: SigningKey, keyId: String, issuerId: String, bundleId: String, issuedAt: Date,
+                       lifetime: Int64, timeLeftMilliseconds: Int64?) throws(SigningError) -> String {
         try JWSCreation.nonEmpty(keyId, "keyId")
         try JWSCreation.nonEmpty(issuerId, "issuerId")
         try JWSCreation.nonEmpty(bundleId, "bundleId")
@@ -78,7 +87,8 @@ public enum AppStoreServerAPIToken {
         c.member("aud", "appstoreconnect-v1")
         c.member("bid", bundleId)
         c.endObject()
-        return try JWSCreation.sign(key: signingKey, header: JWSCreation.header(keyId: keyId), claims: c.bytes)
+        return try JWSCreation.sign(key: signingKey, header: JWSCreation.header(keyId: keyId), claims: c.bytes,
+                                    timeLeftMilliseconds: timeLeftMilliseconds)
     }
 }
 

@@ -208,9 +208,13 @@ public final class SigningKey: @unchecked Sendable {
         return der
     }
 
-    /// JOSE ES256 signature (64-byte r||s).
-    func signJOSE(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
-        guard let pkey else { return try externalRaw(message) }
+    /// Whether an external signer holds the key (its signatures take a round trip the API call's deadline counts).
+    var isExternal: Bool { signer != nil }
+
+    /// JOSE ES256 signature (64-byte r||s). `timeLeftMilliseconds`: an API call's time left, which bounds an external
+    /// signer's time when it is less than the key's signer timeout.
+    func signJOSE(_ message: UnsafeRawBufferPointer, timeLeftMilliseconds: Int64? = nil) throws(SigningError) -> [UInt8] {
+        guard let pkey else { return try externalRaw(message, timeLeftMilliseconds: timeLeftMilliseconds) }
         guard let der = Self.localDER(pkey, message), let raw = ES256.derToRaw(der) else {
             throw SigningError(.signingFailed, "OpenSSL could not create the ES256 signature")
         }
@@ -231,7 +235,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// The external signer's signature of `message` as 64 bytes r||s, checked: well-formed, in time, and valid for
     /// `message` under the signer's public key.
-    private func externalRaw(_ message: UnsafeRawBufferPointer) throws(SigningError) -> [UInt8] {
+    private func externalRaw(_ message: UnsafeRawBufferPointer, timeLeftMilliseconds: Int64? = nil) throws(SigningError) -> [UInt8] {
         guard let signer, let signerPublicKey else {
             throw SigningError(.signingFailed, "the signing key has neither a key nor a signer")
         }
@@ -240,9 +244,12 @@ public final class SigningKey: @unchecked Sendable {
         guard SHA256(bytes, bytes.count, &digest) != nil else {
             throw SigningError(.signingFailed, "OpenSSL could not compute the SHA-256 digest")
         }
+        // The signer is told the time it has: its own timeout, or the API call's time left when that is nearer (the
+        // call judges an overrun of its deadline itself: APICall).
+        let allowed = min(Int64(signerTimeoutMilliseconds), max(1, timeLeftMilliseconds ?? Int64.max))
         let started = Timestamp.monotonicMilliseconds()
         let signature: [UInt8]
-        do { signature = try signer.sign(message: bytes, digest: digest) } catch {
+        do { signature = try signer.sign(message: bytes, digest: digest, timeoutMilliseconds: UInt32(allowed)) } catch {
             throw SigningError(.signerFailed, "the external signer failed: \(error)")
         }
         let took = Timestamp.monotonicMilliseconds() - started

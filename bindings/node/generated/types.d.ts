@@ -709,6 +709,7 @@ export declare enum FailureReason {
     TRANSPORT_FAILED = 69,
     NO_TRANSPORT = 70,
     LOCAL_RATE_LIMIT = 71,
+    DEADLINE_EXCEEDED = 72,
     REVOKED = 80,
     OCSP_UNKNOWN = 81,
     OCSP_BAD_SIGNATURE = 82,
@@ -728,7 +729,7 @@ export declare enum FailureReason {
 /** The name of a LibraryStatus, e.g. "INVALID_CHAIN_LENGTH". */
 export type LibraryStatusName = "OK" | "INVALID_ARGUMENT" | "CONFIGURATION_ERROR" | "VERIFICATION_FAILURE" | "RETRYABLE_VERIFICATION_FAILURE" | "INVALID_APP_IDENTIFIER" | "INVALID_ENVIRONMENT" | "INVALID_CHAIN_LENGTH" | "INVALID_CERTIFICATE" | "INVALID_JWT_FORMAT" | "INVALID_KEY" | "NOT_FOUND" | "INVALID_RECEIPT" | "API_ERROR" | "TRANSPORT_ERROR" | "INVALID_RESPONSE" | "RATE_LIMITED" | "STORAGE_ERROR" | "INTERNAL_ERROR";
 /** The name of a FailureReason as the C ABI spells it, e.g. "bad_signature". */
-export type FailureReasonName = "none" | "malformed" | "unsupported_alg" | "missing_x5c" | "chain_length" | "bad_certificate" | "no_trust_anchor" | "untrusted_chain" | "expired" | "missing_marker_oid" | "bad_signature" | "undecodable_payload" | "wrong_bundle" | "wrong_app_id" | "wrong_environment" | "wrong_kind" | "online_checks_unavailable" | "invalid_argument" | "internal" | "key_not_pem" | "key_encrypted" | "key_malformed" | "key_not_ec" | "key_wrong_curve" | "invalid_request" | "signing_failed" | "input_too_large" | "signer_failed" | "empty_x5c" | "receipt_malformed" | "no_transaction_id" | "signer_missing" | "unsupported_environment" | "unknown_endpoint" | "invalid_parameters" | "api_error" | "http_error" | "rate_limited" | "undecodable_response" | "transport_timeout" | "transport_unreachable" | "transport_failed" | "no_transport" | "local_rate_limit" | "revoked" | "ocsp_unknown" | "ocsp_bad_signature" | "ocsp_stale" | "ocsp_malformed" | "ocsp_cert_id_mismatch" | "ocsp_nonce_mismatch" | "ocsp_refused" | "ocsp_no_responder" | "ocsp_unreachable" | "ocsp_timeout" | "ocsp_http_error" | "ocsp_try_later" | "storage_failed" | "ledger_identity_mismatch";
+export type FailureReasonName = "none" | "malformed" | "unsupported_alg" | "missing_x5c" | "chain_length" | "bad_certificate" | "no_trust_anchor" | "untrusted_chain" | "expired" | "missing_marker_oid" | "bad_signature" | "undecodable_payload" | "wrong_bundle" | "wrong_app_id" | "wrong_environment" | "wrong_kind" | "online_checks_unavailable" | "invalid_argument" | "internal" | "key_not_pem" | "key_encrypted" | "key_malformed" | "key_not_ec" | "key_wrong_curve" | "invalid_request" | "signing_failed" | "input_too_large" | "signer_failed" | "empty_x5c" | "receipt_malformed" | "no_transaction_id" | "signer_missing" | "unsupported_environment" | "unknown_endpoint" | "invalid_parameters" | "api_error" | "http_error" | "rate_limited" | "undecodable_response" | "transport_timeout" | "transport_unreachable" | "transport_failed" | "no_transport" | "local_rate_limit" | "deadline_exceeded" | "revoked" | "ocsp_unknown" | "ocsp_bad_signature" | "ocsp_stale" | "ocsp_malformed" | "ocsp_cert_id_mismatch" | "ocsp_nonce_mismatch" | "ocsp_refused" | "ocsp_no_responder" | "ocsp_unreachable" | "ocsp_timeout" | "ocsp_http_error" | "ocsp_try_later" | "storage_failed" | "ledger_identity_mismatch";
 
 /** The display name and description of an Advanced Commerce product. */
 export interface AdvancedCommerceDescriptors {

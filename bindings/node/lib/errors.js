@@ -33,13 +33,15 @@ function spoken(message, detail) {
 }
 
 /** A failure the library reports outside verification and API answers (configuration, keys, receipts, ...).
- *  retryAtMs: when the client's own rate limit has a free slot again (RATE_LIMITED / local_rate_limit only). */
+ *  retryAtMs: when the client's own rate limit has a free slot again (RATE_LIMITED / local_rate_limit), or when the
+ *  wait that would have passed the call's deadline would have ended (TRANSPORT_ERROR / deadline_exceeded). */
 class AppStoreServerError extends Error {
   constructor(message, detail) {
     super(spoken(message, detail));
     this.name = 'AppStoreServerError';
     detailFields(this, detail || INTERNAL);
-    if (detail && detail.statusName === 'RATE_LIMITED' && detail.retryAtMs >= 0) this.retryAtMs = detail.retryAtMs;
+    if (detail && (detail.statusName === 'RATE_LIMITED' || detail.reasonName === 'deadline_exceeded') &&
+        detail.retryAtMs >= 0) this.retryAtMs = detail.retryAtMs;
   }
 }
 

@@ -28,7 +28,10 @@ const WHERE = 'ExternalSigner';
  * bytes) or DER SubjectPublicKeyInfo. Every signature is verified with it before use: one made with another key, over
  * another message or random bytes fails the call (AppStoreServerError INVALID_KEY / signer_failed).
  * options.timeoutMs: how long one signature may take (default 10000, 1 to 4294967295): after it the call fails
- * (signer_failed, a TimeoutError as `cause`); the signer itself is not interrupted.
+ * (signer_failed, a TimeoutError as `cause`); the signer itself is not interrupted. In an API call the client's
+ * timeout (a deadline for the whole call) bounds it too: the call stops waiting at its deadline and fails with
+ * AppStoreServerError TRANSPORT_ERROR / deadline_exceeded, the signer's late answer discarded. sign gets the
+ * milliseconds it has as a third argument, sign(message, digest, timeoutMs), to pass on to the KMS client.
  */
 class ExternalSigner {
   constructor(sign, publicKey, options) {
@@ -78,7 +81,7 @@ function thrown(e) {
  * the request is answered (or its waiter gives up at the timeout).
  */
 function dispatcher(sign) {
-  return function dispatch(message, digest, request) {
+  return function dispatch(message, digest, request, timeoutMs) {
     const fail = (what, hasCause, cause) => {
       const id = hasCause ? keepSignerCause(cause) : 0;
       let accepted = false;
@@ -106,7 +109,7 @@ function dispatcher(sign) {
     let out;
     let then;
     try {
-      out = sign(message, digest);
+      out = sign(message, digest, timeoutMs);
       then = out !== null && (typeof out === 'object' || typeof out === 'function') ? out.then : undefined;
     } catch (e) {
       fail(`it threw ${thrown(e)}`, true, e);

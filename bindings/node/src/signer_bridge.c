@@ -85,6 +85,7 @@ typedef struct sign_request {
     uint8_t *message;
     size_t message_len;
     uint8_t digest[32];
+    uint32_t timeout_ms; /* the time the signature may take, passed to the JS signer */
     /* answer */
     int ok;
     uint8_t signature[SIGNER_CAPACITY];
@@ -180,7 +181,7 @@ static void signer_close(signer_bridge *s) {
 
 /* The library's signer callback (appstore_signer_fn): on the thread of the call that asked for the signature. */
 static int32_t signer_sign(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                           uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+                           uint8_t *signature, size_t signature_cap, size_t *signature_len, uint32_t timeout_ms) {
     signer_bridge *s = user_data;
     asb_note_clear();
     if (!s || (!message && message_len) || !digest || !signature || !signature_len) {
@@ -208,6 +209,9 @@ static int32_t signer_sign(void *user_data, const uint8_t *message, size_t messa
     r->message_len = message_len;
     if (r->message && message_len) memcpy(r->message, message, message_len);
     memcpy(r->digest, digest, sizeof r->digest);
+    /* The library's timeout_ms: the key's timeout, or what is left of an API call's deadline when that is nearer. */
+    uint32_t wait_ms = timeout_ms ? timeout_ms : (s->timeout_ms ? s->timeout_ms : 10000);
+    r->timeout_ms = wait_ms;
     const char *refused = NULL;
     pthread_mutex_lock(&s->mu);
     if (!r->message) refused = "out of memory";
@@ -228,7 +232,6 @@ static int32_t signer_sign(void *user_data, const uint8_t *message, size_t messa
     }
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    uint32_t wait_ms = s->timeout_ms ? s->timeout_ms : 10000;
     deadline.tv_sec += (time_t)(wait_ms / 1000);
     deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
     if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
@@ -248,7 +251,7 @@ static int32_t signer_sign(void *user_data, const uint8_t *message, size_t messa
     int32_t rc = 1;
     if (timed_out) {
         char why[96];
-        snprintf(why, sizeof why, "no signature within its timeout of %u ms", wait_ms);
+        snprintf(why, sizeof why, "no signature within the %u ms it had", wait_ms);
         note_set(why, 0, 1);
     } else if (r->ok && r->signature_len > 0 && r->signature_len <= signature_cap) {
         memcpy(signature, r->signature, r->signature_len);
@@ -261,7 +264,7 @@ static int32_t signer_sign(void *user_data, const uint8_t *message, size_t messa
     return rc;
 }
 
-/* Runs on the JS thread for each request: dispatcher(message, digest, requestHandle). */
+/* Runs on the JS thread for each request: dispatcher(message, digest, requestHandle, timeoutMs). */
 static void signer_call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     (void)context;
     sign_request *r = data;
@@ -283,14 +286,15 @@ static void signer_call_js(napi_env env, napi_value js_cb, void *context, void *
     }
     box->extra = r; /* the JS side's reference: released when it answers or the handle is collected */
     box->extra_free = sign_request_unref_box;
-    napi_value argv[3], recv;
+    napi_value argv[4], recv;
     void *bdata = NULL;
     argv[2] = handle;
     int ok = napi_create_buffer_copy(env, r->message_len, r->message_len ? r->message : asb_empty_bytes, &bdata,
                                      &argv[0]) == napi_ok &&
              napi_create_buffer_copy(env, sizeof r->digest, r->digest, &bdata, &argv[1]) == napi_ok &&
+             napi_create_uint32(env, r->timeout_ms, &argv[3]) == napi_ok &&
              napi_get_undefined(env, &recv) == napi_ok &&
-             napi_call_function(env, recv, js_cb, 3, argv, NULL) == napi_ok;
+             napi_call_function(env, recv, js_cb, 4, argv, NULL) == napi_ok;
     if (!ok) {
         if (asb_pending_exception(env)) {
             napi_value e;

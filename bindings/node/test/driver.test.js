@@ -88,6 +88,7 @@ class Script {
     assert.equal(request.environment, want.url.startsWith(`${APPLE_SANDBOX}/`) ? lib.Environment.SANDBOX
       : lib.Environment.PRODUCTION, `${this.name}: request.environment`);
     assert.ok(headers.Authorization.startsWith('Bearer '), this.name);
+    if ('timeoutMs' in want) assert.equal(request.timeoutMs, want.timeoutMs, `${this.name}: the time left as the timeout`);
     assert.deepEqual(body === undefined ? undefined : JSON.parse(body), this.body, this.name);
     assert.ok(this.i < this.steps.length, `${this.name}: no outcome scripted for the send`);
     const step = this.steps[this.i];
@@ -148,6 +149,7 @@ function makeClient(scenario, script) {
   key = key || fs.readFileSync(path.join(signingKeys(), 'p256.p8'), 'utf8');
   const o = scenario.client;
   const options = {};
+  if ('timeoutMs' in o) options.timeoutMs = o.timeoutMs;
   if ('maxRetries' in o) Object.assign(options, { maxRetries: o.maxRetries, initialBackoffMs: o.initialBackoffMs, maxBackoffMs: o.maxBackoffMs });
   if (o.sandboxFallback) options.sandboxFallback = true;
   if (o.rateLimit) options.rateLimit = { maxWaitMs: o.rateLimit.maxWaitMs, sharePercent: o.rateLimit.sharePercent };

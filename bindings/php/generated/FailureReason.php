@@ -186,6 +186,10 @@ enum FailureReason: int
      */
     case LOCAL_RATE_LIMIT = 71;
     /**
+     * the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot) would end past it, or the external signer answered after it (its answer discarded)
+     */
+    case DEADLINE_EXCEEDED = 72;
+    /**
      * the message names the certificate, revocation time and reason
      */
     case REVOKED = 80;
@@ -250,7 +254,7 @@ enum FailureReason: int
     public function isRetryable(): bool
     {
         return match ($this) {
-            self::RATE_LIMITED, self::TRANSPORT_TIMEOUT, self::TRANSPORT_UNREACHABLE, self::LOCAL_RATE_LIMIT, self::OCSP_UNREACHABLE, self::OCSP_TIMEOUT, self::OCSP_HTTP_ERROR, self::OCSP_TRY_LATER, self::STORAGE_FAILED => true,
+            self::RATE_LIMITED, self::TRANSPORT_TIMEOUT, self::TRANSPORT_UNREACHABLE, self::LOCAL_RATE_LIMIT, self::DEADLINE_EXCEEDED, self::OCSP_UNREACHABLE, self::OCSP_TIMEOUT, self::OCSP_HTTP_ERROR, self::OCSP_TRY_LATER, self::STORAGE_FAILED => true,
             default => false,
         };
     }

@@ -17,7 +17,7 @@ typedef struct appstore_api_client appstore_api_client;
 typedef struct appstore_api_request appstore_api_request;
 typedef struct appstore_api_call appstore_api_call;
 typedef struct appstore_ledger appstore_ledger;
-typedef int32_t (*appstore_signer_fn)(void * user_data, const uint8_t * message, size_t message_len, const uint8_t * digest, uint8_t * signature, size_t signature_cap, size_t * signature_len);
+typedef int32_t (*appstore_signer_fn)(void * user_data, const uint8_t * message, size_t message_len, const uint8_t * digest, uint8_t * signature, size_t signature_cap, size_t * signature_len, uint32_t timeout_ms);
 typedef int32_t (*appstore_transport_fn)(void * user_data, const char * method, const char * url, const char * headers, size_t headers_len, const uint8_t * body, size_t body_len, uint32_t timeout_ms, appstore_http_response * response);
 
 const char * appstore_version(void);

@@ -12,13 +12,18 @@ namespace AppStoreServer;
  * DER SubjectPublicKeyInfo) and refuses one that does not verify, or that took longer than $timeoutMs (the signer's
  * own client must enforce that deadline: the library cannot interrupt it). A signer that throws fails that
  * signature with SigningException / FailureReason::SIGNER_FAILED.
+ *
+ * $signer gets a third argument, the milliseconds it has: $timeoutMs, or less when an API call's deadline is nearer
+ * (what is left of the client's timeout). PHP cannot abandon a signer that overruns it: the call waits for it, then
+ * discards its signature and fails with APIException (status TRANSPORT_ERROR, reason DEADLINE_EXCEEDED); pass the
+ * time on to the KMS client's own timeout so that it never overruns.
  */
 final class ExternalKey
 {
-    /** @var \Closure(string $message, string $digest): string */
+    /** @var \Closure(string $message, string $digest, int $timeoutMs): string */
     public readonly \Closure $signer;
 
-    /** @param callable(string $message, string $digest): string $signer */
+    /** @param callable(string $message, string $digest, int $timeoutMs): string $signer */
     public function __construct(callable $signer, public readonly string $publicKey, public readonly int $timeoutMs = 10000)
     {
         if ($timeoutMs < 1 || $timeoutMs > 0xFFFFFFFF) {

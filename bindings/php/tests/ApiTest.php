@@ -193,4 +193,35 @@ final class ApiTest extends TestCase
         $this->assertSame('signed-transaction-info', $c->getTransactionInfo('2000000000000001')->signedTransactionInfo);
         $this->assertSame(1, $calls);
     }
+
+    /**
+     * The client's timeout is a deadline for the whole call: the signer is told the time left, and PHP (which cannot
+     * abandon a running signer) discards a signature that comes after the deadline: APIException TRANSPORT_ERROR /
+     * DEADLINE_EXCEEDED, nothing sent. Deterministic: the signer sleeps 700 ms of the call's 500 (a sleep never ends
+     * early).
+     */
+    public function testAnExternalKeyPastTheDeadlineIsDiscarded(): void
+    {
+        $p8 = openssl_pkey_get_private((string) file_get_contents(Support::keys() . '/p256.p8'));
+        $told = [];
+        $ext = new \AppStoreServer\ExternalKey(static function (string $message, string $digest, int $timeoutMs) use ($p8, &$told): string {
+            $told[] = $timeoutMs;
+            usleep(700_000);
+            openssl_sign($message, $der, $p8, OPENSSL_ALGO_SHA256);
+            return $der;
+        }, (string) file_get_contents(Support::keys() . '/p256_public.pem'));
+        // Nothing listens on port 9: a request sent would fail as TRANSPORT_UNREACHABLE, not DEADLINE_EXCEEDED.
+        $c = new AppStoreServerAPIClient($ext, Support::KEY_ID, Support::ISSUER, Support::BUNDLE, Environment::SANDBOX,
+            baseUrl: 'http://127.0.0.1:9', timeoutMs: 500);
+        try {
+            $c->getTransactionInfo('1');
+            $this->fail('the call succeeded past its deadline');
+        } catch (APIException $e) {
+            $this->assertSame([AppStoreStatus::TRANSPORT_ERROR, FailureReason::DEADLINE_EXCEEDED], [$e->appstoreStatus, $e->reason], $e->getMessage());
+            $this->assertStringContainsString('its signature is discarded', $e->getMessage());
+        }
+        // Told the call's time left (less than the key's own 10 s), minus what the first step took.
+        $this->assertCount(1, $told);
+        $this->assertTrue($told[0] > 0 && $told[0] <= 500, "told {$told[0]} ms");
+    }
 }

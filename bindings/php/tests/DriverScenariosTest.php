@@ -44,6 +44,9 @@ final class DriverScenariosTest extends TestCase
         $script = new Script($s);
         $opts = $s['client'];
         $kw = [];
+        if (isset($opts['timeoutMs'])) {
+            $kw['timeoutMs'] = $opts['timeoutMs'];
+        }
         if (isset($opts['maxRetries'])) {
             $kw += ['maxRetries' => $opts['maxRetries'], 'initialBackoffMs' => $opts['initialBackoffMs'], 'maxBackoffMs' => $opts['maxBackoffMs']];
         }
@@ -69,7 +72,7 @@ final class DriverScenariosTest extends TestCase
 
             protected function executeRequest(string $method, string $url, array $headers, string $body, int $timeoutMs): HttpResponse
             {
-                return $this->script->execute($method, $url, $headers, $body);
+                return $this->script->execute($method, $url, $headers, $body, $timeoutMs);
             }
         };
         $client->script = $script;
@@ -142,10 +145,13 @@ final class Script
         A::assertSame($this->take('wait')['wait'], $ms, "{$this->name}: slept $ms ms");
     }
 
-    public function execute(string $method, string $url, array $headers, string $body): HttpResponse
+    public function execute(string $method, string $url, array $headers, string $body, int $timeoutMs): HttpResponse
     {
         $want = $this->take('send')['send'];
         A::assertSame([$want['method'], $want['url']], [$method, $url], "{$this->name}: step " . ($this->i - 1));
+        if (isset($want['timeoutMs'])) { // the time left before the call's deadline
+            A::assertSame($want['timeoutMs'], $timeoutMs, "{$this->name}: the request's timeout");
+        }
         $auth = null;
         foreach ($headers as [$n, $v]) {
             if (strcasecmp($n, 'Authorization') === 0) {

@@ -21,7 +21,9 @@ Signer = Callable[[bytes, bytes], bytes]
 """An external signer's function: sign(message, digest) -> the ECDSA P-256 signature of SHA-256(message), as DER or
 as 64 bytes r||s. `digest` is SHA-256(message), for signers that take a digest (KMS's MessageType DIGEST, PKCS#11
 CKM_ECDSA). A plain function, called in a worker thread (possibly several at once), so a KMS round trip neither
-stops the async client's event loop nor holds a call past the signer's timeout. Wrap it in an ExternalSigner."""
+stops the async client's event loop nor holds a call past the signer's timeout or an API call's deadline. One that
+takes a `timeout` keyword (or **kwargs) is told the seconds it has: the signer's timeout, or what is left of the API
+client's timeout when that is less; pass it on to the KMS client. Wrap it in an ExternalSigner."""
 
 _SIGNER_TIMEOUT = 10.0  # the library's default (appstore_signing_key_new_with_signer's timeout_ms 0)
 
@@ -36,15 +38,18 @@ class ExternalSigner:
                 before use: a signature made with another key, over another message (a replayed one) or random
                 bytes fails the call (SigningError, INVALID_KEY / SIGNER_FAILED) instead of being sent to Apple.
     timeout     seconds one signature may take (default 10): the call stops waiting then and fails with SigningError
-                (SIGNER_FAILED, a TimeoutError as __cause__); the signer's thread is left to finish on its own.
+                (SIGNER_FAILED, a TimeoutError as __cause__); the signer's thread is left to finish on its own. In an
+                API call, the client's timeout (a deadline for the whole call) bounds it too: the call stops waiting
+                at its deadline and raises APIException (reason DEADLINE_EXCEEDED, the TimeoutError as __cause__).
     """
 
-    __slots__ = ("sign", "public_key", "timeout")
+    __slots__ = ("sign", "public_key", "timeout", "takes_timeout")
 
     def __init__(self, sign: Signer, public_key: Union[str, bytes], *, timeout: Optional[float] = None):
         if not callable(sign) or isinstance(sign, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"sign must be a callable sign(message, digest) -> bytes, not {_args._type_name(sign)}")
         self.sign = sign
+        self.takes_timeout = _takes_timeout(sign)
         self.public_key = _args.text_or_bytes(public_key, "public_key")
         if not self.public_key:
             raise ValueError("public_key is empty: the signer's public key is required")
@@ -58,6 +63,15 @@ class ExternalSigner:
 
     def __repr__(self) -> str:
         return f"ExternalSigner({self.sign!r}, timeout={self.timeout:g})"
+
+
+def _takes_timeout(sign: Any) -> bool:
+    """Whether sign accepts a `timeout` keyword (by name, or through **kwargs)."""
+    try:
+        params = inspect.signature(sign).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called with (message, digest)
+        return False
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "timeout" and p.kind != p.POSITIONAL_ONLY) for p in params)
 
 
 SigningKeyArg = Union[bytes, str, ExternalSigner]
@@ -85,37 +99,41 @@ class _SignerBridge:
     def __init__(self, signer: ExternalSigner):
         self.sign = signer.sign
         self.timeout = signer.timeout
+        self.takes_timeout = signer.takes_timeout
         self.local = threading.local()
         self.callback = abi.SIGNER_FN(self._call)
 
-    def _sign(self, message: bytes, digest: bytes) -> Any:
-        """sign() in a worker thread, waited for at most the timeout: the library cannot interrupt its callback, and a
-        hung KMS call must not hold the caller."""
+    def _sign(self, message: bytes, digest: bytes, timeout_ms: int = 0) -> Any:
+        """sign() in a worker thread, waited for at most the time it has (timeout_ms: the key's timeout, or what is left
+        of an API call's deadline when that is nearer): the library cannot interrupt its callback, and a hung KMS call
+        must not hold the caller. A signature that comes later is discarded."""
+        wait = timeout_ms / 1000 if timeout_ms else self.timeout
         done = threading.Event()
         out: List[Any] = []
 
         def work() -> None:
             try:
-                out.append((True, self.sign(message, digest)))
+                sig = self.sign(message, digest, timeout=wait) if self.takes_timeout else self.sign(message, digest)
+                out.append((True, sig))
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 out.append((False, e))
             finally:
                 done.set()
 
         threading.Thread(target=work, name="appstoreserver-signer", daemon=True).start()
-        if not done.wait(self.timeout):
-            raise TimeoutError(f"no signature within the signer's timeout of {self.timeout:g} s")
+        if not done.wait(wait):
+            raise TimeoutError(f"no signature within the {wait:g} s it had")
         ok, value = out[0]
         if not ok:
             raise value
         return value
 
     def _call(self, user_data: Optional[int], message: Optional[int], message_len: int, digest: Optional[int],
-              signature: Optional[int], signature_cap: int, signature_len: Optional[int]) -> int:
+              signature: Optional[int], signature_cap: int, signature_len: Optional[int], timeout_ms: int = 0) -> int:
         # Nothing may escape into C: ctypes would print the exception and return 0, i.e. "signed".
         try:
             msg = string_at(message, message_len) if message_len else b""
-            sig = self._sign(msg, string_at(digest, 32) if digest else b"")
+            sig = self._sign(msg, string_at(digest, 32) if digest else b"", timeout_ms)
             if inspect.isawaitable(sig):
                 close = getattr(sig, "close", None)
                 if close:

@@ -27,7 +27,8 @@ from ._generated.api_errors import AdvancedCommerceAPIError, APIError
 from ._generated.endpoints import ENDPOINTS, AsyncEndpointMethods, EndpointMethods, GetTransactionHistoryVersion
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, LIBRARY_VERSION, free_error, lib, new_handle, read_error, take_string
-from ._signing import ExternalSigner, Signer, SigningError, SigningKeyArg, api_token, error_from, is_signer
+from ._signing import (ExternalSigner, Signer, SigningError, SigningKeyArg, _SignerBridge, api_token, error_from,
+                       is_signer)
 from ._signing import signing_key as _new_signing_key
 from .models.Environment import Environment
 from .signed_data_verifier import environment_code
@@ -250,8 +251,15 @@ class BaseAppStoreServerAPIClient:
 
     Beyond Apple's, keyword-only:
     base_url          another server, e.g. a test server (http:// or https://)
-    timeout           seconds per attempt (default 30), a deadline for the whole exchange: connecting, sending,
-                      the status line, headers and body (not per socket read)
+    timeout           seconds (default 30): a deadline for the whole call (each page of iter_*), from its start: an
+                      external signer's time, rate-limit waits, every exchange (connecting, sending, the status line,
+                      headers and body), backoff and Retry-After waits and the Sandbox fallback all count against it.
+                      Each exchange gets the time left as its timeout; a wait that would end past the deadline is not
+                      waited for, and an external signer is waited for only until the deadline (its thread left to
+                      finish, its signature discarded): APIException (status TRANSPORT_ERROR, reason
+                      DEADLINE_EXCEEDED; the signer's TimeoutError as __cause__, the last answer as __context__).
+                      An exchange that times out raises the transport's own exception (TimeoutError, httpx's), as
+                      Apple's library does
     max_retries       default 0: no retries; initial_backoff and max_backoff (seconds): the wait doubles from
                       initial_backoff up to max_backoff; a Retry-After further away than max_backoff is not waited for
     sandbox_fallback  Production clients only: a lookup (transaction info, history, statuses, refund history, app
@@ -497,6 +505,13 @@ class _Call:
             if info.reason == FailureReason.UNDECODABLE_RESPONSE:
                 # As Apple's Java (its Python raises the decoder's error itself): the decoding failure is the cause.
                 e.__cause__ = ValueError(info.message)
+            elif info.reason == FailureReason.DEADLINE_EXCEEDED:
+                # The deadline passed while an external signer was asked: its TimeoutError (or whatever it raised) says
+                # so. Read on the thread that ran next(), where the signer bridge keeps it.
+                bridge = self.client._key.keep
+                cause = bridge.take_error() if isinstance(bridge, _SignerBridge) else None
+                if isinstance(cause, Exception):
+                    e.__cause__ = cause
             return e
         prefix = "" if info.message.startswith(f"{self.endpoint}: ") else f"{self.endpoint}: "  # named once
         if info.reason == FailureReason.SIGNER_FAILED:

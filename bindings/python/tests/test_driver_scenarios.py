@@ -22,7 +22,7 @@ from test_api import ENDPOINTS, python_call, snake
 
 from appstoreserver import _http
 from appstoreserver._generated import abi
-from appstoreserver.api_client import APIException, AppStoreServerAPIClient, AsyncAppStoreServerAPIClient
+from appstoreserver.api_client import APIException, AppStoreServerAPIClient, AsyncAppStoreServerAPIClient, _current
 from appstoreserver.models.Environment import Environment
 
 SCENARIOS: List[Dict[str, Any]] = json.loads((REPO / "Tests" / "driver" / "scenarios.json").read_text())["scenarios"]
@@ -76,6 +76,9 @@ class Script:
         full = url + ("?" + urlencode(params, doseq=True, quote_via=quote) if params else "")
         assert (method, full) == (want["method"], want["url"]), f"{self.name}: step {self.i - 1}"
         assert headers["Authorization"].startswith("Bearer ") and body == self.body and data is None, self.name
+        if "timeoutMs" in want:  # the transport timeout the default transports would use: the time left
+            prepared = _current.get()
+            assert prepared is not None and round(prepared.timeout * 1000) == want["timeoutMs"], (self.name, prepared)
         assert self.i < len(self.steps), f"{self.name}: no outcome scripted for the send"
         step = self.steps[self.i]
         if "fail" in step:
@@ -126,6 +129,8 @@ def make_client(cls: Any, scenario: Dict[str, Any], keys: Path, script: Script) 
     """Apple's base URLs (no base_url), the test key, the scenario's options; the hook, clock and sleep scripted."""
     opts = scenario["client"]
     kw: Dict[str, Any] = {}
+    if "timeoutMs" in opts:
+        kw["timeout"] = opts["timeoutMs"] / 1000
     if "maxRetries" in opts:
         kw.update(max_retries=opts["maxRetries"], initial_backoff=opts["initialBackoffMs"] / 1000,
                   max_backoff=opts["maxBackoffMs"] / 1000)

@@ -145,7 +145,7 @@ struct ToolFailure: Error {
         case .invalidArgument, .invalidRequest: exit = .usage
         case .configuration, .signing, .signerFailed: exit = .configuration
         case .apiError, .httpError, .undecodableResponse, .rateLimitedLocally: exit = .apiError
-        case .transport: exit = .network
+        case .transport, .deadlineExceeded: exit = .network
         }
         self.init(f, exit)
     }

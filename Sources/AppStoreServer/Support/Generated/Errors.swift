@@ -191,6 +191,8 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     case noTransport = 70
     /// the client's rate limiter: no slot for the endpoint within the allowed wait
     case localRateLimit = 71
+    /// the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot) would end past it, or the external signer answered after it (its answer discarded)
+    case deadlineExceeded = 72
     /// the message names the certificate, revocation time and reason
     case revoked = 80
     /// the responder does not know the certificate
@@ -269,6 +271,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .transportFailed: "transport_failed"
         case .noTransport: "no_transport"
         case .localRateLimit: "local_rate_limit"
+        case .deadlineExceeded: "deadline_exceeded"
         case .revoked: "revoked"
         case .ocspUnknown: "ocsp_unknown"
         case .ocspBadSignature: "ocsp_bad_signature"
@@ -334,6 +337,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
         case .transportFailed: [.transportError]
         case .noTransport: [.configurationError]
         case .localRateLimit: [.rateLimited]
+        case .deadlineExceeded: [.transportError]
         case .revoked: [.verificationFailure]
         case .ocspUnknown: [.verificationFailure]
         case .ocspBadSignature: [.verificationFailure]
@@ -355,7 +359,7 @@ public enum FailureReason: Int32, Hashable, Sendable, CaseIterable {
     /// Whether the same call may succeed later with nothing changed (nothing was learnt about the input).
     public var isRetryable: Bool {
         switch self {
-        case .rateLimited, .transportTimeout, .transportUnreachable, .localRateLimit, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater, .storageFailed: true
+        case .rateLimited, .transportTimeout, .transportUnreachable, .localRateLimit, .deadlineExceeded, .ocspUnreachable, .ocspTimeout, .ocspHTTPError, .ocspTryLater, .storageFailed: true
         default: false
         }
     }

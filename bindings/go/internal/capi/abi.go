@@ -726,7 +726,7 @@ func ApiClientOptionsSetTransport(a_options ApiClientOptions, a_transport Transp
 	return nil
 }
 
-// ApiClientOptionsSetTimeoutMs calls appstore_api_client_options_set_timeout_ms: The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; >= 1.
+// ApiClientOptionsSetTimeoutMs calls appstore_api_client_options_set_timeout_ms: The client's timeout, >= 1: a deadline for the whole call (each page of a paginated one), from its first appstore_api_call_next.
 func ApiClientOptionsSetTimeoutMs(a_options ApiClientOptions, a_timeout_ms uint32) error {
 	var cerr *C.appstore_error
 	st := C.appstore_api_client_options_set_timeout_ms((*C.appstore_api_client_options)(a_options), C.uint32_t(a_timeout_ms), &cerr)
@@ -941,7 +941,7 @@ func ApiCallNext(a_call ApiCall, a_now_ms int64) (int32, int64, error) {
 	return int32(o_action_out), int64(o_wait_ms_out), nil
 }
 
-// ApiCallRequest calls appstore_api_call_request: After SEND: the request to send (method, URL, headers with a fresh token, body, timeout; see the appstore_api_request getters).
+// ApiCallRequest calls appstore_api_call_request: After SEND: the request to send (method, URL, headers with a fresh token, body, timeout: the time left before the call's deadline once the token was signed, at most the client's timeout; see the appstore_api_request getters).
 func ApiCallRequest(a_call ApiCall) (ApiRequest, error) {
 	var o_request_out *C.appstore_api_request
 	var cerr *C.appstore_error

@@ -139,6 +139,8 @@ const (
 
 	ReasonLocalRateLimit = 71
 
+	ReasonDeadlineExceeded = 72
+
 	ReasonRevoked = 80
 
 	ReasonOcspUnknown = 81

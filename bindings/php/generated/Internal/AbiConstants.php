@@ -77,6 +77,7 @@ final class AbiConstants
     public const APPSTORE_REASON_TRANSPORT_FAILED = 69;
     public const APPSTORE_REASON_NO_TRANSPORT = 70;
     public const APPSTORE_REASON_LOCAL_RATE_LIMIT = 71;
+    public const APPSTORE_REASON_DEADLINE_EXCEEDED = 72;
     public const APPSTORE_REASON_REVOKED = 80;
     public const APPSTORE_REASON_OCSP_UNKNOWN = 81;
     public const APPSTORE_REASON_OCSP_BAD_SIGNATURE = 82;

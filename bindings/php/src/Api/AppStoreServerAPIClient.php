@@ -38,6 +38,9 @@ class AppStoreServerAPIClient
 
     /**
      * @param string|ExternalKey $signingKey the App Store Connect key (.p8 PEM text), or a key held in a KMS or an HSM
+     * @param int $timeoutMs a deadline for the whole call (the external signer, rate-limit and retry waits, every
+     *        exchange, each given the time left); a wait past it is not made: APIException TRANSPORT_ERROR /
+     *        DEADLINE_EXCEEDED
      * @param int $maxRetries retries of HTTP 429 and Apple's retryable errors (0 = off), waiting
      *        $initialBackoffMs, doubling up to $maxBackoffMs, or until Retry-After
      * @param bool $sandboxFallback Production lookups that Production does not know are asked in Sandbox

@@ -54,10 +54,12 @@ final class SigningKey
      */
     private static function bridge(\Closure $signer): \Closure
     {
-        return static function ($userData, $message, $messageLen, $digest, $signature, $cap, $signatureLen) use ($signer): int {
+        return static function ($userData, $message, $messageLen, $digest, $signature, $cap, $signatureLen, $timeoutMs) use ($signer): int {
             try {
                 $m = (int) $messageLen > 0 ? FFI::string($message, (int) $messageLen) : '';
-                $sig = $signer($m, FFI::string($digest, 32));
+                // The time it has (the key's timeout, or what is left of an API call's): PHP cannot abandon a signer,
+                // so one that overruns is waited for, and its signature discarded when the call's deadline passed.
+                $sig = $signer($m, FFI::string($digest, 32), (int) $timeoutMs);
                 if (!is_string($sig) || $sig === '' || strlen($sig) > (int) $cap) {
                     return 1;
                 }

@@ -7,8 +7,8 @@ from ctypes import CFUNCTYPE, POINTER, c_char_p, c_int8, c_int16, c_int32, c_int
 
 SONAME = "libappstoreserver.so.0"
 
-# appstore_signer_fn(user_data, message, message_len, digest, signature, signature_cap, signature_len)
-SIGNER_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p)
+# appstore_signer_fn(user_data, message, message_len, digest, signature, signature_cap, signature_len, timeout_ms)
+SIGNER_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p, c_uint32)
 # appstore_transport_fn(user_data, method, url, headers, headers_len, body, body_len, timeout_ms, response)
 TRANSPORT_FN = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_char_p, c_char_p, c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
 
@@ -212,6 +212,7 @@ APPSTORE_REASON_TRANSPORT_UNREACHABLE = 68
 APPSTORE_REASON_TRANSPORT_FAILED = 69
 APPSTORE_REASON_NO_TRANSPORT = 70
 APPSTORE_REASON_LOCAL_RATE_LIMIT = 71
+APPSTORE_REASON_DEADLINE_EXCEEDED = 72
 APPSTORE_REASON_REVOKED = 80
 APPSTORE_REASON_OCSP_UNKNOWN = 81
 APPSTORE_REASON_OCSP_BAD_SIGNATURE = 82

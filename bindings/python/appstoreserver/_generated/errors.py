@@ -138,6 +138,8 @@ class FailureReason(IntEnum):
     """appstore_api_client_call without a configured transport [CONFIGURATION_ERROR]"""
     LOCAL_RATE_LIMIT = 71
     """the client's rate limiter: no slot for the endpoint within the allowed wait [RATE_LIMITED]"""
+    DEADLINE_EXCEEDED = 72
+    """the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot) would end past it, or the external signer answered after it (its answer discarded) [TRANSPORT_ERROR]"""
     REVOKED = 80
     """the message names the certificate, revocation time and reason [VERIFICATION_FAILURE]"""
     OCSP_UNKNOWN = 81
@@ -171,4 +173,4 @@ class FailureReason(IntEnum):
 
 
 # Reasons after which the same call may succeed later with nothing changed.
-RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.LOCAL_RATE_LIMIT, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER, FailureReason.STORAGE_FAILED})
+RETRYABLE_REASONS = frozenset({FailureReason.RATE_LIMITED, FailureReason.TRANSPORT_TIMEOUT, FailureReason.TRANSPORT_UNREACHABLE, FailureReason.LOCAL_RATE_LIMIT, FailureReason.DEADLINE_EXCEEDED, FailureReason.OCSP_UNREACHABLE, FailureReason.OCSP_TIMEOUT, FailureReason.OCSP_HTTP_ERROR, FailureReason.OCSP_TRY_LATER, FailureReason.STORAGE_FAILED})

@@ -271,6 +271,12 @@ public enum FailureReason {
      */
     LOCAL_RATE_LIMIT(71, "local_rate_limit", true),
     /**
+     * the client's timeout, a deadline for the whole call, ran out: a wait (backoff, Retry-After, rate-limit slot) would end past it, or the external signer answered after it (its answer discarded)
+     *
+     * Statuses: TRANSPORT_ERROR.
+     */
+    DEADLINE_EXCEEDED(72, "deadline_exceeded", true),
+    /**
      * the message names the certificate, revocation time and reason
      *
      * Statuses: VERIFICATION_FAILURE.

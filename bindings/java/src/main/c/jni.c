@@ -326,10 +326,10 @@ static int32_t transport_callback(void *user_data, const char *method, const cha
     return result;
 }
 
-/* appstore_signer_fn: SignerBridge.sign(message, digest) returns the signature (DER or r||s), or null when the
+/* appstore_signer_fn: SignerBridge.sign(message, digest, timeout_ms) returns the signature (DER or r||s), or null when the
  * signer failed (the Java side keeps why, for the exception of the call that asked). */
 static int32_t signer_callback(void *user_data, const uint8_t *message, size_t message_len, const uint8_t *digest,
-                               uint8_t *signature, size_t signature_cap, size_t *signature_len) {
+                               uint8_t *signature, size_t signature_cap, size_t *signature_len, uint32_t timeout_ms) {
     asj_context *c = user_data;
     int attached = 0;
     JNIEnv *env = callback_env(&attached);
@@ -340,7 +340,7 @@ static int32_t signer_callback(void *user_data, const uint8_t *message, size_t m
         jbyteArray jm = asj_copy_out(env, message, message_len);
         jbyteArray jd = asj_copy_out(env, digest, 32);
         if (!(*env)->ExceptionCheck(env)) {
-            jbyteArray sig = (jbyteArray)(*env)->CallObjectMethod(env, c->target, mid_sign, jm, jd);
+            jbyteArray sig = (jbyteArray)(*env)->CallObjectMethod(env, c->target, mid_sign, jm, jd, (jlong)timeout_ms);
             if (!(*env)->ExceptionCheck(env) && sig) {
                 jsize n = (*env)->GetArrayLength(env, sig);
                 if (n > 0 && (size_t)n <= signature_cap) {
@@ -498,7 +498,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     jclass signer = (*env)->FindClass(env, "appstoreserver/internal/SignerBridge");
     if (!mid_native_error || !mid_long_value_of || !transport || !signer) return JNI_ERR;
     mid_exchange = (*env)->GetMethodID(env, transport, "exchange", "([B[B[B[BIJ)I");
-    mid_sign = (*env)->GetMethodID(env, signer, "sign", "([B[B)[B");
+    mid_sign = (*env)->GetMethodID(env, signer, "sign", "([B[BJ)[B");
     if (!mid_exchange || !mid_sign) return JNI_ERR;
     jclass abi = (*env)->FindClass(env, "appstoreserver/internal/Abi");
     if (!abi) return JNI_ERR;

@@ -123,7 +123,7 @@ public final class Abi {
     public static native void api_client_options_free(long options);
     /** appstore_api_client_options_set_transport: The transport appstore_api_client_call uses (retained by clients created from these options; NULL unsets). */
     public static native void api_client_options_set_transport(long options, long transport);
-    /** appstore_api_client_options_set_timeout_ms: The timeout of one attempt, passed to the transport and returned by appstore_api_request_timeout_ms; &gt;= 1. */
+    /** appstore_api_client_options_set_timeout_ms: The client's timeout, &gt;= 1: a deadline for the whole call (each page of a paginated one), from its first appstore_api_call_next. */
     public static native void api_client_options_set_timeout_ms(long options, long timeout_ms);
     /** appstore_api_client_options_set_retry: Opt-in retries (max_retries 0 = off, at most 100) of HTTP 429 and Apple's retryable codes (docs/errors.md): waits initial_backoff_ms, doubling up to max_backoff_ms; a Retry-After header makes the retry wait until the time it names, and one further away than max_backoff_ms is not waited for (the call fails with it). */
     public static native void api_client_options_set_retry(long options, long max_retries, long initial_backoff_ms, long max_backoff_ms);
@@ -165,7 +165,7 @@ public final class Abi {
     public static native void api_call_free(long call);
     /** appstore_api_call_next: What to do next: *action_out receives an APPSTORE_API_ACTION_*, and *wait_ms_out (optional) the milliseconds of a WAIT (0 otherwise). */
     public static native Object[] api_call_next(long call, long now_ms);
-    /** appstore_api_call_request: After SEND: the request to send (method, URL, headers with a fresh token, body, timeout; see the appstore_api_request getters). */
+    /** appstore_api_call_request: After SEND: the request to send (method, URL, headers with a fresh token, body, timeout: the time left before the call's deadline once the token was signed, at most the client's timeout; see the appstore_api_request getters). */
     public static native long api_call_request(long call);
     /** appstore_api_call_receive: The answer to the request sent: status (100-599), headers as "Name: value\r\n" lines (may be NULL when headers_len is 0), body (at most APPSTORE_LIMIT_API_RESPONSE_BYTES), now_ms: when it arrived (0 = the system clock; anchors a delta-seconds Retry-After). */
     public static native void api_call_receive(long call, int http_status, byte[] headers, byte[] body, long now_ms);

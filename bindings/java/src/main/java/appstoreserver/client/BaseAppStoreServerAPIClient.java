@@ -71,7 +71,7 @@ public abstract class BaseAppStoreServerAPIClient extends AppStoreServerAPIEndpo
 
     /**
      * Options beyond Apple's constructors (the C client options): another base URL (a test server, a proxy), the
-     * timeout of one attempt (a deadline for the whole exchange, default 30 s), retries, the Sandbox fallback, the
+     * timeout (a deadline for the whole call, default 30 s), retries, the Sandbox fallback, the
      * client's rate limit, and the HttpClient of {@link AppStoreServerAPIClient}. Setters return this.
      */
     public static final class Options {
@@ -93,7 +93,12 @@ public abstract class BaseAppStoreServerAPIClient extends AppStoreServerAPIEndpo
             return this;
         }
 
-        /** The time one attempt may take, from connecting to the last byte of the body (1 ms to 4294967295 ms). */
+        /**
+         * The client's timeout (1 ms to 4294967295 ms, default 30 s): a deadline for the whole call (each page of a
+         * {@code ...Pages} call): the external signer, rate-limit and retry waits and every exchange (connecting to the
+         * last byte of the body, each given the time left) count against it. A wait past it is not made and a signer
+         * still busy at it is abandoned: {@link APIException} with {@code TRANSPORT_ERROR} / {@code DEADLINE_EXCEEDED}.
+         */
         public Options timeout(Duration timeout) {
             this.timeoutMs = millis(timeout, "timeout", 1);
             return this;

@@ -5,5 +5,6 @@ package appstoreserver.internal;
  * signature: the ECDSA P-256 signature of SHA-256(message) (DER or 64 bytes r||s), or null when the signer failed.
  */
 public interface SignerBridge {
-    byte[] sign(byte[] message, byte[] digest);
+    /** timeoutMillis: the time the signature may take (the key's timeout, or an API call's time left). */
+    byte[] sign(byte[] message, byte[] digest, long timeoutMillis);
 }

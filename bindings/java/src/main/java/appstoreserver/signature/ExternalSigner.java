@@ -17,4 +17,14 @@ public interface ExternalSigner {
      *         reason SIGNER_FAILED and what was thrown as its cause)
      */
     byte[] sign(byte[] message, byte[] digest) throws Exception;
+
+    /**
+     * As {@link #sign(byte[], byte[])}, told the time the signature may take: the key's timeout, or less when an API
+     * call's deadline is nearer (what is left of the client's timeout). A signer whose own client takes a timeout (a
+     * KMS SDK's) should pass it on: a signature that comes later is abandoned, the call fails at its deadline, and the
+     * signer's thread is left to finish on its own. By default it calls {@link #sign(byte[], byte[])}.
+     */
+    default byte[] sign(byte[] message, byte[] digest, java.time.Duration timeout) throws Exception {
+        return sign(message, digest);
+    }
 }

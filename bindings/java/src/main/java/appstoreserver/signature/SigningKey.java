@@ -79,8 +79,10 @@ public final class SigningKey implements AutoCloseable {
      * A key held outside the process: every signature is asked of signer, and checked with publicKey (the signer's EC
      * P-256 public key, PEM "-----BEGIN PUBLIC KEY-----" text or DER SubjectPublicKeyInfo) before it is used.
      *
-     * @param timeout how long one signature may take (1 ms ... 4294967295 ms); a slower one fails. The library cannot
-     *                interrupt the signer: its own client must enforce the deadline.
+     * @param timeout how long one signature may take (1 ms ... 4294967295 ms); a slower one fails. The signer runs on a
+     *                thread of its own and is waited for at most this long, or what is left of an API call's timeout
+     *                when that is less (the call then fails at its deadline); Java cannot interrupt it, so an
+     *                abandoned signer's thread finishes on its own (its signature discarded).
      */
     public static SigningKey withSigner(ExternalSigner signer, byte[] publicKey, String keyId, String issuerId,
                                         String bundleId, Duration timeout) {
@@ -94,13 +96,33 @@ public final class SigningKey implements AutoCloseable {
         if (ms < 1 || ms > 4294967295L) {
             throw new IllegalArgumentException("timeout must be from 1 ms to 4294967295 ms, got " + timeout);
         }
-        SignerBridge bridge = (message, digest) -> {
+        SignerBridge bridge = (message, digest, timeoutMillis) -> {
+            long wait = timeoutMillis > 0 ? timeoutMillis : ms;
+            // On a daemon thread of its own, waited for at most the time it has: a hung KMS call must not hold the
+            // API call past its deadline (the library cannot interrupt its callback, and Java cannot interrupt I/O).
+            java.util.concurrent.CompletableFuture<byte[]> done = new java.util.concurrent.CompletableFuture<>();
+            Thread worker = new Thread(() -> {
+                try {
+                    done.complete(signer.sign(message, digest, Duration.ofMillis(wait)));
+                } catch (Throwable t) {
+                    done.completeExceptionally(t);
+                }
+            }, "appstoreserver-signer");
+            worker.setDaemon(true);
             try {
-                byte[] sig = signer.sign(message, digest);
+                worker.start();
+                byte[] sig = done.get(wait, java.util.concurrent.TimeUnit.MILLISECONDS);
                 if (sig == null) {
                     Signing.SIGNER_FAILURE.set(new IllegalStateException("the signer returned null"));
                 }
                 return sig;
+            } catch (java.util.concurrent.TimeoutException t) {
+                Signing.SIGNER_FAILURE.set(new java.util.concurrent.TimeoutException(
+                        "no signature within the " + wait + " ms it had"));
+                return null;
+            } catch (java.util.concurrent.ExecutionException t) {
+                Signing.SIGNER_FAILURE.set(t.getCause());
+                return null;
             } catch (Throwable t) {
                 Signing.SIGNER_FAILURE.set(t);
                 return null;

@@ -172,9 +172,10 @@ class ApiClientEdgeTest {
     /** An interrupt during a retry's wait ends the call with the answer it was waiting to retry, the flag kept. */
     @Test
     void interruptEndsTheWait() throws Exception {
-        // A 300 s retry wait: far beyond the 60 s join below (>= 4x a loaded run), so only the interrupt ends it.
+        // A 300 s retry wait: far beyond the 60 s join below (>= 4x a loaded run), so only the interrupt ends it; the
+        // client's timeout (a deadline for the whole call, which no wait may pass) longer still.
         try (AppStoreServerAPIClient c = at(ApiSupport.mockUrl(), new BaseAppStoreServerAPIClient.Options()
-                .retries(3, Duration.ofSeconds(300), Duration.ofSeconds(300)))) {
+                .retries(3, Duration.ofSeconds(300), Duration.ofSeconds(300)).timeout(Duration.ofSeconds(900)))) {
             AtomicReference<Object> outcome = new AtomicReference<>();
             Thread t = new Thread(() -> {
                 try {

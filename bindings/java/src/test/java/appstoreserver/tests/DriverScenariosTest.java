@@ -150,10 +150,14 @@ class DriverScenariosTest {
             assertEquals(take("wait").asLong(), ms, name + ": slept a different time than the driver says");
         }
 
-        Map.Entry<Integer, Object[]> execute(String method, String url, Map<String, String> headers) throws IOException {
+        Map.Entry<Integer, Object[]> execute(String method, String url, Map<String, String> headers, long timeoutMs)
+                throws IOException {
             JsonNode want = take("send");
             assertEquals(want.get("method").asText(), method, name + ": step " + (i - 1));
             assertEquals(want.get("url").asText(), url, name + ": step " + (i - 1));
+            if (want.has("timeoutMs")) { // the time left before the call's deadline
+                assertEquals(want.get("timeoutMs").asLong(), timeoutMs, name + ": the request's timeout");
+            }
             assertTrue(headers.get("Authorization").startsWith("Bearer "), name);
             assertTrue(i < steps.size(), name + ": no outcome scripted for the send");
             JsonNode step = steps.get(i);
@@ -236,6 +240,9 @@ class DriverScenariosTest {
 
         static BaseAppStoreServerAPIClient.Options options(JsonNode o) {
             BaseAppStoreServerAPIClient.Options out = new BaseAppStoreServerAPIClient.Options();
+            if (o.has("timeoutMs")) {
+                out.timeout(Duration.ofMillis(o.get("timeoutMs").asLong()));
+            }
             if (o.has("maxRetries")) {
                 out.retries(o.get("maxRetries").asInt(), Duration.ofMillis(o.get("initialBackoffMs").asLong()),
                         Duration.ofMillis(o.get("maxBackoffMs").asLong()));
@@ -273,7 +280,7 @@ class DriverScenariosTest {
                     sep = '&';
                 }
             }
-            Map.Entry<Integer, Object[]> r = script.execute(method, url.toString(), headers);
+            Map.Entry<Integer, Object[]> r = script.execute(method, url.toString(), headers, getRequestTimeoutMillis());
             String text = (String) r.getValue()[0];
             @SuppressWarnings("unchecked")
             Map<String, List<String>> h = (Map<String, List<String>>) r.getValue()[1];
