@@ -428,3 +428,20 @@ def test_postgresql_import_check_and_layout(pki: Path, doc: Dict[str, Any], tmp_
         assert all("missing from jws_headers" in p["message"] for p in bad.json()["problems"])
     finally:
         server.__exit__(None, None, None)
+
+
+def test_import_bad_lines_are_reported_never_a_crash(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """A line that is not JSON, an object of another shape, a line larger than the verifier's limit (refused without
+    being read into memory), and a file that does not exist: each reported with its line number and reason."""
+    good = import_lines({"scenarios": doc["scenarios"][:1], "random": []})
+    lines = good[:2] + ["{not json", json.dumps({"transaction": "a", "renewalInfo": "b"}),
+                        "A" * (2 * 1024 * 1024), "[]"] + good[2:4]
+    src = tmp_path / "bad.jsonl"
+    src.write_text("\n".join(lines))  # no final newline: the last line still counts
+    r = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(src))
+    assert r.code == 1, r
+    got = {x["line"]: x["reason"] for x in r.json()["refused"]}
+    assert got == {3: "malformed", 4: "malformed", 5: "input_too_large", 6: "malformed"}, got
+    assert r.json()["read"] == len(lines) and r.json()["stored"] + r.json()["alreadyPresent"] == 4
+    missing = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(tmp_path / "nope.jsonl"))
+    assert missing.code == USAGE and "cannot open the import file" in missing.err, missing
