@@ -1058,8 +1058,8 @@ appstore_status appstore_ledger_reverify(const appstore_ledger *ledger,
  * import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it),
  * {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. Values are
  * verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction (0: 1000). A
- * value whose payload is already stored is counted "alreadyPresent" without being verified again, so running the same
- * file again after an interruption stores what is missing and nothing twice.
+ * value whose payload and signature are already stored is counted "alreadyPresent" without being verified again, so
+ * running the same file again after an interruption stores what is missing and nothing twice.
  *
  * A line that is not a signed value, longer than the verifier's max_jws_bytes (not read into memory), or refused by the
  * verifier is listed in the result with its line number, status, reason and message ("refusedCount" counts them all,

@@ -603,8 +603,8 @@ export declare class Ledger {
      * "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts
      * it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped.
      * Values are verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction
-     * (0: 1000). A value whose payload is already stored is counted "alreadyPresent" without being verified again, so
-     * running the same file again after an interruption stores what is missing and nothing twice.
+     * (0: 1000). A value whose payload and signature are already stored is counted "alreadyPresent" without being
+     * verified again, so running the same file again after an interruption stores what is missing and nothing twice.
      * @cfunction appstore_ledger_import_jsonl
      */
     importJsonl(path: string, batchSize?: number): Promise<LedgerImportResult>;

@@ -434,14 +434,21 @@ def test_import_bad_lines_are_reported_never_a_crash(pki: Path, doc: Dict[str, A
     """A line that is not JSON, an object of another shape, a line larger than the verifier's limit (refused without
     being read into memory), and a file that does not exist: each reported with its line number and reason."""
     good = import_lines({"scenarios": doc["scenarios"][:1], "random": []})
+    first = next(iter(json.loads(good[0]).values())).split(".")
+    other = next(iter(json.loads(good[1]).values())).split(".")
+    forged = json.dumps({"notification": ".".join(first[:2] + other[2:])})  # a stored payload, another's signature
     lines = good[:2] + ["{not json", json.dumps({"transaction": "a", "renewalInfo": "b"}),
-                        "A" * (2 * 1024 * 1024), "[]"] + good[2:4]
+                        "A" * (2 * 1024 * 1024), "[]"] + good[2:4] + [forged]
     src = tmp_path / "bad.jsonl"
     src.write_text("\n".join(lines))  # no final newline: the last line still counts
     r = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(src))
     assert r.code == 1, r
     got = {x["line"]: x["reason"] for x in r.json()["refused"]}
-    assert got == {3: "malformed", 4: "malformed", 5: "input_too_large", 6: "malformed"}, got
+    assert got == {3: "malformed", 4: "malformed", 5: "input_too_large", 6: "malformed", 9: "bad_signature"}, got
     assert r.json()["read"] == len(lines) and r.json()["stored"] + r.json()["alreadyPresent"] == 4
+    # Again: the stored values are skipped; the forged one, whose payload is stored now, is still verified and refused.
+    again = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(src))
+    assert again.code == 1 and again.json()["alreadyPresent"] == 4, again
+    assert {x["line"]: x["reason"] for x in again.json()["refused"]} == got
     missing = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(tmp_path / "nope.jsonl"))
     assert missing.code == USAGE and "cannot open the import file" in missing.err, missing

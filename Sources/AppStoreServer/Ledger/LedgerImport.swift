@@ -13,9 +13,9 @@ import Synchronization
 ///     {"renewalInfo": "<JWS>"}      a signed renewal info
 ///     <JWS>                         a bare compact JWS: a notification's signedPayload
 ///
-/// Each batch: lines parsed and their payload's digest looked up (a payload already stored is counted
-/// `alreadyPresent` without verifying the line again), the rest verified in parallel outside the ledger's lock, then
-/// every verified value committed in one transaction. A line longer than the verifier's `maxJWSBytes` (plus 64 bytes
+/// Each batch: lines parsed and their payload's digest looked up (a payload already stored with the same signature is
+/// counted `alreadyPresent` without verifying the line again; another signature is verified), the rest verified in
+/// parallel outside the ledger's lock, then every verified value committed in one transaction. A line longer than the verifier's `maxJWSBytes` (plus 64 bytes
 /// of JSON around it) is refused without being held in memory.
 public struct LedgerImportOptions: Sendable {
     /// Lines per batch (one transaction each); 0: 1000.
@@ -105,7 +105,13 @@ extension Ledger {
                 switch p {
                 case .refused(let status, let reason, let message): refuse(batch[i].number, status, reason, message)
                 case .value(let kind, let jws, let digest):
-                    if let digest, present.contains(digest) { result.alreadyPresent += 1 } else { toVerify.append((i, kind, jws)) }
+                    // The same payload with the same signature: stored already (a forged signature is verified).
+                    if let digest, let signature = present[digest], !signature.isEmpty,
+                       jws.split(separator: ".", omittingEmptySubsequences: false).last == signature {
+                        result.alreadyPresent += 1
+                    } else {
+                        toVerify.append((i, kind, jws))
+                    }
                 }
             }
             let verified = ParallelWork.map(toVerify, workers: workers) { v in LedgerEvent.verify(v.kind, v.jws, with: verifier) }

@@ -1498,8 +1498,8 @@ type LedgerImportResult struct {
 	// The values verified and stored now.
 	Stored int64 `json:"stored"`
 
-	// The values whose payload the ledger already held (a re-run after an interruption skips them without verifying
-	// them again).
+	// The values whose payload the ledger already held (a re-run after an interruption skips those stored with the
+	// same signature without verifying them again).
 	AlreadyPresent int64 `json:"alreadyPresent"`
 
 	// The lines refused: not a signed value, too large, or refused by the verifier.

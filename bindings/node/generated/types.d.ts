@@ -1756,7 +1756,7 @@ export interface LedgerImportResult {
     read: number;
     /** The values verified and stored now. */
     stored: number;
-    /** The values whose payload the ledger already held (a re-run after an interruption skips them without verifying them again). */
+    /** The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again). */
     alreadyPresent: number;
     /** The lines refused: not a signed value, too large, or refused by the verifier. */
     refusedCount: number;

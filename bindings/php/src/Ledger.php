@@ -207,12 +207,15 @@ final class Ledger
     }
 
     /**
-     * Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md,
-     * "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it),
+     * Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk
+     * import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it),
      * {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. Values are
-     * verified on every core and committed $batchSize lines per transaction (0: 1000); running the same file again
-     * after an interruption stores what is missing and nothing twice. Refused lines are in the result (refusedCount,
-     * and refused with their line numbers), not thrown; a file that cannot be read throws InvalidArgumentException.
+     * verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction (0: 1000). A
+     * value whose payload and signature are already stored is counted "alreadyPresent" without being verified again, so
+     * running the same file again after an interruption stores what is missing and nothing twice.
+     *
+     * Refused lines are in the result (refusedCount, and refused with their line numbers), not thrown; a file that
+     * cannot be read throws InvalidArgumentException. $batchSize: 0 (1000) to 4294967295.
      *
      * @cfunction appstore_ledger_import_jsonl
      */

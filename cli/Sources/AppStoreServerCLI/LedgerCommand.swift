@@ -340,9 +340,9 @@ extension LedgerCommand {
                 Each line of FILE is {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple \
                 posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines \
                 are skipped (ledger.md, "Bulk import"). Values are verified on every core and committed \
-                --batch-size lines per transaction. A value whose payload is already stored is skipped without \
-                being verified again: after an interruption (even kill -9), run the same command again; it stores \
-                what is missing and nothing twice.
+                --batch-size lines per transaction. A value whose payload and signature are already stored is skipped \
+                without being verified again: after an interruption (even kill -9), run the same command again; it \
+                stores what is missing and nothing twice.
 
                 stdout: LedgerImportResult (read, stored, alreadyPresent, refusedCount, and the first 1000 refused \
                 lines). stderr: each refused line's number, status, reason and message, the totals, and progress \

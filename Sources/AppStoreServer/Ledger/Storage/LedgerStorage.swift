@@ -25,8 +25,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func eventCount() throws(LedgerError) -> Int64
     /// At most `limit` rows after `id` of every identity, in id order, their `signed` text as stored (`ledger check`).
     func storedRows(after id: Int64, limit: Int) throws(LedgerError) -> [(id: Int64, kind: String, stored: String)]
-    /// Which of `digests` (hex payload SHA-256) are stored, of any identity (bulk import skips them).
-    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> Set<String>
+    /// Which of `digests` (hex payload SHA-256) are stored, of any identity, with the signature segment each was
+    /// stored with (bulk import skips a line whose payload and signature are stored).
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring]
     /// The text stored under a JWS header's digest in `jws_headers`, unchecked (nil: none).
     func storedHeader(_ digest: String) throws(LedgerError) -> String?
 }

@@ -61,7 +61,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         insertHeader = try db.prepare("INSERT OR IGNORE INTO jws_headers (digest, header) VALUES (?, ?)")
         selectHeader = try db.prepare("SELECT header FROM jws_headers WHERE digest = ?")
         storedRowsStatement = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id LIMIT ?")
-        payloadStored = try db.prepare("SELECT 1 FROM events WHERE payload_sha256 = ?")
+        payloadStored = try db.prepare("SELECT signed FROM events WHERE payload_sha256 = ?")
         try Self.compactStoredEvents(db)
         // Last: nothing after it throws, so a started thread always has the store (and its deinit) to stop it.
         checkpointer = path == ":memory:" ? nil : WALCheckpointer.start(path: path)
@@ -140,12 +140,12 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> Set<String> {
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
         defer { try? payloadStored.bind([]) }  // reset: no read transaction left open
-        var found: Set<String> = []
+        var found: [String: Substring] = [:]
         for d in digests {
             try payloadStored.bind([.text(d)])
-            if try payloadStored.step() { found.insert(d) }
+            if try payloadStored.step() { found[d] = StoredSigned.signature(ofStored: payloadStored.text(0) ?? "") }
         }
         return found
     }

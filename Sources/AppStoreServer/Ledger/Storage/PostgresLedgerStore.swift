@@ -181,7 +181,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         try db.prepare("stored_rows", inSchema("SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 ORDER BY id LIMIT $2"),
                        parameters: 2)
         try db.prepare("payloads_stored", inSchema(
-            "SELECT payload_sha256 FROM appstore_ledger.events WHERE payload_sha256 = ANY($1::text[])"), parameters: 1)
+            "SELECT payload_sha256, signed FROM appstore_ledger.events WHERE payload_sha256 = ANY($1::text[])"), parameters: 1)
         try compactStoredEvents()
     }
 
@@ -337,12 +337,16 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> Set<String> {
-        guard !digests.isEmpty else { return [] }
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
+        guard !digests.isEmpty else { return [:] }
         // One round trip: the digests as a text array literal (hex: no quoting needed).
         let rows = try db.run("payloads_stored", [.text("{" + digests.joined(separator: ",") + "}")], prepared: true,
                               what: "cannot read the ledger's events")
-        return Set(rows.compactMap { $0.first ?? nil })
+        var found: [String: Substring] = [:]
+        for r in rows where r.count == 2 {
+            if let d = r[0] { found[d] = StoredSigned.signature(ofStored: r[1] ?? "") }
+        }
+        return found
     }
 
     func storedHeader(_ digest: String) throws(LedgerError) -> String? {

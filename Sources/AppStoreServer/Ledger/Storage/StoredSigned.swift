@@ -117,6 +117,15 @@ enum StoredSigned {
         (65...90).contains(c) || (97...122).contains(c) || (48...57).contains(c) || c == 45 || c == 95
     }
 
+    /// The signature segment of a stored text, without expanding it.
+    static func signature(ofStored stored: String) -> Substring {
+        if stored.hasPrefix("~1.") {
+            let parts = stored.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+            return parts.count == 4 ? parts[2] : ""
+        }
+        return stored.split(separator: ".", omittingEmptySubsequences: false).last ?? ""
+    }
+
     /// The JWS that `stored` (an `events.signed` text) holds; `header` finds a header's text by digest (nil: not
     /// stored). A reference to a missing header, or a form that does not parse, is a storage error naming the row.
     static func expand(_ stored: String, eventId: Int64, header: (String) throws(LedgerError) -> String?) throws(LedgerError) -> String {

@@ -3946,7 +3946,7 @@ public struct LedgerImportResult: Hashable, Sendable {
     public var read: Int64
     /// The values verified and stored now.
     public var stored: Int64
-    /// The values whose payload the ledger already held (a re-run after an interruption skips them without verifying them again).
+    /// The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again).
     public var alreadyPresent: Int64
     /// The lines refused: not a signed value, too large, or refused by the verifier.
     public var refusedCount: Int64

@@ -25,7 +25,7 @@ final class LedgerImportResult implements \JsonSerializable
          */
         public readonly ?int $stored = null,
         /**
-         * The values whose payload the ledger already held (a re-run after an interruption skips them without verifying them again).
+         * The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again).
          */
         public readonly ?int $alreadyPresent = null,
         /**

@@ -78,7 +78,7 @@ public class LedgerImportResult {
     }
 
     /**
-     * The values whose payload the ledger already held (a re-run after an interruption skips them without verifying them again).
+     * The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again).
      *
      * @return alreadyPresent
      */
