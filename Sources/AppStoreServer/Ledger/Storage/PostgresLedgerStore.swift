@@ -366,6 +366,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// As `LedgerStore.compactStoredEvents`: the events stored before `jws_headers` existed, rewritten 500 per
     /// transaction under the writers' lock, from the cursor in `jws_compaction`.
     private func compactStoredEvents() throws(LedgerError) {
+        // Nothing to rewrite (the usual open): the writers' lock is not taken.
+        let pending = try db.run(inSchema("SELECT count(*) FROM appstore_ledger.jws_compaction"), what: "cannot read the rewrite's progress")
+        guard PostgresConnection.scalar(pending) != "0" else { return }
         while true {
             try beginWrite()
             do throws(LedgerError) {
