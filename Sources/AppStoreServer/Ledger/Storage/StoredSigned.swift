@@ -5,8 +5,8 @@ import FoundationEssentials
 /// keyed by its digest, and the event's text refers to it. Every stored value reconstructs to the received JWS
 /// byte for byte (it is re-verified by `Ledger.reverify` and exported as received).
 ///
-/// A stored text is either a JWS as received (written before this layout, or a value the layout cannot hold exactly)
-/// or, starting with `~` (never a base64url character), the form
+/// A stored text is either a JWS as received (written before this layout, or a value the layout cannot hold exactly;
+/// behind `~0.` when it starts with `~` itself) or, starting with `~` (never a base64url character), the form
 ///
 ///     ~1.<header digest>.<signature segment>.<nested references>.<payload>
 ///
@@ -45,10 +45,12 @@ enum StoredSigned {
 
     /// The text to store for `jws`, and the headers it refers to (each to be stored in `jws_headers` if absent).
     static func compact(_ jws: String) -> (text: String, headers: [Header]) {
-        guard let form = makeCompact(jws) else { return (jws, []) }
+        // A text starting with `~` (never a JWS the verifier accepts) is kept as received behind `~0.`.
+        let asReceived = jws.utf8.first == UInt8(ascii: "~") ? "~0." + jws : jws
+        guard let form = makeCompact(jws) else { return (asReceived, []) }
         // Never lose a byte: the form must give back exactly what was received.
         let known = Dictionary(form.headers.map { ($0.digest, $0.text) }, uniquingKeysWith: { a, _ in a })
-        guard let back = try? expand(form.text, eventId: 0, header: { known[$0] }), back == jws else { return (jws, []) }
+        guard let back = try? expand(form.text, eventId: 0, header: { known[$0] }), back == jws else { return (asReceived, []) }
         return form
     }
 
@@ -130,6 +132,7 @@ enum StoredSigned {
     /// stored). A reference to a missing header, or a form that does not parse, is a storage error naming the row.
     static func expand(_ stored: String, eventId: Int64, header: (String) throws(LedgerError) -> String?) throws(LedgerError) -> String {
         guard stored.utf8.first == UInt8(ascii: "~") else { return stored }
+        if stored.hasPrefix("~0.") { return String(stored.dropFirst(3)) }
         func corrupt(_ why: String) -> LedgerError {
             .storage("event \(eventId): its stored JWS is corrupt: \(why) (`appstoreserver ledger check` lists such rows)")
         }
