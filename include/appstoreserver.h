@@ -1113,6 +1113,19 @@ appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
  * Nothing is changed. */
 appstore_status appstore_ledger_reverify(const appstore_ledger *ledger,
                                          char **json_out APPSTORE_JSON(LedgerReverifyResult), appstore_error **err_out);
+/* Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk
+ * import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it),
+ * {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. Values are
+ * verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction (0: 1000). A
+ * value whose payload and signature are already stored is counted "alreadyPresent" without being verified again, so
+ * running the same file again after an interruption stores what is missing and nothing twice.
+ *
+ * A line that is not a signed value, longer than the verifier's max_jws_bytes (not read into memory), or refused by the
+ * verifier is listed in the result with its line number, status, reason and message ("refusedCount" counts them all,
+ * "refused" lists the first 1000): it is not an error of the call. APPSTORE_INVALID_ARGUMENT: the file cannot be
+ * read. APPSTORE_STORAGE_ERROR: the database failed; the batches committed before stay (run it again). */
+appstore_status appstore_ledger_import_jsonl(appstore_ledger *ledger, const char *path, uint32_t batch_size,
+                                             char **result_out APPSTORE_JSON(LedgerImportResult), appstore_error **err_out);
 
 #ifdef __cplusplus
 }

@@ -102,3 +102,15 @@ public func appstoreLedgerReverify(_ ledger: OpaquePointer?, _ jsonOut: StringOu
         out.pointee = try mallocCString(try box.ledger.reverifyReport().json())
     }
 }
+
+@c(appstore_ledger_import_jsonl)
+public func appstoreLedgerImportJsonl(_ ledger: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ batchSize: UInt32,
+                                      _ resultOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let p = try utf8String(path, "path")
+        let out = try requireOut(resultOut, "result_out")
+        let options = LedgerImportOptions(batchSize: Int(batchSize))
+        out.pointee = try mallocCString(try box.ledger.importJSONLines(path: p, options: options).json())
+    }
+}

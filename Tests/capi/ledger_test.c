@@ -341,6 +341,55 @@ int main(int argc, char **argv) {
     EXPECT_FAIL(appstore_ledger_reverify(NULL, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "reverify NULL ledger");
     EXPECT_FAIL(appstore_ledger_reverify(l, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "reverify NULL json_out");
 
+    /* 9. bulk import (docs/ledger.md, "Bulk import"): the first scenario's notifications as JSON lines and one line
+     *    that is not JSON, into a new ledger; a second run stores nothing; bad arguments and a missing file */
+    {
+        char jl[4200], idb[4200], iurl[4300];
+        snprintf(jl, sizeof jl, "%s/import.jsonl", argv[3]);
+        snprintf(idb, sizeof idb, "%s/import.db", argv[3]);
+        snprintf(iurl, sizeof iurl, "sqlite:%s", idb);
+        remove(idb);
+        FILE *f = fopen(jl, "w");
+        json_t *n;
+        size_t k, lines = 0;
+        json_array_foreach(json_object_get(first, "notifications"), k, n) {
+            fprintf(f, "{\"notification\": \"%s\"}\n", json_string_value(json_object_get(n, "signed")));
+            if (++lines == 2) { fputs("{not json\n", f); lines++; }
+        }
+        fclose(f);
+        appstore_ledger *il = open_ledger(iurl, v);
+        for (int run = 0; run < 2 && il; run++) {
+            char *res = NULL;
+            err = NULL;
+            capi_check(&T, appstore_ledger_import_jsonl(il, jl, 2, &res, &err) == APPSTORE_OK, "import", "%s",
+                       appstore_error_message(err));
+            appstore_error_free(err);
+            json_t *rj2 = res ? json_loads(res, 0, NULL) : NULL;
+            json_t *ref = json_array_get(json_object_get(rj2, "refused"), 0);
+            long long stored_now = json_integer_value(json_object_get(rj2, "stored"));
+            capi_check(&T, rj2 && json_integer_value(json_object_get(rj2, "read")) == (long long)lines &&
+                               json_integer_value(json_object_get(rj2, "refusedCount")) == 1 &&
+                               json_integer_value(json_object_get(ref, "line")) == 3 &&
+                               !strcmp(S(json_string_value(json_object_get(ref, "reason"))), "malformed") &&
+                               (run == 0 ? stored_now > 0 : stored_now == 0) &&
+                               stored_now + json_integer_value(json_object_get(rj2, "alreadyPresent")) == (long long)lines - 1,
+                       "import result", "run %d: %s", run, S(res));
+            json_decref(rj2);
+            appstore_string_free(res);
+        }
+        char missing[4300];
+        snprintf(missing, sizeof missing, "%s/missing.jsonl", argv[3]);
+        EXPECT_FAIL(appstore_ledger_import_jsonl(il, missing, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "import a missing file");
+        EXPECT_FAIL(appstore_ledger_import_jsonl(NULL, jl, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "import NULL ledger");
+        EXPECT_FAIL(appstore_ledger_import_jsonl(il, NULL, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "import NULL path");
+        EXPECT_FAIL(appstore_ledger_import_jsonl(il, jl, 0, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "import NULL result_out");
+        appstore_ledger_free(il);
+    }
+
     /* 6. reopened (and a second handle on the same file): the same answers */
     appstore_ledger *r = open_ledger(url, v);
     char *reopened = r ? query(r, "summary", NULL, 0) : NULL;

@@ -189,3 +189,28 @@ func (l *Ledger) Summary() (*model.LedgerSummary, error) {
 	}
 	return &out, nil
 }
+
+// ImportJSONL imports a file of JSON lines of signed values (docs/ledger.md, "Bulk import"): each line
+// {"notification": JWS}, {"signedPayload": JWS}, {"transaction": JWS}, {"renewalInfo": JWS} or a bare JWS (a
+// notification). Values are verified on every core and committed batchSize lines per transaction (0: 1000); running
+// the same file again after an interruption stores what is missing and nothing twice. Refused lines are in the result
+// (RefusedCount, and Refused with their line numbers), not an error; a file that cannot be read is an error.
+func (l *Ledger) ImportJSONL(path string, batchSize uint32) (*model.LedgerImportResult, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := capi.LedgerImportJsonl(p, path, batchSize)
+	if err != nil {
+		return nil, plainError(err)
+	}
+	var out model.LedgerImportResult
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -333,3 +333,78 @@ func TestLedgerLifecycles(t *testing.T) {
 	}
 	_ = json.Marshal
 }
+
+// TestLedgerImportJSONL: every line format, bad lines by number (expected from the file written here), and a second
+// run that stores nothing twice (docs/ledger.md, "Bulk import").
+func TestLedgerImportJSONL(t *testing.T) {
+	bundle, scenarios, _ := lifecycles(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var lines []string
+	distinct := map[string]bool{}
+	add := func(member, jws string) {
+		b, _ := json.Marshal(map[string]string{member: jws})
+		lines = append(lines, string(b))
+		distinct[jws] = true
+	}
+	for _, lc := range scenarios {
+		for _, n := range lc.Notifications {
+			add("notification", n.Signed)
+		}
+		for _, p := range lc.History.Pages {
+			for _, tx := range p.SignedTransactions {
+				add("transaction", tx)
+			}
+		}
+		for _, r := range lc.History.SignedRenewalInfos {
+			add("renewalInfo", r)
+		}
+	}
+	values := len(lines)
+	lines = append(lines[:4], append([]string{`{"unknown": "x"}`}, lines[4:]...)...) // line 5
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(file, []byte(fmt.Sprintln(joinLines(lines))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLedger("sqlite:"+filepath.Join(t.TempDir(), "ledger.db"), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r, err := l.ImportJSONL(file, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Read != int64(len(lines)) || r.Stored != int64(len(distinct)) || r.AlreadyPresent != int64(values-len(distinct)) ||
+		r.RefusedCount != 1 || len(r.Refused) != 1 || r.Refused[0].Line != 5 || r.Refused[0].Reason != "malformed" {
+		t.Fatalf("first import: %+v", r)
+	}
+	again, err := l.ImportJSONL(file, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Stored != 0 || again.AlreadyPresent != int64(values) || again.RefusedCount != 1 {
+		t.Fatalf("second import: %+v", again)
+	}
+	if _, err := l.ImportJSONL(filepath.Join(t.TempDir(), "missing.jsonl"), 0); err == nil {
+		t.Fatal("a missing file was imported")
+	}
+}
+
+func joinLines(lines []string) string {
+	out := ""
+	for i, s := range lines {
+		if i > 0 {
+			out += "\n"
+		}
+		out += s
+	}
+	return out
+}

@@ -22,6 +22,7 @@ import {
     LedgerSubscription,
     LedgerSummary,
     LedgerReverifyResult,
+    LedgerImportResult,
 } from './generated/types';
 
 export * from './generated/types';
@@ -618,6 +619,16 @@ export declare class Ledger {
      * @cfunction appstore_ledger_reverify
      */
     reverify(): Promise<LedgerReverifyResult>;
+    /**
+     * Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md,
+     * "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts
+     * it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped.
+     * Values are verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction
+     * (0: 1000). A value whose payload and signature are already stored is counted "alreadyPresent" without being
+     * verified again, so running the same file again after an interruption stores what is missing and nothing twice.
+     * @cfunction appstore_ledger_import_jsonl
+     */
+    importJsonl(path: string, batchSize?: number): Promise<LedgerImportResult>;
     /**
      * Closes the database and frees the ledger.
      *

@@ -330,3 +330,179 @@ def test_storage_failure_exits_74(tmp_path: Path) -> None:
     assert r.code == 74 and r.error_line().startswith("error: STORAGE_ERROR (storage_failed): "), r
     help_ = tool("--help")
     assert any(l.split()[:1] == ["74"] and "storage" in l for l in help_.out.splitlines()), help_.out
+
+
+# ---- bulk import, check (docs/ledger.md, "Bulk import", "Storage layout") ---------------------------------------
+
+
+def import_lines(doc: Dict[str, Any]) -> List[str]:
+    """Every value of every lifecycle as the import's JSON lines (duplicates included: a backfill has them)."""
+    lines = []
+    for lc in doc["scenarios"] + doc["random"]:
+        lines += [json.dumps({"notification": n["signed"]}) for n in lc["notifications"]]
+        lines += [json.dumps({"transaction": t}) for p in lc["history"]["pages"] for t in p["signedTransactions"]]
+        lines += [json.dumps({"renewalInfo": r}) for r in lc["history"]["signedRenewalInfos"]]
+    return lines
+
+
+def payload_digest(line: str) -> str:
+    import base64
+    import hashlib
+    jws = next(iter(json.loads(line).values()))
+    p = jws.split(".")[1]
+    return hashlib.sha256(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4))).hexdigest()
+
+
+def stored_counts(db: Path) -> Dict[str, int]:
+    import sqlite3
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        return dict(c.execute("SELECT payload_sha256, count(*) FROM events GROUP BY payload_sha256").fetchall())
+
+
+def test_import_killed_and_resumed(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """`ledger import` killed with SIGKILL mid-import, then run again: every line's value is stored exactly once, the
+    second run counts what the first stored as already present, and a refused line is reported by number (exit 1)."""
+    import os
+    import signal
+    import sqlite3
+    import time
+    from test_cli import TOOL
+    lines = import_lines(doc)
+    lines.insert(10, '{"transaction": "not.a.jws"}')  # line 11
+    src = tmp_path / "backfill.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    want = {payload_digest(l) for i, l in enumerate(lines) if i != 10}
+    db = tmp_path / "ledger.db"
+    args = [TOOL, "ledger", "import", "--db", str(db), *identity(pki, doc), "--batch-size", "10", str(src)]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    at_kill = 0
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+                at_kill = c.execute("SELECT count(*) FROM events").fetchone()[0]
+        except sqlite3.Error:
+            at_kill = 0  # not created yet
+        if at_kill > 0:
+            os.kill(p.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL, f"the import ended by itself ({p.returncode}) before it could be killed"
+    assert 0 < at_kill < len(want)
+    r = tool("ledger", "import", "--db", str(db), *identity(pki, doc), str(src))
+    assert r.code == 1, r  # the refused line
+    result = r.json()
+    assert result["read"] == len(lines)
+    assert result["refusedCount"] == 1 and result["refused"][0]["line"] == 11, result
+    assert f"{src}:11: " in r.err
+    assert result["alreadyPresent"] >= at_kill
+    assert result["stored"] + result["alreadyPresent"] == len(lines) - 1
+    counts = stored_counts(db)
+    assert set(counts) == want and set(counts.values()) == {1}
+    # A third run: everything already present, nothing verified or stored.
+    again = tool("ledger", "import", "--db", str(db), *identity(pki, doc), str(src)).json()
+    assert (again["stored"], again["alreadyPresent"]) == (0, len(lines) - 1)
+    assert tool("ledger", "show", "--db", str(db)).json()["events"] == len(want)
+
+
+def test_import_progress_only_on_a_terminal(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    import os
+    import pty
+    from test_cli import TOOL
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(import_lines({"scenarios": doc["scenarios"][:2], "random": []})) + "\n")
+    plain = tool("ledger", "import", "--db", str(tmp_path / "a.db"), *identity(pki, doc), str(src))
+    assert plain.code == 0 and "\r" not in plain.err, plain
+    master, slave = pty.openpty()
+    p = subprocess.run([TOOL, "ledger", "import", "--db", str(tmp_path / "b.db"), *identity(pki, doc), str(src)],
+                       stdout=subprocess.PIPE, stderr=slave, timeout=120)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert p.returncode == 0 and b"\rledger import: " in shown, shown
+
+
+def test_check_lists_corrupt_rows(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """`ledger check`: exit 0 on a sound ledger; a row whose certificate chain is missing is listed by id (exit 74),
+    and opening the ledger names it as a storage error."""
+    import sqlite3
+    db = tmp_path / "ledger.db"
+    assert ingest(str(db), pki, doc, *files_for(doc["scenarios"][0], tmp_path / "s")).code == 0
+    ok = tool("ledger", "check", "--db", str(db))
+    assert ok.code == 0 and ok.json()["problems"] == [] and ok.json()["checked"] > 0, ok
+    with sqlite3.connect(db) as c:
+        (victim,) = c.execute("SELECT min(id) FROM events").fetchone()
+        c.execute("UPDATE events SET signed = '~1.' || ? || substr(signed, 47) WHERE id = ?", ("A" * 43, victim))
+    bad = tool("ledger", "check", "--db", str(db))
+    assert bad.code == 74 and [p["eventId"] for p in bad.json()["problems"]] == [victim], bad
+    assert f"event {victim}: " in bad.err
+    shown = tool("ledger", "show", "--db", str(db))
+    assert shown.code == 74 and f"event {victim}" in shown.err, shown
+
+
+def test_postgresql_import_check_and_layout(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """On PostgreSQL: `ledger import` twice (nothing stored twice), every event stored in the compact form with one
+    jws_headers row, every value verified again from what was stored (byte for byte, or its signature would fail),
+    `ledger check` clean, and a deleted chain listed by `check` (exit 74)."""
+    sys.path.insert(0, str(SUPPORT))
+    from postgres_server import Unavailable, postgres
+    from test_serve_postgres import sql
+    try:
+        server = postgres()
+        url = server.__enter__()
+    except Unavailable as e:
+        pytest.skip(f"*** SKIPPED: PostgreSQL: {e} ***")
+    try:
+        lines = import_lines({"scenarios": doc["scenarios"][:3], "random": []})
+        src = tmp_path / "in.jsonl"
+        src.write_text("\n".join(lines) + "\n")
+        want = {payload_digest(l) for l in lines}
+        first = tool("ledger", "import", "--db", url, *identity(pki, doc), "--batch-size", "7", str(src))
+        assert first.code == 0 and first.json()["stored"] == len(want), first
+        again = tool("ledger", "import", "--db", url, *identity(pki, doc), str(src))
+        assert again.code == 0 and (again.json()["stored"], again.json()["alreadyPresent"]) == (0, len(lines)), again
+        rows = sql(url, "SELECT payload_sha256, signed LIKE '~1.%' FROM appstore_ledger.events")
+        assert {r[0] for r in rows} == want and len(rows) == len(want) and {r[1] for r in rows} == {"t"}, rows[:3]
+        assert sql(url, "SELECT count(*) FROM appstore_ledger.jws_headers") == [["1"]]
+        ok = tool("ledger", "reverify", "--db", url, "--root", str(pki / "root.der"))
+        assert ok.code == 0 and ok.json() == {"checked": len(want), "refused": []}, ok
+        assert tool("ledger", "check", "--db", url).code == 0
+        sql(url, "DELETE FROM appstore_ledger.jws_headers")
+        bad = tool("ledger", "check", "--db", url)
+        assert bad.code == 74 and len(bad.json()["problems"]) == len(want), bad
+        assert all("missing from jws_headers" in p["message"] for p in bad.json()["problems"])
+    finally:
+        server.__exit__(None, None, None)
+
+
+def test_import_bad_lines_are_reported_never_a_crash(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """A line that is not JSON, an object of another shape, a line larger than the verifier's limit (refused without
+    being read into memory), and a file that does not exist: each reported with its line number and reason."""
+    good = import_lines({"scenarios": doc["scenarios"][:1], "random": []})
+    first = next(iter(json.loads(good[0]).values())).split(".")
+    other = next(iter(json.loads(good[1]).values())).split(".")
+    forged = json.dumps({"notification": ".".join(first[:2] + other[2:])})  # a stored payload, another's signature
+    lines = good[:2] + ["{not json", json.dumps({"transaction": "a", "renewalInfo": "b"}),
+                        "A" * (2 * 1024 * 1024), "[]"] + good[2:4] + [forged]
+    src = tmp_path / "bad.jsonl"
+    src.write_text("\n".join(lines))  # no final newline: the last line still counts
+    r = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(src))
+    assert r.code == 1, r
+    got = {x["line"]: x["reason"] for x in r.json()["refused"]}
+    assert got == {3: "malformed", 4: "malformed", 5: "input_too_large", 6: "malformed", 9: "bad_signature"}, got
+    assert r.json()["read"] == len(lines) and r.json()["stored"] + r.json()["alreadyPresent"] == 4
+    # Again: the stored values are skipped; the forged one, whose payload is stored now, is still verified and refused.
+    again = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(src))
+    assert again.code == 1 and again.json()["alreadyPresent"] == 4, again
+    assert {x["line"]: x["reason"] for x in again.json()["refused"]} == got
+    missing = tool("ledger", "import", "--db", str(tmp_path / "l.db"), *identity(pki, doc), str(tmp_path / "nope.jsonl"))
+    assert missing.code == USAGE and "cannot open the import file" in missing.err, missing

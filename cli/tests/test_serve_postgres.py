@@ -37,7 +37,7 @@ import pytest
 
 from test_cli import SUPPORT, tool
 from test_ledger_cli import as_of, doc, mismatches, pki  # noqa: F401  (module fixtures: the test PKI, the lifecycles)
-from test_serve import KEY, Server, metric, notifications
+from test_serve import KEY, Server, metric, notifications, payload_digest
 
 sys.path.insert(0, str(SUPPORT))
 from postgres_server import Unavailable, postgres  # noqa: E402
@@ -162,11 +162,11 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
         assert raced == 2, "one server stored everything: the deliveries did not overlap"
 
         # Every notification answered 200 is stored, once.
-        rows = sql(pg_url, "SELECT kind, signed FROM appstore_ledger.events")
-        in_db = [signed for kind, signed in rows]
+        rows = sql(pg_url, "SELECT kind, payload_sha256 FROM appstore_ledger.events")
+        in_db = [digest for kind, digest in rows]
         assert all(kind == "NOTIFICATION" for kind, _ in rows)
         assert len(in_db) == len(set(in_db)) == len(distinct)
-        acked = {jws for status, jws, _ in results if status == 200}
+        acked = {payload_digest(jws) for status, jws, _ in results if status == 200}
         assert acked - set(in_db) == set(), f"{len(acked - set(in_db))} notifications answered 200 are not in the database"
 
         # One process, the same notifications once, in order: the reference.

@@ -74,7 +74,7 @@ public final class Ledger: Sendable {
         return ledger
     }
 
-    private static func makeStore(_ url: String, identity: LedgerIdentity?) throws(LedgerError) -> any LedgerStorage {
+    static func makeStore(_ url: String, identity: LedgerIdentity?) throws(LedgerError) -> any LedgerStorage {
         if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
             guard !url.utf8.contains(0) else { throw .argument("the ledger URL contains a NUL byte") }
             return try PostgresLedgerStore(url: url, identity: identity)
@@ -121,6 +121,11 @@ public final class Ledger: Sendable {
         return try commits.submit(event) { batch in
             core.withLock { c in commit(batch.map(\.event), &c) }
         }.get()
+    }
+
+    /// Stores `events` in one transaction (bulk import: `importJSONLines`); each event's outcome, in order.
+    func commitBatch(_ events: [LedgerEvent]) -> [Result<LedgerIngestResult, LedgerError>] {
+        core.withLock { c in commit(events, &c) }
     }
 
     /// Stores `batch` in one transaction, then applies what was stored; each event's outcome, in order.

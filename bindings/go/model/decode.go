@@ -4506,6 +4506,99 @@ func (m *LedgerRefusedEvent) decodeFrom(d *decoder) {
 }
 
 // UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerImportRefusal) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerImportRefusal) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "line":
+			if d.null() {
+				break
+			}
+			m.Line = d.i64()
+		case "status":
+			if d.null() {
+				break
+			}
+			m.Status = d.str()
+		case "reason":
+			if d.null() {
+				break
+			}
+			m.Reason = d.str()
+		case "message":
+			if d.null() {
+				break
+			}
+			m.Message = d.str()
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerImportResult) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerImportResult) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "read":
+			if d.null() {
+				break
+			}
+			m.Read = d.i64()
+		case "stored":
+			if d.null() {
+				break
+			}
+			m.Stored = d.i64()
+		case "alreadyPresent":
+			if d.null() {
+				break
+			}
+			m.AlreadyPresent = d.i64()
+		case "refusedCount":
+			if d.null() {
+				break
+			}
+			m.RefusedCount = d.i64()
+		case "refused":
+			if d.null() {
+				m.Refused = nil
+				break
+			}
+			l := []LedgerImportRefusal{}
+			d.array(func() {
+				if d.null() {
+					var z LedgerImportRefusal
+					l = append(l, z)
+					return
+				}
+				var x LedgerImportRefusal
+				x.decodeFrom(d)
+				l = append(l, x)
+			})
+			m.Refused = l
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
 func (m *LedgerReverifyResult) UnmarshalJSON(b []byte) error {
 	d := decoder{b: b}
 	if !d.null() {

@@ -1473,6 +1473,42 @@ type LedgerRefusedEvent struct {
 	Message string `json:"message"`
 }
 
+// A line of a ledger import that was not recorded (C: appstore_ledger_import_jsonl).
+type LedgerImportRefusal struct {
+	// Its line number in the input (1-based).
+	Line int64 `json:"line"`
+
+	// The status name: the verifier's (e.g. VERIFICATION_FAILURE; INVALID_JWT_FORMAT for a line that is not a signed
+	// value).
+	Status string `json:"status"`
+
+	// The reason name (e.g. malformed, input_too_large, bad_signature).
+	Reason string `json:"reason"`
+
+	// Why.
+	Message string `json:"message"`
+}
+
+// What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl;
+// docs/ledger.md, "Bulk import").
+type LedgerImportResult struct {
+	// The non-empty lines read.
+	Read int64 `json:"read"`
+
+	// The values verified and stored now.
+	Stored int64 `json:"stored"`
+
+	// The values whose payload the ledger already held (a re-run after an interruption skips those stored with the
+	// same signature without verifying them again).
+	AlreadyPresent int64 `json:"alreadyPresent"`
+
+	// The lines refused: not a signed value, too large, or refused by the verifier.
+	RefusedCount int64 `json:"refusedCount"`
+
+	// The refused lines in line order, the first 1000 of them.
+	Refused []LedgerImportRefusal `json:"refused"`
+}
+
 // Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify).
 type LedgerReverifyResult struct {
 	// The stored values verified.

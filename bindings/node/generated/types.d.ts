@@ -1740,6 +1740,30 @@ export interface LedgerRefusedEvent {
     /** The verifier's message. */
     message: string;
 }
+/** A line of a ledger import that was not recorded (C: appstore_ledger_import_jsonl). */
+export interface LedgerImportRefusal {
+    /** Its line number in the input (1-based). */
+    line: number;
+    /** The status name: the verifier's (e.g. VERIFICATION_FAILURE; INVALID_JWT_FORMAT for a line that is not a signed value). */
+    status: string;
+    /** The reason name (e.g. malformed, input_too_large, bad_signature). */
+    reason: string;
+    /** Why. */
+    message: string;
+}
+/** What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl; docs/ledger.md, "Bulk import"). */
+export interface LedgerImportResult {
+    /** The non-empty lines read. */
+    read: number;
+    /** The values verified and stored now. */
+    stored: number;
+    /** The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again). */
+    alreadyPresent: number;
+    /** The lines refused: not a signed value, too large, or refused by the verifier. */
+    refusedCount: number;
+    /** The refused lines in line order, the first 1000 of them. */
+    refused: LedgerImportRefusal[];
+}
 /** Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify). */
 export interface LedgerReverifyResult {
     /** The stored values verified. */

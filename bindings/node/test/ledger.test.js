@@ -458,3 +458,33 @@ test('real Apple data: a fresh ledger\'s first DID_RENEW is incomplete history, 
   assert.equal(again.stored, false);
   ledger.close();
 });
+
+// ---- bulk import (docs/ledger.md, "Bulk import") -----------------------------------------------------------------
+
+test('importJsonl: every line format, bad lines by number, a second run stores nothing twice', async () => {
+  const values = lifecycles().scenarios.flatMap((s) => signed(s, 'both'));
+  const member = { NOTIFICATION: 'notification', TRANSACTION: 'transaction', RENEWAL_INFO: 'renewalInfo' };
+  const lines = values.map(([k, j]) => JSON.stringify({ [member[k]]: j }));
+  lines.splice(2, 0, '{"transaction": ');        // line 3: not JSON
+  lines.splice(5, 0, '{"renewalInfo": null}');   // line 6: not a string
+  const file = path.join(tmpdir(), `import-${process.pid}.jsonl`);
+  fs.writeFileSync(file, lines.join('\n'));
+  const distinct = new Set(values.map(([, j]) => j)).size;
+  const ledger = await Ledger.open(dbUrl(), verifier());
+  try {
+    const r = await ledger.importJsonl(file, 4);
+    assert.equal(r.read, lines.length);
+    assert.equal(r.stored, distinct);
+    assert.equal(r.alreadyPresent, values.length - distinct);
+    assert.equal(r.refusedCount, 2);
+    assert.deepEqual(r.refused.map((x) => [x.line, x.reason]), [[3, 'malformed'], [6, 'malformed']]);
+    const again = await ledger.importJsonl(file);
+    assert.deepEqual([again.stored, again.alreadyPresent, again.refusedCount], [0, values.length, 2]);
+    assert.equal((await ledger.summary()).events, distinct);
+    await assert.rejects(ledger.importJsonl(path.join(tmpdir(), 'missing.jsonl')), (x) => x instanceof AppStoreServerError);
+    await assert.rejects(ledger.importJsonl(42), TypeError);
+    await assert.rejects(ledger.importJsonl(file, -1), RangeError);
+  } finally {
+    ledger.close();
+  }
+});

@@ -9,6 +9,7 @@ use AppStoreServer\Internal\ErrorInfo;
 use AppStoreServer\Internal\Native;
 use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\LedgerCustomer;
+use AppStoreServer\Model\LedgerImportResult;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
 use AppStoreServer\Model\LedgerSummary;
@@ -210,6 +211,27 @@ final class Ledger
     public function summary(): LedgerSummary
     {
         return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);
+    }
+
+    /**
+     * Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk
+     * import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it),
+     * {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. Values are
+     * verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction (0: 1000). A
+     * value whose payload and signature are already stored is counted "alreadyPresent" without being verified again, so
+     * running the same file again after an interruption stores what is missing and nothing twice.
+     *
+     * Refused lines are in the result (refusedCount, and refused with their line numbers), not thrown; a file that
+     * cannot be read throws InvalidArgumentException. $batchSize: 0 (1000) to 4294967295.
+     *
+     * @cfunction appstore_ledger_import_jsonl
+     */
+    public function importJsonl(string $path, int $batchSize = 0): LedgerImportResult
+    {
+        if ($batchSize < 0 || $batchSize > 0xFFFFFFFF) {
+            throw new \InvalidArgumentException("batchSize must be 0 (the default) to 4294967295, got $batchSize");
+        }
+        return LedgerImportResult::fromArray($this->query('appstore_ledger_import_jsonl', Native::cText($path, 'path'), $batchSize) ?? []);
     }
 
     private static function at(?int $ms, string $name = 'atMs'): int

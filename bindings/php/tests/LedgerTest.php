@@ -334,4 +334,39 @@ final class LedgerTest extends TestCase
         $this->expectException(\LogicException::class);
         $l->summary();
     }
+
+    /** Bulk import (docs/ledger.md, "Bulk import"): every line format, bad lines by number, nothing stored twice. */
+    public function testImportJsonl(): void
+    {
+        $member = ['NOTIFICATION' => 'notification', 'TRANSACTION' => 'transaction', 'RENEWAL_INFO' => 'renewalInfo'];
+        $values = [];
+        foreach (self::doc()['scenarios'] as $lc) {
+            array_push($values, ...self::signed($lc, 'both'));
+        }
+        $lines = array_map(fn ($v) => json_encode([$member[$v[0]] => $v[1]], JSON_THROW_ON_ERROR), $values);
+        array_splice($lines, 1, 0, ['[1, 2]']);  // line 2: not an object
+        $file = tempnam(sys_get_temp_dir(), 'import');
+        file_put_contents($file, implode("\n", $lines) . "\n");
+        $distinct = count(array_unique(array_column($values, 1)));
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        try {
+            $r = $l->importJsonl($file, 9);
+            $this->assertSame(count($lines), $r->read);
+            $this->assertSame($distinct, $r->stored);
+            $this->assertSame(count($values) - $distinct, $r->alreadyPresent);
+            $this->assertSame(1, $r->refusedCount);
+            $this->assertSame([2, 'malformed'], [$r->refused[0]->line, $r->refused[0]->reason]);
+            $again = $l->importJsonl($file);
+            $this->assertSame([0, count($values), 1], [$again->stored, $again->alreadyPresent, $again->refusedCount]);
+            try {
+                $l->importJsonl($file . '.missing');
+                $this->fail('a missing file was imported');
+            } catch (\InvalidArgumentException $e) {
+                $this->assertStringContainsString('cannot open', $e->getMessage());
+            }
+        } finally {
+            $l->close();
+            unlink($file);
+        }
+    }
 }

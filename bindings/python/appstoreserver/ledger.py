@@ -18,6 +18,7 @@ One ledger may be shared by threads: calls are serialized inside the library and
 from __future__ import annotations
 
 import json
+import os
 from ctypes import byref, c_void_p
 from datetime import datetime, timezone
 from types import TracebackType
@@ -28,13 +29,14 @@ from ._docs import from_header
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
+from .models.LedgerImportResult import LedgerImportResult
 from .models.LedgerIngestResult import LedgerIngestResult
 from .models.LedgerReverifyResult import LedgerReverifyResult
 from .models.LedgerSubscription import LedgerSubscription
 from .models.LedgerSummary import LedgerSummary
 from .signed_data_verifier import SignedDataVerifier, VerificationException, exception_from
 
-__all__ = ["Ledger", "LedgerError", "LedgerCustomer", "LedgerIngestResult", "LedgerReverifyResult", "LedgerSubscription",
+__all__ = ["Ledger", "LedgerError", "LedgerCustomer", "LedgerImportResult", "LedgerIngestResult", "LedgerReverifyResult", "LedgerSubscription",
            "LedgerSummary", "VerificationException"]
 
 Instant = Union[int, datetime, None]
@@ -214,6 +216,17 @@ class Ledger:
         eventId, kind and the verifier's status, reason and message). Changes nothing."""
         return LedgerReverifyResult.from_dict(self._query(_reverify))
 
+    @from_header("appstore_ledger_import_jsonl")
+    def import_jsonl(self, path: Union[str, "os.PathLike[str]"], batch_size: int = 0) -> LedgerImportResult:
+        """Imports a JSON lines file of signed values (docs/ledger.md, "Bulk import"); re-running it after an
+        interruption stores what is missing and nothing twice. Refused lines are in the result (`refusedCount`, and
+        `refused` with line numbers), not raised; a file that cannot be read raises ValueError."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {_args.shown(path)}")
+        p = _args.text(os.fspath(path), "path")
+        n = _args.integer(batch_size, "batch_size", _args.UINT32)
+        return LedgerImportResult.from_dict(self._query(_import_jsonl, p, n))
+
     # ---- lifetime ---------------------------------------------------------------------------------------------
 
     @from_header("appstore_ledger_free")
@@ -239,3 +252,4 @@ _query_subscription = lib.appstore_ledger_query_subscription
 _query_customer = lib.appstore_ledger_query_customer
 _query_summary = lib.appstore_ledger_query_summary
 _reverify = lib.appstore_ledger_reverify
+_import_jsonl = lib.appstore_ledger_import_jsonl

@@ -1,6 +1,7 @@
 import AppStoreServer
 import ArgumentParser
 import FoundationEssentials
+import Glibc
 
 /// `appstoreserver ledger`: the purchase ledger (docs/ledger.md) from the command line, over the Swift `Ledger`.
 struct LedgerCommand: ParsableCommand {
@@ -27,8 +28,11 @@ struct LedgerCommand: ParsableCommand {
                   --at 2025-10-03T12:00:00Z --as-of 2025-10-03T12:00:00Z
               appstoreserver ledger show --db ledger.db    # counts, disagreements
               appstoreserver ledger reverify --db ledger.db    # verify again
+              appstoreserver ledger import --db ledger.db --bundle-id com.example.app \\
+                  --environment sandbox backfill.jsonl
+              appstoreserver ledger check --db ledger.db    # every stored row reads back
             """,
-        subcommands: [Ingest.self, Show.self, Entitlements.self, Reverify.self]
+        subcommands: [Ingest.self, Import.self, Show.self, Entitlements.self, Reverify.self, Check.self]
     )
 
     /// Where the ledger is.
@@ -206,25 +210,31 @@ extension LedgerCommand {
         }
 
         func makeVerifier() throws(ToolFailure) -> SignedDataVerifier {
-            let bundle = try fromEnvironment(bundleId, "APPSTORE_BUNDLE_ID", option: "--bundle-id")
-            let env: AppStoreEnvironment
-            if let environment {
-                env = environment.environment
-            } else if let e = ProcessInfo.processInfo.environment["APPSTORE_ENVIRONMENT"]?.lowercased(), !e.isEmpty {
-                guard let option = EnvironmentOption(rawValue: e) else {
-                    throw .usage("APPSTORE_ENVIRONMENT=\(e): use production, sandbox, xcode or local-testing")
-                }
-                env = option.environment
-            } else {
-                throw .usage("missing --environment (or set APPSTORE_ENVIRONMENT): the ledger records data of one environment")
+            try LedgerCommand.verifier(bundleId: bundleId, appAppleId: appAppleId, environment: environment, roots: roots)
+        }
+    }
+
+    /// The verifier of `ingest` and `import`: the app's identity from the options or the environment.
+    static func verifier(bundleId: String?, appAppleId: Int64?, environment: EnvironmentOption?,
+                         roots: [String]) throws(ToolFailure) -> SignedDataVerifier {
+        let bundle = try fromEnvironment(bundleId, "APPSTORE_BUNDLE_ID", option: "--bundle-id")
+        let env: AppStoreEnvironment
+        if let environment {
+            env = environment.environment
+        } else if let e = ProcessInfo.processInfo.environment["APPSTORE_ENVIRONMENT"]?.lowercased(), !e.isEmpty {
+            guard let option = EnvironmentOption(rawValue: e) else {
+                throw .usage("APPSTORE_ENVIRONMENT=\(e): use production, sandbox, xcode or local-testing")
             }
-            let (ders, _) = try trustAnchors(roots, default: .g3)
-            do {
-                return try SignedDataVerifier(rootCertificates: ders, bundleId: bundle, appAppleId: appAppleId,
-                                              environment: env, enableOnlineChecks: false, transport: nil)
-            } catch {
-                throw ToolFailure(error)
-            }
+            env = option.environment
+        } else {
+            throw .usage("missing --environment (or set APPSTORE_ENVIRONMENT): the ledger records data of one environment")
+        }
+        let (ders, _) = try trustAnchors(roots, default: .g3)
+        do {
+            return try SignedDataVerifier(rootCertificates: ders, bundleId: bundle, appAppleId: appAppleId,
+                                          environment: env, enableOnlineChecks: false, transport: nil)
+        } catch {
+            throw ToolFailure(error)
         }
     }
 }
@@ -326,6 +336,102 @@ struct SignedValues {
             break
         }
         return found
+    }
+}
+
+// MARK: import, check
+
+extension LedgerCommand {
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Import a file of JSON lines of signed values (a backfill): parallel, in batches, resumable.",
+            discussion: """
+                Each line of FILE is {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple \
+                posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines \
+                are skipped (ledger.md, "Bulk import"). Values are verified on every core and committed \
+                --batch-size lines per transaction. A value whose payload and signature are already stored is skipped \
+                without being verified again: after an interruption (even kill -9), run the same command again; it \
+                stores what is missing and nothing twice.
+
+                stdout: LedgerImportResult (read, stored, alreadyPresent, refusedCount, and the first 1000 refused \
+                lines). stderr: each refused line's number, status, reason and message, the totals, and progress \
+                when stderr is a terminal. Exit status 1 when any line was refused.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The JSON lines file.", valueName: "file"))
+        var file: String
+        @Option(help: "Lines per transaction (default 1000).")
+        var batchSize: Int = 1000
+        @Option(help: "The app's bundle id (default: $APPSTORE_BUNDLE_ID).")
+        var bundleId: String?
+        @Option(help: "The app's App Apple ID (required for production).")
+        var appAppleId: Int64?
+        @Option(help: "production | sandbox | xcode | local-testing (default: $APPSTORE_ENVIRONMENT).")
+        var environment: EnvironmentOption?
+        @Option(name: .customLong("root"), help: ArgumentHelp("A trust anchor, DER or PEM (repeatable; default: the bundled Apple root).", valueName: "file"))
+        var roots: [String] = []
+        @OptionGroup var database: DatabaseOptions
+
+        func run() throws {
+            try reporting {
+                guard batchSize > 0 else { throw ToolFailure.usage("--batch-size must be at least 1") }
+                let verifier = try LedgerCommand.verifier(bundleId: bundleId, appAppleId: appAppleId,
+                                                          environment: environment, roots: roots)
+                let ledger = try LedgerCommand.open(try database.url(), verifier)
+                let tty = isatty(STDERR_FILENO) == 1
+                let options = LedgerImportOptions(batchSize: batchSize) { lines, bytes, total in
+                    guard tty else { return }
+                    let share = total > 0 ? " (\(bytes * 100 / total)%)" : ""
+                    Output.partial("\rledger import: \(lines) lines\(share)")
+                }
+                let result: LedgerImportResult
+                do throws(LedgerError) { result = try ledger.importJSONLines(path: file, options: options) } catch {
+                    if tty { Output.partial("\n") }
+                    throw ToolFailure(error)
+                }
+                if tty { Output.partial("\n") }
+                for r in result.refused { Output.error("error: \(r.status) (\(r.reason)): \(file):\(r.line): \(r.message)") }
+                if result.refusedCount > Int64(result.refused.count) {
+                    Output.error("note: \(result.refusedCount - Int64(result.refused.count)) more refused lines not listed")
+                }
+                Output.line(String(decoding: result.json(), as: UTF8.self))
+                Output.error("ledger: \(result.read) lines: \(result.stored) stored, \(result.alreadyPresent) already present, "
+                             + "\(result.refusedCount) refused")
+                if result.refusedCount > 0 { throw ExitCode(ExitStatus.invalid.rawValue) }
+            }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read back every stored row; list those that do not (a missing or corrupt certificate chain).",
+            discussion: """
+                Reads every row of the events table (every identity; nothing is verified: reverify does that) and \
+                checks that it reconstructs to its signed value and that the payload decodes. stdout: one JSON \
+                object, {"checked": N, "problems": [{"eventId": ID, "message": WHY}]}. Exit status 74 when any row \
+                does not read back.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() throws {
+            try reporting {
+                let report: (checked: Int64, problems: [LedgerStorageProblem])
+                let url = try database.url()
+                do throws(LedgerError) { report = try Ledger.check(url) } catch { throw ToolFailure(error) }
+                let problems = JSONValue.array(report.problems.map {
+                    .object([("eventId", .number(String($0.eventId))), ("message", .string($0.message))])
+                })
+                Output.line(JSONValue.object([("checked", .number(String(report.checked))), ("problems", problems)]).serialized())
+                for p in report.problems { Output.error("error: event \(p.eventId): \(p.message)") }
+                Output.error("ledger: \(report.checked) stored row\(report.checked == 1 ? "" : "s") read back, "
+                             + "\(report.problems.count) with a problem")
+                if !report.problems.isEmpty { throw ExitCode(ExitStatus.storage.rawValue) }
+            }
+        }
     }
 }
 

@@ -25,6 +25,11 @@ enum Output {
         write(STDERR_FILENO, redacted(text) + "\n")
     }
 
+    /// stderr without a newline (a progress line redrawn with "\r").
+    static func partial(_ text: String) {
+        write(STDERR_FILENO, text)
+    }
+
     /// `text` with every PEM block (and any PEM armour left alone) replaced by a description: key material given
     /// where a path or a value goes must not land in a terminal's scrollback or a CI log.
     static func redacted(_ text: String) -> String {

@@ -67,6 +67,21 @@ enum LedgerSchema {
         ALTER TABLE events ADD COLUMN environment TEXT;
         ALTER TABLE events ADD COLUMN app_apple_id INTEGER;
         """,
+        // 0.4.0: each distinct JWS header (its certificate chain) stored once (docs/ledger.md, "Storage layout",
+        // `StoredSigned`). The events stored before are rewritten after the migration, in batches of their own
+        // (`LedgerStore.compactStoredEvents`): the cursor row says how far it got, and goes when it is done.
+        """
+        CREATE TABLE jws_headers (
+          digest TEXT PRIMARY KEY,
+          header TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE jws_compaction (
+          singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+          after_id INTEGER NOT NULL,
+          last_id INTEGER NOT NULL
+        );
+        INSERT INTO jws_compaction SELECT 1, 0, id FROM events ORDER BY id DESC LIMIT 1;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 

@@ -26,6 +26,13 @@ protocol LedgerStorage: AnyObject, Sendable {
     func changeMarker() throws(LedgerError) -> Int64
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64
+    /// At most `limit` rows after `id` of every identity, in id order, their `signed` text as stored (`ledger check`).
+    func storedRows(after id: Int64, limit: Int) throws(LedgerError) -> [(id: Int64, kind: String, stored: String)]
+    /// Which of `digests` (hex payload SHA-256) are stored, of any identity, with the signature segment each was
+    /// stored with (bulk import skips a line whose payload and signature are stored).
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring]
+    /// The text stored under a JWS header's digest in `jws_headers`, unchecked (nil: none).
+    func storedHeader(_ digest: String) throws(LedgerError) -> String?
 }
 
 extension LedgerStorage {
@@ -75,8 +82,9 @@ enum LedgerRows {
     /// The values that select a ledger's own events (`bundle_id = ? AND environment = ?`).
     static func identity(_ i: LedgerIdentity) -> [SQLiteValue?] { [.text(i.bundleId), .text(i.environment.rawValue)] }
 
-    static func event(_ e: LedgerEvent, receivedAt: Int64) -> [SQLiteValue?] {
-        [.text(e.kind.rawValue), .text(e.payloadDigest), .text(e.signed), e.signedDate.sql, .int(receivedAt),
+    /// `signed`: the stored form of `e.signed` (`StoredSigned.compact`; nil: as received).
+    static func event(_ e: LedgerEvent, receivedAt: Int64, signed: String? = nil) -> [SQLiteValue?] {
+        [.text(e.kind.rawValue), .text(e.payloadDigest), .text(signed ?? e.signed), e.signedDate.sql, .int(receivedAt),
          .text(e.identity.bundleId), .text(e.identity.environment.rawValue), e.identity.appAppleId.sql]
     }
 

@@ -18,6 +18,12 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     /// Checkpoints the WAL on its own thread (nil: in memory, or it could not start; SQLite's own then).
     private let checkpointer: WALCheckpointer?
     private let commitStatement: SQLiteStatement
+    private let insertHeader: SQLiteStatement
+    private let selectHeader: SQLiteStatement
+    private let storedRowsStatement: SQLiteStatement
+    private let payloadStored: SQLiteStatement
+    /// The JWS headers read back (`StoredSigned`).
+    private let headers = StoredHeaderCache()
 
     /// `path` is a file path, or ":memory:".
     /// `identity` nil: the one recorded in the file is adopted.
@@ -52,6 +58,11 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             "SELECT id, kind, signed, received_at FROM events WHERE id < ? AND bundle_id = ? AND environment = ? "
             + "ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
+        insertHeader = try db.prepare("INSERT OR IGNORE INTO jws_headers (digest, header) VALUES (?, ?)")
+        selectHeader = try db.prepare("SELECT header FROM jws_headers WHERE digest = ?")
+        storedRowsStatement = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id LIMIT ?")
+        payloadStored = try db.prepare("SELECT signed FROM events WHERE payload_sha256 = ?")
+        try Self.compactStoredEvents(db)
         // Last: nothing after it throws, so a started thread always has the store (and its deinit) to stop it.
         checkpointer = path == ":memory:" ? nil : WALCheckpointer.start(path: path)
         checkpointer?.install(on: db)
@@ -61,7 +72,9 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
 
     /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
-        try insertEvent.run(LedgerRows.event(event, receivedAt: receivedAt))
+        let (signed, jwsHeaders) = StoredSigned.compact(event.signed)
+        for h in jwsHeaders { try insertHeader.run([.text(h.digest), .text(h.text)], "cannot store a JWS header") }
+        try insertEvent.run(LedgerRows.event(event, receivedAt: receivedAt, signed: signed))
         guard db.changes == 1 else { return nil }
         let id = db.lastInsertRowID
         if let t = event.transaction { try upsertTransaction.run(LedgerRows.transaction(t, eventId: id)) }
@@ -75,7 +88,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         try eventsAfter.bind([.int(id)] + LedgerRows.identity(identity))
         defer { try? eventsAfter.bind([]) }  // reset: no read transaction left open
         while try eventsAfter.step() {
-            try each(eventsAfter.int64(0), LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), eventsAfter.text(2) ?? "")
+            let id = eventsAfter.int64(0)
+            try each(id, LedgerEventKind(rawValue: eventsAfter.text(1) ?? ""), try expand(eventsAfter.text(2) ?? "", id))
         }
     }
 
@@ -83,7 +97,8 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         try eventsPage.bind([.int(id)] + LedgerRows.identity(identity) + [.int(Int64(limit))])
         defer { try? eventsPage.bind([]) }  // reset: no read transaction left open
         while try eventsPage.step() {
-            try each(eventsPage.int64(0), LedgerEventKind(rawValue: eventsPage.text(1) ?? ""), eventsPage.text(2) ?? "")
+            let id = eventsPage.int64(0)
+            try each(id, LedgerEventKind(rawValue: eventsPage.text(1) ?? ""), try expand(eventsPage.text(2) ?? "", id))
         }
     }
 
@@ -93,8 +108,9 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         defer { try? s.bind([]) }  // reset: no read transaction left open
         var rows: [StoredEventRow] = []
         while try s.step() {
-            rows.append(StoredEventRow(id: s.int64(0), kind: LedgerEventKind(rawValue: s.text(1) ?? ""),
-                                       signed: s.text(2) ?? "", receivedAt: s.int64(3)))
+            let id = s.int64(0)
+            rows.append(StoredEventRow(id: id, kind: LedgerEventKind(rawValue: s.text(1) ?? ""),
+                                       signed: try expand(s.text(2) ?? "", id), receivedAt: s.int64(3)))
         }
         return rows
     }
@@ -116,4 +132,76 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
 
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64 { try db.integer("SELECT count(*) FROM events") }
+
+    /// The JWS an `events.signed` text holds (`StoredSigned`).
+    func expand(_ stored: String, _ id: Int64) throws(LedgerError) -> String {
+        try StoredSigned.expand(stored, eventId: id) { digest throws(LedgerError) in
+            try headers.text(digest, eventId: id) { d throws(LedgerError) in try storedHeader(d) }
+        }
+    }
+
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
+        defer { try? payloadStored.bind([]) }  // reset: no read transaction left open
+        var found: [String: Substring] = [:]
+        for d in digests {
+            try payloadStored.bind([.text(d)])
+            if try payloadStored.step() { found[d] = StoredSigned.signature(ofStored: payloadStored.text(0) ?? "") }
+        }
+        return found
+    }
+
+    func storedHeader(_ digest: String) throws(LedgerError) -> String? {
+        try selectHeader.bind([.text(digest)])
+        defer { try? selectHeader.bind([]) }  // reset: no read transaction left open
+        return try selectHeader.step() ? selectHeader.text(0) : nil
+    }
+
+    func storedRows(after id: Int64, limit: Int) throws(LedgerError) -> [(id: Int64, kind: String, stored: String)] {
+        let s = storedRowsStatement
+        try s.bind([.int(id), .int(Int64(limit))])
+        defer { try? s.bind([]) }  // reset: no read transaction left open
+        var rows: [(id: Int64, kind: String, stored: String)] = []
+        while try s.step() { rows.append((s.int64(0), s.text(1) ?? "", s.text(2) ?? "")) }
+        return rows
+    }
+
+    /// Rewrites the events stored before `jws_headers` existed into `StoredSigned`'s form, 500 per transaction, from
+    /// the cursor in `jws_compaction` (a killed process resumes where it stopped; another process's open helps).
+    private static func compactStoredEvents(_ db: SQLiteConnection) throws(LedgerError) {
+        let insertHeader = try db.prepare("INSERT OR IGNORE INTO jws_headers (digest, header) VALUES (?, ?)")
+        let cursor = try db.prepare("SELECT after_id, last_id FROM jws_compaction")
+        let page = try db.prepare("SELECT id, signed FROM events WHERE id > ? AND id <= ? ORDER BY id LIMIT 500")
+        let update = try db.prepare("UPDATE events SET signed = ? WHERE id = ?")
+        let advance = try db.prepare("UPDATE jws_compaction SET after_id = ?")
+        // Nothing to rewrite (the usual open): no write lock taken.
+        guard try db.integer("SELECT count(*) FROM jws_compaction") > 0 else { return }
+        while true {
+            try db.execute("BEGIN IMMEDIATE", "cannot start rewriting the stored events")
+            do throws(LedgerError) {
+                try cursor.bind([])
+                guard try cursor.step() else { try cursor.bind([]); try db.execute("ROLLBACK", "rollback"); return }
+                let (after, last) = (cursor.int64(0), cursor.int64(1))
+                try cursor.bind([])
+                var rows: [(Int64, String)] = []
+                try page.bind([.int(after), .int(last)])
+                while try page.step() { rows.append((page.int64(0), page.text(1) ?? "")) }
+                try page.bind([])
+                for (id, signed) in rows {
+                    let (text, jwsHeaders) = StoredSigned.compact(signed)
+                    guard text != signed else { continue }
+                    for h in jwsHeaders { try insertHeader.run([.text(h.digest), .text(h.text)], "cannot store a JWS header") }
+                    try update.run([.text(text), .int(id)], "cannot rewrite event \(id)")
+                }
+                if let end = rows.last?.0, end < last {
+                    try advance.run([.int(end)], "cannot record the rewrite's progress")
+                } else {
+                    try db.execute("DELETE FROM jws_compaction", "cannot record the rewrite's end")
+                }
+                try db.execute("COMMIT", "cannot commit the rewritten events")
+            } catch {
+                try? db.execute("ROLLBACK", "rollback")
+                throw error
+            }
+        }
+    }
 }

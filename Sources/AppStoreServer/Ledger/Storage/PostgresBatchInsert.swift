@@ -26,10 +26,22 @@ extension PostgresLedgerStore {
             let part = fresh[start..<min(start + Self.batchRows, fresh.count)].map { events[$0] }
             var values: [SQLiteValue?] = []
             var tuples: [String] = []
+            // Each event in its stored form (its JWS headers apart, each distinct one stored once: StoredSigned), the
+            // batch's new headers in one statement before the events that refer to them.
+            var headers: [String: String] = [:]
             for e in part {
-                let row = LedgerRows.event(e, receivedAt: receivedAt)
+                let (signed, jwsHeaders) = StoredSigned.compact(e.signed)
+                for h in jwsHeaders { headers[h.digest] = h.text }
+                let row = LedgerRows.event(e, receivedAt: receivedAt, signed: signed)
                 tuples.append(Self.tuple(from: values.count + 1, count: row.count))
                 values += row
+            }
+            if !headers.isEmpty {
+                let sorted = headers.sorted { $0.key < $1.key }
+                let hTuples = sorted.indices.map { Self.tuple(from: 2 * $0 + 1, count: 2) }
+                try db.run(inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES "
+                    + hTuples.joined(separator: ", ") + " ON CONFLICT (digest) DO NOTHING"),
+                    sorted.flatMap { [SQLiteValue?.some(.text($0.key)), .text($0.value)] }, what: "cannot store the JWS headers")
             }
             // Event ids are handed out in the VALUES' order (one nextval per row as it is inserted), which is the
             // batch's: the order this process applies them in, and the order a catch-up reads them back.

@@ -21,6 +21,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     private(set) var identity: LedgerIdentity
     /// This schema's writers' advisory lock.
     let writeLock: Int64
+    /// The JWS headers read back (`StoredSigned`).
+    private let headers = StoredHeaderCache()
 
     /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key) in the default schema; another
     /// schema's writers take a key of their own (mixed with the schema's name), so two ledgers never wait for each other.
@@ -104,6 +106,20 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
           saved_at BIGINT
         );
         """,
+        // 0.4.0: each distinct JWS header stored once (as migration 3 of `LedgerSchema`; the stored events are
+        // rewritten after it, in batches: `compactStoredEvents`).
+        """
+        CREATE TABLE appstore_ledger.jws_headers (
+          digest TEXT PRIMARY KEY,
+          header TEXT NOT NULL
+        );
+        CREATE TABLE appstore_ledger.jws_compaction (
+          singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+          after_id BIGINT NOT NULL,
+          last_id BIGINT NOT NULL
+        );
+        INSERT INTO appstore_ledger.jws_compaction SELECT 1, 0, id FROM appstore_ledger.events ORDER BY id DESC LIMIT 1;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
@@ -170,6 +186,16 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             AND environment = $3 ORDER BY id DESC LIMIT $4
             """), parameters: 4)
         try db.prepare("max_event", inSchema("SELECT coalesce(max(id), 0) FROM appstore_ledger.events"), parameters: 0)
+        try db.prepare("insert_header", inSchema(
+            "INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING"),
+            parameters: 2)
+        try db.prepare("select_header", inSchema("SELECT header FROM appstore_ledger.jws_headers WHERE digest = $1"),
+                       parameters: 1)
+        try db.prepare("stored_rows", inSchema("SELECT id, kind, signed FROM appstore_ledger.events WHERE id > $1 ORDER BY id LIMIT $2"),
+                       parameters: 2)
+        try db.prepare("payloads_stored", inSchema(
+            "SELECT payload_sha256, signed FROM appstore_ledger.events WHERE payload_sha256 = ANY($1::text[])"), parameters: 1)
+        try compactStoredEvents()
     }
 
     /// Creates or migrates the schema, under the writers' lock (two processes opening a new database at once: one
@@ -248,7 +274,11 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     func rollback() { _ = try? db.run("ROLLBACK", what: "rollback") }
 
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
-        let rows = try db.run("insert_event", LedgerRows.event(event, receivedAt: receivedAt), prepared: true,
+        let (signed, jwsHeaders) = StoredSigned.compact(event.signed)
+        for h in jwsHeaders {
+            _ = try db.run("insert_header", [.text(h.digest), .text(h.text)], prepared: true, what: "cannot store a JWS header")
+        }
+        let rows = try db.run("insert_event", LedgerRows.event(event, receivedAt: receivedAt, signed: signed), prepared: true,
                               what: "cannot store the event")
         guard let id = PostgresConnection.scalar(rows).flatMap({ Int64($0) }) else { return nil }
         if let t = event.transaction {
@@ -272,7 +302,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                 guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
                     throw .storage("the ledger's events table returned an unexpected row")
                 }
-                try each(i, LedgerEventKind(rawValue: kind), signed)
+                try each(i, LedgerEventKind(rawValue: kind), try expand(signed, i))
                 last = i
             }
             if rows.count < 1000 { return }
@@ -286,7 +316,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
                 throw .storage("the ledger's events table returned an unexpected row")
             }
-            try each(i, LedgerEventKind(rawValue: kind), signed)
+            try each(i, LedgerEventKind(rawValue: kind), try expand(signed, i))
         }
     }
 
@@ -298,7 +328,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                   let at = row[3].flatMap({ Int64($0) }) else {
                 throw .storage("the ledger's events table returned an unexpected row")
             }
-            return StoredEventRow(id: id, kind: LedgerEventKind(rawValue: kind), signed: signed, receivedAt: at)
+            return StoredEventRow(id: id, kind: LedgerEventKind(rawValue: kind), signed: try expand(signed, id), receivedAt: at)
         }
     }
 
@@ -311,5 +341,81 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     func eventCount() throws(LedgerError) -> Int64 {
         let rows = try db.run(inSchema("SELECT count(*) FROM appstore_ledger.events"), what: "cannot count the ledger's events")
         return PostgresConnection.scalar(rows).flatMap { Int64($0) } ?? 0
+    }
+
+    /// The JWS an `events.signed` text holds (`StoredSigned`).
+    func expand(_ stored: String, _ id: Int64) throws(LedgerError) -> String {
+        try StoredSigned.expand(stored, eventId: id) { digest throws(LedgerError) in
+            try headers.text(digest, eventId: id) { d throws(LedgerError) in try storedHeader(d) }
+        }
+    }
+
+    func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
+        guard !digests.isEmpty else { return [:] }
+        // One round trip: the digests as a text array literal (hex: no quoting needed).
+        let rows = try db.run("payloads_stored", [.text("{" + digests.joined(separator: ",") + "}")], prepared: true,
+                              what: "cannot read the ledger's events")
+        var found: [String: Substring] = [:]
+        for r in rows where r.count == 2 {
+            if let d = r[0] { found[d] = StoredSigned.signature(ofStored: r[1] ?? "") }
+        }
+        return found
+    }
+
+    func storedHeader(_ digest: String) throws(LedgerError) -> String? {
+        PostgresConnection.scalar(try db.run("select_header", [.text(digest)], prepared: true, what: "cannot read a JWS header"))
+    }
+
+    func storedRows(after id: Int64, limit: Int) throws(LedgerError) -> [(id: Int64, kind: String, stored: String)] {
+        try db.run("stored_rows", [.int(id), .int(Int64(limit))], prepared: true, what: "cannot read the ledger's events")
+            .map { r throws(LedgerError) in
+                guard r.count == 3, let i = r[0].flatMap({ Int64($0) }) else {
+                    throw .storage("the ledger's events table returned an unexpected row")
+                }
+                return (i, r[1] ?? "", r[2] ?? "")
+            }
+    }
+
+    /// As `LedgerStore.compactStoredEvents`: the events stored before `jws_headers` existed, rewritten 500 per
+    /// transaction under the writers' lock, from the cursor in `jws_compaction`.
+    private func compactStoredEvents() throws(LedgerError) {
+        // Nothing to rewrite (the usual open): the writers' lock is not taken.
+        let pending = try db.run(inSchema("SELECT count(*) FROM appstore_ledger.jws_compaction"), what: "cannot read the rewrite's progress")
+        guard PostgresConnection.scalar(pending) != "0" else { return }
+        while true {
+            try beginWrite()
+            do throws(LedgerError) {
+                let cursor = try db.run(inSchema("SELECT after_id, last_id FROM appstore_ledger.jws_compaction"),
+                                        what: "cannot read the rewrite's progress")
+                guard let c = cursor.first, c.count == 2, let after = c[0].flatMap({ Int64($0) }),
+                      let last = c[1].flatMap({ Int64($0) }) else { rollback(); return }
+                let rows = try db.run(inSchema("SELECT id, signed FROM appstore_ledger.events WHERE id > $1 AND id <= $2 "
+                    + "ORDER BY id LIMIT 500"), [.int(after), .int(last)], what: "cannot read the ledger's events")
+                var end = after
+                for r in rows {
+                    guard r.count == 2, let id = r[0].flatMap({ Int64($0) }), let signed = r[1] else {
+                        throw .storage("the ledger's events table returned an unexpected row")
+                    }
+                    end = id
+                    let (text, jwsHeaders) = StoredSigned.compact(signed)
+                    guard text != signed else { continue }
+                    for h in jwsHeaders {
+                        _ = try db.run("insert_header", [.text(h.digest), .text(h.text)], prepared: true, what: "cannot store a JWS header")
+                    }
+                    _ = try db.run(inSchema("UPDATE appstore_ledger.events SET signed = $1 WHERE id = $2"), [.text(text), .int(id)],
+                                   what: "cannot rewrite event \(id)")
+                }
+                if rows.count == 500, end < last {
+                    _ = try db.run(inSchema("UPDATE appstore_ledger.jws_compaction SET after_id = $1"), [.int(end)],
+                                   what: "cannot record the rewrite's progress")
+                } else {
+                    _ = try db.run(inSchema("DELETE FROM appstore_ledger.jws_compaction"), what: "cannot record the rewrite's end")
+                }
+                try commit()
+            } catch {
+                rollback()
+                throw error
+            }
+        }
     }
 }

@@ -3904,6 +3904,83 @@ extension LedgerRefusedEvent: Codable {
 }
 #endif
 
+/// A line of a ledger import that was not recorded (C: appstore_ledger_import_jsonl).
+public struct LedgerImportRefusal: Hashable, Sendable {
+    /// Its line number in the input (1-based).
+    public var line: Int64
+    /// The status name: the verifier's (e.g. VERIFICATION_FAILURE; INVALID_JWT_FORMAT for a line that is not a signed value).
+    public var status: String
+    /// The reason name (e.g. malformed, input_too_large, bad_signature).
+    public var reason: String
+    /// Why.
+    public var message: String
+
+    /// A value from its fields.
+    public init(
+        line: Int64,
+        status: String,
+        reason: String,
+        message: String
+    ) {
+        self.line = line
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerImportRefusal: Codable {
+    enum CodingKeys: String, CodingKey {
+        case line
+        case status
+        case reason
+        case message
+    }
+}
+#endif
+
+/// What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl; docs/ledger.md, "Bulk import").
+public struct LedgerImportResult: Hashable, Sendable {
+    /// The non-empty lines read.
+    public var read: Int64
+    /// The values verified and stored now.
+    public var stored: Int64
+    /// The values whose payload the ledger already held (a re-run after an interruption skips those stored with the same signature without verifying them again).
+    public var alreadyPresent: Int64
+    /// The lines refused: not a signed value, too large, or refused by the verifier.
+    public var refusedCount: Int64
+    /// The refused lines in line order, the first 1000 of them.
+    public var refused: [LedgerImportRefusal]
+
+    /// A value from its fields.
+    public init(
+        read: Int64,
+        stored: Int64,
+        alreadyPresent: Int64,
+        refusedCount: Int64,
+        refused: [LedgerImportRefusal]
+    ) {
+        self.read = read
+        self.stored = stored
+        self.alreadyPresent = alreadyPresent
+        self.refusedCount = refusedCount
+        self.refused = refused
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerImportResult: Codable {
+    enum CodingKeys: String, CodingKey {
+        case read
+        case stored
+        case alreadyPresent
+        case refusedCount
+        case refused
+    }
+}
+#endif
+
 /// Every stored value of the ledger verified again with its verifier (C: appstore_ledger_reverify).
 public struct LedgerReverifyResult: Hashable, Sendable {
     /// The stored values verified.

@@ -4290,6 +4290,99 @@ extension LedgerRefusedEvent: JSONDecodable, JSONEncodable {
     }
 }
 
+extension LedgerImportRefusal: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["line", "message", "reason", "status"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_line: Int64? = nil
+        var f_status: String? = nil
+        var f_reason: String? = nil
+        var f_message: String? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "line": f_line = try JSONFields.optional(member.value, strict: strict)
+                case "status": f_status = try JSONFields.optional(member.value, strict: strict)
+                case "reason": f_reason = try JSONFields.optional(member.value, strict: strict)
+                case "message": f_message = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            line: try JSONFields.required(f_line, "line"),
+            status: try JSONFields.required(f_status, "status"),
+            reason: try JSONFields.required(f_reason, "reason"),
+            message: try JSONFields.required(f_message, "message")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("line")
+        try self.line.writeJSON(to: &w)
+        w.key("message")
+        try self.message.writeJSON(to: &w)
+        w.key("reason")
+        try self.reason.writeJSON(to: &w)
+        w.key("status")
+        try self.status.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
+extension LedgerImportResult: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["alreadyPresent", "read", "refused", "refusedCount", "stored"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_read: Int64? = nil
+        var f_stored: Int64? = nil
+        var f_alreadyPresent: Int64? = nil
+        var f_refusedCount: Int64? = nil
+        var f_refused: [LedgerImportRefusal]? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "read": f_read = try JSONFields.optional(member.value, strict: strict)
+                case "stored": f_stored = try JSONFields.optional(member.value, strict: strict)
+                case "alreadyPresent": f_alreadyPresent = try JSONFields.optional(member.value, strict: strict)
+                case "refusedCount": f_refusedCount = try JSONFields.optional(member.value, strict: strict)
+                case "refused": f_refused = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            read: try JSONFields.required(f_read, "read"),
+            stored: try JSONFields.required(f_stored, "stored"),
+            alreadyPresent: try JSONFields.required(f_alreadyPresent, "alreadyPresent"),
+            refusedCount: try JSONFields.required(f_refusedCount, "refusedCount"),
+            refused: try JSONFields.required(f_refused, "refused")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("alreadyPresent")
+        try self.alreadyPresent.writeJSON(to: &w)
+        w.key("read")
+        try self.read.writeJSON(to: &w)
+        w.key("refused")
+        try self.refused.writeJSON(to: &w)
+        w.key("refusedCount")
+        try self.refusedCount.writeJSON(to: &w)
+        w.key("stored")
+        try self.stored.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
 extension LedgerReverifyResult: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
     static let jsonKeys: [String] = ["checked", "refused"]

@@ -1316,6 +1316,38 @@ func LedgerReverifyInto(a_ledger Ledger, decode func([]byte) error) error {
 	return decode(borrowBytes(o_json_out))
 }
 
+// LedgerImportJsonl calls appstore_ledger_import_jsonl: Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped.
+func LedgerImportJsonl(a_ledger Ledger, a_path string, a_batch_size uint32) ([]byte, error) {
+	p_path, ok_path := cString(a_path)
+	if !ok_path {
+		return nil, argError("appstore_ledger_import_jsonl", "path")
+	}
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_import_jsonl((*C.appstore_ledger)(a_ledger), (*C.char)(p_path), C.uint32_t(a_batch_size), &o_result_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_result_out), nil
+}
+
+// LedgerImportJsonlInto is LedgerImportJsonl with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerImportJsonlInto(a_ledger Ledger, a_path string, a_batch_size uint32, decode func([]byte) error) error {
+	p_path, ok_path := cString(a_path)
+	if !ok_path {
+		return argError("appstore_ledger_import_jsonl", "path")
+	}
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_import_jsonl((*C.appstore_ledger)(a_ledger), (*C.char)(p_path), C.uint32_t(a_batch_size), &o_result_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_result_out)
+	return decode(borrowBytes(o_result_out))
+}
+
 // Not served by the generated wrappers:
 //   appstore_error_status: read into *Error by readError
 //   appstore_error_reason: read into *Error by readError

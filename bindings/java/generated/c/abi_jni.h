@@ -51,6 +51,7 @@
 #pragma weak appstore_http_response_body_limit
 #pragma weak appstore_http_response_set_status
 #pragma weak appstore_ledger_free
+#pragma weak appstore_ledger_import_jsonl
 #pragma weak appstore_ledger_ingest_notification
 #pragma weak appstore_ledger_ingest_renewal_info
 #pragma weak appstore_ledger_ingest_transaction
@@ -1809,7 +1810,33 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 92
+/* appstore_ledger_import_jsonl */
+static jbyteArray JNICALL asj_ledger_import_jsonl(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_import_jsonl", "path")) goto done;
+    if (!asj_range(env, a2, 0, 4294967295LL, "ledger_import_jsonl", "batch_size")) goto done;
+    st = appstore_ledger_import_jsonl((appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (uint32_t)a2, &o3, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o3);
+    o3 = NULL;
+done:
+    if (o3) appstore_string_free(o3);
+    asj_in_free(&b1);
+    return result;
+}
+
+#define ASJ_GENERATED_NATIVES 93
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -1903,6 +1930,7 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"ledger_query_customer", "(J[BJJ)[B", (void *)asj_ledger_query_customer, (void *)&appstore_ledger_query_customer},
     {"ledger_query_summary", "(J)[B", (void *)asj_ledger_query_summary, (void *)&appstore_ledger_query_summary},
     {"ledger_reverify", "(J)[B", (void *)asj_ledger_reverify, (void *)&appstore_ledger_reverify},
+    {"ledger_import_jsonl", "(J[BJ)[B", (void *)asj_ledger_import_jsonl, (void *)&appstore_ledger_import_jsonl},
 };
 
 /* Not served by the generated wrappers:

@@ -14,6 +14,15 @@ SUMMARIES: Dict[str, str] = {
     "appstore_ledger_free": (
         "Closes the database and frees the ledger."
     ),
+    "appstore_ledger_import_jsonl": (
+        "Imports a file of JSON lines of signed values (a backfill, a migration from another system;\n"
+        "docs/ledger.md, \"Bulk import\"): each line {\"notification\": JWS}, {\"signedPayload\": JWS} (a notification\n"
+        "body as Apple posts it), {\"transaction\": JWS}, {\"renewalInfo\": JWS}, or a bare JWS (a notification);\n"
+        "empty lines are skipped. Values are verified on every core, outside the ledger's lock, and committed\n"
+        "`batch_size` lines per transaction (0: 1000). A value whose payload and signature are already stored is\n"
+        "counted \"alreadyPresent\" without being verified again, so running the same file again after an\n"
+        "interruption stores what is missing and nothing twice."
+    ),
     "appstore_ledger_ingest_notification": (
         "Verify and record one signed value: a notification (deep: its signedTransactionInfo and\n"
         "signedRenewalInfo too), a transaction (from the app, Get Transaction History, Get Transaction Info, Get\n"

@@ -201,6 +201,8 @@ public final class Abi {
     public static native byte[] ledger_query_summary(long ledger);
     /** appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message. */
     public static native byte[] ledger_reverify(long ledger);
+    /** appstore_ledger_import_jsonl: Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. */
+    public static native byte[] ledger_import_jsonl(long ledger, byte[] path, long batch_size);
 
     /** appstore_transport_new with a callback that calls bridge.exchange(method, url, headers, body, timeoutMs, response) (appstoreserver.internal.TransportBridge) on the calling thread: {transport, context}; free the transport first, the context (bridge_context_free) when nothing uses the transport any more. */
     public static native long[] transport_new_bridge(Object bridge);

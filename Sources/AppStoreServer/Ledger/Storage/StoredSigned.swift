@@ -1,0 +1,272 @@
+import FoundationEssentials
+
+/// How `events.signed` holds a JWS (docs/ledger.md, "Storage layout"): each distinct JWS header (`alg` and the x5c
+/// certificate chain, ~3.7 KB of base64url that millions of values share) is stored once in the `jws_headers` table,
+/// keyed by its digest, and the event's text refers to it. Every stored value reconstructs to the received JWS
+/// byte for byte (it is re-verified by `Ledger.reverify` and exported as received).
+///
+/// A stored text is either a JWS as received (written before this layout, or a value the layout cannot hold exactly;
+/// behind `~0.` when it starts with `~` itself) or, starting with `~` (never a base64url character), the form
+///
+///     ~1.<header digest>.<signature segment>.<nested references>.<payload>
+///
+/// - header digest: base64url SHA-256 of the header segment's text (43 characters), a key of `jws_headers`;
+/// - nested references, separated by `,` (may be empty): a nested JWS (the notification's signedTransactionInfo and
+///   signedRenewalInfo carry their own chains) whose header was taken out of the payload, to be put back at a byte
+///   offset of the stored payload text (offsets strictly ascending): `offset:digest` (the header goes in at offset),
+///   or `offset:digest:length` (the nested payload is stored decoded too: offset holds its `.`, then its `length`
+///   bytes of JSON, then the `.` of its signature; it is encoded again behind the header). An empty digest is the
+///   outer header's (Apple signs the outer and nested values with one chain);
+/// - payload: `j` and the payload's JSON text (decoded: a quarter smaller than its base64url); `k` and the same text
+///   with each `"name":` of Apple's member names (`MemberNames`) written as the byte 0x01 and the name's code (a text
+///   with no 0x01 of its own); or `b` and the payload segment as received, when decoding and encoding again would not give back the same bytes, or the JSON is not
+///   text a database column can hold (invalid UTF-8, a NUL).
+///
+/// Writing checks that the form expands back to the received bytes and keeps the received text when it would not.
+enum StoredSigned {
+    /// A JWS header segment, stored once: `digest` is the base64url SHA-256 of `text`.
+    struct Header: Hashable, Sendable {
+        let digest: String
+        let text: String
+    }
+
+    /// Headers shorter than this are left in place (a reference costs ~50 bytes).
+    static let minimumHeader = 128
+
+    static func digest(_ text: String) -> String {
+        let k = LedgerDigest.key(Array(text.utf8))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for w in [k.words.0, k.words.1, k.words.2, k.words.3] {
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: w >> UInt64(shift))) }
+        }
+        return Base64.encode(bytes, alphabet: .url)
+    }
+
+    /// The text to store for `jws`, and the headers it refers to (each to be stored in `jws_headers` if absent).
+    static func compact(_ jws: String) -> (text: String, headers: [Header]) {
+        // A text starting with `~` (never a JWS the verifier accepts) is kept as received behind `~0.`.
+        let asReceived = jws.utf8.first == UInt8(ascii: "~") ? "~0." + jws : jws
+        guard let form = makeCompact(jws) else { return (asReceived, []) }
+        // Never lose a byte: the form must give back exactly what was received.
+        let known = Dictionary(form.headers.map { ($0.digest, $0.text) }, uniquingKeysWith: { a, _ in a })
+        guard let back = try? expand(form.text, eventId: 0, header: { known[$0] }), back == jws else { return (asReceived, []) }
+        return form
+    }
+
+    private static func makeCompact(_ jws: String) -> (text: String, headers: [Header])? {
+        let u = Array(jws.utf8)
+        guard u.first != UInt8(ascii: "~") else { return nil }
+        let parts = u.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count >= minimumHeader, !parts[2].contains(UInt8(ascii: ",")) else { return nil }
+        let outer = Header(text: String(decoding: parts[0], as: UTF8.self))
+        var headers = [outer]
+        let payloadSegment = Array(parts[1])
+        var payloadForm: [UInt8] = [UInt8(ascii: "b")] + payloadSegment
+        var refs: [String] = []
+        if let json = Base64.decode(String(decoding: payloadSegment, as: UTF8.self), alphabet: .url),
+           Array(Base64.encode(json, alphabet: .url).utf8) == payloadSegment, !json.contains(0),
+           String(validating: json, as: UTF8.self) != nil {
+            var reduced: [UInt8] = []
+            reduced.reserveCapacity(json.count)
+            var i = 0
+            // A nested compact JWS is a JSON string `"<header>.<payload>.<signature>"`: its header is a run of
+            // base64url characters after a quote, ending at a dot; its payload the run after that dot.
+            while i < json.count {
+                if json[i] == UInt8(ascii: "\""), let end = nestedHeaderEnd(json, from: i + 1) {
+                    reduced.append(json[i])
+                    let h = Header(text: String(decoding: json[(i + 1)..<end], as: UTF8.self))
+                    let at = reduced.count
+                    let digest = h.digest == outer.digest ? "" : h.digest  // empty: the outer header's
+                    if h.digest != outer.digest { headers.append(h) }
+                    // The nested payload decoded too, when that gives back its bytes and is text.
+                    var j = end + 1
+                    while j < json.count, isBase64URL(json[j]) { j += 1 }
+                    let segment = Array(json[(end + 1)..<j])
+                    if j < json.count, json[j] == UInt8(ascii: "."), !segment.isEmpty,
+                       let decoded = Base64.decode(String(decoding: segment, as: UTF8.self), alphabet: .url),
+                       Array(Base64.encode(decoded, alphabet: .url).utf8) == segment, !decoded.contains(0),
+                       String(validating: decoded, as: UTF8.self) != nil {
+                        refs.append("\(at):\(digest):\(decoded.count)")
+                        reduced.append(UInt8(ascii: "."))
+                        reduced.append(contentsOf: decoded)
+                        i = j
+                    } else {
+                        refs.append("\(at):\(digest)")
+                        i = end
+                    }
+                    continue
+                }
+                reduced.append(json[i])
+                i += 1
+            }
+            // Apple's member names (a third of a payload) as two bytes each, when the text has no 0x01 of its own.
+            payloadForm = reduced.contains(0x01) ? [UInt8(ascii: "j")] + reduced : [UInt8(ascii: "k")] + MemberNames.shorten(reduced)
+        }
+        let text = "~1.\(outer.digest).\(String(decoding: parts[2], as: UTF8.self)).\(refs.joined(separator: ",")).\(String(decoding: payloadForm, as: UTF8.self))"
+        return (text, headers)
+    }
+
+    /// The end of a base64url run from `start`, when it is at least `minimumHeader` long and a dot follows.
+    private static func nestedHeaderEnd(_ b: [UInt8], from start: Int) -> Int? {
+        var j = start
+        while j < b.count, isBase64URL(b[j]) { j += 1 }
+        guard j - start >= minimumHeader, j < b.count, b[j] == UInt8(ascii: ".") else { return nil }
+        return j
+    }
+
+    private static func isBase64URL(_ c: UInt8) -> Bool {
+        (65...90).contains(c) || (97...122).contains(c) || (48...57).contains(c) || c == 45 || c == 95
+    }
+
+    /// The signature segment of a stored text, without expanding it.
+    static func signature(ofStored stored: String) -> Substring {
+        if stored.hasPrefix("~1.") {
+            let parts = stored.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+            return parts.count == 4 ? parts[2] : ""
+        }
+        return stored.split(separator: ".", omittingEmptySubsequences: false).last ?? ""
+    }
+
+    /// The JWS that `stored` (an `events.signed` text) holds; `header` finds a header's text by digest (nil: not
+    /// stored). A reference to a missing header, or a form that does not parse, is a storage error naming the row.
+    static func expand(_ stored: String, eventId: Int64, header: (String) throws(LedgerError) -> String?) throws(LedgerError) -> String {
+        guard stored.utf8.first == UInt8(ascii: "~") else { return stored }
+        if stored.hasPrefix("~0.") { return String(stored.dropFirst(3)) }
+        func corrupt(_ why: String) -> LedgerError {
+            .storage("event \(eventId): its stored JWS is corrupt: \(why) (`appstoreserver ledger check` lists such rows)")
+        }
+        func find(_ digest: Substring) throws(LedgerError) -> String {
+            guard let t = try header(String(digest)) else {
+                throw corrupt("its certificate chain \(QuotedText.quote(String(digest))) is missing from jws_headers")
+            }
+            return t
+        }
+        let parts = stored.split(separator: ".", maxSplits: 4, omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[0] == "~1", let kind = parts[4].utf8.first else {
+            throw corrupt("not a stored form this library knows")
+        }
+        let outer = try find(parts[1])
+        var payload = Array(parts[4].utf8.dropFirst())
+        var form = kind
+        if kind == UInt8(ascii: "k") {
+            guard let full = MemberNames.expand(payload) else { throw corrupt("an unknown member name code") }
+            payload = full
+            form = UInt8(ascii: "j")
+        }
+        switch form {
+        case UInt8(ascii: "b"):
+            guard parts[3].isEmpty else { throw corrupt("nested references in a base64url payload") }
+        case UInt8(ascii: "j"):
+            if !parts[3].isEmpty {
+                var refs: [(at: Int, digest: Substring, decoded: Int?)] = []
+                for ref in parts[3].split(separator: ",", omittingEmptySubsequences: false) {
+                    let f = ref.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+                    let length = f.count == 3 ? Int(f[2]) : nil
+                    guard f.count == 2 || (f.count == 3 && length != nil), let at = Int(f[0]), at > (refs.last?.at ?? -1),
+                          at + 1 + (length ?? -1) <= payload.count, length.map({ at + 1 + $0 < payload.count
+                              && payload[at] == UInt8(ascii: ".") && payload[at + 1 + $0] == UInt8(ascii: ".") }) ?? true else {
+                        throw corrupt("a nested reference \(QuotedText.quote(String(ref))) is out of place")
+                    }
+                    refs.append((at, f[1], length))
+                }
+                // From the last: each offset is into the stored text, before the later ones are expanded.
+                for r in refs.reversed() {
+                    let h = r.digest.isEmpty ? outer : try find(r.digest)
+                    if let n = r.decoded {
+                        let segment = Array(Base64.encode(payload[(r.at + 1)..<(r.at + 1 + n)], alphabet: .url).utf8)
+                        payload.replaceSubrange(r.at..<(r.at + 1 + n), with: Array(h.utf8) + [UInt8(ascii: ".")] + segment)
+                    } else {
+                        payload.insert(contentsOf: Array(h.utf8), at: r.at)
+                    }
+                }
+            }
+            payload = Array(Base64.encode(payload, alphabet: .url).utf8)
+        default:
+            throw corrupt("unknown payload form")
+        }
+        return outer + "." + String(decoding: payload, as: UTF8.self) + "." + parts[2]
+    }
+}
+
+extension StoredSigned.Header {
+    init(text: String) { self.init(digest: StoredSigned.digest(text), text: text) }
+}
+
+/// The headers a store has read, by digest (content-addressed: an entry is right whatever happens to transactions,
+/// and is checked against its digest when read from the database).
+final class StoredHeaderCache: Sendable {
+    private let headers = Locked<[String: String]>([:])
+
+    /// The text of `digest`: cached, or `load`ed (the stored text, or nil) and checked.
+    func text(_ digest: String, eventId: Int64, load: (String) throws(LedgerError) -> String?) throws(LedgerError) -> String? {
+        if let t = headers.withLock({ $0[digest] }) { return t }
+        guard let t = try load(digest) else { return nil }
+        guard StoredSigned.digest(t) == digest else {
+            throw .storage("event \(eventId): its stored JWS is corrupt: the certificate chain stored under "
+                + "\(QuotedText.quote(digest)) does not match its digest (`appstoreserver ledger check` lists such rows)")
+        }
+        headers.withLock { $0[digest] = t }
+        return t
+    }
+}
+
+/// Apple's payload member names, each `"name":` stored as 0x01 and a code byte (0x20 + its index): a third of a
+/// payload's JSON is these names. Append only: stored texts depend on every code (96 codes at most).
+enum MemberNames {
+    static let names: [String] = [
+        "notificationType", "subtype", "notificationUUID", "data", "version", "signedDate", "summary",
+        "externalPurchaseToken", "appData", "environment", "appAppleId", "bundleId", "productId", "requestIdentifier",
+        "storefrontCountryCodes", "succeededCount", "failedCount", "externalPurchaseId", "tokenCreationDate", "tokenType",
+        "tokenExpirationDate", "signedAppTransactionInfo", "originalTransactionId", "transactionId", "webOrderLineItemId",
+        "subscriptionGroupIdentifier", "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity", "type",
+        "appAccountToken", "inAppOwnershipType", "revocationReason", "revocationDate", "isUpgraded", "offerType",
+        "offerIdentifier", "storefront", "storefrontId", "transactionReason", "currency", "price", "offerDiscountType",
+        "appTransactionId", "offerPeriod", "revocationType", "revocationPercentage", "advancedCommerceInfo",
+        "billingPlanType", "commitmentInfo", "expirationIntent", "autoRenewProductId", "autoRenewStatus",
+        "isInBillingRetryPeriod", "priceIncreaseStatus", "gracePeriodExpiresDate", "recentSubscriptionStartDate",
+        "renewalDate", "renewalPrice", "eligibleWinBackOfferIds", "renewalBillingPlanType", "bundleVersion",
+        "signedTransactionInfo", "signedRenewalInfo", "status", "consumptionRequestReason",
+    ]
+    private static let codes: [[UInt8]: UInt8] = Dictionary(uniqueKeysWithValues: names.enumerated().map {
+        (Array($0.element.utf8), UInt8(0x20 + $0.offset))
+    })
+    private static let expanded: [[UInt8]] = names.map { Array("\"\($0)\":".utf8) }
+
+    /// `text` (without a 0x01 byte) with every `"name":` of a known name shortened.
+    static func shorten(_ text: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count)
+        var i = 0
+        while i < text.count {
+            if text[i] == UInt8(ascii: "\""), let close = text[(i + 1)...].prefix(40).firstIndex(of: UInt8(ascii: "\"")),
+               close + 1 < text.count, text[close + 1] == UInt8(ascii: ":"), let code = codes[Array(text[(i + 1)..<close])] {
+                out.append(0x01)
+                out.append(code)
+                i = close + 2
+                continue
+            }
+            out.append(text[i])
+            i += 1
+        }
+        return out
+    }
+
+    /// The text `shorten` was given; nil when a code is unknown.
+    static func expand(_ text: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count * 2)
+        var i = 0
+        while i < text.count {
+            if text[i] == 0x01 {
+                guard i + 1 < text.count, text[i + 1] >= 0x20, Int(text[i + 1] - 0x20) < expanded.count else { return nil }
+                out.append(contentsOf: expanded[Int(text[i + 1] - 0x20)])
+                i += 2
+                continue
+            }
+            out.append(text[i])
+            i += 1
+        }
+        return out
+    }
+}
