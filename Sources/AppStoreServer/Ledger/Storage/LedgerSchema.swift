@@ -67,6 +67,9 @@ enum LedgerSchema {
         ALTER TABLE events ADD COLUMN environment TEXT;
         ALTER TABLE events ADD COLUMN app_apple_id INTEGER;
         """,
+        // Per-key queries (docs/ledger.md, "Queries"): the events' index, filled by `Ledger.open` for events stored
+        // before it existed.
+        LedgerIndexSchema.migration(bigint: "INTEGER", prefix: "", withoutRowID: " WITHOUT ROWID"),
     ]
     static var version: Int64 { Int64(migrations.count) }
 
