@@ -394,7 +394,7 @@ def test_a_030_ledger_is_migrated_in_place(verifier: SignedDataVerifier, tmp_pat
     with Ledger.open(f"sqlite:{path}", verifier) as ledger:
         assert ledger.summary().events == len({j for _, j in values})
     db = sqlite3.connect(str(path))
-    assert db.execute("PRAGMA user_version").fetchone()[0] == ledger030.schema_version() == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == ledger030.schema_version()
     assert db.execute("SELECT count(*) FROM events WHERE environment = 'Sandbox' AND bundle_id = ?",
                       (lifecycles()["bundleId"],)).fetchone()[0] == len({j for _, j in values})
     db.close()

@@ -68,34 +68,6 @@ struct LedgerCounts {
     var checkedNotifications: Int64 = 0
 }
 
-/// The per-key schema (appended to both migration lists): the index, the fact versions, the notifications'
-/// verdicts, and a marker asking the opener to fill them from the events already stored.
-enum LedgerIndexSchema {
-    /// `bigint` is INTEGER for SQLite, BIGINT for PostgreSQL; `prefix` the schema's name and a dot (PostgreSQL).
-    static func migration(bigint: String, prefix: String, withoutRowID: String) -> String {
-        """
-        CREATE TABLE \(prefix)event_keys (
-          kind TEXT NOT NULL,
-          key TEXT NOT NULL,
-          event_id \(bigint) NOT NULL,
-          PRIMARY KEY (kind, key, event_id)
-        )\(withoutRowID);
-        CREATE INDEX event_keys_by_event ON \(prefix)event_keys (event_id);
-        CREATE TABLE \(prefix)ledger_versions (
-          kind TEXT NOT NULL,
-          digest TEXT NOT NULL,
-          PRIMARY KEY (kind, digest)
-        )\(withoutRowID);
-        ALTER TABLE \(prefix)notifications ADD COLUMN verdict TEXT;
-        ALTER TABLE \(prefix)notifications ADD COLUMN engine_status INTEGER;
-        ALTER TABLE \(prefix)notifications ADD COLUMN missing TEXT;
-        CREATE INDEX notifications_checked ON \(prefix)notifications (verdict) WHERE verdict IS NOT NULL;
-        CREATE TABLE \(prefix)ledger_backfill (name TEXT PRIMARY KEY);
-        INSERT INTO \(prefix)ledger_backfill VALUES ('event_keys');
-        """
-    }
-}
-
 /// One row of the events table, as stored.
 struct StoredEventRow {
     let id: Int64

@@ -92,7 +92,25 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
           ADD COLUMN app_apple_id BIGINT;
         """,
         // Per-key queries (as `LedgerSchema`'s).
-        LedgerIndexSchema.migration(bigint: "BIGINT", prefix: "appstore_ledger.", withoutRowID: ""),
+        """
+        CREATE TABLE appstore_ledger.event_keys (
+          kind TEXT NOT NULL,
+          key TEXT NOT NULL,
+          event_id BIGINT NOT NULL,
+          PRIMARY KEY (kind, key, event_id)
+        );
+        CREATE INDEX event_keys_by_event ON appstore_ledger.event_keys (event_id);
+        CREATE TABLE appstore_ledger.ledger_versions (
+          kind TEXT NOT NULL,
+          digest TEXT NOT NULL,
+          PRIMARY KEY (kind, digest)
+        );
+        ALTER TABLE appstore_ledger.notifications ADD COLUMN verdict TEXT, ADD COLUMN engine_status INTEGER,
+          ADD COLUMN missing TEXT;
+        CREATE INDEX notifications_checked ON appstore_ledger.notifications (verdict) WHERE verdict IS NOT NULL;
+        CREATE TABLE appstore_ledger.ledger_backfill (name TEXT PRIMARY KEY);
+        INSERT INTO appstore_ledger.ledger_backfill VALUES ('event_keys');
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
@@ -177,9 +195,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         try db.prepare("update_verdict", inSchema(
             "UPDATE appstore_ledger.notifications SET verdict = $1, engine_status = $2, missing = $3 WHERE notification_uuid = $4"),
             parameters: 4)
-        try db.prepare("key_page", inSchema(
-            "SELECT DISTINCT key FROM appstore_ledger.event_keys WHERE kind = $1 AND key > $2 COLLATE \"C\" ORDER BY key COLLATE \"C\" LIMIT $3"),
-            parameters: 3)
+        try db.prepare("key_page", inSchema("""
+            SELECT key FROM appstore_ledger.event_keys WHERE kind = $1 AND key COLLATE "C" > $2 GROUP BY key
+            ORDER BY key COLLATE "C" LIMIT $3
+            """), parameters: 3)
     }
 
     /// Creates or migrates the schema, under the writers' lock (two processes opening a new database at once: one
