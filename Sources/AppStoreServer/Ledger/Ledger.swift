@@ -173,10 +173,10 @@ public final class Ledger: Sendable {
         var states: [String: LedgerState] = [:]
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then the keys of whatever other processes stored (their cached
-            // states evicted), then these events.
+            // states evicted; looked for only when the change marker moved), then these events.
             try c.store.beginWrite()
             do throws(LedgerError) {
-                try catchUp(&c)
+                try refresh(&c)
                 let now = Timestamp.nowMilliseconds()
                 for event in batch {
                     let id = try c.store.insert(event, receivedAt: now)  // nil: stored before (or earlier in the batch)
@@ -197,10 +197,11 @@ public final class Ledger: Sendable {
                     let key = LedgerKey.subscription(o)
                     // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (which
                     // holds the batch's events already); applying an event twice changes nothing.
+                    let cached = c.cache.get(key)
                     var s: LedgerState
-                    if let cached = c.cache.get(key) { s = cached } else { s = try load([key], &c) }
+                    if let cached { s = cached } else { s = try load([key], &c) }
                     for (event, k) in zip(batch, keys) where k.contains(key) { s.apply(event) }
-                    if changed.contains(o) { try storeVerdicts(of: o, s, c.store) }
+                    if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, c.store) }
                     states[o] = s
                 }
                 try c.store.commit()
@@ -222,15 +223,26 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Records the oracle's verdict of each notification about subscription `o` that changed.
-    private func storeVerdicts(of o: String, _ s: LedgerState, _ store: any LedgerStorage) throws(LedgerError) {
-        let stored = try store.verdicts(ofSubscription: o)
+    /// Records the oracle's verdict of each notification about subscription `o` that changed. `before`: the cached
+    /// state of `o` before this batch, whose verdicts are the stored ones (the commit that made it wrote them, and
+    /// any later commit about `o` evicted it); nil: the stored verdicts are read.
+    private func storeVerdicts(of o: String, _ s: LedgerState, before: LedgerState? = nil,
+                               _ store: any LedgerStorage) throws(LedgerError) {
+        func verdict(_ state: LedgerState, _ n: NotificationFacts) -> StoredVerdict {
+            let check = state.oracleCheck(n)
+            return StoredVerdict(verdict: check?.verdict.rawValue, engineStatus: check.flatMap { $0.engine }.map { Int64($0.rawValue) },
+                                 missing: check?.missing)
+        }
+        let none = StoredVerdict(verdict: nil, engineStatus: nil, missing: nil)
+        var stored: [String: StoredVerdict] = [:]
+        if let before {
+            for n in before.notifications.values where n.originalTransactionId == o { stored[n.uuid] = verdict(before, n) }
+        } else {
+            stored = try store.verdicts(ofSubscription: o)
+        }
         for n in s.notifications.values where n.originalTransactionId == o {
-            guard let old = stored[n.uuid] else { continue }
-            let check = s.oracleCheck(n)
-            let now = StoredVerdict(verdict: check?.verdict.rawValue, engineStatus: check.flatMap { $0.engine }.map { Int64($0.rawValue) },
-                                    missing: check?.missing)
-            if now != old { try store.setVerdict(n.uuid, now) }
+            let now = verdict(s, n)
+            if now != stored[n.uuid] ?? none { try store.setVerdict(n.uuid, now) }
         }
     }
 

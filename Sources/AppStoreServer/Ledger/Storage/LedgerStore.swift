@@ -26,6 +26,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let updateVerdict: SQLiteStatement
     private let keyPageFirst: SQLiteStatement
     private let keyPageAfter: SQLiteStatement
+    private let maxEvent: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
     /// `identity` nil: the one recorded in the file is adopted.
@@ -72,6 +73,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             "UPDATE notifications SET verdict = ?, engine_status = ?, missing = ? WHERE notification_uuid = ?")
         keyPageFirst = try db.prepare("SELECT DISTINCT key FROM event_keys WHERE kind = ? ORDER BY key LIMIT ?")
         keyPageAfter = try db.prepare("SELECT DISTINCT key FROM event_keys WHERE kind = ? AND key > ? ORDER BY key LIMIT ?")
+        maxEvent = try db.prepare("SELECT coalesce(max(id), 0) FROM events")
         // Last: nothing after it throws, so a started thread always has the store (and its deinit) to stop it.
         checkpointer = path == ":memory:" ? nil : WALCheckpointer.start(path: path)
         checkpointer?.install(on: db)
@@ -137,7 +139,12 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64 { try db.integer("SELECT count(*) FROM events") }
 
-    func lastEventId() throws(LedgerError) -> Int64 { try db.integer("SELECT coalesce(max(id), 0) FROM events") }
+    func lastEventId() throws(LedgerError) -> Int64 {
+        try maxEvent.bind([])
+        defer { try? maxEvent.bind([]) }
+        guard try maxEvent.step() else { throw .storage("max(id) returned no row") }
+        return maxEvent.int64(0)
+    }
 
     func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
         let s = eventsKeyed
