@@ -270,19 +270,29 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// The state of the events indexed under `keys` (each event once), starting from `state`.
-    private func load(_ keys: [LedgerKey], into state: LedgerState = LedgerState(), _ c: inout Core) throws(LedgerError) -> LedgerState {
+    /// The state of the events indexed under `keys` (each event decoded once), starting from `state`, which holds
+    /// the events `seen`.
+    private func load(_ keys: [LedgerKey], into state: LedgerState = LedgerState(), seen: inout Set<Int64>,
+                      _ c: inout Core) throws(LedgerError) -> LedgerState {
         var state = state
         var read = 0
+        var ids = seen
         let store = c.store
         for key in keys {
             try store.events(keyed: key) { id, kind, signed throws(LedgerError) in
+                guard ids.insert(id).inserted else { return }
                 read += 1
                 state.apply(try decode(id, kind, signed))
             }
         }
+        seen = ids
         c.rowsRead += read
         return state
+    }
+
+    private func load(_ keys: [LedgerKey], _ c: inout Core) throws(LedgerError) -> LedgerState {
+        var seen: Set<Int64> = []
+        return try load(keys, seen: &seen, &c)
     }
 
     /// Subscription `o`'s state, cached.
@@ -299,9 +309,10 @@ public final class Ledger: Sendable {
     private func customerState(_ id: String, _ c: inout Core) throws(LedgerError) -> LedgerState {
         let key = LedgerKey.customer(id)
         if let s = c.cache.get(key) { return s }
-        let own = try load([key], &c)
+        var seen: Set<Int64> = []
+        let own = try load([key], seen: &seen, &c)
         let originals = LedgerKey.originals(in: own)
-        let s = try load(originals, into: own, &c)
+        let s = try load(originals, into: own, seen: &seen, &c)
         c.cache.put(key, s, keys: [key] + originals, bytes: LedgerKey.estimatedBytes(s))
         return s
     }
