@@ -1030,8 +1030,9 @@ typedef struct appstore_ledger appstore_ledger;
 /* Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
  * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
  * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema is
- * created or migrated and the state rebuilt from the stored events. Every value it records is verified with the given
- * verifier.
+ * created or migrated; no stored event is read (each query reads the events of the subscription or customer it asks
+ * about, by an index; docs/ledger.md, "Queries"). The URL parameter "cache_mib=N" (0...65536, default 32) bounds the
+ * cache of those per-key states. Every value it records is verified with the given verifier.
  *
  * A ledger holds the data of one app in one environment: it records the verifier's bundle id, environment and app
  * Apple ID when it is created, and opening it with a verifier of another identity fails with

@@ -84,9 +84,20 @@ import Testing
         #expect(try reader.summary().json() != reference)  // the count of rows includes it ...
         #expect(try reader.state().transactions["9000000000000001"] == nil)  // ... but it is not applied
         #expect(try reader.reverify().isEmpty)
-        // The same payload recorded as Sandbox (a forged row): refused, not applied.
+        // The same payload recorded as Sandbox (a forged row), indexed under its customer: refused, not applied.
+        // Opening reads no event (docs/ledger.md, "Queries"): the query that reads it refuses it.
         try insert(foreign, sha: "a2", bundle: TestSigner.bundleId, env: "Sandbox")
-        Self.expectMismatch(url, Self.sandbox, "a Production payload in a Sandbox row", mentions: "Production")
+        try db.prepare("INSERT INTO event_keys (kind, key, event_id) SELECT 'c', '9000000000000001', id FROM events "
+            + "WHERE payload_sha256 = 'a2'").run([], "index")
+        let opened = try Ledger.open(url, verifier: Self.sandbox)
+        do throws(LedgerError) {
+            _ = try opened.customer("9000000000000001")
+            Issue.record("a Production payload in a Sandbox row: applied")
+        } catch {
+            #expect(error.statusCode == .configurationError, "\(error)")
+            #expect(error.reason == .ledgerIdentityMismatch, "\(error)")
+            #expect(error.message.contains("Production"), "\(error.message)")
+        }
         #expect(throws: LedgerError.self) { _ = try reader.state() }
     }
 

@@ -40,3 +40,9 @@ add_test(NAME c_ledger_postgresql_identity
          COMMAND Python3::Interpreter "${CAPI_SRC}/ledger_postgresql_identity.py" $<TARGET_FILE:appstoreserver_selfcontained>
                  "${TESTPKI_DIR}" "${LEDGER_FIXTURES_DIR}")
 set_tests_properties(c_ledger_postgresql_identity PROPERTIES FIXTURES_REQUIRED "testpki;ledger" TIMEOUT 900 SKIP_RETURN_CODE 77)
+# c_ledger_scale: memory flat from 5,000 to 50,000 events (malloc's in-use bytes, never the resident size), open
+# allocating the same at both sizes (Tests/capi/ledger_scale.py; docs/ledger.md, "Queries").
+add_test(NAME c_ledger_scale
+         COMMAND Python3::Interpreter "${CAPI_SRC}/ledger_scale.py" $<TARGET_FILE:appstoreserver_selfcontained>
+                 "${TESTPKI_DIR}" "${CAPI_BIN}/ledger-scale")
+set_tests_properties(c_ledger_scale PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 900)

@@ -8,9 +8,14 @@ import FoundationEssentials
 ///
 /// Every input is verified with the ledger's `SignedDataVerifier` (or was, by a verifier for the same app: a
 /// `LedgerEvent`); a refusal throws the verifier's `VerificationFailure` and changes nothing. An accepted value is
-/// stored exactly as received, in one SQLite transaction committed with synchronous=FULL before `ingest` returns, then
-/// applied to the in-memory `LedgerState`, which answers queries. Opening a ledger rebuilds the state from the stored
-/// events; another process writing the same database is caught up with before each call (docs/ledger.md).
+/// stored exactly as received, indexed under the subscription and customer it is about, in one transaction committed
+/// durably before `ingest` returns.
+///
+/// Queries are evaluated per key (docs/ledger.md, "Queries"): a subscription's or customer's events are read from
+/// storage by the index, the state engine (`LedgerState`) is built from them alone and answers; a bounded cache of
+/// such states (`cache_mib=N` in the URL, default `defaultCacheMiB`) saves reading them again. Opening reads no
+/// events, and memory does not grow with the history. Another process's commit is seen by the next call here: the
+/// keys of the events stored since the last look are read (indexed) and their cached states evicted.
 ///
 /// Thread-safe: calls on one ledger are serialized by its lock; verification runs outside it.
 public final class Ledger: Sendable {
@@ -22,32 +27,40 @@ public final class Ledger: Sendable {
     /// Verified events waiting for a commit (group commit: `ingest`).
     private let commits = CommitQueue<LedgerEvent, Result<LedgerIngestResult, LedgerError>>()
 
+    /// The per-key state cache's default budget, in MiB (`cache_mib=N` in the URL sets another; 0: no cache).
+    public static let defaultCacheMiB = 32
+
     struct Core {
         let store: any LedgerStorage
-        var state = LedgerState()
+        var cache: LedgerStateCache
+        /// The newest event whose keys this process has seen (stored them, or evicted them when another did).
         var lastEventId: Int64 = 0
         var dataVersion: Int64 = 0
+        /// Stored events decoded so far (tests: opening reads none; a query reads its key's).
+        var rowsRead = 0
     }
 
-    private init(url: String, verifier: SignedDataVerifier, store: any LedgerStorage) {
+    private init(url: String, verifier: SignedDataVerifier, store: any LedgerStorage, cacheBytes: Int) {
         self.url = url
         self.verifier = verifier
         self.identity = LedgerIdentity(verifier)
-        self.core = Locked(Core(store: store))
+        self.core = Locked(Core(store: store, cache: LedgerStateCache(budget: cacheBytes)))
     }
 
     /// Opens (creating it if needed) the ledger at `url`: `sqlite:/path/ledger.db` (also `sqlite:///path`, and
     /// `sqlite::memory:` for a ledger that lives as long as the object), or `postgresql://user@host:port/database`
     /// (also `postgres://`; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The
-    /// schema is created or migrated, and the state rebuilt from the stored events.
+    /// schema is created or migrated; no event is read (a database made before the index existed is indexed once).
+    /// Either URL takes `?cache_mib=N` (0...65536): the per-key state cache's budget (default `defaultCacheMiB`).
     ///
     /// A ledger holds the data of one app in one environment: the verifier's bundle id, environment and app Apple ID
     /// are recorded when the ledger is created, and a verifier of another identity is refused (`configurationError`,
     /// `ledgerIdentityMismatch`) before anything is read or written. PostgreSQL: `?schema=NAME` (a lowercase SQL
     /// identifier, default `appstore_ledger`) gives each app and environment its own tables in one database.
     public static func open(_ url: String, verifier: SignedDataVerifier) throws(LedgerError) -> Ledger {
-        let store = try makeStore(url, identity: LedgerIdentity(verifier))
-        return try open(url, verifier: verifier, store: store)
+        let (storeURL, cacheBytes) = try cacheParameter(url)
+        let store = try makeStore(storeURL, identity: LedgerIdentity(verifier))
+        return try open(url, verifier: verifier, store: store, cacheBytes: cacheBytes)
     }
 
     /// Opens an existing ledger with the identity it records: `verifier` gets its bundle id, environment and app
@@ -55,23 +68,52 @@ public final class Ledger: Sendable {
     /// A ledger that records none yet (new, or empty) is refused with `configurationError`.
     public static func open(_ url: String, recordedIdentity verifier: (_ bundleId: String, _ environment: AppStoreEnvironment,
                                                                        _ appAppleId: Int64?) throws -> SignedDataVerifier) throws(LedgerError) -> Ledger {
-        let store = try makeStore(url, identity: nil)
+        let (storeURL, cacheBytes) = try cacheParameter(url)
+        let store = try makeStore(storeURL, identity: nil)
         let i = store.identity
         let v: SignedDataVerifier
         do { v = try verifier(i.bundleId, i.environment, i.appAppleId) } catch {
             throw .configuration("cannot make a verifier for the ledger's identity \(i): \(error)")
         }
         guard store.identity.admits(LedgerIdentity(v)) else { throw store.identity.mismatch(LedgerIdentity(v), ledger: QuotedText.quote(url)) }
-        return try open(url, verifier: v, store: store)
+        return try open(url, verifier: v, store: store, cacheBytes: cacheBytes)
     }
 
-    private static func open(_ url: String, verifier: SignedDataVerifier, store: any LedgerStorage) throws(LedgerError) -> Ledger {
-        let ledger = Ledger(url: url, verifier: verifier, store: store)
+    /// `open(_:verifier:)` with a cache budget in bytes (tests: budgets below a MiB).
+    static func open(_ url: String, verifier: SignedDataVerifier, cacheBytes: Int) throws(LedgerError) -> Ledger {
+        let store = try makeStore(try cacheParameter(url).url, identity: LedgerIdentity(verifier))
+        return try open(url, verifier: verifier, store: store, cacheBytes: cacheBytes)
+    }
+
+    private static func open(_ url: String, verifier: SignedDataVerifier, store: any LedgerStorage,
+                             cacheBytes: Int) throws(LedgerError) -> Ledger {
+        let ledger = Ledger(url: url, verifier: verifier, store: store, cacheBytes: cacheBytes)
         try ledger.core.withLock { c throws(LedgerError) in
+            try ledger.buildIndexIfNeeded(&c)
+            // The marker before the mark: a commit between the two is looked at again by the next call.
             c.dataVersion = try c.store.changeMarker()
-            try ledger.catchUp(&c)
+            c.lastEventId = try c.store.lastEventId()
         }
         return ledger
+    }
+
+    /// Splits `cache_mib=N` off the URL's parameters: the URL for the store, and the budget in bytes.
+    static func cacheParameter(_ url: String) throws(LedgerError) -> (url: String, bytes: Int) {
+        let fallback = defaultCacheMiB << 20
+        guard let q = url.lastIndex(of: "?") else { return (url, fallback) }
+        var mib: Int?
+        var kept: [Substring] = []
+        for p in url[url.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false) {
+            guard p.hasPrefix("cache_mib=") else { kept.append(p); continue }
+            guard let n = Int(p.dropFirst("cache_mib=".count)), (0...65536).contains(n) else {
+                throw .argument("the ledger URL's cache_mib \(QuotedText.quote(String(p.dropFirst("cache_mib=".count)))) "
+                    + "is not a number of MiB in 0...65536")
+            }
+            mib = n
+        }
+        guard let mib else { return (url, fallback) }
+        let base = String(url[..<q])
+        return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), mib << 20)
     }
 
     static func makeStore(_ url: String, identity: LedgerIdentity?) throws(LedgerError) -> any LedgerStorage {
@@ -128,21 +170,45 @@ public final class Ledger: Sendable {
         core.withLock { c in commit(events, &c) }
     }
 
-    /// Stores `batch` in one transaction, then applies what was stored; each event's outcome, in order.
+    /// Stores `batch` in one transaction (each event, its index rows, and the verdicts of the notifications of every
+    /// subscription it changes); each event's outcome, in order. The storage's UNIQUE payload digest de-duplicates.
     private func commit(_ batch: [LedgerEvent], _ c: inout Core) -> [Result<LedgerIngestResult, LedgerError>] {
         var ids: [Int64?] = []
+        var keys: [[LedgerKey]] = []
+        var states: [String: LedgerState] = [:]
         do throws(LedgerError) {
-            // The write lock first (BEGIN IMMEDIATE), then whatever other processes stored, then these events: the
-            // state always applies events in the order the database holds them.
+            // The write lock first (BEGIN IMMEDIATE), then the keys of whatever other processes stored (their cached
+            // states evicted; looked for only when the change marker moved), then these events.
             try c.store.beginWrite()
             do throws(LedgerError) {
-                try catchUp(&c)
-                // A payload already applied, or earlier in this batch (INSERT OR IGNORE), is not stored again; the
-                // others in one call (PostgreSQL: one statement for the batch).
-                let fresh = batch.indices.filter { !c.state.applied.contains(batch[$0].key) }
-                let stored = try c.store.insert(fresh.map { batch[$0] }, receivedAt: Timestamp.nowMilliseconds())
-                ids = Array(repeating: nil, count: batch.count)
-                for (i, id) in zip(fresh, stored) { ids[i] = id }
+                try refresh(&c)
+                // One call for the batch (PostgreSQL: one statement); nil: stored before (or earlier in the batch).
+                let stored = try c.store.insert(batch, receivedAt: Timestamp.nowMilliseconds())
+                for (event, id) in zip(batch, stored) {
+                    ids.append(id)
+                    let k = id == nil ? [] : LedgerKey.keys(of: event)
+                    keys.append(k)
+                    if let id { try c.store.index(id, keys: k, versions: LedgerKey.versions(of: event)) }
+                }
+                // The subscriptions this batch changed (their verdicts are evaluated again: an incomplete history can
+                // become complete), and those its notifications are about (their results).
+                var changed: Set<String> = []
+                var asked: Set<String> = []
+                for (event, k) in zip(batch, keys) {
+                    for key in k where key.kind == "s" { changed.insert(key.value) }
+                    if let n = event.notification, n.isSubscription, let o = n.originalTransactionId { asked.insert(o) }
+                }
+                for o in changed.union(asked).sorted() {
+                    let key = LedgerKey.subscription(o)
+                    // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (which
+                    // holds the batch's events already); applying an event twice changes nothing.
+                    let cached = c.cache.get(key)
+                    var s: LedgerState
+                    if let cached { s = cached } else { s = try load([key], &c) }
+                    for (event, k) in zip(batch, keys) where k.contains(key) { s.apply(event) }
+                    if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, c.store) }
+                    states[o] = s
+                }
                 try c.store.commit()
             } catch {
                 c.store.rollback()
@@ -151,24 +217,44 @@ public final class Ledger: Sendable {
         } catch {
             return batch.map { _ in .failure(error) }
         }
-        for (event, id) in zip(batch, ids) {
-            guard let id else { continue }
-            c.state.apply(event)
-            c.lastEventId = max(c.lastEventId, id)
+        c.cache.invalidate(keys.joined())
+        for (o, s) in states {
+            c.cache.put(.subscription(o), s, keys: [.subscription(o)], bytes: LedgerKey.estimatedBytes(s))
         }
-        return zip(batch, ids).map { event, id in .success(c.state.ingestResult(for: event, stored: id != nil)) }
+        c.lastEventId = max(c.lastEventId, ids.compactMap { $0 }.max() ?? 0)
+        return zip(batch, ids).map { event, id in
+            let s = event.notification?.originalTransactionId.flatMap { states[$0] } ?? LedgerState()
+            return .success(s.ingestResult(for: event, stored: id != nil))
+        }
     }
 
-    /// Applies the events stored after the last one applied (by another process, or all of them on open).
-    private func catchUp(_ c: inout Core) throws(LedgerError) {
-        var last = c.lastEventId
-        var state = c.state
-        let identity = self.identity
-        try c.store.events(after: last) { id, kind, signed throws(LedgerError) in
-            state.apply(try LedgerEvent(stored: signed, kind: kind, identity: identity))
-            last = id
+    /// Records the oracle's verdict of each notification about subscription `o` that changed. `before`: the cached
+    /// state of `o` before this batch, whose verdicts are the stored ones (the commit that made it wrote them, and
+    /// any later commit about `o` evicted it); nil: the stored verdicts are read.
+    private func storeVerdicts(of o: String, _ s: LedgerState, before: LedgerState? = nil,
+                               _ store: any LedgerStorage) throws(LedgerError) {
+        func verdict(_ state: LedgerState, _ n: NotificationFacts) -> StoredVerdict {
+            let check = state.oracleCheck(n)
+            return StoredVerdict(verdict: check?.verdict.rawValue, engineStatus: check.flatMap { $0.engine }.map { Int64($0.rawValue) },
+                                 missing: check?.missing)
         }
-        c.state = state
+        let none = StoredVerdict(verdict: nil, engineStatus: nil, missing: nil)
+        var stored: [String: StoredVerdict] = [:]
+        if let before {
+            for n in before.notifications.values where n.originalTransactionId == o { stored[n.uuid] = verdict(before, n) }
+        } else {
+            stored = try store.verdicts(ofSubscription: o)
+        }
+        for n in s.notifications.values where n.originalTransactionId == o {
+            let now = verdict(s, n)
+            if now != stored[n.uuid] ?? none { try store.setVerdict(n.uuid, now) }
+        }
+    }
+
+    /// Evicts the cached states of the keys of the events stored (by another process) since the last look.
+    private func catchUp(_ c: inout Core) throws(LedgerError) {
+        let (keys, last) = try c.store.keys(after: c.lastEventId)
+        c.cache.invalidate(keys)
         c.lastEventId = last
     }
 
@@ -180,6 +266,111 @@ public final class Ledger: Sendable {
         c.dataVersion = v
     }
 
+    /// Runs `body` under the lock with the store, after other processes' commits were looked for (bulk import's
+    /// probe for payloads stored already).
+    func withRefreshedStore<T>(_ body: (any LedgerStorage) throws(LedgerError) -> T) throws(LedgerError) -> T {
+        try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            return try body(c.store)
+        }
+    }
+
+    /// A stored event, decoded (it was verified when stored); a row that does not decode is a storage error naming it.
+    private func decode(_ id: Int64, _ kind: LedgerEventKind, _ signed: String) throws(LedgerError) -> LedgerEvent {
+        do {
+            return try LedgerEvent(stored: signed, kind: kind, identity: identity)
+        } catch {
+            throw LedgerError(statusCode: error.statusCode, reason: error.reason, message: "stored event \(id): \(error.message)")
+        }
+    }
+
+    /// The state of the events indexed under `keys` (each event decoded once), starting from `state`, which holds
+    /// the events `seen`.
+    private func load(_ keys: [LedgerKey], into state: LedgerState = LedgerState(), seen: inout Set<Int64>,
+                      _ c: inout Core) throws(LedgerError) -> LedgerState {
+        var state = state
+        var read = 0
+        var ids = seen
+        let store = c.store
+        for key in keys {
+            try store.events(keyed: key) { id, kind, signed throws(LedgerError) in
+                guard ids.insert(id).inserted else { return }
+                read += 1
+                state.apply(try decode(id, kind, signed))
+            }
+        }
+        seen = ids
+        c.rowsRead += read
+        return state
+    }
+
+    private func load(_ keys: [LedgerKey], _ c: inout Core) throws(LedgerError) -> LedgerState {
+        var seen: Set<Int64> = []
+        return try load(keys, seen: &seen, &c)
+    }
+
+    /// Subscription `o`'s state, cached.
+    private func subscriptionState(_ o: String, _ c: inout Core) throws(LedgerError) -> LedgerState {
+        let key = LedgerKey.subscription(o)
+        if let s = c.cache.get(key) { return s }
+        let s = try load([key], &c)
+        c.cache.put(key, s, keys: [key], bytes: LedgerKey.estimatedBytes(s))
+        return s
+    }
+
+    /// Customer `id`'s state (normalized id), cached: the events that name it, and every event of the original
+    /// transactions they name.
+    private func customerState(_ id: String, _ c: inout Core) throws(LedgerError) -> LedgerState {
+        let key = LedgerKey.customer(id)
+        if let s = c.cache.get(key) { return s }
+        var seen: Set<Int64> = []
+        let own = try load([key], seen: &seen, &c)
+        let originals = LedgerKey.originals(in: own)
+        let s = try load(originals, into: own, seen: &seen, &c)
+        c.cache.put(key, s, keys: [key] + originals, bytes: LedgerKey.estimatedBytes(s))
+        return s
+    }
+
+    /// What ingesting `event` means now (the oracle's check against its subscription's state).
+    private func resultNow(_ event: LedgerEvent, stored: Bool, _ c: inout Core) throws(LedgerError) -> LedgerIngestResult {
+        guard let n = event.notification, n.isSubscription, let o = n.originalTransactionId else {
+            return LedgerState().ingestResult(for: event, stored: stored)
+        }
+        return try subscriptionState(o, &c).ingestResult(for: event, stored: stored)
+    }
+
+    /// Indexes the events of a database made before the index existed (once, under the write lock: a second opener
+    /// finds it done), and records the verdicts of their notifications.
+    private func buildIndexIfNeeded(_ c: inout Core) throws(LedgerError) {
+        let store = c.store
+        guard try store.backfillPending() else { return }
+        try store.beginWrite()
+        do throws(LedgerError) {
+            if try store.backfillPending() {
+                var subscriptions: Set<String> = []
+                var after: Int64 = 0
+                while true {
+                    var page: [(Int64, LedgerEventKind, String)] = []
+                    try store.events(after: after, limit: 1000) { id, kind, signed throws(LedgerError) in page.append((id, kind, signed)) }
+                    for (id, kind, signed) in page {
+                        let event = try decode(id, kind, signed)
+                        let keys = LedgerKey.keys(of: event)
+                        try store.index(id, keys: keys, versions: LedgerKey.versions(of: event))
+                        for k in keys where k.kind == "s" { subscriptions.insert(k.value) }
+                    }
+                    guard let last = page.last, page.count == 1000 else { break }
+                    after = last.0
+                }
+                for o in subscriptions.sorted() { try storeVerdicts(of: o, try load([.subscription(o)], &c), store) }
+                try store.backfillDone()
+            }
+            try store.commit()
+        } catch {
+            store.rollback()
+            throw error
+        }
+    }
+
     // MARK: queries
 
     /// Subscription `originalTransactionId` at instant `at`, from the facts signed at or before `asOf` (both
@@ -189,7 +380,7 @@ public final class Ledger: Sendable {
         let (t, k) = try Self.instants(at: at, asOf: asOf)
         return try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state.subscription(originalTransactionId, at: t, asOf: k)
+            return try subscriptionState(originalTransactionId, &c).subscription(originalTransactionId, at: t, asOf: k)
         }
     }
 
@@ -197,9 +388,10 @@ public final class Ledger: Sendable {
     /// facts signed at or before `asOf` (nil: now; as `subscription(_:at:asOf:)`).
     public func customer(_ id: String, at: Int64? = nil, asOf: Int64? = nil) throws(LedgerError) -> LedgerCustomer {
         let (t, k) = try Self.instants(at: at, asOf: asOf)
+        let key = LedgerCustomerKey.normalize(id)
         return try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state.customer(id, at: t, asOf: k)
+            return try customerState(key, &c).customer(key, at: t, asOf: k)
         }
     }
 
@@ -212,27 +404,72 @@ public final class Ledger: Sendable {
         return (at ?? now, asOf ?? now)
     }
 
-    /// Counts, and the oracle's disagreements.
+    /// Counts, and the oracle's disagreements: read from storage (SQL counts, and the verdicts recorded on the
+    /// notifications' rows when their subscription last changed).
     public func summary() throws(LedgerError) -> LedgerSummary {
         try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state.summary(events: Int(try c.store.eventCount()))
+            let events = try c.store.eventCount()
+            let n = try c.store.counts()
+            let disagreements = try c.store.disagreements()
+            return LedgerSummary(
+                events: events, notifications: n.notifications, transactions: n.transactions,
+                transactionVersions: n.transactionVersions, renewalInfos: n.renewalInfos, subscriptions: n.subscriptions,
+                customers: n.customers, checkedNotifications: n.checkedNotifications, disagreements: disagreements,
+                contradictions: Int64(disagreements.filter { $0.verdict == .contradiction }.count))
         }
     }
 
-    /// Runs `body` under the lock with the state caught up with every process's commits.
-    func withRefreshedState<T>(_ body: (any LedgerStorage, LedgerState) throws(LedgerError) -> T) throws(LedgerError) -> T {
+    /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time: at most `limit`
+    /// (1...10000) after `after` (the last id of the previous page; nil: the first page), in the database's order.
+    public func subscriptionIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> [String] {
+        try keyPage("s", after: after, limit: limit)
+    }
+
+    /// Customer ids (appAccountTokens in lowercase, else originalTransactionIds) a page at a time, as `subscriptionIds`.
+    public func customerIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> [String] {
+        try keyPage("c", after: after, limit: limit)
+    }
+
+    private func keyPage(_ kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
+        guard (1...10000).contains(limit) else { throw .argument("limit must be 1...10000, got \(limit)") }
+        return try core.withLock { c throws(LedgerError) in try c.store.keyPage(kind: kind, after: after, limit: limit) }
+    }
+
+    /// The newest stored events with an id below `before`, as records (`recentEvents`).
+    func recentRecords(before: Int64, limit: Int) throws(LedgerError) -> [LedgerEventRecord] {
         try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return try body(c.store, c.state)
+            var out: [LedgerEventRecord] = []
+            for row in try c.store.recentEvents(before: before, limit: limit) {
+                let event = try decode(row.id, row.kind, row.signed)
+                out.append(LedgerEventRecord(eventId: row.id, receivedAt: row.receivedAt, result: try resultNow(event, stored: true, &c)))
+            }
+            return out
         }
     }
 
-    /// A snapshot of the state engine (a value: later ingests do not change it).
+    /// Stored events decoded by this object so far (tests: opening reads none).
+    var storedEventsRead: Int { core.withLock { $0.rowsRead } }
+
+    /// The cache's entries, bytes, hits and evictions (tests).
+    var cacheStatistics: (entries: Int, bytes: Int, hits: Int, evictions: Int) {
+        core.withLock { c in (c.cache.count, c.cache.bytes, c.cache.hits, c.cache.evictions) }
+    }
+
+    /// The whole history's state engine (a value: later ingests do not change it), built by reading every stored
+    /// event: O(history) in time and memory, for tests and tools; `serve`, `sync` and the queries never use it.
     public func state() throws(LedgerError) -> LedgerState {
         try core.withLock { c throws(LedgerError) in
             try refresh(&c)
-            return c.state
+            var state = LedgerState()
+            var read = 0
+            try c.store.events(after: 0) { id, kind, signed throws(LedgerError) in
+                read += 1
+                state.apply(try decode(id, kind, signed))
+            }
+            c.rowsRead += read
+            return state
         }
     }
 

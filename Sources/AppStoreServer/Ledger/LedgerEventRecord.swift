@@ -21,12 +21,6 @@ extension Ledger {
         guard (1...Self.maximumRecentEvents).contains(limit) else {
             throw .argument("limit must be 1...\(Self.maximumRecentEvents), got \(limit)")
         }
-        return try withRefreshedState { store, state throws(LedgerError) in
-            try store.recentEvents(before: before ?? Int64.max, limit: limit).map { row throws(LedgerError) in
-                let event = try LedgerEvent(stored: row.signed, kind: row.kind, identity: identity)
-                return LedgerEventRecord(eventId: row.id, receivedAt: row.receivedAt,
-                                         result: state.ingestResult(for: event, stored: true))
-            }
-        }
+        return try recentRecords(before: before ?? Int64.max, limit: limit)
     }
 }

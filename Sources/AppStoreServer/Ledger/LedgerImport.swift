@@ -97,7 +97,7 @@ extension Ledger {
             // Parse, then look the payloads up (cheap: a digest and an index probe each), then verify the rest.
             let parsed = batch.map { ImportValue.parse($0, maxJWSBytes: verifier.maxJWSBytes) }
             let digests = parsed.map { p -> String? in if case .value(_, _, let d?) = p { d } else { nil } }
-            let present = try withRefreshedState { store, _ throws(LedgerError) in
+            let present = try withRefreshedStore { store throws(LedgerError) in
                 try store.storedPayloads(Set(digests.compactMap { $0 }))
             }
             var toVerify: [(index: Int, kind: LedgerEventKind, jws: String)] = []

@@ -57,8 +57,9 @@ class Ledger {
 
   /**
    * Opens (creating it if needed) the ledger at `url`: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
-   * "sqlite::memory:" (lives until close()). The schema is created or migrated and the state rebuilt from the stored
-   * events, on the thread pool. Every value is verified with `verifier`.
+   * "sqlite::memory:" (lives until close()). The schema is created or migrated on the thread pool; no stored event is
+   * read (queries read their key's events; "?cache_mib=N" bounds the cache of those states). Every value is verified
+   * with `verifier`.
    */
   static open(url, verifier) {
     let h;
@@ -71,7 +72,7 @@ class Ledger {
     return pool('ledger_open', 'config', url, h).then((handle) => new Ledger(handle, url, verifier));
   }
 
-  /** Ledger.open on the calling thread (opening rebuilds the state from every stored event: prefer open()). */
+  /** Ledger.open on the calling thread (opening may migrate the schema: prefer open()). */
   static openSync(url, verifier) {
     args.string(`${WHERE}.openSync`, 'url', url);
     const h = verifierHandle(verifier);

@@ -37,8 +37,9 @@ final class Ledger
      * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
      * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user@host:port/database" (also
      * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
-     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with the
-     * given verifier.
+     * is created or migrated; no stored event is read (each query reads the events of the subscription or customer it
+     * asks about, by an index; docs/ledger.md, "Queries"). The URL parameter "cache_mib=N" (0...65536, default 32)
+     * bounds the cache of those per-key states. Every value it records is verified with the given verifier.
      *
      * @throws \InvalidArgumentException a URL it cannot use
      * @throws ConfigurationException a database of a newer schema, PostgreSQL without libpq, a verifier without roots

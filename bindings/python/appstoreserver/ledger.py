@@ -114,8 +114,9 @@ class Ledger:
 
     def __init__(self, url: str, verifier: SignedDataVerifier):
         """Opens (creating it if needed) the ledger at `url`: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
-        "sqlite::memory:" (lives until close()). The schema is created or migrated and the state rebuilt from the
-        stored events. Every value is verified with `verifier`."""
+        "sqlite::memory:" (lives until close()). The schema is created or migrated; no stored event is read (queries
+        read their key's events; "?cache_mib=N" bounds the cache of those states). Every value is verified with
+        `verifier`."""
         u = _args.text(url, "url")
         if not isinstance(verifier, SignedDataVerifier):
             raise TypeError(f"verifier must be a SignedDataVerifier, not {type(verifier).__name__}")

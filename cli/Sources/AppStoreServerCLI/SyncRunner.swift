@@ -119,20 +119,33 @@ final class SyncRunner {
         }
         var ids: [String] = []
         for id in plan.transactionIds where !ids.contains(id) { ids.append(id) }
-        if plan.knownSubscriptions {
-            let known: Set<String>
-            do throws(LedgerError) { known = try ledger.state().subscriptionIds } catch { throw ToolFailure(error) }
-            for id in known.sorted() where !ids.contains(id) { ids.append(id) }
+        guard try histories(ids) else { return }
+        guard plan.knownSubscriptions else { return }
+        // The ledger's subscriptions a page at a time (the ledger holds no list of them in memory).
+        let named = Set(ids)
+        var after: String?
+        while !shouldStop() {
+            let page: [String]
+            do throws(LedgerError) { page = try ledger.subscriptionIds(after: after, limit: 1000) } catch { throw ToolFailure(error) }
+            guard try histories(page.filter { !named.contains($0) }), let last = page.last else { return }
+            after = last
         }
-        for id in ids where !shouldStop() {
+    }
+
+    /// Get Transaction History for each of `ids`; false when the sync should go no further (stopped, or the
+    /// network is down).
+    private func histories(_ ids: [String]) throws(ToolFailure) -> Bool {
+        for id in ids {
+            guard !shouldStop() else { return false }
             do {
                 try transactionHistory(id)
             } catch {
                 try record(error, "transactionHistory \(id)")
                 // The network is down: the next customers would fail too.
-                if let e = error as? AppStoreServerAPIError, case .transport = e.kind { break }
+                if let e = error as? AppStoreServerAPIError, case .transport = e.kind { return false }
             }
         }
+        return true
     }
 
     /// An API failure is recorded; the ledger's and the cursor file's failures end the sync.

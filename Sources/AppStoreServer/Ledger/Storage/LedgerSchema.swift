@@ -82,6 +82,28 @@ enum LedgerSchema {
         );
         INSERT INTO jws_compaction SELECT 1, 0, id FROM events ORDER BY id DESC LIMIT 1;
         """,
+        // Per-key queries (docs/ledger.md, "Queries"): the events' index, filled by `Ledger.open` for events stored
+        // before it existed.
+        """
+        CREATE TABLE event_keys (
+          kind TEXT NOT NULL,
+          key TEXT NOT NULL,
+          event_id INTEGER NOT NULL,
+          PRIMARY KEY (kind, key, event_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX event_keys_by_event ON event_keys (event_id);
+        CREATE TABLE ledger_versions (
+          kind TEXT NOT NULL,
+          digest TEXT NOT NULL,
+          PRIMARY KEY (kind, digest)
+        ) WITHOUT ROWID;
+        ALTER TABLE notifications ADD COLUMN verdict TEXT;
+        ALTER TABLE notifications ADD COLUMN engine_status INTEGER;
+        ALTER TABLE notifications ADD COLUMN missing TEXT;
+        CREATE INDEX notifications_checked ON notifications (verdict) WHERE verdict IS NOT NULL;
+        CREATE TABLE ledger_backfill (name TEXT PRIMARY KEY);
+        INSERT INTO ledger_backfill VALUES ('event_keys');
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 

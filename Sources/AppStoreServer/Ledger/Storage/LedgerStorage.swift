@@ -33,6 +33,49 @@ protocol LedgerStorage: AnyObject, Sendable {
     func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring]
     /// The text stored under a JWS header's digest in `jws_headers`, unchecked (nil: none).
     func storedHeader(_ digest: String) throws(LedgerError) -> String?
+
+    // Per-key queries (docs/ledger.md, "Queries"; `LedgerKey`).
+
+    /// The largest event id stored (0: none): where the next look for other processes' events starts.
+    func lastEventId() throws(LedgerError) -> Int64
+    /// Every stored event indexed under `key` (any order: the engine does not depend on it).
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
+    /// The keys of the events stored after `id` (by any process), and the largest id among them (`id` if none).
+    func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64)
+    /// Indexes event `eventId` under `keys`, and records the fact versions it carries, in the write transaction.
+    func index(_ eventId: Int64, keys: [LedgerKey], versions: [(kind: String, digest: String)]) throws(LedgerError)
+    /// The stored oracle verdicts of the notifications about subscription `originalTransactionId`, by UUID.
+    func verdicts(ofSubscription originalTransactionId: String) throws(LedgerError) -> [String: StoredVerdict]
+    /// Records notification `uuid`'s verdict, in the write transaction.
+    func setVerdict(_ uuid: String, _ verdict: StoredVerdict) throws(LedgerError)
+    /// The summary's counts.
+    func counts() throws(LedgerError) -> LedgerCounts
+    /// The notifications whose verdict is not AGREES, oldest first (signedDate, then payload bytes).
+    func disagreements() throws(LedgerError) -> [LedgerDisagreement]
+    /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
+    func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]
+    /// Whether the index must still be built from the stored events (a database made before it existed).
+    func backfillPending() throws(LedgerError) -> Bool
+    /// Records that it has been (in the write transaction).
+    func backfillDone() throws(LedgerError)
+}
+
+/// A notification's oracle verdict as stored (nil verdict: nothing to compare).
+struct StoredVerdict: Equatable {
+    let verdict: String?
+    let engineStatus: Int64?
+    let missing: String?
+}
+
+/// The counts `Ledger.summary` reports, from SQL.
+struct LedgerCounts {
+    var notifications: Int64 = 0
+    var transactions: Int64 = 0
+    var transactionVersions: Int64 = 0
+    var renewalInfos: Int64 = 0
+    var subscriptions: Int64 = 0
+    var customers: Int64 = 0
+    var checkedNotifications: Int64 = 0
 }
 
 extension LedgerStorage {
@@ -106,5 +149,30 @@ enum LedgerRows {
         [.text(n.uuid), (n.type?.rawValue).sql, (n.subtype?.rawValue).sql, n.status.map { Int64($0.rawValue) }.sql,
          n.originalTransactionId.sql, n.transactionId.sql, .int(n.signedDate),
          .text(String(decoding: n.payload, as: UTF8.self)), .int(eventId)]
+    }
+}
+
+/// Reading the summary's rows back, the same for SQLite and PostgreSQL.
+enum LedgerStoredRows {
+    /// The disagreements in the engine's order (signedDate, then payload bytes: `collate` makes PostgreSQL compare
+    /// bytes).
+    static func disagreementsSQL(table: String, collate: String) -> String {
+        "SELECT notification_uuid, notification_type, subtype, signed_date, original_transaction_id, status, "
+            + "engine_status, verdict, missing FROM \(table) WHERE verdict IS NOT NULL AND verdict <> 'AGREES' "
+            + "ORDER BY signed_date, payload\(collate)"
+    }
+
+    /// One row of `disagreementsSQL`, as text.
+    static func disagreement(_ r: [String?]) throws(LedgerError) -> LedgerDisagreement {
+        guard r.count == 9, let uuid = r[0], let signed = r[3].flatMap({ Int64($0) }), let verdict = r[7],
+              let apple = r[5].flatMap({ Int32($0) }) else {
+            throw .storage("the notifications table returned an unexpected row (notification \(r.first.flatMap { $0 } ?? "?"))")
+        }
+        return LedgerDisagreement(
+            notificationUUID: uuid, notificationType: r[1].map(NotificationTypeV2.init(rawValue:)),
+            subtype: r[2].map(Subtype.init(rawValue:)), signedDate: LedgerTime.date(signed),
+            originalTransactionId: r[4] ?? "", appleStatus: Status(rawValue: apple),
+            engineStatus: r[6].flatMap { Int32($0) }.map(Status.init(rawValue:)), verdict: LedgerOracleVerdict(rawValue: verdict),
+            missing: r[8])
     }
 }

@@ -24,6 +24,15 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let payloadStored: SQLiteStatement
     /// The JWS headers read back (`StoredSigned`).
     private let headers = StoredHeaderCache()
+    private let eventsKeyed: SQLiteStatement
+    private let keysAfter: SQLiteStatement
+    private let insertKey: SQLiteStatement
+    private let insertVersion: SQLiteStatement
+    private let verdictsOf: SQLiteStatement
+    private let updateVerdict: SQLiteStatement
+    private let keyPageFirst: SQLiteStatement
+    private let keyPageAfter: SQLiteStatement
+    private let maxEvent: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
     /// `identity` nil: the one recorded in the file is adopted.
@@ -58,6 +67,19 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             "SELECT id, kind, signed, received_at FROM events WHERE id < ? AND bundle_id = ? AND environment = ? "
             + "ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
+        eventsKeyed = try db.prepare(
+            "SELECT e.id, e.kind, e.signed FROM event_keys k JOIN events e ON e.id = k.event_id "
+            + "WHERE k.kind = ? AND k.key = ? AND e.bundle_id = ? AND e.environment = ?")
+        keysAfter = try db.prepare("SELECT DISTINCT kind, key FROM event_keys WHERE event_id > ? AND event_id <= ?")
+        insertKey = try db.prepare("INSERT OR IGNORE INTO event_keys (kind, key, event_id) VALUES (?, ?, ?)")
+        insertVersion = try db.prepare("INSERT OR IGNORE INTO ledger_versions (kind, digest) VALUES (?, ?)")
+        verdictsOf = try db.prepare(
+            "SELECT notification_uuid, verdict, engine_status, missing FROM notifications WHERE original_transaction_id = ?")
+        updateVerdict = try db.prepare(
+            "UPDATE notifications SET verdict = ?, engine_status = ?, missing = ? WHERE notification_uuid = ?")
+        keyPageFirst = try db.prepare("SELECT DISTINCT key FROM event_keys WHERE kind = ? ORDER BY key LIMIT ?")
+        keyPageAfter = try db.prepare("SELECT DISTINCT key FROM event_keys WHERE kind = ? AND key > ? ORDER BY key LIMIT ?")
+        maxEvent = try db.prepare("SELECT coalesce(max(id), 0) FROM events")
         insertHeader = try db.prepare("INSERT OR IGNORE INTO jws_headers (digest, header) VALUES (?, ?)")
         selectHeader = try db.prepare("SELECT header FROM jws_headers WHERE digest = ?")
         storedRowsStatement = try db.prepare("SELECT id, kind, signed FROM events WHERE id > ? ORDER BY id LIMIT ?")
@@ -203,5 +225,92 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    func lastEventId() throws(LedgerError) -> Int64 {
+        try maxEvent.bind([])
+        defer { try? maxEvent.bind([]) }
+        guard try maxEvent.step() else { throw .storage("max(id) returned no row") }
+        return maxEvent.int64(0)
+    }
+
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        let s = eventsKeyed
+        try s.bind([.text(key.kind), .text(key.value)] + LedgerRows.identity(identity))
+        defer { try? s.bind([]) }  // reset: no read transaction left open
+        while try s.step() {
+            let id = s.int64(0)
+            try each(id, LedgerEventKind(rawValue: s.text(1) ?? ""), try expand(s.text(2) ?? "", id))
+        }
+    }
+
+    func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64) {
+        // The mark first: an event committed meanwhile is found by the next look, not skipped.
+        let last = max(id, try lastEventId())
+        guard last > id else { return ([], id) }
+        let s = keysAfter
+        try s.bind([.int(id), .int(last)])
+        defer { try? s.bind([]) }
+        var keys: Set<LedgerKey> = []
+        while try s.step() { keys.insert(LedgerKey(kind: s.text(0) ?? "", value: s.text(1) ?? "")) }
+        return (keys, last)
+    }
+
+    func index(_ eventId: Int64, keys: [LedgerKey], versions: [(kind: String, digest: String)]) throws(LedgerError) {
+        for k in keys { try insertKey.run([.text(k.kind), .text(k.value), .int(eventId)]) }
+        for v in versions { try insertVersion.run([.text(v.kind), .text(v.digest)]) }
+    }
+
+    func verdicts(ofSubscription originalTransactionId: String) throws(LedgerError) -> [String: StoredVerdict] {
+        let s = verdictsOf
+        try s.bind([.text(originalTransactionId)])
+        defer { try? s.bind([]) }
+        var out: [String: StoredVerdict] = [:]
+        while try s.step() {
+            out[s.text(0) ?? ""] = StoredVerdict(verdict: s.text(1), engineStatus: s.isNull(2) ? nil : s.int64(2), missing: s.text(3))
+        }
+        return out
+    }
+
+    func setVerdict(_ uuid: String, _ v: StoredVerdict) throws(LedgerError) {
+        try updateVerdict.run([v.verdict.sql, v.engineStatus.sql, v.missing.sql, .text(uuid)])
+    }
+
+    func counts() throws(LedgerError) -> LedgerCounts {
+        var c = LedgerCounts()
+        c.notifications = try db.integer("SELECT count(*) FROM notifications")
+        c.transactions = try db.integer("SELECT count(*) FROM transactions WHERE transaction_id <> ''")
+        c.transactionVersions = try db.integer("SELECT count(*) FROM ledger_versions WHERE kind = 't'")
+        c.renewalInfos = try db.integer("SELECT count(*) FROM ledger_versions WHERE kind = 'r'")
+        c.subscriptions = try db.integer("SELECT count(DISTINCT key) FROM event_keys WHERE kind = 's'")
+        c.customers = try db.integer("SELECT count(DISTINCT key) FROM event_keys WHERE kind = 'c'")
+        c.checkedNotifications = try db.integer("SELECT count(*) FROM notifications WHERE verdict IS NOT NULL")
+        return c
+    }
+
+    func disagreements() throws(LedgerError) -> [LedgerDisagreement] {
+        let s = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: ""))
+        var out: [LedgerDisagreement] = []
+        while try s.step() {
+            out.append(try LedgerStoredRows.disagreement((0..<9).map { s.text(Int32($0)) }))
+        }
+        return out
+    }
+
+    func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
+        let s = after == nil ? keyPageFirst : keyPageAfter
+        try s.bind([.text(kind)] + (after.map { [.text($0)] } ?? []) + [.int(Int64(limit))])
+        defer { try? s.bind([]) }
+        var out: [String] = []
+        while try s.step() { out.append(s.text(0) ?? "") }
+        return out
+    }
+
+    func backfillPending() throws(LedgerError) -> Bool {
+        try db.integer("SELECT count(*) FROM ledger_backfill WHERE name = 'event_keys'") > 0
+    }
+
+    func backfillDone() throws(LedgerError) {
+        try db.execute("DELETE FROM ledger_backfill WHERE name = 'event_keys'", "cannot record the index as built")
     }
 }

@@ -120,6 +120,26 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         );
         INSERT INTO appstore_ledger.jws_compaction SELECT 1, 0, id FROM appstore_ledger.events ORDER BY id DESC LIMIT 1;
         """,
+        // Per-key queries (as `LedgerSchema`'s).
+        """
+        CREATE TABLE appstore_ledger.event_keys (
+          kind TEXT NOT NULL,
+          key TEXT NOT NULL,
+          event_id BIGINT NOT NULL,
+          PRIMARY KEY (kind, key, event_id)
+        );
+        CREATE INDEX event_keys_by_event ON appstore_ledger.event_keys (event_id);
+        CREATE TABLE appstore_ledger.ledger_versions (
+          kind TEXT NOT NULL,
+          digest TEXT NOT NULL,
+          PRIMARY KEY (kind, digest)
+        );
+        ALTER TABLE appstore_ledger.notifications ADD COLUMN verdict TEXT, ADD COLUMN engine_status INTEGER,
+          ADD COLUMN missing TEXT;
+        CREATE INDEX notifications_checked ON appstore_ledger.notifications (verdict) WHERE verdict IS NOT NULL;
+        CREATE TABLE appstore_ledger.ledger_backfill (name TEXT PRIMARY KEY);
+        INSERT INTO appstore_ledger.ledger_backfill VALUES ('event_keys');
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
@@ -186,6 +206,28 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             AND environment = $3 ORDER BY id DESC LIMIT $4
             """), parameters: 4)
         try db.prepare("max_event", inSchema("SELECT coalesce(max(id), 0) FROM appstore_ledger.events"), parameters: 0)
+        try db.prepare("events_keyed", inSchema("""
+            SELECT e.id, e.kind, e.signed FROM appstore_ledger.event_keys k JOIN appstore_ledger.events e
+            ON e.id = k.event_id WHERE k.kind = $1 AND k.key = $2 AND e.bundle_id = $3 AND e.environment = $4
+            """), parameters: 4)
+        try db.prepare("keys_after", inSchema(
+            "SELECT DISTINCT kind, key FROM appstore_ledger.event_keys WHERE event_id > $1 AND event_id <= $2"), parameters: 2)
+        try db.prepare("insert_key", inSchema(
+            "INSERT INTO appstore_ledger.event_keys (kind, key, event_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"),
+            parameters: 3)
+        try db.prepare("insert_version", inSchema(
+            "INSERT INTO appstore_ledger.ledger_versions (kind, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING"), parameters: 2)
+        try db.prepare("verdicts_of", inSchema("""
+            SELECT notification_uuid, verdict, engine_status, missing FROM appstore_ledger.notifications
+            WHERE original_transaction_id = $1
+            """), parameters: 1)
+        try db.prepare("update_verdict", inSchema(
+            "UPDATE appstore_ledger.notifications SET verdict = $1, engine_status = $2, missing = $3 WHERE notification_uuid = $4"),
+            parameters: 4)
+        try db.prepare("key_page", inSchema("""
+            SELECT key FROM appstore_ledger.event_keys WHERE kind = $1 AND key COLLATE "C" > $2 GROUP BY key
+            ORDER BY key COLLATE "C" LIMIT $3
+            """), parameters: 3)
         try db.prepare("insert_header", inSchema(
             "INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING"),
             parameters: 2)
@@ -417,5 +459,91 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    func lastEventId() throws(LedgerError) -> Int64 { try changeMarker() }
+
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        let rows = try db.run("events_keyed", [.text(key.kind), .text(key.value)] + LedgerRows.identity(identity), prepared: true,
+                              what: "cannot read the ledger's events")
+        for row in rows {
+            guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            try each(i, LedgerEventKind(rawValue: kind), try expand(signed, i))
+        }
+    }
+
+    func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64) {
+        // The mark first: an event committed meanwhile is found by the next look, not skipped.
+        let last = max(id, try lastEventId())
+        guard last > id else { return ([], id) }
+        let rows = try db.run("keys_after", [.int(id), .int(last)], prepared: true, what: "cannot read the ledger's index")
+        var keys: Set<LedgerKey> = []
+        for row in rows where row.count == 2 { keys.insert(LedgerKey(kind: row[0] ?? "", value: row[1] ?? "")) }
+        return (keys, last)
+    }
+
+    func index(_ eventId: Int64, keys: [LedgerKey], versions: [(kind: String, digest: String)]) throws(LedgerError) {
+        for k in keys {
+            try db.run("insert_key", [.text(k.kind), .text(k.value), .int(eventId)], prepared: true, what: "cannot index the event")
+        }
+        for v in versions {
+            try db.run("insert_version", [.text(v.kind), .text(v.digest)], prepared: true, what: "cannot record the event's versions")
+        }
+    }
+
+    func verdicts(ofSubscription originalTransactionId: String) throws(LedgerError) -> [String: StoredVerdict] {
+        let rows = try db.run("verdicts_of", [.text(originalTransactionId)], prepared: true, what: "cannot read the verdicts")
+        var out: [String: StoredVerdict] = [:]
+        for r in rows where r.count == 4 {
+            out[r[0] ?? ""] = StoredVerdict(verdict: r[1], engineStatus: r[2].flatMap { Int64($0) }, missing: r[3])
+        }
+        return out
+    }
+
+    func setVerdict(_ uuid: String, _ v: StoredVerdict) throws(LedgerError) {
+        try db.run("update_verdict", [v.verdict.sql, v.engineStatus.sql, v.missing.sql, .text(uuid)], prepared: true,
+                   what: "cannot record the verdict")
+    }
+
+    func counts() throws(LedgerError) -> LedgerCounts {
+        let rows = try db.run(inSchema("""
+            SELECT (SELECT count(*) FROM appstore_ledger.notifications),
+              (SELECT count(*) FROM appstore_ledger.transactions WHERE transaction_id <> ''),
+              (SELECT count(*) FROM appstore_ledger.ledger_versions WHERE kind = 't'),
+              (SELECT count(*) FROM appstore_ledger.ledger_versions WHERE kind = 'r'),
+              (SELECT count(DISTINCT key) FROM appstore_ledger.event_keys WHERE kind = 's'),
+              (SELECT count(DISTINCT key) FROM appstore_ledger.event_keys WHERE kind = 'c'),
+              (SELECT count(*) FROM appstore_ledger.notifications WHERE verdict IS NOT NULL)
+            """), what: "cannot count the ledger's rows")
+        guard let r = rows.first, r.count == 7 else { throw .storage("the ledger's counts returned an unexpected row") }
+        let n = r.map { $0.flatMap { Int64($0) } ?? 0 }
+        return LedgerCounts(notifications: n[0], transactions: n[1], transactionVersions: n[2], renewalInfos: n[3],
+                            subscriptions: n[4], customers: n[5], checkedNotifications: n[6])
+    }
+
+    func disagreements() throws(LedgerError) -> [LedgerDisagreement] {
+        let rows = try db.run(LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: " COLLATE \"C\""),
+                              what: "cannot read the disagreements")
+        return try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
+    }
+
+    func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
+        // "" sorts first in the C collation: the first page.
+        let rows = try db.run("key_page", [.text(kind), .text(after ?? ""), .int(Int64(limit))], prepared: true,
+                              what: "cannot read the ledger's index")
+        return rows.compactMap { $0.first ?? nil }
+    }
+
+    func backfillPending() throws(LedgerError) -> Bool {
+        let rows = try db.run(inSchema("SELECT count(*) FROM appstore_ledger.ledger_backfill WHERE name = 'event_keys'"),
+                              what: "cannot read the ledger's schema")
+        return (PostgresConnection.scalar(rows).flatMap { Int64($0) } ?? 0) > 0
+    }
+
+    func backfillDone() throws(LedgerError) {
+        try db.run(inSchema("DELETE FROM appstore_ledger.ledger_backfill WHERE name = 'event_keys'"),
+                   what: "cannot record the index as built")
     }
 }

@@ -63,8 +63,10 @@ SUMMARIES: Dict[str, str] = {
         "Opens the ledger at a URL, creating it if needed: \"sqlite:/path/to/ledger.db\" (also \"sqlite:///path\"),\n"
         "or \"sqlite::memory:\" (lives until the ledger is closed), or \"postgresql://user@host:port/database\" (also\n"
         "\"postgres://\"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The\n"
-        "schema is created or migrated and the state rebuilt from the stored events. Every value it records is\n"
-        "verified with the given verifier."
+        "schema is created or migrated; no stored event is read (each query reads the events of the subscription\n"
+        "or customer it asks about, by an index; docs/ledger.md, \"Queries\"). The URL parameter \"cache_mib=N\"\n"
+        "(0...65536, default 32) bounds the cache of those per-key states. Every value it records is verified\n"
+        "with the given verifier."
     ),
     "appstore_ledger_query_customer": (
         "One customer (an appAccountToken, in any case; or the originalTransactionId of purchases without one) at\n"

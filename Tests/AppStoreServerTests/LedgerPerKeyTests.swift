@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+@testable import AppStoreServer
+
+/// Queries evaluated per key (docs/ledger.md, "Queries"): Apple's documented expectations through the stored,
+/// indexed path; opening reads no event; another handle's commits are seen by the next query; a tiny cache gives the
+/// same answers; a corrupt row is a storage error naming it; a database made before the index is indexed on open.
+@Suite(.serialized) struct LedgerPerKeyTests {
+    func ingest(_ ledger: Ledger, _ kind: LedgerEventKind, _ signed: String) throws -> LedgerIngestResult {
+        try ledger.ingest(LedgerEvent.verify(kind, signed, with: LedgerFixtures.verifier).get())
+    }
+
+    /// Every expectation of every scenario (Tests/support/lifecycles.py, written from Apple's documentation), asked
+    /// of a stored ledger whose cache holds almost nothing, so each answer is built from the indexed events.
+    @Test func scenariosMatchApplesDocumentationThroughStorage() throws {
+        var checked = 0
+        var failures: [String] = []
+        for scenario in LedgerFixtures.scenarios {
+            let name = scenario["name"] as! String
+            let historyDate = (scenario["historyDate"] as! NSNumber).int64Value
+            for delivery in ["notifications", "history", "both"] {
+                let ledger = try Ledger.open("sqlite::memory:?cache_mib=0", verifier: LedgerFixtures.verifier)
+                for (kind, signed) in LedgerFixtures.signed(scenario, delivery: delivery) { _ = try ingest(ledger, kind, signed) }
+                for e in scenario["expect"] as! [[String: Any]] {
+                    let at = (e["at"] as! NSNumber).int64Value
+                    let deliveries = e["deliveries"] as? [String]
+                        ?? (at >= historyDate ? ["notifications", "history", "both"] : ["notifications", "both"])
+                    guard deliveries.contains(delivery) else { continue }
+                    let answer: [String: Any]
+                    if let id = e["subscription"] as? String {
+                        guard let s = try ledger.subscription(id, at: at) else {
+                            failures.append("\(name) [\(delivery)] at \(at): subscription \(id) unknown")
+                            continue
+                        }
+                        answer = LedgerFixtures.object(s.json())
+                    } else {
+                        answer = LedgerFixtures.object(try ledger.customer(e["customer"] as! String, at: at).json())
+                    }
+                    checked += 1
+                    for p in LedgerFixtures.mismatches(answer, e, skip: ["at", "subscription", "customer", "rule", "deliveries"]) {
+                        failures.append("\(name) [\(delivery)] at \(at) (\(e["rule"]!)): \(p)")
+                    }
+                }
+                if delivery != "history" {
+                    for x in try ledger.summary().disagreements { failures.append("\(name) [\(delivery)]: oracle: \(x)") }
+                }
+            }
+        }
+        for f in failures { print("ledger per-key scenario FAIL \(f)") }
+        #expect(failures.isEmpty)
+        #expect(checked >= 100)
+    }
+
+    /// The answers of every subscription and customer at every instant, and the summary, as JSON text.
+    static func answers(_ ledger: Ledger, subscriptions: [String], customers: [String], instants: [Int64]) throws -> [String] {
+        var out: [String] = []
+        for t in instants {
+            for id in subscriptions { out.append(try ledger.subscription(id, at: t).map { String(decoding: $0.json(), as: UTF8.self) } ?? "null") }
+            for id in customers { out.append(String(decoding: try ledger.customer(id, at: t).json(), as: UTF8.self)) }
+        }
+        out.append(String(decoding: try ledger.summary().json(), as: UTF8.self))
+        return out
+    }
+
+    static func reference(_ all: [(LedgerEventKind, String)]) throws -> LedgerState {
+        var s = LedgerState()
+        for (kind, signed) in all { s.apply(try LedgerEvent.verify(kind, signed, with: LedgerFixtures.verifier).get()) }
+        return s
+    }
+
+    static func referenceAnswers(_ s: LedgerState, events: Int, instants: [Int64]) -> [String] {
+        var out: [String] = []
+        for t in instants {
+            for id in s.subscriptionIds.sorted() { out.append(s.subscription(id, at: t).map { String(decoding: $0.json(), as: UTF8.self) } ?? "null") }
+            for id in s.customerIds.sorted() { out.append(String(decoding: s.customer(id, at: t).json(), as: UTF8.self)) }
+        }
+        out.append(String(decoding: s.summary(events: events).json(), as: UTF8.self))
+        return out
+    }
+
+    /// Two handles on one file (as two processes): each one's commits are answered by the other's next query, with
+    /// its cache warm; the answers are the whole history's, with a budget that evicts all the time and without one.
+    @Test func anotherHandlesCommitsAreSeenAndTinyCachesAgree() throws {
+        let lifecycles = Array(LedgerFixtures.random.prefix(10)) + Array(LedgerFixtures.scenarios.prefix(20))
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "both") }
+        let instants = lifecycles.flatMap { LedgerFixtures.instants($0) }.sorted().enumerated().filter { $0.offset % 11 == 0 }.map(\.element)
+        let reference = try Self.reference(all)
+        let expected = Self.referenceAnswers(reference, events: reference.eventCount, instants: instants)
+        let subscriptions = reference.subscriptionIds.sorted(), customers = reference.customerIds.sorted()
+
+        let (url, _) = LedgerTests.LedgerStorageTests.temporaryURL("perkey")
+        let a = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let b = try Ledger.open(url + "?cache_mib=1", verifier: LedgerFixtures.verifier)
+        // a answers (and caches) about the first half, then b stores the rest: a's next answers include it.
+        for (kind, signed) in all.prefix(all.count / 2) { _ = try ingest(a, kind, signed) }
+        _ = try Self.answers(a, subscriptions: subscriptions, customers: customers, instants: instants)
+        #expect(a.cacheStatistics.entries > 0)
+        for (kind, signed) in all.dropFirst(all.count / 2) { _ = try ingest(b, kind, signed) }
+        #expect(try Self.answers(a, subscriptions: subscriptions, customers: customers, instants: instants) == expected)
+        #expect(try Self.answers(b, subscriptions: subscriptions, customers: customers, instants: instants) == expected)
+
+        // The same file through a cache of a few KiB (evicting on nearly every query) and through none.
+        for bytes in [16 << 10, 0] {
+            let small = try Ledger.open(url, verifier: LedgerFixtures.verifier, cacheBytes: bytes)
+            #expect(try Self.answers(small, subscriptions: subscriptions, customers: customers, instants: instants) == expected)
+            #expect(small.cacheStatistics.bytes <= bytes)
+            if bytes > 0 { #expect(small.cacheStatistics.evictions > 0) }
+        }
+        // The ids, page by page, are the whole history's.
+        var pages: [String] = []
+        var after: String?
+        while true {
+            let page = try a.subscriptionIds(after: after, limit: 7)
+            guard let last = page.last else { break }
+            pages += page
+            after = last
+        }
+        #expect(pages == subscriptions)
+    }
+
+    /// Opening reads no event, whatever the history's size (a counter of rows decoded, not a clock); a subscription
+    /// query reads that subscription's events only, and a second one none (cached).
+    @Test func openReadsNoEvents() throws {
+        let lifecycles = Array(LedgerFixtures.random.prefix(12))
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "both") }
+        let (url, _) = LedgerTests.LedgerStorageTests.temporaryURL("open")
+        do {
+            let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+            for (kind, signed) in all { _ = try ingest(ledger, kind, signed) }
+        }
+        let reopened = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        #expect(reopened.storedEventsRead == 0)
+        let reference = try Self.reference(all)
+        let id = reference.subscriptionIds.sorted()[0]
+        // The events that carry a fact of subscription `id`, counted from the signed values by the test.
+        let own = try all.filter { kind, signed in
+            let e = try LedgerEvent.verify(kind, signed, with: LedgerFixtures.verifier).get()
+            return e.renewalInfo?.originalTransactionId == id || (e.transaction?.isAutoRenewable == true && e.transaction?.originalTransactionId == id)
+        }
+        #expect(own.count > 0 && own.count < all.count / 4)
+        _ = try reopened.subscription(id)
+        #expect(reopened.storedEventsRead == Set(own.map(\.1)).count)
+        _ = try reopened.subscription(id)
+        #expect(reopened.storedEventsRead == Set(own.map(\.1)).count)
+        #expect(try reopened.summary().events == Int64(Set(all.map(\.1)).count))
+        #expect(reopened.storedEventsRead == Set(own.map(\.1)).count)  // counts come from SQL, not from events
+    }
+
+    /// A stored row that no longer decodes: the query that needs it fails with a storage error naming the event;
+    /// nothing traps, and the other subscriptions still answer.
+    @Test func aCorruptRowIsAStorageErrorNamingIt() throws {
+        let lifecycles = Array(LedgerFixtures.random.prefix(4))
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "notifications") }
+        let (url, file) = LedgerTests.LedgerStorageTests.temporaryURL("corrupt")
+        let reference = try Self.reference(all)
+        let ids = reference.subscriptionIds.sorted()
+        do {
+            let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+            for (kind, signed) in all { _ = try ingest(ledger, kind, signed) }
+        }
+        let db = try SQLiteConnection(path: file.path)
+        let victim = try db.integer("SELECT min(event_id) FROM event_keys WHERE kind = 's' AND key = '\(ids[0])'")
+        try db.execute("UPDATE events SET signed = 'not.a-jws' WHERE id = \(victim)", "test")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        do throws(LedgerError) {
+            _ = try ledger.subscription(ids[0])
+            Issue.record("a corrupt row was read without an error")
+        } catch {
+            #expect(error.statusCode == .storageError)
+            #expect(error.message.contains("stored event \(victim)"), "\(error.message)")
+        }
+        #expect(try ledger.subscription(ids[1]) != nil)
+    }
+
+    /// A database made before the index existed (the index's migration not applied): opening indexes its events
+    /// once and records its verdicts; the answers are the whole history's.
+    @Test func aDatabaseWithoutTheIndexIsIndexedOnOpen() throws {
+        let lifecycles = Array(LedgerFixtures.random.prefix(6)) + Array(LedgerFixtures.scenarios.prefix(10))
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "notifications") }
+        let instants = lifecycles.flatMap { LedgerFixtures.instants($0) }.sorted().enumerated().filter { $0.offset % 13 == 0 }.map(\.element)
+        let reference = try Self.reference(all)
+        let expected = Self.referenceAnswers(reference, events: reference.eventCount, instants: instants)
+        let (url, file) = LedgerTests.LedgerStorageTests.temporaryURL("backfill")
+        do {
+            let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+            for (kind, signed) in all { _ = try ingest(ledger, kind, signed) }
+        }
+        // Undo the index's migration (found by what it creates, not by its number).
+        let step = try #require(LedgerSchema.migrations.firstIndex { $0.contains("event_keys (") })
+        let db = try SQLiteConnection(path: file.path)
+        try db.execute("""
+            DROP TABLE event_keys; DROP TABLE ledger_versions; DROP TABLE ledger_backfill; DROP INDEX notifications_checked;
+            ALTER TABLE notifications DROP COLUMN verdict; ALTER TABLE notifications DROP COLUMN engine_status;
+            ALTER TABLE notifications DROP COLUMN missing; PRAGMA user_version = \(step);
+            """, "test")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        #expect(try db.integer("PRAGMA user_version") == LedgerSchema.version)
+        #expect(try Self.answers(ledger, subscriptions: reference.subscriptionIds.sorted(), customers: reference.customerIds.sorted(),
+                                 instants: instants) == expected)
+    }
+}
