@@ -81,8 +81,9 @@ public final class Ledger implements AutoCloseable {
      * Opens the ledger at a URL, creating it if needed: "sqlite:/path/to/ledger.db" (also "sqlite:///path"), or
      * "sqlite::memory:" (lives until the ledger is closed), or "postgresql://user&#64;host:port/database" (also
      * "postgres://"; libpq's URI syntax and parameters, libpq loaded the first time such a URL is opened). The schema
-     * is created or migrated and the state rebuilt from the stored events. Every value it records is verified with
-     * the given verifier.
+     * is created or migrated; no stored event is read (each query reads the events of the subscription or customer it
+     * asks about, by an index; docs/ledger.md, "Queries"). The URL parameter "cache_mib=N" (0...65536, default 32)
+     * bounds the cache of those per-key states. Every value it records is verified with the given verifier.
      *
      * <p>The ledger keeps the verifier alive as long as it needs it. A database of another app or environment than
      * the verifier's, of a newer schema, or one that cannot be reached throws {@link LedgerException}; a URL it
