@@ -26,18 +26,20 @@ import Testing
                     let deliveries = e["deliveries"] as? [String]
                         ?? (at >= historyDate ? ["notifications", "history", "both"] : ["notifications", "both"])
                     guard deliveries.contains(delivery) else { continue }
+                    // The knowledge time (docs/ledger.md, "Bitemporal queries"): a number, else now (the default).
+                    let asOf = (e["asOf"] as? NSNumber)?.int64Value
                     let answer: [String: Any]
                     if let id = e["subscription"] as? String {
-                        guard let s = try ledger.subscription(id, at: at) else {
+                        guard let s = try ledger.subscription(id, at: at, asOf: asOf) else {
                             failures.append("\(name) [\(delivery)] at \(at): subscription \(id) unknown")
                             continue
                         }
                         answer = LedgerFixtures.object(s.json())
                     } else {
-                        answer = LedgerFixtures.object(try ledger.customer(e["customer"] as! String, at: at).json())
+                        answer = LedgerFixtures.object(try ledger.customer(e["customer"] as! String, at: at, asOf: asOf).json())
                     }
                     checked += 1
-                    for p in LedgerFixtures.mismatches(answer, e, skip: ["at", "subscription", "customer", "rule", "deliveries"]) {
+                    for p in LedgerFixtures.mismatches(answer, e, skip: ["at", "asOf", "subscription", "customer", "rule", "deliveries"]) {
                         failures.append("\(name) [\(delivery)] at \(at) (\(e["rule"]!)): \(p)")
                     }
                 }
@@ -70,9 +72,10 @@ import Testing
 
     static func referenceAnswers(_ s: LedgerState, events: Int, instants: [Int64]) -> [String] {
         var out: [String] = []
+        let now = Timestamp.nowMilliseconds()  // the ledger's default knowledge time
         for t in instants {
-            for id in s.subscriptionIds.sorted() { out.append(s.subscription(id, at: t).map { String(decoding: $0.json(), as: UTF8.self) } ?? "null") }
-            for id in s.customerIds.sorted() { out.append(String(decoding: s.customer(id, at: t).json(), as: UTF8.self)) }
+            for id in s.subscriptionIds.sorted() { out.append(s.subscription(id, at: t, asOf: now).map { String(decoding: $0.json(), as: UTF8.self) } ?? "null") }
+            for id in s.customerIds.sorted() { out.append(String(decoding: s.customer(id, at: t, asOf: now).json(), as: UTF8.self)) }
         }
         out.append(String(decoding: s.summary(events: events).json(), as: UTF8.self))
         return out
