@@ -110,10 +110,10 @@ def measure(url, pki, subs, customers, instants):
     for at in instants:
         for s in subs:
             r = ledger.subscription(s, at=at)
-            answers.append(None if r is None else (r.status, r.entitled, r.transaction_id))
+            answers.append(None if r is None else (r.status, r.entitled, r.transactionId))
         for c in customers:
             r = ledger.customer(c, at=at)
-            answers.append(sorted((e.product_id, e.transaction_id) for e in r.entitlements))
+            answers.append(sorted((e.productId, e.transactionId) for e in r.entitlements))
     queried = lib.appstore_debug_malloc_in_use()
     return {"open": opened - before, "query": queried - before, "answers": answers}
 
@@ -160,8 +160,11 @@ def main(argv):
     results = {}
     for n, part in ((small, values[:small]), (large, values[small:])):
         ingest_all(url, pki, part)
-        out = subprocess.run([sys.executable, __file__, "--measure", url, pki, spec], check=True, capture_output=True,
-                             text=True).stdout
+        r = subprocess.run([sys.executable, __file__, "--measure", url, pki, spec], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"ledger_scale: FAIL the measuring process failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+            return 1
+        out = r.stdout
         m = json.loads(next(line for line in out.splitlines() if line.startswith("MEASURED "))[len("MEASURED "):])
         results[n] = m
         print(f"scale events={n} open_malloc={m['open']} query_malloc={m['query']} "

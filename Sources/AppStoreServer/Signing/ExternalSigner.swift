@@ -19,6 +19,8 @@ public protocol ES256Signer: Sendable {
 }
 
 extension ES256Signer {
+    /// The default: the signer is not told its time, `sign(message:digest:)` is called (a late answer is still
+    /// discarded by the caller).
     public func sign(message: [UInt8], digest: [UInt8], timeoutMilliseconds: UInt32) throws -> [UInt8] {
         try sign(message: message, digest: digest)
     }

@@ -73,12 +73,16 @@ extension ResponseBodyV2DecodedPayload: SignedPayloadModel {
 
 /// The app a notification names (bundle id, app Apple ID, environment) and where it says so.
 public struct NotificationIdentity: Sendable {
+    /// The bundle id it names (nil: none).
     public let bundleId: String?
+    /// The app Apple ID it names (nil: none; Sandbox notifications often carry none).
     public let appAppleId: Int64?
+    /// The environment it names (nil: none).
     public let environment: AppStoreEnvironment?
     /// "data", "summary", "externalPurchaseToken" or "appData"; "caller" for values a caller passed.
     public let source: String
 
+    /// An identity from its parts (`source`: where they come from; "caller" for values a caller passed).
     public init(bundleId: String?, appAppleId: Int64?, environment: AppStoreEnvironment?, source: String) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
