@@ -29,30 +29,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
 
 
-def values_of(doc):
-    out = []
-    for lc in doc["scenarios"] + doc["random"]:
-        out += [("NOTIFICATION", n["signed"]) for n in lc["notifications"]]
-        out += [("TRANSACTION", t) for p in lc["history"]["pages"] for t in p["signedTransactions"]]
-        out += [("RENEWAL_INFO", r) for r in lc["history"]["signedRenewalInfos"]]
-    return out
-
-
-def payload(jws):
-    seg = jws.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
-
-
-def open_ledger(url, pki):
-    from appstoreserver.ledger import Ledger
-    from appstoreserver.models.Environment import Environment
-    from appstoreserver.signed_data_verifier import SignedDataVerifier
-    with open(os.path.join(pki, "root.der"), "rb") as f:
-        root = f.read()
-    return Ledger.open(url, SignedDataVerifier([root], False, Environment.SANDBOX, "com.example.testpki"))
+from ledger_values import open_ledger, payload, values_of  # noqa: E402
 
 
 def rss_kib(field="VmRSS"):
