@@ -183,6 +183,9 @@ def serve_main(conn: socket.socket, catcher_port: int) -> None:
         head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
         head += f"Content-Length: {total}\r\n" if name == "hugecl" else ""
         head += "Connection: close\r\n\r\n"
+        # No 10 s send timeout here: a client slowed by load must not see the connection closed early, which for
+        # "huge" (the body ends at close) would be a complete, short answer instead of one over the limit.
+        conn.settimeout(DRIP_LIMIT)
         if send_all(conn, head.encode()):
             stream(conn, total, b'{"a":' + b" " * 65531)
     elif name == "gzip":
