@@ -71,8 +71,8 @@ class DeadlineTest {
             // Deterministic: the call ended while the signer was still blocked (it is released only below).
             assertFalse(returned.get(), "the call waited for the signer");
             // The acceptance check on the real clock: a call that waited for the signer takes 8 s (it is released
-            // only after the call), one that did not about 1 s; 8 s against the 3 s bound is a wide margin.
-            assertTrue(elapsedMs < 3000, elapsedMs + " ms");
+            // only after the call), one that did not about 1 s; the bound (7 s) sits below the signer's 8 s; the 3 s was measured by hand (about 1 s).
+            assertTrue(elapsedMs < 7000, elapsedMs + " ms"); // below the 8 s signer, room for load (about 1 s measured)
             // Told the time left of the call's 1000 ms (less than the key's 10 s), minus what the first step took.
             assertTrue(told.get() > 0 && told.get() <= 1000, "told " + told.get() + " ms");
             assertEquals(0, sent.get());
