@@ -47,6 +47,94 @@ import Testing
         }
     }
 
+    /// A query reads a stored event's payloads from its stored text without rebuilding the JWS
+    /// (`EventFacts(stored:)`): the facts must be those of the JWS decoded as received, for every value Apple or the
+    /// test PKI signs; true when the stored text was read that way (not expanded).
+    @discardableResult
+    static func expectSameFacts(_ jws: String, _ kind: LedgerEventKind, _ identity: LedgerIdentity, _ what: String) throws -> Bool {
+        let slow = EventFacts(try LedgerEvent(stored: jws, kind: kind, identity: identity))
+        var expanded = false
+        let fast = try EventFacts(stored: StoredSigned.compact(jws).text, id: 1, kind: kind, digest: slow.key.hex,
+                                  identity: identity) { _ throws(LedgerError) in expanded = true; return jws }
+        #expect(fast.key == slow.key, "\(what): key")
+        #expect(fast.transaction?.payload == slow.transaction?.payload, "\(what): transaction payload")
+        #expect(fast.transaction?.signedDate == slow.transaction?.signedDate, "\(what): transaction signedDate")
+        #expect(fast.transaction?.expiresDate == slow.transaction?.expiresDate, "\(what): transaction expiresDate")
+        #expect(fast.transaction?.customerId == slow.transaction?.customerId, "\(what): transaction customer")
+        #expect(fast.renewalInfo?.payload == slow.renewalInfo?.payload, "\(what): renewal info payload")
+        #expect(fast.renewalInfo?.signedDate == slow.renewalInfo?.signedDate, "\(what): renewal info signedDate")
+        #expect(fast.notification?.payload == slow.notification?.payload, "\(what): notification payload")
+        #expect(fast.notification?.uuid == slow.notification?.uuid, "\(what): notification uuid")
+        #expect(fast.notification?.status == slow.notification?.status, "\(what): notification status")
+        #expect(fast.notification?.originalTransactionId == slow.notification?.originalTransactionId, "\(what): notification subscription")
+        #expect((fast.transaction == nil) == (slow.transaction == nil) && (fast.renewalInfo == nil) == (slow.renewalInfo == nil)
+                && (fast.notification == nil) == (slow.notification == nil), "\(what): which facts")
+        return !expanded
+    }
+
+    /// Every conformance value the ledger takes (Apple's notifications, transactions, renewal infos) gives the same
+    /// facts read from its stored text as decoded from the JWS, and Apple's are read without expanding them.
+    @Test func storedPayloadsGiveTheFactsOfTheJWS() throws {
+        var fast = 0, n = 0
+        for l in LedgerFixtures.scenarios + LedgerFixtures.random.prefix(20) {
+            for (kind, signed) in LedgerFixtures.signed(l, delivery: "both") {
+                #expect(try Self.expectSameFacts(signed, kind, LedgerIdentity(Self.sandbox), "lifecycle value \(n)"), "a test PKI value was expanded")
+                n += 1
+            }
+        }
+        guard Paths.conformanceAvailable else {
+            print("stored payloads: SKIPPED — \(Paths.conformance.path) not found; real Apple JWS were NOT read from the stored form")
+            return
+        }
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: Paths.conformance
+            .appendingPathComponent("manifest.json"))) as! [String: Any]
+        let kinds: [String: LedgerEventKind] = ["notification": .notification, "transaction": .transaction, "renewalInfo": .renewalInfo]
+        var apple = 0
+        for f in manifest["files"] as! [[String: Any]] where (f["format"] as? String) == "jws-compact" {
+            guard let kind = kinds[f["kind"] as? String ?? ""] else { continue }
+            let data = try Data(contentsOf: Paths.conformance.appendingPathComponent(f["path"] as! String))
+            let jws = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let identity = LedgerIdentity(bundleId: f["bundleId"] as? String ?? "",  appAppleId: nil,
+                                          environment: f["environment"] as? String == "Production" ? .production : .sandbox)
+            // A negative case that does not decode, or names no identity, is not something a ledger stores.
+            guard (try? LedgerEvent(stored: jws, kind: kind, identity: identity)) != nil else { continue }
+            if try Self.expectSameFacts(jws, kind, identity, f["id"] as! String) { fast += 1 }
+            apple += 1
+        }
+        print("stored payloads: \(n) test PKI values and \(apple) conformance values, \(fast) of those read without expanding")
+        #expect(apple > 20)
+        #expect(fast >= apple / 2)
+    }
+
+    /// A stored text the fast path must not read as such: placeholders that the signed JSON itself contains, a
+    /// nested value stored as received, the base64url form: each decoded by expanding, with the JWS's facts.
+    @Test func storedPayloadsFallBackWhenTheFormCannotSay() throws {
+        #expect(StoredSigned.payloads(ofStored: "~0.abc") == nil)
+        #expect(StoredSigned.payloads(ofStored: "~1.d.s..bZTMw") == nil)
+        #expect(StoredSigned.payloads(ofStored: "~1.d.s.5:x.j{}") == nil)
+        #expect(StoredSigned.payloads(ofStored: "~1.d.s.3:x:2.j{\"a\":\".{}.s\"}") == nil)  // offset not after a quote
+        let ok = StoredSigned.payloads(ofStored: "~1.d.s.6:x:2.j{\"a\":\".{}.sig\"}")
+        #expect(ok?.outer == Array("{\"a\":\"~0~\"}".utf8) && ok?.nested == [Array("{}".utf8)])
+        // The payload already holds the placeholder's text: not unique, so not read this way.
+        #expect(StoredSigned.payloads(ofStored: "~1.d.s.6:x:2.j{\"a\":\".{}.sig\",\"b\":\"~0~\"}") == nil)
+        // A nested value in a member the facts do not decode stays a placeholder: the slow path decides.
+        let code = "\u{01}" + String(UnicodeScalar(UInt8(0x20 + MemberNames.names.firstIndex(of: "signedTransactionInfo")!)))
+        var tried = 0
+        for l in LedgerFixtures.scenarios.prefix(5) {
+            for (kind, signed) in LedgerFixtures.signed(l, delivery: "both") where kind == .notification {
+                // The same length as `"signedTransactionInfo":`, so the nested offsets still hold.
+                let renamed = StoredSigned.compact(signed).text.replacingOccurrences(of: code, with: "\"signedTransactionInfX\":")
+                guard let p = StoredSigned.payloads(ofStored: renamed), !p.nested.isEmpty else { continue }
+                var expanded = false
+                _ = try EventFacts(stored: renamed, id: 1, kind: kind, digest: String(repeating: "0", count: 64),
+                                   identity: LedgerIdentity(Self.sandbox)) { _ throws(LedgerError) in expanded = true; return signed }
+                #expect(expanded, "a placeholder no member claims must send the event to the slow path")
+                tried += 1
+            }
+        }
+        #expect(tried > 0)
+    }
+
     static func expectRoundTrip(_ jws: String, _ what: String, compacted: (Bool) -> Void) throws {
         let (text, headers) = StoredSigned.compact(jws)
         let table = Dictionary(headers.map { ($0.digest, $0.text) }, uniquingKeysWith: { a, _ in a })

@@ -293,10 +293,12 @@ public final class Ledger: Sendable {
         var ids = seen
         let store = c.store
         for key in keys {
-            try store.events(keyed: key) { id, kind, signed throws(LedgerError) in
+            try store.events(keyed: key) { id, kind, digest, stored throws(LedgerError) in
                 guard ids.insert(id).inserted else { return }
                 read += 1
-                state.apply(try decode(id, kind, signed))
+                state.apply(try EventFacts(stored: stored, id: id, kind: kind, digest: digest, identity: identity) {
+                    s throws(LedgerError) in try store.expand(s, id)
+                })
             }
         }
         seen = ids

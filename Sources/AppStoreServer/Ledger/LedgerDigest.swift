@@ -39,5 +39,22 @@ enum LedgerDigest {
         return Key(words: (word(0), word(8), word(16), word(24)))
     }
 
+    /// The key `hex` (64 lowercase hex digits, as the events table stores it) spells; nil when it is not one.
+    static func key(hex: String) -> Key? {
+        let u = Array(hex.utf8)
+        guard u.count == 64 else { return nil }
+        var words: [UInt64] = [0, 0, 0, 0]
+        for (i, c) in u.enumerated() {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            words[i / 16] = words[i / 16] << 4 | UInt64(v)
+        }
+        return Key(words: (words[0], words[1], words[2], words[3]))
+    }
+
     static func sha256Hex(_ bytes: [UInt8]) -> String { key(bytes).hex }
 }

@@ -30,6 +30,12 @@ public struct LedgerState: Sendable {
     /// Applies a verified event; true when the state changed (false: the event, or every fact it carries, was known).
     @discardableResult
     public mutating func apply(_ event: LedgerEvent) -> Bool {
+        apply(EventFacts(event))
+    }
+
+    /// Applies an event's facts (a stored event read for a query is only these).
+    @discardableResult
+    mutating func apply(_ event: EventFacts) -> Bool {
         guard applied.insert(event.key).inserted else { return false }
         var changed = true
         if let n = event.notification { changed = add(n) }

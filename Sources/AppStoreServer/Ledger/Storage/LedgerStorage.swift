@@ -38,8 +38,11 @@ protocol LedgerStorage: AnyObject, Sendable {
 
     /// The largest event id stored (0: none): where the next look for other processes' events starts.
     func lastEventId() throws(LedgerError) -> Int64
-    /// Every stored event indexed under `key` (any order: the engine does not depend on it).
-    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
+    /// Every stored event indexed under `key` (any order: the engine does not depend on it): its id, kind, payload
+    /// digest (hex) and `signed` text as stored (`expand` gives its JWS).
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError)
+    /// The JWS that stored text `stored` of event `id` holds (StoredSigned.expand with the store's headers).
+    func expand(_ stored: String, _ id: Int64) throws(LedgerError) -> String
     /// The keys of the events stored after `id` (by any process), and the largest id among them (`id` if none).
     func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64)
     /// Indexes event `eventId` under `keys`, and records the fact versions it carries, in the write transaction.

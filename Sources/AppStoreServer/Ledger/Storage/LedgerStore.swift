@@ -68,7 +68,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             + "ORDER BY id DESC LIMIT ?")
         commitStatement = try db.prepare("COMMIT")
         eventsKeyed = try db.prepare(
-            "SELECT e.id, e.kind, e.signed FROM event_keys k JOIN events e ON e.id = k.event_id "
+            "SELECT e.id, e.kind, e.payload_sha256, e.signed FROM event_keys k JOIN events e ON e.id = k.event_id "
             + "WHERE k.kind = ? AND k.key = ? AND e.bundle_id = ? AND e.environment = ?")
         keysAfter = try db.prepare("SELECT DISTINCT kind, key FROM event_keys WHERE event_id > ? AND event_id <= ?")
         insertKey = try db.prepare("INSERT OR IGNORE INTO event_keys (kind, key, event_id) VALUES (?, ?, ?)")
@@ -234,13 +234,12 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         return maxEvent.int64(0)
     }
 
-    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError) {
         let s = eventsKeyed
         try s.bind([.text(key.kind), .text(key.value)] + LedgerRows.identity(identity))
         defer { try? s.bind([]) }  // reset: no read transaction left open
         while try s.step() {
-            let id = s.int64(0)
-            try each(id, LedgerEventKind(rawValue: s.text(1) ?? ""), try expand(s.text(2) ?? "", id))
+            try each(s.int64(0), LedgerEventKind(rawValue: s.text(1) ?? ""), s.text(2) ?? "", s.text(3) ?? "")
         }
     }
 

@@ -207,7 +207,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             """), parameters: 4)
         try db.prepare("max_event", inSchema("SELECT coalesce(max(id), 0) FROM appstore_ledger.events"), parameters: 0)
         try db.prepare("events_keyed", inSchema("""
-            SELECT e.id, e.kind, e.signed FROM appstore_ledger.event_keys k JOIN appstore_ledger.events e
+            SELECT e.id, e.kind, e.payload_sha256, e.signed FROM appstore_ledger.event_keys k JOIN appstore_ledger.events e
             ON e.id = k.event_id WHERE k.kind = $1 AND k.key = $2 AND e.bundle_id = $3 AND e.environment = $4
             """), parameters: 4)
         try db.prepare("keys_after", inSchema(
@@ -463,14 +463,14 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
 
     func lastEventId() throws(LedgerError) -> Int64 { try changeMarker() }
 
-    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
+    func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError) {
         let rows = try db.run("events_keyed", [.text(key.kind), .text(key.value)] + LedgerRows.identity(identity), prepared: true,
                               what: "cannot read the ledger's events")
         for row in rows {
-            guard row.count == 3, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let signed = row[2] else {
+            guard row.count == 4, let i = row[0].flatMap({ Int64($0) }), let kind = row[1], let digest = row[2], let signed = row[3] else {
                 throw .storage("the ledger's events table returned an unexpected row")
             }
-            try each(i, LedgerEventKind(rawValue: kind), try expand(signed, i))
+            try each(i, LedgerEventKind(rawValue: kind), digest, signed)
         }
     }
 

@@ -39,6 +39,88 @@ extension LedgerEvent {
     }
 }
 
+/// What the state engine takes from one event (`LedgerState.apply`). A query reads its key's stored events as only
+/// this: their payloads decoded from the stored text, the JWS not rebuilt (`StoredSigned.payloads(ofStored:)`).
+struct EventFacts {
+    let key: LedgerDigest.Key
+    let notification: NotificationFacts?
+    let transaction: TransactionVersion?
+    let renewalInfo: RenewalVersion?
+
+    init(_ e: LedgerEvent) {
+        (key, notification, transaction, renewalInfo) = (e.key, e.notification, e.transaction, e.renewalInfo)
+    }
+
+    /// Stored event `id` (`digest`: its payload's SHA-256 as stored): its payload JSON decoded from the stored form
+    /// when it holds every payload decoded; otherwise the JWS `expand`ed and decoded as `LedgerEvent(stored:)` does.
+    /// The two give the same facts (`LedgerStoredFormTests`).
+    init(stored: String, id: Int64, kind: LedgerEventKind, digest: String, identity: LedgerIdentity,
+         expand: (String) throws(LedgerError) -> String) throws(LedgerError) {
+        do {
+            if let p = StoredSigned.payloads(ofStored: stored), let key = LedgerDigest.key(hex: digest),
+               let facts = try Self.decode(p, kind: kind, key: key, identity: identity) {
+                self = facts
+            } else {
+                self.init(try LedgerEvent(stored: try expand(stored), kind: kind, identity: identity))
+            }
+        } catch {
+            throw LedgerError(statusCode: error.statusCode, reason: error.reason, message: "stored event \(id): \(error.message)")
+        }
+    }
+
+    /// Nil: the slow path decides (a placeholder no member claims, a notification without a UUID, whose identity is
+    /// its whole payload's digest).
+    private static func decode(_ p: (outer: [UInt8], nested: [[UInt8]]), kind: LedgerEventKind, key: LedgerDigest.Key,
+                               identity: LedgerIdentity) throws(LedgerError) -> EventFacts? {
+        func parse<T: JSONDecodable>(_ json: [UInt8], _ type: T.Type, _ what: String) throws(LedgerError) -> T {
+            do {
+                return try T(json: try JSONParser.parse(json), strict: false)
+            } catch {
+                throw .storage("stored \(what) does not decode: \(error)")
+            }
+        }
+        switch kind {
+        case .transaction:
+            guard p.nested.isEmpty else { return nil }
+            let t = try parse(p.outer, JWSTransactionDecodedPayload.self, "transaction")
+            try LedgerEvent.check(PayloadIdentity(t), identity)
+            return EventFacts(key: key, notification: nil, transaction: TransactionVersion(t, payload: p.outer), renewalInfo: nil)
+        case .renewalInfo:
+            guard p.nested.isEmpty else { return nil }
+            let r = try parse(p.outer, JWSRenewalInfoDecodedPayload.self, "renewal info")
+            try LedgerEvent.check(PayloadIdentity(r), identity)
+            return EventFacts(key: key, notification: nil, transaction: nil, renewalInfo: RenewalVersion(r, payload: p.outer))
+        case .notification:
+            let n = try parse(p.outer, ResponseBodyV2DecodedPayload.self, "notification")
+            guard n.notificationUUID != nil else { return nil }
+            let t = StoredSigned.placeholderIndex(n.data?.signedTransactionInfo)
+            let r = StoredSigned.placeholderIndex(n.data?.signedRenewalInfo)
+            let a = StoredSigned.placeholderIndex(n.appData?.signedAppTransactionInfo)
+            // Every nested value is one of these three members (others would stay placeholders in the facts' payload),
+            // and each of them present is a placeholder (a nested value stored as received is decoded by the slow path).
+            let claimed = [t, r, a].compactMap { $0 }
+            guard Set(claimed) == Set(p.nested.indices), claimed.count == p.nested.count, claimed.allSatisfy({ $0 < p.nested.count }),
+                  (n.data?.signedTransactionInfo == nil) == (t == nil), (n.data?.signedRenewalInfo == nil) == (r == nil),
+                  (n.appData?.signedAppTransactionInfo == nil) == (a == nil) else { return nil }
+            try LedgerEvent.check(PayloadIdentity(n), identity)
+            let tx = try t.map { i throws(LedgerError) in
+                TransactionVersion(try parse(p.nested[i], JWSTransactionDecodedPayload.self, "notification transaction"), payload: p.nested[i])
+            }
+            let ri = try r.map { i throws(LedgerError) in
+                RenewalVersion(try parse(p.nested[i], JWSRenewalInfoDecodedPayload.self, "notification renewal info"), payload: p.nested[i])
+            }
+            return EventFacts(key: key, notification: NotificationFacts(n, payload: p.outer, transaction: tx, renewalInfo: ri),
+                              transaction: tx, renewalInfo: ri)
+        default:
+            return nil
+        }
+    }
+
+    private init(key: LedgerDigest.Key, notification: NotificationFacts?, transaction: TransactionVersion?, renewalInfo: RenewalVersion?) {
+        (self.key, self.notification, self.transaction, self.renewalInfo) = (key, notification, transaction, renewalInfo)
+    }
+}
+
 extension LedgerEvent {
     /// A stored value is applied only when its payload fits the ledger's identity: the rows are selected by the
     /// identity they were stored with, and this holds even for a row written into the database by other means.

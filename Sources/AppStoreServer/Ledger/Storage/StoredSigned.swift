@@ -189,6 +189,77 @@ enum StoredSigned {
     }
 }
 
+extension StoredSigned {
+    /// The payload JSON a stored text holds, read without rebuilding its JWS (a query decodes each of its key's
+    /// events: no base64 either way, no certificate chain; docs/ledger.md, "Scale"). `outer` is the payload as signed,
+    /// except that each nested JWS stands as the JSON string `placeholder(i)`; `nested[i]` is that JWS's payload as
+    /// signed. Nil when the text is not the `~1.` form with a JSON payload whose nested payloads are all stored decoded,
+    /// or when a placeholder would not be unique: the caller expands the text and decodes the JWS instead.
+    static func payloads(ofStored stored: String) -> (outer: [UInt8], nested: [[UInt8]])? {
+        let u = Array(stored.utf8)
+        guard u.count > 3, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), u[2] == UInt8(ascii: ".") else { return nil }
+        // ~1.<digest>.<signature>.<refs>.<form><payload>: the payload starts after the fourth dot.
+        var dots: [Int] = []
+        var i = 2
+        while dots.count < 4, i < u.count {
+            if u[i] == UInt8(ascii: ".") { dots.append(i) }
+            i += 1
+        }
+        guard dots.count == 4, dots[3] + 1 < u.count else { return nil }
+        let form = u[dots[3] + 1]
+        var payload = Array(u[(dots[3] + 2)...])
+        switch form {
+        case UInt8(ascii: "k"):
+            guard let full = MemberNames.expand(payload) else { return nil }
+            payload = full
+        case UInt8(ascii: "j"): break
+        default: return nil
+        }
+        let refsText = u[(dots[2] + 1)..<dots[3]]
+        guard !refsText.isEmpty else { return (payload, []) }
+        var refs: [(at: Int, length: Int)] = []
+        for ref in refsText.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            let f = ref.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+            guard f.count == 3, let at = Int(String(decoding: f[0], as: UTF8.self)),
+                  let n = Int(String(decoding: f[2], as: UTF8.self)), at >= 1, n >= 0, at > (refs.last?.at ?? 0),
+                  at + 1 + n < payload.count, payload[at - 1] == UInt8(ascii: "\""), payload[at] == UInt8(ascii: "."),
+                  payload[at + 1 + n] == UInt8(ascii: ".") else { return nil }
+            refs.append((at, n))
+        }
+        var nested: [[UInt8]] = []
+        var outer: [UInt8] = []
+        outer.reserveCapacity(payload.count)
+        var from = 0
+        for (k, r) in refs.enumerated() {
+            // The nested value's signature runs from after its payload's closing dot to the string's closing quote.
+            var end = r.at + 2 + r.length
+            while end < payload.count, isBase64URL(payload[end]) { end += 1 }
+            guard end < payload.count, payload[end] == UInt8(ascii: "\""), r.at > from else { return nil }
+            nested.append(Array(payload[(r.at + 1)..<(r.at + 1 + r.length)]))
+            outer.append(contentsOf: payload[from..<(r.at - 1)])
+            outer.append(contentsOf: placeholder(k))
+            from = end + 1
+        }
+        outer.append(contentsOf: payload[from...])
+        // A placeholder must stand for its nested value only: the signed JSON could hold the same string.
+        for k in nested.indices {
+            let p = placeholder(k)
+            guard let first = NotificationFacts.find(p, in: outer),
+                  NotificationFacts.find(p, in: Array(outer[(first + 1)...])) == nil else { return nil }
+        }
+        return (outer, nested)
+    }
+
+    /// The JSON string standing for nested value `k` in `payloads(ofStored:)`'s outer payload.
+    static func placeholder(_ k: Int) -> [UInt8] { Array("\"~\(k)~\"".utf8) }
+
+    /// The index of the nested value `value` stands for, when it is a placeholder.
+    static func placeholderIndex(_ value: String?) -> Int? {
+        guard let v = value, v.utf8.count >= 3, v.hasPrefix("~"), v.hasSuffix("~") else { return nil }
+        return Int(v.dropFirst().dropLast())
+    }
+}
+
 extension StoredSigned.Header {
     init(text: String) { self.init(digest: StoredSigned.digest(text), text: text) }
 }
