@@ -205,8 +205,12 @@ public final class Ledger: Sendable {
                     let cached = c.cache.get(key)
                     var s: LedgerState
                     if let cached { s = cached } else { s = try load([key], &c) }
-                    for (event, k) in zip(batch, keys) where k.contains(key) { s.apply(event) }
-                    if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, c.store) }
+                    var since = Int64.max
+                    for (event, k) in zip(batch, keys) where k.contains(key) {
+                        s.apply(event)
+                        since = min(since, event.earliestSignedDate)
+                    }
+                    if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, since: since, c.store) }
                     states[o] = s
                 }
                 try c.store.commit()
@@ -230,8 +234,11 @@ public final class Ledger: Sendable {
 
     /// Records the oracle's verdict of each notification about subscription `o` that changed. `before`: the cached
     /// state of `o` before this batch, whose verdicts are the stored ones (the commit that made it wrote them, and
-    /// any later commit about `o` evicted it); nil: the stored verdicts are read.
-    private func storeVerdicts(of o: String, _ s: LedgerState, before: LedgerState? = nil,
+    /// any later commit about `o` evicted it); nil: the stored verdicts are read. `since`: the earliest signedDate of
+    /// the facts this batch added to `o`. A verdict is the status at the notification's signedDate as known then
+    /// (only facts signed by then count: `oracleCheck`), so no notification signed before `since` can change: only
+    /// the newer ones are evaluated again (in order of delivery, the new notification alone, not the whole history).
+    private func storeVerdicts(of o: String, _ s: LedgerState, before: LedgerState? = nil, since: Int64 = .min,
                                _ store: any LedgerStorage) throws(LedgerError) {
         func verdict(_ state: LedgerState, _ n: NotificationFacts) -> StoredVerdict {
             let check = state.oracleCheck(n)
@@ -241,11 +248,13 @@ public final class Ledger: Sendable {
         let none = StoredVerdict(verdict: nil, engineStatus: nil, missing: nil)
         var stored: [String: StoredVerdict] = [:]
         if let before {
-            for n in before.notifications.values where n.originalTransactionId == o { stored[n.uuid] = verdict(before, n) }
+            for n in before.notifications.values where n.originalTransactionId == o && n.signedDate >= since {
+                stored[n.uuid] = verdict(before, n)
+            }
         } else {
             stored = try store.verdicts(ofSubscription: o)
         }
-        for n in s.notifications.values where n.originalTransactionId == o {
+        for n in s.notifications.values where n.originalTransactionId == o && n.signedDate >= since {
             let now = verdict(s, n)
             if now != stored[n.uuid] ?? none { try store.setVerdict(n.uuid, now) }
         }

@@ -22,6 +22,12 @@ public struct LedgerEvent: Sendable {
     /// SHA-256 of the payload: the event's identity (in storage as hex, in the state as this key).
     let key: LedgerDigest.Key
 
+    /// The earliest signedDate of the facts it carries (the notification's, its transaction's, its renewal info's):
+    /// no answer "as known" before it can change by this event.
+    var earliestSignedDate: Int64 {
+        [signedDate, transaction?.signedDate, renewalInfo?.signedDate].compactMap { $0 }.min() ?? .min
+    }
+
     /// The hex SHA-256 of the payload: the event's identity in storage.
     public var payloadDigest: String { key.hex }
 
