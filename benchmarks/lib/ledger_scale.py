@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""ledger_scale.py WORK [--events=N] [--queries=N] [--postgresql=URL] -- benchmarks/run ledger's scale lines.
+"""ledger_scale.py WORK [--events=N] [--queries=N] [--ingest=callers|import] [--postgresql=URL] -- the scale lines.
 
-Signs lifecycles over the test PKI (Tests/support/testpki.py, lifecycles.py) until there are N signed values (default
-BENCH_LEDGER_SCALE or 100,000; notifications and history), ingests them into WORK/scale-N.db (16 callers, durable;
-kept between runs: a file that already holds N events is reused), then, each in a fresh process through the Python
-binding (APPSTORESERVER_LIB):
+Signs random lifecycles over the test PKI (Tests/support/testpki.py, lifecycles.py) until there are N signed values
+(default BENCH_LEDGER_SCALE or 100,000; notifications and history) into WORK/values-N.jsonl, stores them in
+WORK/scale-N.db (16 callers, durable, up to 200,000; above, the bulk import; kept between runs: a file that already
+holds N events is reused), then, each in a fresh process through the Python binding (APPSTORESERVER_LIB):
 
   empty   open an empty ledger: the resident size to compare with
   scale   open the N-event ledger and answer one customer (open_s: both, the issue's "open and answer"), then
@@ -72,6 +72,101 @@ def measure(url, pki, ids_path, queries):
     return {"open_s": open_s, "p99_ms": p99, "rss_kib": rss_kib("VmHWM")}
 
 
+KINDS = {"NOTIFICATION": "notification", "TRANSACTION": "transaction", "RENEWAL_INFO": "renewalInfo"}
+CHUNK = 100  # random lifecycles per generated chunk (~1,350 values)
+
+
+def _chunk(args):
+    """Chunk `i`'s random lifecycles (a seed of its own, so the values do not depend on how many workers ran):
+    its import lines, and what the queries ask about."""
+    pki, i = args
+    import lifecycles
+    signer = lifecycles.Signer(pki)
+    rng = random.Random(f"ledger-scale-{i}")
+    doc = {"scenarios": [], "random": [lifecycles.random_lifecycle(signer, rng, i * CHUNK + k) for k in range(CHUNK)]}
+    lines, subs, customers, instants = [], set(), set(), []
+    for kind, jws in values_of(doc):
+        lines.append(json.dumps({KINDS[kind]: jws}))
+        p = payload(jws)
+        instants.append(p.get("signedDate", 0))
+        if kind == "NOTIFICATION":
+            continue
+        o = p.get("originalTransactionId")
+        if kind == "RENEWAL_INFO" or p.get("type") == "Auto-Renewable Subscription":
+            subs.add(o)
+        customers.add(p["appAccountToken"].lower() if p.get("appAccountToken") else o)
+    return lines, subs, customers, instants
+
+
+def generate(work, pki, n):
+    """WORK/values-N.jsonl (N signed values as the bulk import reads them: random lifecycles over the test PKI,
+    Tests/support/lifecycles.py) and WORK/ids-N.json (subscriptions, customers and instants to ask about), streamed
+    in chunks on every core: a million values are ~10 GB of JWS, never all in memory. Kept between runs."""
+    values_path, ids_path = os.path.join(work, f"values-{n}.jsonl"), os.path.join(work, f"ids-{n}.json")
+    if os.path.exists(values_path) and os.path.exists(ids_path):
+        return values_path, ids_path
+    import multiprocessing
+    subs, customers, instants, written = set(), set(), [], 0
+    workers = os.cpu_count() or 1
+    with open(values_path + ".tmp", "w", encoding="utf-8") as out, multiprocessing.Pool(workers) as pool:
+        first = 0
+        while written < n:
+            for lines, s, c, t in pool.map(_chunk, [(pki, i) for i in range(first, first + 2 * workers)]):
+                take = min(len(lines), n - written)
+                if take:
+                    out.write("\n".join(lines[:take]) + "\n")
+                written += take
+                subs |= s
+                customers |= c
+                instants += t[:take]
+            first += 2 * workers
+    instants.sort()
+    with open(ids_path, "w", encoding="utf-8") as f:
+        json.dump({"subs": sorted(subs), "customers": sorted(customers),
+                   "instants": instants[:: max(1, len(instants) // 200)] + [instants[-1] + 86_400_000]}, f)
+    os.replace(values_path + ".tmp", values_path)
+    return values_path, ids_path
+
+
+def fill(url, pki, values_path, n, mode):
+    """Stores the values in the ledger at `url` unless it holds N events already; the rate (0: reused)."""
+    ledger = open_ledger(url, pki)
+    try:
+        if ledger.summary().events >= n:
+            return 0.0
+        t0 = time.perf_counter()
+        if mode == "import":
+            ledger.import_jsonl(values_path)  # resumable: what is stored is skipped
+            return n / (time.perf_counter() - t0)
+        todo = []
+        with open(values_path, encoding="utf-8") as f:
+            for line in f:
+                (kind, jws), = json.loads(line).items()
+                todo.append((kind, jws))
+        errors = []
+        ingest = {"transaction": ledger.ingest_transaction, "renewalInfo": ledger.ingest_renewal_info,
+                  "notification": ledger.ingest_notification}
+
+        def run(part):
+            try:
+                for kind, jws in part:
+                    ingest[kind](jws)  # stored ones again are `stored: false` (a resumed fill)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=run, args=(todo[i::16],)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return len(todo) / (time.perf_counter() - t0)
+    finally:
+        ledger.close()
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "--measure":
         url, pki, ids_path, queries = argv[2:6]
@@ -92,58 +187,20 @@ def main(argv):
     work = os.path.abspath(args[0])
     n = int(opts.get("events", os.environ.get("BENCH_LEDGER_SCALE", "100000")))
     queries = int(opts.get("queries", 2000))
+    # Up to 200,000 events, 16 callers ingest them (the durable path a service takes); above, the bulk import
+    # (verification on every core, batched commits): 16 callers would hold every JWS in memory.
+    mode = opts.get("ingest", "callers" if n <= 200_000 else "import")
     os.makedirs(work, exist_ok=True)
-    pki, lc = os.path.join(work, "pki"), os.path.join(work, f"lifecycles-{n}")
+    pki = os.path.join(work, "pki")
     if not os.path.exists(os.path.join(pki, "root.der")):
         subprocess.run([sys.executable, os.path.join(REPO, "Tests", "support", "testpki.py"), pki], check=True,
                        stdout=subprocess.DEVNULL)
-    if not os.path.exists(os.path.join(lc, "lifecycles.json")):
-        subprocess.run([sys.executable, os.path.join(REPO, "Tests", "support", "lifecycles.py"), pki, lc,
-                        f"--random={n // 14 + 50}", "--seed=30"], check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(lc, "lifecycles.json"), encoding="utf-8") as f:
-        values = values_of(json.load(f))[:n]
-    subs, customers, instants = set(), set(), []
-    for kind, jws in values:
-        p = payload(jws)
-        instants.append(p.get("signedDate", 0))
-        if kind == "NOTIFICATION":
-            continue
-        o = p.get("originalTransactionId")
-        if kind == "RENEWAL_INFO" or p.get("type") == "Auto-Renewable Subscription":
-            subs.add(o)
-        customers.add(p["appAccountToken"].lower() if p.get("appAccountToken") else o)
-    instants.sort()
-    ids_path = os.path.join(work, f"ids-{n}.json")
-    with open(ids_path, "w", encoding="utf-8") as f:
-        json.dump({"subs": sorted(subs), "customers": sorted(customers),
-                   "instants": instants[:: max(1, len(instants) // 200)] + [instants[-1] + 86_400_000]}, f)
+    values_path, ids_path = generate(work, pki, n)
 
     db = os.path.join(work, f"scale-{n}.db")
     url = "sqlite:" + db
-    ingest_rate = 0.0
+    ingest_rate = fill(url, pki, values_path, n, mode)
     ledger = open_ledger(url, pki)
-    have = ledger.summary().events
-    if have < len(values):
-        todo = values  # stored ones again are `stored: false` (a resumed fill)
-        errors = []
-
-        def run(part):
-            try:
-                for kind, jws in part:
-                    {"TRANSACTION": ledger.ingest_transaction, "RENEWAL_INFO": ledger.ingest_renewal_info}.get(
-                        kind, ledger.ingest_notification)(jws)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=run, args=(todo[i::16],)) for i in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        ingest_rate = len(todo) / (time.perf_counter() - t0)
     events = ledger.summary().events
     ledger.close()
 
@@ -158,21 +215,18 @@ def main(argv):
     print(f"scale sqlite events={events} open_s={m['open_s']:.3f} "
           f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p99_ms={m['p99_ms']:.3f} "
           f"file_mib={size / 1048576:.0f} ingest_per_s={ingest_rate:.0f}"
-          + ("" if ingest_rate else " (file reused)"))
+          + (f" ({'16 callers' if mode == 'callers' else 'bulk import'})" if ingest_rate else " (file reused)"))
     sys.stdout.flush()
     pg = opts.get("postgresql")
     if pg:
+        rate = fill(pg, pki, values_path, n, mode)
         ledger = open_ledger(pg, pki)
-        have = ledger.summary().events
-        if have < len(values):
-            for kind, jws in values[have:]:
-                {"TRANSACTION": ledger.ingest_transaction, "RENEWAL_INFO": ledger.ingest_renewal_info}.get(
-                    kind, ledger.ingest_notification)(jws)
         events = ledger.summary().events
         ledger.close()
         m = child("--measure", pg, pki, ids_path, str(queries))
         print(f"scale postgresql events={events} open_s={m['open_s']:.3f} "
-              f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p99_ms={m['p99_ms']:.3f}")
+              f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p99_ms={m['p99_ms']:.3f}"
+              + (f" ingest_per_s={rate:.0f}" if rate else " (database reused)"))
     return 0
 
 
