@@ -17,7 +17,6 @@ enum Base64 {
     /// Decodes `input`. `.url` accepts only unpadded input; `.standard` requires canonical `=` padding.
     /// Non-zero trailing bits are rejected so every byte string has exactly one accepted encoding.
     static func decode(_ input: UnsafeRawBufferPointer, alphabet: Alphabet) -> [UInt8]? {
-        let t = alphabet == .standard ? standardTable : urlTable
         var n = input.count
         if alphabet == .standard {
             guard n % 4 == 0 else { return nil }
@@ -26,29 +25,40 @@ enum Base64 {
         }
         let rem = n % 4
         if rem == 1 { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(n / 4 * 3 + 2)
-        var i = 0
-        let full = n - rem
-        while i < full {
-            let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
-            if (a | b | c | d) & 0xC0 != 0 { return nil }
-            out.append(a << 2 | b >> 4)
-            out.append((b & 0x0F) << 4 | c >> 2)
-            out.append((c & 0x03) << 6 | d)
-            i += 4
+        let size = n / 4 * 3 + (rem == 0 ? 0 : rem - 1)
+        var valid = true
+        // Written into the array's storage directly: JWS payloads and x5c chains are kilobytes, decoded per call.
+        let out = (alphabet == .standard ? standardTable : urlTable).withUnsafeBufferPointer { t in
+            [UInt8](unsafeUninitializedCapacity: size) { out, written in
+                var i = 0, o = 0
+                let full = n - rem
+                while i < full {
+                    let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 { valid = false; break }
+                    out[o] = a << 2 | b >> 4
+                    out[o + 1] = (b & 0x0F) << 4 | c >> 2
+                    out[o + 2] = (c & 0x03) << 6 | d
+                    i += 4
+                    o += 3
+                }
+                if valid && rem == 2 {
+                    let a = t[Int(input[i])], b = t[Int(input[i + 1])]
+                    if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { valid = false } else { out[o] = a << 2 | b >> 4; o += 1 }
+                } else if valid && rem == 3 {
+                    let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])]
+                    if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 {
+                        valid = false
+                    } else {
+                        out[o] = a << 2 | b >> 4
+                        out[o + 1] = (b & 0x0F) << 4 | c >> 2
+                        o += 2
+                    }
+                }
+                // UInt8 is trivial: the bytes written so far are initialized, whatever the outcome.
+                written = o
+            }
         }
-        if rem == 2 {
-            let a = t[Int(input[i])], b = t[Int(input[i + 1])]
-            if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
-            out.append(a << 2 | b >> 4)
-        } else if rem == 3 {
-            let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])]
-            if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
-            out.append(a << 2 | b >> 4)
-            out.append((b & 0x0F) << 4 | c >> 2)
-        }
-        return out
+        return valid ? out : nil
     }
 
     static func decode(_ string: String, alphabet: Alphabet) -> [UInt8]? {
@@ -56,27 +66,41 @@ enum Base64 {
         return s.withUTF8 { decode(UnsafeRawBufferPointer($0), alphabet: alphabet) }
     }
 
+    private static let standardChars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlChars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
     static func encode<C: Collection>(_ bytes: C, alphabet: Alphabet) -> String where C.Element == UInt8 {
-        let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-            + (alphabet == .standard ? Array("+/".utf8) : Array("-_".utf8))
-        let input = Array(bytes)
-        var out = [UInt8]()
-        out.reserveCapacity((input.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= input.count {
-            let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-            out.append(chars[Int(v >> 18 & 63)]); out.append(chars[Int(v >> 12 & 63)])
-            out.append(chars[Int(v >> 6 & 63)]); out.append(chars[Int(v & 63)])
-            i += 3
+        if let s = bytes.withContiguousStorageIfAvailable({ encode($0, alphabet: alphabet) }) { return s }
+        return Array(bytes).withUnsafeBufferPointer { encode($0, alphabet: alphabet) }
+    }
+
+    private static func encode(_ input: UnsafeBufferPointer<UInt8>, alphabet: Alphabet) -> String {
+        let rem = input.count % 3
+        let size = input.count / 3 * 4 + (rem == 0 ? 0 : alphabet == .standard ? 4 : rem + 1)
+        guard size > 0 else { return "" }
+        return (alphabet == .standard ? standardChars : urlChars).withUnsafeBufferPointer { chars in
+            String(unsafeUninitializedCapacity: size) { out in
+                var i = 0, o = 0
+                while i + 3 <= input.count {
+                    let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                    out[o] = chars[Int(v >> 18 & 63)]
+                    out[o + 1] = chars[Int(v >> 12 & 63)]
+                    out[o + 2] = chars[Int(v >> 6 & 63)]
+                    out[o + 3] = chars[Int(v & 63)]
+                    i += 3
+                    o += 4
+                }
+                if rem > 0 {
+                    var v = UInt32(input[i]) << 16
+                    if rem == 2 { v |= UInt32(input[i + 1]) << 8 }
+                    out[o] = chars[Int(v >> 18 & 63)]
+                    out[o + 1] = chars[Int(v >> 12 & 63)]
+                    o += 2
+                    if rem == 2 { out[o] = chars[Int(v >> 6 & 63)]; o += 1 }
+                    if alphabet == .standard { while o < size { out[o] = UInt8(ascii: "="); o += 1 } }
+                }
+                return o
+            }
         }
-        let rem = input.count - i
-        if rem > 0 {
-            var v = UInt32(input[i]) << 16
-            if rem == 2 { v |= UInt32(input[i + 1]) << 8 }
-            out.append(chars[Int(v >> 18 & 63)]); out.append(chars[Int(v >> 12 & 63)])
-            if rem == 2 { out.append(chars[Int(v >> 6 & 63)]) }
-            if alphabet == .standard { out.append(contentsOf: Array(repeating: UInt8(ascii: "="), count: 3 - rem)) }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

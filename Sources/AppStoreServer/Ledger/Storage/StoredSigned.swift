@@ -64,8 +64,9 @@ enum StoredSigned {
         let payloadSegment = Array(parts[1])
         var payloadForm: [UInt8] = [UInt8(ascii: "b")] + payloadSegment
         var refs: [String] = []
-        if let json = Base64.decode(String(decoding: payloadSegment, as: UTF8.self), alphabet: .url),
-           Array(Base64.encode(json, alphabet: .url).utf8) == payloadSegment, !json.contains(0),
+        // The decoder takes canonical base64url only (no padding, no stray bits), so a decoded segment encodes
+        // back to itself: `expand` gives back the received bytes (and `compact` checks the whole form once more).
+        if let json = payloadSegment.withUnsafeBytes({ Base64.decode($0, alphabet: .url) }), !json.contains(0),
            String(validating: json, as: UTF8.self) != nil {
             var reduced: [UInt8] = []
             reduced.reserveCapacity(json.count)
@@ -82,11 +83,9 @@ enum StoredSigned {
                     // The nested payload decoded too, when that gives back its bytes and is text.
                     var j = end + 1
                     while j < json.count, isBase64URL(json[j]) { j += 1 }
-                    let segment = Array(json[(end + 1)..<j])
-                    if j < json.count, json[j] == UInt8(ascii: "."), !segment.isEmpty,
-                       let decoded = Base64.decode(String(decoding: segment, as: UTF8.self), alphabet: .url),
-                       Array(Base64.encode(decoded, alphabet: .url).utf8) == segment, !decoded.contains(0),
-                       String(validating: decoded, as: UTF8.self) != nil {
+                    if j < json.count, json[j] == UInt8(ascii: "."), j > end + 1,
+                       let decoded = json[(end + 1)..<j].withUnsafeBytes({ Base64.decode($0, alphabet: .url) }),
+                       !decoded.contains(0), String(validating: decoded, as: UTF8.self) != nil {
                         refs.append("\(at):\(digest):\(decoded.count)")
                         reduced.append(UInt8(ascii: "."))
                         reduced.append(contentsOf: decoded)
