@@ -31,7 +31,7 @@ enum LedgerDigest {
         var digest = [UInt8](repeating: 0, count: 32)
         var size: UInt32 = 0
         let ok = bytes.withUnsafeBytes { b in
-            digest.withUnsafeMutableBufferPointer { d in EVP_Digest(b.baseAddress, b.count, d.baseAddress, &size, EVP_sha256(), nil) }
+            digest.withUnsafeMutableBufferPointer { d in EVP_Digest(b.baseAddress, b.count, d.baseAddress, &size, ES256.sha256MD, nil) }
         }
         // EVP_Digest with SHA-256 fails only when memory is exhausted, never because of the input.
         precondition(ok == 1, "SHA-256 failed (out of memory)")

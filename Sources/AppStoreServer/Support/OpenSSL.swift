@@ -100,6 +100,9 @@ enum ES256 {
     }
     private static let sha256 = Digest()
 
+    /// The fetched SHA-256 (EVP_sha256() when the fetch failed): for every digest the library computes.
+    static var sha256MD: OpaquePointer? { sha256.md ?? EVP_sha256() }
+
     /// Verifies a JOSE ES256 signature (64-byte big-endian r||s) over `message` with a P-256 key.
     static func verify(publicKey: OpaquePointer, signature: [UInt8], message: UnsafeRawBufferPointer) -> Bool {
         guard signature.count == 64, let md = sha256.md, let ctx = EVP_MD_CTX_new() else { return false }

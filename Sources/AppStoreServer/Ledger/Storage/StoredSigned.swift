@@ -96,8 +96,10 @@ enum StoredSigned {
                     }
                     continue
                 }
-                reduced.append(json[i])
-                i += 1
+                // Up to the next quote in one copy (the text between JSON strings' starts).
+                let next = json[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")) ?? json.count
+                reduced.append(contentsOf: json[i..<next])
+                i = next
             }
             // Apple's member names (a third of a payload) as two bytes each, when the text has no 0x01 of its own.
             payloadForm = reduced.contains(0x01) ? [UInt8(ascii: "j")] + reduced : [UInt8(ascii: "k")] + MemberNames.shorten(reduced)
