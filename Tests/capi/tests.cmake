@@ -97,6 +97,18 @@ set_tests_properties(c_leak_check PROPERTIES FIXTURES_REQUIRED testpki TIMEOUT 9
 add_test(NAME base_urls_one_home COMMAND Python3::Interpreter "${CAPI_SRC}/check_base_urls.py" "${CMAKE_CURRENT_SOURCE_DIR}")
 add_test(NAME base_urls_one_home_selftest
          COMMAND Python3::Interpreter "${CAPI_SRC}/check_base_urls.py" "${CMAKE_CURRENT_SOURCE_DIR}" --self-test)
+# The benchmarks' C sources against today's header (a changed prototype broke ledger_bench unnoticed once), and
+# their Python helpers, without running them (benchmarks/run measures; CI only keeps them buildable).
+file(GLOB BENCH_C_SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/benchmarks/c/*.c")
+foreach(src ${BENCH_C_SOURCES})
+  get_filename_component(name "${src}" NAME_WE)
+  add_test(NAME benchmark_compiles_${name}
+           COMMAND "${CMAKE_C_COMPILER}" -fsyntax-only -std=gnu11 -Wall -Werror=int-conversion
+                   -Werror=incompatible-pointer-types -Werror=implicit-function-declaration
+                   "-I${CMAKE_CURRENT_SOURCE_DIR}/include" "-I${CMAKE_CURRENT_SOURCE_DIR}/benchmarks/c" "${src}")
+endforeach()
+file(GLOB BENCH_PY_SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/benchmarks/lib/*.py")
+add_test(NAME benchmark_python_compiles COMMAND Python3::Interpreter -m py_compile ${BENCH_PY_SOURCES})
 add_test(NAME c_debug_counts COMMAND capi_debug_counts "${TESTPKI_DIR}")
 set_tests_properties(c_debug_counts PROPERTIES FIXTURES_REQUIRED testpki)
 
