@@ -55,21 +55,27 @@ def measure(url, pki, ids_path, queries):
         ledger.customer(ids["customers"][0], at=ids["instants"][-1])
     open_s = time.perf_counter() - t0
     rng = random.Random(30)
-    times = []
+    times, cpu = [], []
     for _ in range(queries):
         at = rng.choice(ids["instants"])
         if rng.random() < 0.5 and ids["subs"]:
             s = rng.choice(ids["subs"])
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             ledger.subscription(s, at=at)
         else:
-            c = rng.choice(ids["customers"])
-            t = time.perf_counter()
-            ledger.customer(c, at=at)
+            cu = rng.choice(ids["customers"])
+            t, c = time.perf_counter(), time.thread_time()
+            ledger.customer(cu, at=at)
         times.append(time.perf_counter() - t)
-    times.sort()
-    p99 = times[int(len(times) * 0.99) - 1] * 1000 if times else 0.0
-    return {"open_s": open_s, "p99_ms": p99, "rss_kib": rss_kib("VmHWM")}
+        cpu.append(time.thread_time() - c)
+
+    def p(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(len(xs) * q))] * 1000 if xs else 0.0
+    # The wall-clock p99 is what a caller waits; on a loaded machine it is mostly the scheduler's, so the thread's
+    # CPU time at p99 is printed beside it (the work a query does, whatever the load).
+    return {"open_s": open_s, "p50_ms": p(times, 0.5), "p99_ms": p(times, 0.99), "cpu_p99_ms": p(cpu, 0.99),
+            "rss_kib": rss_kib("VmHWM")}
 
 
 KINDS = {"NOTIFICATION": "notification", "TRANSACTION": "transaction", "RENEWAL_INFO": "renewalInfo"}
@@ -213,7 +219,8 @@ def main(argv):
     m = child("--measure", url, pki, ids_path, str(queries))
     size = sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
     print(f"scale sqlite events={events} open_s={m['open_s']:.3f} "
-          f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p99_ms={m['p99_ms']:.3f} "
+          f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p50_ms={m['p50_ms']:.3f} "
+          f"query_p99_ms={m['p99_ms']:.3f} query_cpu_p99_ms={m['cpu_p99_ms']:.3f} "
           f"file_mib={size / 1048576:.0f} ingest_per_s={ingest_rate:.0f}"
           + (f" ({'16 callers' if mode == 'callers' else 'bulk import'})" if ingest_rate else " (file reused)"))
     sys.stdout.flush()
@@ -225,7 +232,8 @@ def main(argv):
         ledger.close()
         m = child("--measure", pg, pki, ids_path, str(queries))
         print(f"scale postgresql events={events} open_s={m['open_s']:.3f} "
-              f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p99_ms={m['p99_ms']:.3f}"
+              f"rss_mib_over_empty={(m['rss_kib'] - empty['rss_kib']) / 1024:.1f} query_p50_ms={m['p50_ms']:.3f} "
+              f"query_p99_ms={m['p99_ms']:.3f} query_cpu_p99_ms={m['cpu_p99_ms']:.3f}"
               + (f" ingest_per_s={rate:.0f}" if rate else " (database reused)"))
     return 0
 

@@ -330,14 +330,14 @@ enum MemberNames {
         out.reserveCapacity(text.count * 2)
         var i = 0
         while i < text.count {
-            if text[i] == 0x01 {
-                guard i + 1 < text.count, text[i + 1] >= 0x20, Int(text[i + 1] - 0x20) < expanded.count else { return nil }
-                out.append(contentsOf: expanded[Int(text[i + 1] - 0x20)])
-                i += 2
-                continue
-            }
-            out.append(text[i])
-            i += 1
+            // The text up to the next code in one copy (a query expands every event of its key).
+            let next = text[i...].firstIndex(of: 0x01) ?? text.count
+            out.append(contentsOf: text[i..<next])
+            i = next
+            guard i < text.count else { break }
+            guard i + 1 < text.count, text[i + 1] >= 0x20, Int(text[i + 1] - 0x20) < expanded.count else { return nil }
+            out.append(contentsOf: expanded[Int(text[i + 1] - 0x20)])
+            i += 2
         }
         return out
     }
