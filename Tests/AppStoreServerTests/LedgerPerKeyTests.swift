@@ -217,6 +217,36 @@ import Testing
         #expect(try ledger.subscription(ids[1]) != nil)
     }
 
+    /// The summary's counts are kept by the commits (`ledger_counts`): a database from before them (the counts'
+    /// migration undone) gets them counted once when opened, and every later commit keeps them; both are the whole
+    /// history's counts, and they agree with the state built from the same values.
+    @Test func countsAreKeptByCommitsAndCountedOnceForAnOlderDatabase() throws {
+        let lifecycles = Array(LedgerFixtures.random.prefix(6)) + Array(LedgerFixtures.scenarios.prefix(10))
+        let all = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "both") }
+        let (url, file) = LedgerTests.LedgerStorageTests.temporaryURL("counts")
+        let half = all.count / 2
+        do {
+            let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+            for (kind, signed) in all.prefix(half) { _ = try ingest(ledger, kind, signed) }
+        }
+        let step = try #require(LedgerSchema.migrations.firstIndex { $0.contains("ledger_counts (") })
+        let db = try SQLiteConnection(path: file.path)
+        let triggers = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'count_%'")
+        var names: [String] = []
+        while try triggers.step() { names.append(triggers.text(0) ?? "") }
+        #expect(names.count >= 8)
+        for name in names { try db.execute("DROP TRIGGER \(name)", "test") }
+        try db.execute("DROP TABLE ledger_counts; PRAGMA user_version = \(step);", "test")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let first = try Self.reference(Array(all.prefix(half)))
+        #expect(String(decoding: try ledger.summary().json(), as: UTF8.self)
+                == String(decoding: first.summary(events: first.eventCount).json(), as: UTF8.self))
+        for (kind, signed) in all.dropFirst(half) + all.prefix(10) { _ = try ingest(ledger, kind, signed) }  // and duplicates
+        let whole = try Self.reference(all)
+        #expect(String(decoding: try ledger.summary().json(), as: UTF8.self)
+                == String(decoding: whole.summary(events: whole.eventCount).json(), as: UTF8.self))
+    }
+
     /// A database made before the index existed (the index's migration not applied): opening indexes its events
     /// once and records its verdicts; the answers are the whole history's.
     @Test func aDatabaseWithoutTheIndexIsIndexedOnOpen() throws {
@@ -233,6 +263,12 @@ import Testing
         // Undo the index's migration (found by what it creates, not by its number).
         let step = try #require(LedgerSchema.migrations.firstIndex { $0.contains("event_keys (") })
         let db = try SQLiteConnection(path: file.path)
+        // And the later ones (the counts' table and triggers, which name the index's columns).
+        let triggers = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        var names: [String] = []
+        while try triggers.step() { names.append(triggers.text(0) ?? "") }
+        for name in names { try db.execute("DROP TRIGGER \(name)", "test") }
+        try db.execute("DROP TABLE IF EXISTS ledger_counts", "test")
         try db.execute("""
             DROP TABLE event_keys; DROP TABLE ledger_versions; DROP TABLE ledger_backfill; DROP INDEX notifications_checked;
             ALTER TABLE notifications DROP COLUMN verdict; ALTER TABLE notifications DROP COLUMN engine_status;

@@ -161,7 +161,8 @@ enum LedgerStoredRows {
     /// bytes).
     static func disagreementsSQL(table: String, collate: String) -> String {
         "SELECT notification_uuid, notification_type, subtype, signed_date, original_transaction_id, status, "
-            + "engine_status, verdict, missing FROM \(table) WHERE verdict IS NOT NULL AND verdict <> 'AGREES' "
+            + "engine_status, verdict, missing FROM \(table) WHERE verdict IN ('\(LedgerOracleVerdict.contradiction.rawValue)', "
+            + "'\(LedgerOracleVerdict.incompleteHistory.rawValue)') "
             + "ORDER BY signed_date, payload\(collate)"
     }
 

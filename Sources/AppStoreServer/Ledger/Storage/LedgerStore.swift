@@ -33,6 +33,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     private let keyPageFirst: SQLiteStatement
     private let keyPageAfter: SQLiteStatement
     private let maxEvent: SQLiteStatement
+    private let countOf: SQLiteStatement
 
     /// `path` is a file path, or ":memory:".
     /// `identity` nil: the one recorded in the file is adopted.
@@ -71,6 +72,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
             "SELECT e.id, e.kind, e.payload_sha256, e.signed FROM event_keys k JOIN events e ON e.id = k.event_id "
             + "WHERE k.kind = ? AND k.key = ? AND e.bundle_id = ? AND e.environment = ?")
         keysAfter = try db.prepare("SELECT DISTINCT kind, key FROM event_keys WHERE event_id > ? AND event_id <= ?")
+        countOf = try db.prepare("SELECT n FROM ledger_counts WHERE name = ?")
         insertKey = try db.prepare("INSERT OR IGNORE INTO event_keys (kind, key, event_id) VALUES (?, ?, ?)")
         insertVersion = try db.prepare("INSERT OR IGNORE INTO ledger_versions (kind, digest) VALUES (?, ?)")
         verdictsOf = try db.prepare(
@@ -153,7 +155,15 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     /// The number of stored events.
-    func eventCount() throws(LedgerError) -> Int64 { try db.integer("SELECT count(*) FROM events") }
+    func eventCount() throws(LedgerError) -> Int64 { try count("events") }
+
+    /// A count the commits keep (`ledger_counts`, schema migration 5).
+    private func count(_ name: String) throws(LedgerError) -> Int64 {
+        try countOf.bind([.text(name)])
+        defer { try? countOf.bind([]) }  // reset: no read transaction left open
+        guard try countOf.step() else { throw .storage("the ledger's count \(QuotedText.quote(name)) is missing") }
+        return countOf.int64(0)
+    }
 
     /// The JWS an `events.signed` text holds (`StoredSigned`).
     func expand(_ stored: String, _ id: Int64) throws(LedgerError) -> String {
@@ -277,13 +287,13 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
 
     func counts() throws(LedgerError) -> LedgerCounts {
         var c = LedgerCounts()
-        c.notifications = try db.integer("SELECT count(*) FROM notifications")
-        c.transactions = try db.integer("SELECT count(*) FROM transactions WHERE transaction_id <> ''")
-        c.transactionVersions = try db.integer("SELECT count(*) FROM ledger_versions WHERE kind = 't'")
-        c.renewalInfos = try db.integer("SELECT count(*) FROM ledger_versions WHERE kind = 'r'")
-        c.subscriptions = try db.integer("SELECT count(DISTINCT key) FROM event_keys WHERE kind = 's'")
-        c.customers = try db.integer("SELECT count(DISTINCT key) FROM event_keys WHERE kind = 'c'")
-        c.checkedNotifications = try db.integer("SELECT count(*) FROM notifications WHERE verdict IS NOT NULL")
+        c.notifications = try count("notifications")
+        c.transactions = try count("transactions")
+        c.transactionVersions = try count("transaction_versions")
+        c.renewalInfos = try count("renewal_infos")
+        c.subscriptions = try count("subscriptions")
+        c.customers = try count("customers")
+        c.checkedNotifications = try count("checked_notifications")
         return c
     }
 
