@@ -262,7 +262,19 @@ extension StoredSigned {
 }
 
 extension StoredSigned.Header {
-    init(text: String) { self.init(digest: StoredSigned.digest(text), text: text) }
+    init(text: String) {
+        // Millions of values share a few chains: the last header's digest is reused when the text is the same
+        // (a comparison of bytes, not a SHA-256 and a base64 per JWS).
+        if let hit = Self.last.withLock({ $0.flatMap { $0.text == text ? $0 : nil } }) {
+            self = hit
+            return
+        }
+        self.init(digest: StoredSigned.digest(text), text: text)
+        let made = self
+        Self.last.withLock { $0 = made }
+    }
+
+    private static let last = Locked<StoredSigned.Header?>(nil)
 }
 
 /// The headers a store has read, by digest (content-addressed: an entry is right whatever happens to transactions,
@@ -300,10 +312,15 @@ enum MemberNames {
         "renewalDate", "renewalPrice", "eligibleWinBackOfferIds", "renewalBillingPlanType", "bundleVersion",
         "signedTransactionInfo", "signedRenewalInfo", "status", "consumptionRequestReason",
     ]
-    private static let codes: [[UInt8]: UInt8] = Dictionary(uniqueKeysWithValues: names.enumerated().map {
-        (Array($0.element.utf8), UInt8(0x20 + $0.offset))
-    })
     private static let expanded: [[UInt8]] = names.map { Array("\"\($0)\":".utf8) }
+
+    /// The names by length, each with its code: a member name is looked up among the few of its length, compared
+    /// byte for byte (no key array made and hashed per member).
+    private static let byLength: [[([UInt8], UInt8)]] = {
+        var out = [[([UInt8], UInt8)]](repeating: [], count: 41)
+        for (i, n) in names.enumerated() where n.utf8.count < out.count { out[n.utf8.count].append((Array(n.utf8), UInt8(0x20 + i))) }
+        return out
+    }()
 
     /// `text` (without a 0x01 byte) with every `"name":` of a known name shortened.
     static func shorten(_ text: [UInt8]) -> [UInt8] {
@@ -312,14 +329,17 @@ enum MemberNames {
         var i = 0
         while i < text.count {
             if text[i] == UInt8(ascii: "\""), let close = text[(i + 1)...].prefix(40).firstIndex(of: UInt8(ascii: "\"")),
-               close + 1 < text.count, text[close + 1] == UInt8(ascii: ":"), let code = codes[Array(text[(i + 1)..<close])] {
+               close + 1 < text.count, text[close + 1] == UInt8(ascii: ":"),
+               let code = byLength[close - i - 1].first(where: { $0.0.elementsEqual(text[(i + 1)..<close]) })?.1 {
                 out.append(0x01)
                 out.append(code)
                 i = close + 2
                 continue
             }
-            out.append(text[i])
-            i += 1
+            // Up to the next quote in one copy.
+            let next = text[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")) ?? text.count
+            out.append(contentsOf: text[i..<next])
+            i = next
         }
         return out
     }
