@@ -54,8 +54,10 @@ import Testing
     static func expectSameFacts(_ jws: String, _ kind: LedgerEventKind, _ identity: LedgerIdentity, _ what: String) throws -> Bool {
         let slow = EventFacts(try LedgerEvent(stored: jws, kind: kind, identity: identity))
         var expanded = false
-        let fast = try EventFacts(stored: StoredSigned.compact(jws).text, id: 1, kind: kind, digest: slow.key.hex,
-                                  identity: identity) { _ throws(LedgerError) in expanded = true; return jws }
+        let (text, headers) = StoredSigned.compact(jws)
+        let known = Dictionary(headers.map { ($0.digest, $0.text) }, uniquingKeysWith: { a, _ in a })
+        let fast = try EventFacts(stored: text, id: 1, kind: kind, digest: slow.key.hex, identity: identity,
+                                  header: { known[$0] }, expand: { _ throws(LedgerError) in expanded = true; return jws })
         #expect(fast.key == slow.key, "\(what): key")
         #expect(fast.transaction?.payload == slow.transaction?.payload, "\(what): transaction payload")
         #expect(fast.transaction?.signedDate == slow.transaction?.signedDate, "\(what): transaction signedDate")
@@ -114,7 +116,7 @@ import Testing
         #expect(StoredSigned.payloads(ofStored: "~1.d.s.5:x.j{}") == nil)
         #expect(StoredSigned.payloads(ofStored: "~1.d.s.3:x:2.j{\"a\":\".{}.s\"}") == nil)  // offset not after a quote
         let ok = StoredSigned.payloads(ofStored: "~1.d.s.6:x:2.j{\"a\":\".{}.sig\"}")
-        #expect(ok?.outer == Array("{\"a\":\"~0~\"}".utf8) && ok?.nested == [Array("{}".utf8)])
+        #expect(ok?.outer == Array("{\"a\":\"~0~\"}".utf8) && ok?.nested == [Array("{}".utf8)] && ok?.headers == ["d", "x"])
         // The payload already holds the placeholder's text: not unique, so not read this way.
         #expect(StoredSigned.payloads(ofStored: "~1.d.s.6:x:2.j{\"a\":\".{}.sig\",\"b\":\"~0~\"}") == nil)
         // A nested value in a member the facts do not decode stays a placeholder: the slow path decides.
@@ -127,7 +129,8 @@ import Testing
                 guard let p = StoredSigned.payloads(ofStored: renamed), !p.nested.isEmpty else { continue }
                 var expanded = false
                 _ = try EventFacts(stored: renamed, id: 1, kind: kind, digest: String(repeating: "0", count: 64),
-                                   identity: LedgerIdentity(Self.sandbox)) { _ throws(LedgerError) in expanded = true; return signed }
+                                   identity: LedgerIdentity(Self.sandbox), header: { _ in "h" },
+                                   expand: { _ throws(LedgerError) in expanded = true; return signed })
                 #expect(expanded, "a placeholder no member claims must send the event to the slow path")
                 tried += 1
             }

@@ -305,9 +305,9 @@ public final class Ledger: Sendable {
             try store.events(keyed: key) { id, kind, digest, stored throws(LedgerError) in
                 guard ids.insert(id).inserted else { return }
                 read += 1
-                state.apply(try EventFacts(stored: stored, id: id, kind: kind, digest: digest, identity: identity) {
-                    s throws(LedgerError) in try store.expand(s, id)
-                })
+                state.apply(try EventFacts(stored: stored, id: id, kind: kind, digest: digest, identity: identity,
+                                           header: { d throws(LedgerError) in try store.header(d, id) },
+                                           expand: { s throws(LedgerError) in try store.expand(s, id) }))
             }
         }
         seen = ids

@@ -43,6 +43,8 @@ protocol LedgerStorage: AnyObject, Sendable {
     func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError)
     /// The JWS that stored text `stored` of event `id` holds (StoredSigned.expand with the store's headers).
     func expand(_ stored: String, _ id: Int64) throws(LedgerError) -> String
+    /// The JWS header stored under `digest` (cached, checked against its digest; nil: none), for event `id`.
+    func header(_ digest: String, _ id: Int64) throws(LedgerError) -> String?
     /// The keys of the events stored after `id` (by any process), and the largest id among them (`id` if none).
     func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64)
     /// Indexes event `eventId` under `keys`, and records the fact versions it carries, in the write transaction.

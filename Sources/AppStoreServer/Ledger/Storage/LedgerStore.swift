@@ -172,6 +172,10 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
+    func header(_ digest: String, _ id: Int64) throws(LedgerError) -> String? {
+        try headers.text(digest, eventId: id) { d throws(LedgerError) in try storedHeader(d) }
+    }
+
     func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
         defer { try? payloadStored.bind([]) }  // reset: no read transaction left open
         var found: [String: Substring] = [:]

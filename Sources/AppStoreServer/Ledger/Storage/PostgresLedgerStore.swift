@@ -392,6 +392,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
+    func header(_ digest: String, _ id: Int64) throws(LedgerError) -> String? {
+        try headers.text(digest, eventId: id) { d throws(LedgerError) in try storedHeader(d) }
+    }
+
     func storedPayloads(_ digests: Set<String>) throws(LedgerError) -> [String: Substring] {
         guard !digests.isEmpty else { return [:] }
         // One round trip: the digests as a text array literal (hex: no quoting needed).

@@ -55,10 +55,14 @@ struct EventFacts {
     /// when it holds every payload decoded; otherwise the JWS `expand`ed and decoded as `LedgerEvent(stored:)` does.
     /// The two give the same facts (`LedgerStoredFormTests`).
     init(stored: String, id: Int64, kind: LedgerEventKind, digest: String, identity: LedgerIdentity,
-         expand: (String) throws(LedgerError) -> String) throws(LedgerError) {
-        do {
+         header: (String) throws(LedgerError) -> String?, expand: (String) throws(LedgerError) -> String) throws(LedgerError) {
+        do throws(LedgerError) {
             if let p = StoredSigned.payloads(ofStored: stored), let key = LedgerDigest.key(hex: digest),
-               let facts = try Self.decode(p, kind: kind, key: key, identity: identity) {
+               let facts = try Self.decode((p.outer, p.nested), kind: kind, key: key, identity: identity) {
+                for d in p.headers where try header(d) == nil {
+                    throw .storage("event \(id): its stored JWS is corrupt: its certificate chain \(QuotedText.quote(d)) is "
+                        + "missing from jws_headers (`appstoreserver ledger check` lists such rows)")
+                }
                 self = facts
             } else {
                 self.init(try LedgerEvent(stored: try expand(stored), kind: kind, identity: identity))

@@ -196,7 +196,7 @@ extension StoredSigned {
     /// except that each nested JWS stands as the JSON string `placeholder(i)`; `nested[i]` is that JWS's payload as
     /// signed. Nil when the text is not the `~1.` form with a JSON payload whose nested payloads are all stored decoded,
     /// or when a placeholder would not be unique: the caller expands the text and decodes the JWS instead.
-    static func payloads(ofStored stored: String) -> (outer: [UInt8], nested: [[UInt8]])? {
+    static func payloads(ofStored stored: String) -> (outer: [UInt8], nested: [[UInt8]], headers: [String])? {
         let u = Array(stored.utf8)
         guard u.count > 3, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), u[2] == UInt8(ascii: ".") else { return nil }
         // ~1.<digest>.<signature>.<refs>.<form><payload>: the payload starts after the fourth dot.
@@ -216,8 +216,11 @@ extension StoredSigned {
         case UInt8(ascii: "j"): break
         default: return nil
         }
+        // The certificate chains it refers to: not needed to read the payloads, but a row whose chain is gone is
+        // corrupt (it cannot be verified again or exported), and a query says so as it would after expanding it.
+        var headers = [String(decoding: u[(dots[0] + 1)..<dots[1]], as: UTF8.self)]
         let refsText = u[(dots[2] + 1)..<dots[3]]
-        guard !refsText.isEmpty else { return (payload, []) }
+        guard !refsText.isEmpty else { return (payload, [], headers) }
         var refs: [(at: Int, length: Int)] = []
         for ref in refsText.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
             let f = ref.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
@@ -226,6 +229,7 @@ extension StoredSigned {
                   at + 1 + n < payload.count, payload[at - 1] == UInt8(ascii: "\""), payload[at] == UInt8(ascii: "."),
                   payload[at + 1 + n] == UInt8(ascii: ".") else { return nil }
             refs.append((at, n))
+            if !f[1].isEmpty { headers.append(String(decoding: f[1], as: UTF8.self)) }
         }
         var nested: [[UInt8]] = []
         var outer: [UInt8] = []
@@ -248,7 +252,7 @@ extension StoredSigned {
             guard let first = NotificationFacts.find(p, in: outer),
                   NotificationFacts.find(p, in: Array(outer[(first + 1)...])) == nil else { return nil }
         }
-        return (outer, nested)
+        return (outer, nested, headers)
     }
 
     /// The JSON string standing for nested value `k` in `payloads(ofStored:)`'s outer payload.
