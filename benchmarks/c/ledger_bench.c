@@ -193,7 +193,7 @@ static uint64_t answers(appstore_ledger *l) {
         long long at = 0;
         if (sscanf(customers.items[i].data, "%255s %lld", customer, &at) != 2) bench_fail("customers.txt: CUSTOMER AT_MS");
         json = NULL;
-        die_on(appstore_ledger_query_customer(l, customer, at, &json, &err), err, "query_customer");
+        die_on(appstore_ledger_query_customer(l, customer, at, 0, &json, &err), err, "query_customer");
         h = fnv(h, json);
         appstore_string_free(json);
     }
