@@ -38,6 +38,8 @@ public final class Ledger: Sendable {
         var dataVersion: Int64 = 0
         /// Stored events decoded so far (tests: opening reads none; a query reads its key's).
         var rowsRead = 0
+        /// The store's `connectionGeneration` the cache was built under.
+        var generation = 0
     }
 
     private init(url: String, verifier: SignedDataVerifier, store: any LedgerStorage, cacheBytes: Int) {
@@ -178,17 +180,23 @@ public final class Ledger: Sendable {
         var states: [String: LedgerState] = [:]
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then the keys of whatever other processes stored (their cached
-            // states evicted; looked for only when the change marker moved), then these events.
-            try c.store.beginWrite()
+            // states evicted; looked for only when the change marker moved), then these events. The subscriptions
+            // the batch is about that are not cached are read with the lock where the store can (PostgreSQL).
+            var reading: Set<LedgerKey> = []
+            for event in batch {
+                for k in LedgerKey.keys(of: event) where k.kind == "s" && !c.cache.contains(k) { reading.insert(k) }
+                if let n = event.notification, n.isSubscription, let o = n.originalTransactionId,
+                   !c.cache.contains(.subscription(o)) { reading.insert(.subscription(o)) }
+            }
+            try c.store.beginWrite(reading: reading.sorted { $0.value < $1.value })
             do throws(LedgerError) {
                 try refresh(&c)
-                // One call for the batch (PostgreSQL: one statement); nil: stored before (or earlier in the batch).
+                // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier
+                // in the batch).
                 let stored = try c.store.insert(batch, receivedAt: Timestamp.nowMilliseconds())
                 for (event, id) in zip(batch, stored) {
                     ids.append(id)
-                    let k = id == nil ? [] : LedgerKey.keys(of: event)
-                    keys.append(k)
-                    if let id { try c.store.index(id, keys: k, versions: LedgerKey.versions(of: event)) }
+                    keys.append(id == nil ? [] : LedgerKey.keys(of: event))
                 }
                 // The subscriptions this batch changed (their verdicts are evaluated again: an incomplete history can
                 // become complete), and those its notifications are about (their results).
@@ -200,8 +208,8 @@ public final class Ledger: Sendable {
                 }
                 for o in changed.union(asked).sorted() {
                     let key = LedgerKey.subscription(o)
-                    // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (which
-                    // holds the batch's events already); applying an event twice changes nothing.
+                    // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (with
+                    // the batch's events or, read with the lock, without); applying an event twice changes nothing.
                     let cached = c.cache.get(key)
                     var s: LedgerState
                     if let cached { s = cached } else { s = try load([key], &c) }
@@ -261,6 +269,15 @@ public final class Ledger: Sendable {
     /// Catches up when another connection has committed since the last look.
     private func refresh(_ c: inout Core) throws(LedgerError) {
         let v = try c.store.changeMarker()
+        // A re-established PostgreSQL connection: nothing cached is trusted, and the catch-up starts at the newest
+        // event (read on the new connection; ids a lost server handed out may be handed out again).
+        if c.store.connectionGeneration != c.generation {
+            c.generation = c.store.connectionGeneration
+            c.cache.removeAll()
+            c.lastEventId = v
+            c.dataVersion = v
+            return
+        }
         guard v != c.dataVersion else { return }
         try catchUp(&c)
         c.dataVersion = v
