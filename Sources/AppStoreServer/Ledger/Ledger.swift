@@ -181,14 +181,15 @@ public final class Ledger: Sendable {
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then the keys of whatever other processes stored (their cached
             // states evicted; looked for only when the change marker moved), then these events. The subscriptions
-            // the batch is about that are not cached are read with the lock where the store can (PostgreSQL).
-            var reading: Set<LedgerKey> = []
+            // the batch is about, when not cached or evicted by the catch-up, are read with the lock where the store
+            // can (PostgreSQL: in the same round trip).
+            var about: Set<LedgerKey> = []
             for event in batch {
-                for k in LedgerKey.keys(of: event) where k.kind == "s" && !c.cache.contains(k) { reading.insert(k) }
-                if let n = event.notification, n.isSubscription, let o = n.originalTransactionId,
-                   !c.cache.contains(.subscription(o)) { reading.insert(.subscription(o)) }
+                for k in LedgerKey.keys(of: event) where k.kind == "s" { about.insert(k) }
+                if let n = event.notification, n.isSubscription, let o = n.originalTransactionId { about.insert(.subscription(o)) }
             }
-            try c.store.beginWrite(reading: reading.sorted { $0.value < $1.value })
+            let sorted = about.sorted { $0.value < $1.value }
+            try c.store.beginWrite(reading: sorted.filter { !c.cache.contains($0) }, ifChanged: sorted.filter { c.cache.contains($0) })
             do throws(LedgerError) {
                 try refresh(&c)
                 // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier

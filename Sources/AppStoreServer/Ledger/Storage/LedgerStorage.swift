@@ -8,10 +8,11 @@ protocol LedgerStorage: AnyObject, Sendable {
     /// Starts a write transaction; other writers wait until it commits or rolls back.
     func beginWrite() throws(LedgerError)
     /// `beginWrite`, for a transaction that will read the events of the subscription keys `reading` and their
-    /// notifications' verdicts: a store may read them at once (PostgreSQL: in the lock's round trip), for the
+    /// notifications' verdicts, and those of `ifChanged` if the catch-up finds events under them (their cached states
+    /// are then evicted): a store may read them at once (PostgreSQL: in the lock's round trip), for the
     /// `events(keyed:)` and `verdicts(ofSubscription:)` calls of the transaction, which then see no events it stores
     /// itself (the caller applies those).
-    func beginWrite(reading: [LedgerKey]) throws(LedgerError)
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError)
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
     /// Rolls it back (best effort: used on a failure path).
@@ -89,7 +90,7 @@ struct LedgerCounts {
 }
 
 extension LedgerStorage {
-    func beginWrite(reading: [LedgerKey]) throws(LedgerError) { try beginWrite() }
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
     var connectionGeneration: Int { 0 }
 
     /// One statement per event and index row (SQLite: no round trips to save).

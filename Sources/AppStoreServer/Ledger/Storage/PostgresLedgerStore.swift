@@ -12,7 +12,9 @@
 /// - **the readable rows never go back**: their upserts update only when the incoming version is newer by the
 ///   engine's order (`signed_date`, then the payload's bytes: `COLLATE "C"`), so whichever process writes last, each
 ///   row holds the newest version, as in SQLite.
-/// A commit returns once the server has flushed it (`synchronous_commit = on`, set for the session).
+/// A commit returns once the server has flushed it: the transaction commits asynchronously (visible, and the writers'
+/// lock released, once its commit record is in the WAL), then a statement of the session's `synchronous_commit = on`
+/// waits for the flush (`commit`, docs/ledger.md "Fleet").
 final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let db: PostgresConnection
     /// The schema holding the tables (validated: an unquoted lowercase identifier).
@@ -323,29 +325,42 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return found
     }
 
-    func beginWrite() throws(LedgerError) { try beginWrite(reading: []) }
+    func beginWrite() throws(LedgerError) { try beginWrite(reading: [], ifChanged: []) }
 
     /// One round trip: a simple query of three statements (BEGIN, the lock, then one SELECT whose rows are tagged by
     /// their first column, all in one snapshot taken under the lock): `m` the newest event id; `k` the keys of the
     /// events stored after the mark (the catch-up that usually follows); `e` the stored events of the subscriptions
-    /// `reading` and `v` their notifications' verdicts (the loads and verdict reads of the commit). The numbers are
-    /// this store's own; the texts are dollar-quoted (`literal`).
-    func beginWrite(reading: [LedgerKey]) throws(LedgerError) {
+    /// `reading` (and of those of `ifChanged` with events after the mark: the catch-up evicts them) and `v` their
+    /// notifications' verdicts (the loads and verdict reads of the commit). The numbers are this store's own; the
+    /// texts are dollar-quoted (`literal`).
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) {
         var sql = "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)); "
             + inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text FROM appstore_ledger.events")
         if let mark {
             sql += inSchema(" UNION ALL (SELECT DISTINCT 'k', kind, key, NULL::text, NULL::text, NULL::text FROM appstore_ledger.event_keys "
                 + "WHERE event_id > \(mark))")
         }
-        let read = reading.filter { $0.kind == "s" && !$0.value.utf8.contains(0) }
-        if !read.isEmpty {
-            let list = "(" + read.map { Self.literal($0.value) }.joined(separator: ", ") + ")"
+        let usable = { (k: LedgerKey) in k.kind == "s" && !k.value.utf8.contains(0) }
+        let read = reading.filter(usable)
+        let changed = mark == nil ? [] : ifChanged.filter(usable)
+        if !read.isEmpty || !changed.isEmpty {
+            // Which subscriptions: those of `read`, and those of `changed` with an event after the mark.
+            func which(_ column: String) -> String {
+                var parts: [String] = []
+                if !read.isEmpty { parts.append("\(column) IN (" + read.map { Self.literal($0.value) }.joined(separator: ", ") + ")") }
+                if !changed.isEmpty, let mark {
+                    parts.append("(\(column) IN (" + changed.map { Self.literal($0.value) }.joined(separator: ", ") + ") AND EXISTS "
+                        + inSchema("(SELECT 1 FROM appstore_ledger.event_keys c WHERE c.kind = 's' AND c.key = \(column) ")
+                        + "AND c.event_id > \(mark)))")
+                }
+                return "(" + parts.joined(separator: " OR ") + ")"
+            }
             sql += inSchema(" UNION ALL SELECT 'e', k.key, e.kind, e.id::text, e.signed, NULL::text FROM appstore_ledger.event_keys k "
-                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.key IN ")
-                + list + " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
+                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND ")
+                + which("k.key") + " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
                 + Self.literal(identity.environment.rawValue)
                 + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
-                    + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list
+                    + "missing FROM appstore_ledger.notifications WHERE ") + which("original_transaction_id")
         }
         do throws(LedgerError) {
             let rows = try db.run(sql, what: "cannot lock the ledger for writing")
@@ -366,6 +381,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                         throw LedgerError.storage("the ledger's events table returned an unexpected row")
                     }
                     events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), signed))
+                    verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription read is read with it
                 case "v":
                     guard let o = r[1], let uuid = r[2] else { continue }
                     verdicts[o, default: [:]][uuid] = StoredVerdict(verdict: r[4], engineStatus: r[3].flatMap { Int64($0) },
