@@ -420,8 +420,14 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             noteCommitted()
             return
         }
-        // The verdicts as one UPDATE from a JSON array (a dollar-quoted literal), sent with the COMMIT in one simple
-        // query (one round trip).
+        // The verdicts sent with the COMMIT in one simple query (one round trip).
+        try db.run(verdictUpdate() + "; COMMIT", what: "cannot commit the ledger transaction", commits: true)
+        try flush()
+        noteCommitted()
+    }
+
+    /// The pending verdicts as one UPDATE from a JSON array (a dollar-quoted literal), and none pending any more.
+    private func verdictUpdate() -> String {
         var w = JSONWriter()
         w.beginArray()
         for (uuid, v) in pendingVerdicts {
@@ -433,12 +439,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             w.endObject()
         }
         w.endArray()
-        let json = String(decoding: w.bytes, as: UTF8.self)
-        try db.run(inSchema("UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m ")
-            + "FROM json_to_recordset(\(Self.literal(json))::json) AS v (u text, v text, e bigint, m text) "
-            + "WHERE n.notification_uuid = v.u; COMMIT", what: "cannot commit the ledger transaction", commits: true)
-        try flush()
-        noteCommitted()
+        pendingVerdicts = [:]
+        return inSchema("UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m ")
+            + "FROM json_to_recordset(\(Self.literal(String(decoding: w.bytes, as: UTF8.self)))::json) "
+            + "AS v (u text, v text, e bigint, m text) WHERE n.notification_uuid = v.u"
     }
 
     /// Returns once the server's WAL is flushed past the asynchronous COMMIT just made: a transaction of its own that
@@ -692,7 +696,12 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
 
     func setVerdict(_ uuid: String, _ v: StoredVerdict) throws(LedgerError) {
         // Sent with the COMMIT (`commit`).
-        if writing { pendingVerdicts[uuid] = v; return }
+        if writing {
+            pendingVerdicts[uuid] = v
+            // A write that re-evaluates a whole ledger (the index's backfill) sends them 10,000 at a time.
+            if pendingVerdicts.count >= 10_000 { try db.run(verdictUpdate(), what: "cannot record the verdicts") }
+            return
+        }
         try db.run("update_verdict", [v.verdict.sql, v.engineStatus.sql, v.missing.sql, .text(uuid)], prepared: true,
                    what: "cannot record the verdict")
     }
