@@ -189,7 +189,10 @@ public final class Ledger: Sendable {
                 if let n = event.notification, n.isSubscription, let o = n.originalTransactionId { about.insert(.subscription(o)) }
             }
             let sorted = about.sorted { $0.value < $1.value }
-            try c.store.beginWrite(reading: sorted.filter { !c.cache.contains($0) }, ifChanged: sorted.filter { c.cache.contains($0) })
+            // The cached ones as they are before the catch-up: one it evicts is this state and the events after it.
+            var before: [String: LedgerState] = [:]
+            for k in sorted { if let s = c.cache.peek(k) { before[k.value] = s } }
+            try c.store.beginWrite(reading: sorted.filter { before[$0.value] == nil }, ifChanged: sorted.filter { before[$0.value] != nil })
             do throws(LedgerError) {
                 try refresh(&c)
                 // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier
@@ -213,7 +216,17 @@ public final class Ledger: Sendable {
                     // the batch's events or, read with the lock, without); applying an event twice changes nothing.
                     let cached = c.cache.get(key)
                     var s: LedgerState
-                    if let cached { s = cached } else { s = try load([key], &c) }
+                    if let cached {
+                        s = cached
+                    } else if let old = before[o], let newer = try c.store.newEvents(keyed: key) {
+                        // Evicted by the catch-up: the state before it and the events stored since (the state is a
+                        // function of the set of events).
+                        s = old
+                        for e in newer { s.apply(try decode(e.id, e.kind, e.signed)) }
+                        c.rowsRead += newer.count
+                    } else {
+                        s = try load([key], &c)
+                    }
                     for (event, k) in zip(batch, keys) where k.contains(key) { s.apply(event) }
                     if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, c.store) }
                     states[o] = s

@@ -13,6 +13,10 @@ protocol LedgerStorage: AnyObject, Sendable {
     /// `events(keyed:)` and `verdicts(ofSubscription:)` calls of the transaction, which then see no events it stores
     /// itself (the caller applies those).
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError)
+    /// The events of `key` (one of `ifChanged`) stored after the id the write's catch-up started from, when
+    /// `beginWrite` read them and that catch-up used them: applied to the state cached before the catch-up evicted it,
+    /// they give the key's state without reading its older events again. nil: not read.
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
     /// Rolls it back (best effort: used on a failure path).
@@ -91,6 +95,7 @@ struct LedgerCounts {
 
 extension LedgerStorage {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? { nil }
     var connectionGeneration: Int { 0 }
 
     /// One statement per event and index row (SQLite: no round trips to save).

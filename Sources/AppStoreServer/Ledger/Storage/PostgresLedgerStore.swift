@@ -47,6 +47,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// notifications' verdicts (each used once).
     private var readEvents: [LedgerKey: [(Int64, LedgerEventKind, String)]] = [:]
     private var readVerdicts: [String: [String: StoredVerdict]] = [:]
+    /// The events after the mark of the `ifChanged` subscriptions, usable once the catch-up started from the mark.
+    private var readNewer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
+    private var newerUsable = false
 
     /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key) in the default schema; another
     /// schema's writers take a key of their own (mixed with the schema's name), so two ledgers never wait for each other.
@@ -343,24 +346,24 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         let usable = { (k: LedgerKey) in k.kind == "s" && !k.value.utf8.contains(0) }
         let read = reading.filter(usable)
         let changed = mark == nil ? [] : ifChanged.filter(usable)
-        if !read.isEmpty || !changed.isEmpty {
-            // Which subscriptions: those of `read`, and those of `changed` with an event after the mark.
-            func which(_ column: String) -> String {
-                var parts: [String] = []
-                if !read.isEmpty { parts.append("\(column) IN (" + read.map { Self.literal($0.value) }.joined(separator: ", ") + ")") }
-                if !changed.isEmpty, let mark {
-                    parts.append("(\(column) IN (" + changed.map { Self.literal($0.value) }.joined(separator: ", ") + ") AND EXISTS "
-                        + inSchema("(SELECT 1 FROM appstore_ledger.event_keys c WHERE c.kind = 's' AND c.key = \(column) ")
-                        + "AND c.event_id > \(mark)))")
-                }
-                return "(" + parts.joined(separator: " OR ") + ")"
-            }
+        let list = { (keys: [LedgerKey]) in "(" + keys.map { Self.literal($0.value) }.joined(separator: ", ") + ")" }
+        let mine = " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
+            + Self.literal(identity.environment.rawValue)
+        if !read.isEmpty {
             sql += inSchema(" UNION ALL SELECT 'e', k.key, e.kind, e.id::text, e.signed, NULL::text FROM appstore_ledger.event_keys k "
-                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND ")
-                + which("k.key") + " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
-                + Self.literal(identity.environment.rawValue)
+                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.key IN ") + list(read) + mine
                 + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
-                    + "missing FROM appstore_ledger.notifications WHERE ") + which("original_transaction_id")
+                    + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list(read)
+        }
+        if !changed.isEmpty, let mark {
+            // Only the events after the mark (the cached state holds the others), and the verdicts of those with any.
+            sql += inSchema(" UNION ALL SELECT 'n', k.key, e.kind, e.id::text, e.signed, NULL::text FROM appstore_ledger.event_keys k "
+                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.event_id > \(mark) AND k.key IN ")
+                + list(changed) + mine
+                + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
+                    + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list(changed)
+                + inSchema(" AND EXISTS (SELECT 1 FROM appstore_ledger.event_keys c WHERE c.kind = 's' "
+                    + "AND c.key = original_transaction_id AND c.event_id > \(mark))")
         }
         do throws(LedgerError) {
             let rows = try db.run(sql, what: "cannot lock the ledger for writing")
@@ -368,6 +371,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             var keys: Set<LedgerKey> = []
             var events: [LedgerKey: [(Int64, LedgerEventKind, String)]] = [:]
             var verdicts: [String: [String: StoredVerdict]] = [:]
+            var newer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
             for k in read {
                 events[k] = []
                 verdicts[k.value] = [:]
@@ -381,7 +385,12 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                         throw LedgerError.storage("the ledger's events table returned an unexpected row")
                     }
                     events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), signed))
-                    verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription read is read with it
+                case "n":
+                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4] else {
+                        throw LedgerError.storage("the ledger's events table returned an unexpected row")
+                    }
+                    newer[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), signed))
+                    verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription with new events is read
                 case "v":
                     guard let o = r[1], let uuid = r[2] else { continue }
                     verdicts[o, default: [:]][uuid] = StoredVerdict(verdict: r[4], engineStatus: r[3].flatMap { Int64($0) },
@@ -395,6 +404,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             prefetched = mark.map { (after: $0, keys: keys, last: max($0, newest)) }
             readEvents = events
             readVerdicts = verdicts
+            readNewer = newer
         } catch {
             rollback()
             throw error
@@ -478,6 +488,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         prefetched = nil
         readEvents = [:]
         readVerdicts = [:]
+        readNewer = [:]
+        newerUsable = false
         pendingVerdicts = [:]
         batchLastId = 0
     }
@@ -638,6 +650,11 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return newest
     }
 
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? {
+        guard writing, newerUsable, let rows = readNewer.removeValue(forKey: key) else { return nil }
+        return try rows.map { r throws(LedgerError) in (r.id, r.kind, try expand(r.signed, r.id)) }
+    }
+
     func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError) {
         if writing, let read = readEvents.removeValue(forKey: key) {
             for (i, kind, signed) in read { try each(i, kind, try expand(signed, i)) }
@@ -657,6 +674,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         // In a write, usually read already by `beginWrite`, after the same id.
         if writing, let p = prefetched, p.after == id {
             prefetched = nil
+            newerUsable = true
             mark = p.last
             return (p.keys, p.last)
         }
