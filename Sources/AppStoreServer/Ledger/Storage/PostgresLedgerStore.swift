@@ -43,7 +43,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     private var pendingVerdicts: [String: StoredVerdict] = [:]
     /// The largest id the batch statement handed out in this write.
     var batchLastId: Int64 = 0
-    /// What `beginWrite(reading:)` read for the write's loads: the subscriptions' stored events, and their
+    /// What `beginWrite(reading:ifChanged:)` read for the write's loads: the subscriptions' stored events, and their
     /// notifications' verdicts (each used once).
     private var readEvents: [LedgerKey: [(Int64, LedgerEventKind, String)]] = [:]
     private var readVerdicts: [String: [String: StoredVerdict]] = [:]
@@ -333,9 +333,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// One round trip: a simple query of three statements (BEGIN, the lock, then one SELECT whose rows are tagged by
     /// their first column, all in one snapshot taken under the lock): `m` the newest event id; `k` the keys of the
     /// events stored after the mark (the catch-up that usually follows); `e` the stored events of the subscriptions
-    /// `reading` (and of those of `ifChanged` with events after the mark: the catch-up evicts them) and `v` their
-    /// notifications' verdicts (the loads and verdict reads of the commit). The numbers are this store's own; the
-    /// texts are dollar-quoted (`literal`).
+    /// `reading`, `n` those stored after the mark of the subscriptions `ifChanged` (the catch-up evicts them; their
+    /// cached states hold the others), and `v` the notifications' verdicts of both (the loads and verdict reads of the
+    /// commit). The numbers are this store's own; the texts are dollar-quoted (`literal`).
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) {
         var sql = "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)); "
             + inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text FROM appstore_ledger.events")
