@@ -15,6 +15,9 @@ On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; 
   3. a fleet mid-restart: two writers with four callers each (group commit: a batch per commit), overlapping slices,
      the server restarted once: every value acknowledged, each stored once, both writers answering the
      single-process state.
+  4. a reader's cache across a restart: a purchase a long-lived reader has answered from is taken out of the tables
+     (as a crash loses a commit seen before its flush) and the server restarted: the reader answers as a ledger
+     opened afterwards, not from its cache.
 The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
 """
 from __future__ import annotations
@@ -224,6 +227,31 @@ def main(argv):
                   "fleet: both writers answer the single-process state after the restart")
             for w in writers:
                 w.close()
+
+            # 4. a reader's cache does not outlive its connection. A commit is visible to the other processes a
+            # flush before it is acknowledged (docs/ledger.md, "Fleet"), so a server lost in that moment can take
+            # with it an event a reader has already seen. Simulated: a purchase a long-lived reader has answered
+            # from is deleted from the tables (as such a crash loses it), then the server is restarted; the reader
+            # must answer as a ledger opened afterwards does, not from what it cached.
+            def body(jws):
+                import base64
+                seg = jws.split(".")[1]
+                return json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
+            kind, jws = next((k, j) for k, j in values if k == "TRANSACTION" and body(j).get("appAccountToken"))
+            customer, at = body(jws)["appAccountToken"].lower(), body(jws)["purchaseDate"] + 1
+            writer, reader = open_ledger(url + "?schema=lost", pki), open_ledger(url + "?schema=lost", pki)
+            ingest(writer, kind, jws)
+            seen = reader.customer(customer, at=at).to_dict()
+            psql(url, "DELETE FROM lost.transactions; DELETE FROM lost.event_keys; DELETE FROM lost.ledger_versions; "
+                      "DELETE FROM lost.events")
+            url.restart()
+            fresh = open_ledger(url + "?schema=lost", pki)
+            now = fresh.customer(customer, at=at).to_dict()
+            check(now != seen, "lost: the purchase taken away changes the customer's answer")
+            check(reader.customer(customer, at=at).to_dict() == now,
+                  "lost: after the restart the long-lived reader answers from the database, not from its cache")
+            for led in (writer, reader, fresh):
+                led.close()
         finally:
             server.__exit__(None, None, None)
     finally:

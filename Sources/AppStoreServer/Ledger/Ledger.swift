@@ -38,6 +38,8 @@ public final class Ledger: Sendable {
         var dataVersion: Int64 = 0
         /// Stored events decoded so far (tests: opening reads none; a query reads its key's).
         var rowsRead = 0
+        /// The store's `connectionGeneration` the cache was built under.
+        var generation = 0
     }
 
     private init(url: String, verifier: SignedDataVerifier, store: any LedgerStorage, cacheBytes: Int) {
@@ -178,17 +180,27 @@ public final class Ledger: Sendable {
         var states: [String: LedgerState] = [:]
         do throws(LedgerError) {
             // The write lock first (BEGIN IMMEDIATE), then the keys of whatever other processes stored (their cached
-            // states evicted; looked for only when the change marker moved), then these events.
-            try c.store.beginWrite()
+            // states evicted; looked for only when the change marker moved), then these events. The subscriptions
+            // the batch is about, when not cached or evicted by the catch-up, are read with the lock where the store
+            // can (PostgreSQL: in the same round trip).
+            var about: Set<LedgerKey> = []
+            for event in batch {
+                for k in LedgerKey.keys(of: event) where k.kind == "s" { about.insert(k) }
+                if let n = event.notification, n.isSubscription, let o = n.originalTransactionId { about.insert(.subscription(o)) }
+            }
+            let sorted = about.sorted { $0.value < $1.value }
+            // The cached ones as they are before the catch-up: one it evicts is this state and the events after it.
+            var before: [String: LedgerState] = [:]
+            for k in sorted { if let s = c.cache.peek(k) { before[k.value] = s } }
+            try c.store.beginWrite(reading: sorted.filter { before[$0.value] == nil }, ifChanged: sorted.filter { before[$0.value] != nil })
             do throws(LedgerError) {
                 try refresh(&c)
-                // One call for the batch (PostgreSQL: one statement); nil: stored before (or earlier in the batch).
+                // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier
+                // in the batch).
                 let stored = try c.store.insert(batch, receivedAt: Timestamp.nowMilliseconds())
                 for (event, id) in zip(batch, stored) {
                     ids.append(id)
-                    let k = id == nil ? [] : LedgerKey.keys(of: event)
-                    keys.append(k)
-                    if let id { try c.store.index(id, keys: k, versions: LedgerKey.versions(of: event)) }
+                    keys.append(id == nil ? [] : LedgerKey.keys(of: event))
                 }
                 // The subscriptions this batch changed (their verdicts are evaluated again: an incomplete history can
                 // become complete), and those its notifications are about (their results).
@@ -200,11 +212,21 @@ public final class Ledger: Sendable {
                 }
                 for o in changed.union(asked).sorted() {
                     let key = LedgerKey.subscription(o)
-                    // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (which
-                    // holds the batch's events already); applying an event twice changes nothing.
+                    // Cached (nothing newer than it was committed: `catchUp`), or read in this transaction (with
+                    // the batch's events or, read with the lock, without); applying an event twice changes nothing.
                     let cached = c.cache.get(key)
                     var s: LedgerState
-                    if let cached { s = cached } else { s = try load([key], &c) }
+                    if let cached {
+                        s = cached
+                    } else if let old = before[o], let newer = try c.store.newEvents(keyed: key) {
+                        // Evicted by the catch-up: the state before it and the events stored since (the state is a
+                        // function of the set of events).
+                        s = old
+                        for e in newer { s.apply(try decode(e.id, e.kind, e.signed)) }
+                        c.rowsRead += newer.count
+                    } else {
+                        s = try load([key], &c)
+                    }
                     var since = Int64.max
                     for (event, k) in zip(batch, keys) where k.contains(key) {
                         s.apply(event)
@@ -270,6 +292,15 @@ public final class Ledger: Sendable {
     /// Catches up when another connection has committed since the last look.
     private func refresh(_ c: inout Core) throws(LedgerError) {
         let v = try c.store.changeMarker()
+        // A re-established PostgreSQL connection: nothing cached is trusted, and the catch-up starts at the newest
+        // event (read on the new connection; ids a lost server handed out may be handed out again).
+        if c.store.connectionGeneration != c.generation {
+            c.generation = c.store.connectionGeneration
+            c.cache.removeAll()
+            c.lastEventId = v
+            c.dataVersion = v
+            return
+        }
         guard v != c.dataVersion else { return }
         try catchUp(&c)
         c.dataVersion = v

@@ -88,6 +88,12 @@ struct LedgerStateCache {
 
     var count: Int { entries.count }
 
+    /// Whether `key` is cached (no use recorded: a look ahead, not a lookup).
+    func contains(_ key: LedgerKey) -> Bool { entries[key] != nil }
+
+    /// The state cached under `key`, no use recorded.
+    func peek(_ key: LedgerKey) -> LedgerState? { entries[key]?.state }
+
     mutating func get(_ key: LedgerKey) -> LedgerState? {
         guard var e = entries[key] else { return nil }
         clock += 1

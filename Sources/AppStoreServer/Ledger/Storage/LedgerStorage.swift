@@ -7,14 +7,25 @@ protocol LedgerStorage: AnyObject, Sendable {
     var identity: LedgerIdentity { get }
     /// Starts a write transaction; other writers wait until it commits or rolls back.
     func beginWrite() throws(LedgerError)
+    /// `beginWrite`, for a transaction that will read the events of the subscription keys `reading` and their
+    /// notifications' verdicts, and those of `ifChanged` if the catch-up finds events under them (their cached states
+    /// are then evicted): a store may read them at once (PostgreSQL: in the lock's round trip), for the
+    /// `events(keyed:)` and `verdicts(ofSubscription:)` calls of the transaction, which then see no events it stores
+    /// itself (the caller applies those).
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError)
+    /// The events of `key` (one of `ifChanged`) stored after the id the write's catch-up started from, when
+    /// `beginWrite` read them and that catch-up used them: applied to the state cached before the catch-up evicted it,
+    /// they give the key's state without reading its older events again. nil: not read.
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
     /// Rolls it back (best effort: used on a failure path).
     func rollback()
     /// Stores `event` in the write transaction; its id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
-    /// Stores `events` in the write transaction, in order; each one's id, or nil when the same payload is already
-    /// stored (or earlier in `events`). PostgreSQL: one multi-row statement (PostgresBatchInsert.swift).
+    /// Stores and indexes `events` in the write transaction, in order (`index` with `LedgerKey.keys(of:)` and
+    /// `versions(of:)` for each one stored); each one's id, or nil when the same payload is already stored (or earlier
+    /// in `events`). PostgreSQL: one multi-row statement (PostgresBatchInsert.swift).
     func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?]
     /// Every stored event after `id`, in id order (which is commit order: writers are serialized).
     func events(after id: Int64, _ each: (Int64, LedgerEventKind, String) throws(LedgerError) -> Void) throws(LedgerError)
@@ -24,6 +35,10 @@ protocol LedgerStorage: AnyObject, Sendable {
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow]
     /// A value that differs when another connection has committed since it was last read.
     func changeMarker() throws(LedgerError) -> Int64
+    /// Changes when the connection to the database was re-established (PostgreSQL: another process's commit is
+    /// visible a flush before it is durable, so a server lost meanwhile may have lost what was read): the ledger then
+    /// drops what it cached and starts its catch-up from the database's newest event. SQLite: always 0.
+    var connectionGeneration: Int { get }
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64
     /// At most `limit` rows after `id` of every identity, in id order, their `signed` text as stored (`ledger check`).
@@ -84,10 +99,18 @@ struct LedgerCounts {
 }
 
 extension LedgerStorage {
-    /// One statement per event (SQLite: no round trips to save).
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? { nil }
+    var connectionGeneration: Int { 0 }
+
+    /// One statement per event and index row (SQLite: no round trips to save).
     func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
         var ids: [Int64?] = []
-        for e in events { ids.append(try insert(e, receivedAt: receivedAt)) }
+        for e in events {
+            let id = try insert(e, receivedAt: receivedAt)
+            if let id { try index(id, keys: LedgerKey.keys(of: e), versions: LedgerKey.versions(of: e)) }
+            ids.append(id)
+        }
         return ids
     }
 }

@@ -221,10 +221,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// Runs `sql` (parameters $1... as text, nil as NULL; or a prepared statement's name); the rows, as text. A lost
     /// connection is re-established first; a statement outside a transaction that fails because the connection was
     /// lost is sent once more on the new one.
+    /// `commits`: `sql` ends with the COMMIT of the transaction (it is one as far as reconnecting goes). `once`: never
+    /// sent again on a new connection (a flush: the new server's WAL is not the one to wait for).
     @discardableResult
-    func run(_ sql: String, _ values: [SQLiteValue?] = [], prepared: Bool = false, what: String) throws(LedgerError) -> [[String?]] {
+    func run(_ sql: String, _ values: [SQLiteValue?] = [], prepared: Bool = false, what: String,
+             commits: Bool = false, once: Bool = false) throws(LedgerError) -> [[String?]] {
         try reconnect()
-        let command = prepared ? "" : sql.prefix(8).uppercased()
+        let command = commits ? "COMMIT" : prepared ? "" : sql.prefix(8).uppercased()
         let wasInTransaction = inTransaction
         func succeeded(_ rows: [[String?]]) -> [[String?]] {
             if command.hasPrefix("BEGIN") { inTransaction = true }
@@ -244,7 +247,7 @@ final class PostgresConnection: @unchecked Sendable {
                 throw .storage("\(what): the connection was lost before the server answered, so the commit may or may "
                     + "not have happened; nothing was acknowledged, and a value given again is stored once (\(error.message))")
             }
-            guard !wasInTransaction else { throw error }
+            guard !wasInTransaction, !once else { throw error }
             try reconnect()
             return succeeded(try execute(sql, values, prepared: prepared, what: what))
         }

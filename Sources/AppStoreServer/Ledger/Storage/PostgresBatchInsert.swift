@@ -1,11 +1,12 @@
 /// Group commit on PostgreSQL (docs/ledger.md, "Fleet"): a batch of events (the callers `CommitQueue` gathered) is
 /// stored with **one statement**: a multi-row INSERT into `events` and, as data-modifying WITH queries joined to the
-/// ids it returns, the upserts of the readable rows; instead of a round trip per statement per event. Round trips,
-/// not the server's commit, were what a batch cost, every one of them under the writers' lock (so the other
-/// processes waited for them too).
+/// ids it returns, the upserts of the readable rows, the index rows (`event_keys`, `ledger_versions`) and the new JWS
+/// headers; instead of a round trip per statement per event. Round trips, not the server's commit, were what a batch
+/// cost, every one of them under the writers' lock (so the other processes waited for them too).
 extension PostgresLedgerStore {
     /// Events per statement: at the widest (an event with a transaction, a renewal info and a notification: 40
-    /// parameters) well below PostgreSQL's 65,535 parameters.
+    /// parameters, its at most 4 keys and 2 versions 18 more, its 3 headers 6) well below PostgreSQL's 65,535
+    /// parameters.
     static let batchRows = 500
 
     /// The readable tables' integer columns (every other one is text; `event_id` comes from the insert): the
@@ -36,13 +37,6 @@ extension PostgresLedgerStore {
                 tuples.append(Self.tuple(from: values.count + 1, count: row.count))
                 values += row
             }
-            if !headers.isEmpty {
-                let sorted = headers.sorted { $0.key < $1.key }
-                let hTuples = sorted.indices.map { Self.tuple(from: 2 * $0 + 1, count: 2) }
-                try db.run(inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES "
-                    + hTuples.joined(separator: ", ") + " ON CONFLICT (digest) DO NOTHING"),
-                    sorted.flatMap { [SQLiteValue?.some(.text($0.key)), .text($0.value)] }, what: "cannot store the JWS headers")
-            }
             // Event ids are handed out in the VALUES' order (one nextval per row as it is inserted), which is the
             // batch's: the order this process applies them in, and the order a catch-up reads them back.
             var with = ["ev AS (" + inSchema("""
@@ -51,6 +45,18 @@ extension PostgresLedgerStore {
                 VALUES \(tuples.joined(separator: ", ")) ON CONFLICT (payload_sha256) DO NOTHING RETURNING id, payload_sha256
                 """) + ")"]
             for (n, upsert) in try readableUpserts(part, &values).enumerated() { with.append("u\(n) AS (\(upsert))") }
+            // The batch's JWS headers (each distinct one once; no constraint ties an event to its header row, and
+            // both are visible together at COMMIT), and the index rows of the events this statement stores.
+            if !headers.isEmpty {
+                var hTuples: [String] = []
+                for (digest, text) in headers.sorted(by: { $0.key < $1.key }) {
+                    values += [.text(digest), .text(text)]
+                    hTuples.append(Self.tuple(from: values.count - 1, count: 2))
+                }
+                with.append("h AS (" + inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES "
+                    + hTuples.joined(separator: ", ") + " ON CONFLICT (digest) DO NOTHING") + ")")
+            }
+            with += indexRows(part, &values)
             let rows = try db.run("WITH \(with.joined(separator: ", ")) SELECT id, payload_sha256 FROM ev", values,
                                   what: "cannot store the events")
             for row in rows {
@@ -58,6 +64,7 @@ extension PostgresLedgerStore {
                     throw .storage("the ledger's events table returned an unexpected row")
                 }
                 ids[i] = id
+                batchLastId = max(batchLastId, id)
             }
         }
         return ids
@@ -112,6 +119,36 @@ extension PostgresLedgerStore {
                 + "FROM (VALUES \(tuples.joined(separator: ", "))) AS v (\(given.joined(separator: ", ")), sha), ev "
                 + "WHERE ev.payload_sha256 = v.sha"
             statements.append(upsert(t, from: source))
+        }
+        return statements
+    }
+
+    /// The `event_keys` and `ledger_versions` rows of `events` (`LedgerKey.keys(of:)`, `versions(of:)`), each joined
+    /// to the id its event got: an event stored before gets none (it was indexed then), as `index` does one at a time.
+    /// A version two events of the batch carry is one row (ON CONFLICT DO NOTHING within the statement too).
+    private func indexRows(_ events: [LedgerEvent], _ values: inout [SQLiteValue?]) -> [String] {
+        var keyTuples: [String] = [], versionTuples: [String] = []
+        for e in events {
+            let sha = e.payloadDigest
+            for k in LedgerKey.keys(of: e) {
+                values += [.text(k.kind), .text(k.value), .text(sha)]
+                keyTuples.append("($\(values.count - 2)::text, $\(values.count - 1)::text, $\(values.count)::text)")
+            }
+            for v in LedgerKey.versions(of: e) {
+                values += [.text(v.kind), .text(v.digest), .text(sha)]
+                versionTuples.append("($\(values.count - 2)::text, $\(values.count - 1)::text, $\(values.count)::text)")
+            }
+        }
+        var statements: [String] = []
+        if !keyTuples.isEmpty {
+            statements.append("k AS (" + inSchema("INSERT INTO appstore_ledger.event_keys (kind, key, event_id) ")
+                + "SELECT v.kind, v.key, ev.id FROM (VALUES \(keyTuples.joined(separator: ", "))) AS v (kind, key, sha) "
+                + "JOIN ev ON ev.payload_sha256 = v.sha ON CONFLICT DO NOTHING)")
+        }
+        if !versionTuples.isEmpty {
+            statements.append("vr AS (" + inSchema("INSERT INTO appstore_ledger.ledger_versions (kind, digest) ")
+                + "SELECT v.kind, v.digest FROM (VALUES \(versionTuples.joined(separator: ", "))) AS v (kind, digest, sha) "
+                + "JOIN ev ON ev.payload_sha256 = v.sha ON CONFLICT DO NOTHING)")
         }
         return statements
     }

@@ -12,7 +12,9 @@
 /// - **the readable rows never go back**: their upserts update only when the incoming version is newer by the
 ///   engine's order (`signed_date`, then the payload's bytes: `COLLATE "C"`), so whichever process writes last, each
 ///   row holds the newest version, as in SQLite.
-/// A commit returns once the server has flushed it (`synchronous_commit = on`, set for the session).
+/// A commit returns once the server has flushed it: the transaction commits asynchronously (visible, and the writers'
+/// lock released, once its commit record is in the WAL), then a statement of the session's `synchronous_commit = on`
+/// waits for the flush (`commit`, docs/ledger.md "Fleet").
 final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let db: PostgresConnection
     /// The schema holding the tables (validated: an unquoted lowercase identifier).
@@ -23,6 +25,31 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let writeLock: Int64
     /// The JWS headers read back (`StoredSigned`).
     private let headers = StoredHeaderCache()
+
+    // Round trips saved under the writers' lock (every call is made under the ledger's lock, one at a time):
+    /// Inside `beginWrite` ... `commit`/`rollback`.
+    private var writing = false
+    /// The newest event id, read by `beginWrite` under the lock: no other writer can commit until this one ends, so it
+    /// is the change marker for the whole transaction.
+    private var writeMax: Int64 = 0
+    /// The id up to which the ledger has looked for other processes' events (as `Ledger`'s `lastEventId`: what
+    /// `keys(after:)` returned, and this process's commits); nil until it opened. `beginWrite` reads the keys stored
+    /// after it in the same round trip as the lock, for the catch-up that usually follows.
+    private var mark: Int64?
+    private var prefetched: (after: Int64, keys: Set<LedgerKey>, last: Int64)?
+    /// The marker `changeMarker` read last, outside a write: the bound of the `keys(after:)` that follows it.
+    private var lastMarker: Int64?
+    /// The verdicts `setVerdict` recorded in this write, sent with its COMMIT (one round trip for all).
+    private var pendingVerdicts: [String: StoredVerdict] = [:]
+    /// The largest id the batch statement handed out in this write.
+    var batchLastId: Int64 = 0
+    /// What `beginWrite(reading:ifChanged:)` read for the write's loads: the subscriptions' stored events, and their
+    /// notifications' verdicts (each used once).
+    private var readEvents: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
+    private var readVerdicts: [String: [String: StoredVerdict]] = [:]
+    /// The events after the mark of the `ifChanged` subscriptions, usable once the catch-up started from the mark.
+    private var readNewer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
+    private var newerUsable = false
 
     /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key) in the default schema; another
     /// schema's writers take a key of their own (mixed with the schema's name), so two ledgers never wait for each other.
@@ -301,19 +328,171 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return found
     }
 
-    func beginWrite() throws(LedgerError) {
-        // One round trip (a simple query of two statements: the key is this store's own number, not input).
+    func beginWrite() throws(LedgerError) { try beginWrite(reading: [], ifChanged: []) }
+
+    /// One round trip: a simple query of three statements (BEGIN, the lock, then one SELECT whose rows are tagged by
+    /// their first column, all in one snapshot taken under the lock): `m` the newest event id; `k` the keys of the
+    /// events stored after the mark (the catch-up that usually follows); `e` the stored events of the subscriptions
+    /// `reading`, `n` those stored after the mark of the subscriptions `ifChanged` (the catch-up evicts them; their
+    /// cached states hold the others), and `v` the notifications' verdicts of both (the loads and verdict reads of the
+    /// commit). The numbers are this store's own; the texts are dollar-quoted (`literal`).
+    func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) {
+        var sql = "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)); "
+            + inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text FROM appstore_ledger.events")
+        if let mark {
+            sql += inSchema(" UNION ALL (SELECT DISTINCT 'k', kind, key, NULL::text, NULL::text, NULL::text FROM appstore_ledger.event_keys "
+                + "WHERE event_id > \(mark))")
+        }
+        let usable = { (k: LedgerKey) in k.kind == "s" && !k.value.utf8.contains(0) }
+        let read = reading.filter(usable)
+        let changed = mark == nil ? [] : ifChanged.filter(usable)
+        let list = { (keys: [LedgerKey]) in "(" + keys.map { Self.literal($0.value) }.joined(separator: ", ") + ")" }
+        let mine = " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
+            + Self.literal(identity.environment.rawValue)
+        if !read.isEmpty {
+            sql += inSchema(" UNION ALL SELECT 'e', k.key, e.kind, e.id::text, e.signed, e.payload_sha256 FROM appstore_ledger.event_keys k "
+                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.key IN ") + list(read) + mine
+                + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
+                    + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list(read)
+        }
+        if !changed.isEmpty, let mark {
+            // Only the events after the mark (the cached state holds the others), and the verdicts of those with any.
+            sql += inSchema(" UNION ALL SELECT 'n', k.key, e.kind, e.id::text, e.signed, NULL::text FROM appstore_ledger.event_keys k "
+                + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.event_id > \(mark) AND k.key IN ")
+                + list(changed) + mine
+                + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
+                    + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list(changed)
+                + inSchema(" AND EXISTS (SELECT 1 FROM appstore_ledger.event_keys c WHERE c.kind = 's' "
+                    + "AND c.key = original_transaction_id AND c.event_id > \(mark))")
+        }
         do throws(LedgerError) {
-            try db.run("BEGIN; SELECT pg_advisory_xact_lock(\(writeLock))", what: "cannot lock the ledger for writing")
+            let rows = try db.run(sql, what: "cannot lock the ledger for writing")
+            var newest: Int64?
+            var keys: Set<LedgerKey> = []
+            var events: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
+            var verdicts: [String: [String: StoredVerdict]] = [:]
+            var newer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
+            for k in read {
+                events[k] = []
+                verdicts[k.value] = [:]
+            }
+            for r in rows where r.count == 6 {
+                switch r[0] {
+                case "m": newest = r[3].flatMap { Int64($0) }
+                case "k": keys.insert(LedgerKey(kind: r[1] ?? "", value: r[2] ?? ""))
+                case "e":
+                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
+                        throw LedgerError.storage("the ledger's events table returned an unexpected row")
+                    }
+                    events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
+                case "n":
+                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4] else {
+                        throw LedgerError.storage("the ledger's events table returned an unexpected row")
+                    }
+                    newer[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), signed))
+                    verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription with new events is read
+                case "v":
+                    guard let o = r[1], let uuid = r[2] else { continue }
+                    verdicts[o, default: [:]][uuid] = StoredVerdict(verdict: r[4], engineStatus: r[3].flatMap { Int64($0) },
+                                                                  missing: r[5])
+                default: break
+                }
+            }
+            guard let newest else { throw LedgerError.storage("the ledger's events table returned an unexpected row") }
+            writing = true
+            writeMax = newest
+            prefetched = mark.map { (after: $0, keys: keys, last: max($0, newest)) }
+            readEvents = events
+            readVerdicts = verdicts
+            readNewer = newer
         } catch {
             rollback()
             throw error
         }
     }
 
-    func commit() throws(LedgerError) { try db.run("COMMIT", what: "cannot commit the ledger transaction") }
+    /// `text` as a dollar-quoted literal whose tag it does not contain (no escaping to get wrong; no NUL: a C string).
+    static func literal(_ text: String) -> String {
+        var tag = "$q$", n = 0
+        while text.contains(tag) { n += 1; tag = "$q\(n)$" }
+        return tag + text + tag
+    }
 
-    func rollback() { _ = try? db.run("ROLLBACK", what: "rollback") }
+    /// The COMMIT is asynchronous (`SET LOCAL synchronous_commit = off` in `beginWrite`): it returns once the commit
+    /// is in the server's WAL and visible, which ends the writers' lock; then, with the lock released, one statement
+    /// waits for the server's flush (`flush`). So the next writer, of any process, works while this one's WAL is
+    /// flushed, and two processes' commits can share a flush; nothing is acknowledged before it is durable.
+    func commit() throws(LedgerError) {
+        defer { endWrite() }
+        guard !pendingVerdicts.isEmpty else {
+            try db.run("COMMIT", what: "cannot commit the ledger transaction")
+            try flush()
+            noteCommitted()
+            return
+        }
+        // The verdicts sent with the COMMIT in one simple query (one round trip).
+        try db.run(verdictUpdate() + "; COMMIT", what: "cannot commit the ledger transaction", commits: true)
+        try flush()
+        noteCommitted()
+    }
+
+    /// The pending verdicts as one UPDATE from a JSON array (a dollar-quoted literal), and none pending any more.
+    private func verdictUpdate() -> String {
+        var w = JSONWriter()
+        w.beginArray()
+        for (uuid, v) in pendingVerdicts {
+            w.beginObject()
+            w.member("u", uuid)
+            w.key("v"); if let x = v.verdict { w.string(x) } else { w.null() }
+            w.key("e"); if let x = v.engineStatus { w.int(x) } else { w.null() }
+            w.key("m"); if let x = v.missing { w.string(x) } else { w.null() }
+            w.endObject()
+        }
+        w.endArray()
+        pendingVerdicts = [:]
+        return inSchema("UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m ")
+            + "FROM json_to_recordset(\(Self.literal(String(decoding: w.bytes, as: UTF8.self)))::json) "
+            + "AS v (u text, v text, e bigint, m text) WHERE n.notification_uuid = v.u"
+    }
+
+    /// Returns once the server's WAL is flushed past the asynchronous COMMIT just made: a transaction of its own that
+    /// writes one WAL record (a transactional logical message: an xid, no table, any wal_level, no privilege) commits
+    /// with this session's `synchronous_commit = on`, so it returns after the flush of its commit record, which the
+    /// WAL holds after ours (and after a synchronous standby's confirmation, where there is one). Never sent again on
+    /// a new connection: there a flush says nothing about a commit the lost server may not have flushed.
+    private func flush() throws(LedgerError) {
+        do throws(LedgerError) {
+            try db.run("SELECT pg_logical_emit_message(true, 'appstoreserver', '')", what: "flush", once: true)
+        } catch {
+            throw .storage("the ledger transaction was committed but its flush was not confirmed, so it may or may not "
+                + "be durable; nothing was acknowledged, and a value given again is stored once (\(error.message))")
+        }
+    }
+
+    /// Reconnections of this store's connection: after one, what was read before may be gone (a commit seen before
+    /// its flush, lost with the server), so the ledger trusts nothing it cached (`Ledger.refresh`).
+    var connectionGeneration: Int { db.reconnections }
+
+    func rollback() {
+        endWrite()
+        _ = try? db.run("ROLLBACK", what: "rollback")
+    }
+
+    /// This process has seen its own events (as `Ledger` moves its mark past them).
+    private func noteCommitted() {
+        if let m = mark { mark = max(m, batchLastId) }
+    }
+
+    private func endWrite() {
+        writing = false
+        prefetched = nil
+        readEvents = [:]
+        readVerdicts = [:]
+        readNewer = [:]
+        newerUsable = false
+        pendingVerdicts = [:]
+        batchLastId = 0
+    }
 
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
         let (signed, jwsHeaders) = StoredSigned.compact(event.signed)
@@ -374,10 +553,14 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    /// The newest event id: it changes when anyone (another process) has committed an event.
+    /// The newest event id: it changes when anyone (another process) has committed an event. In a write, the one
+    /// `beginWrite` read under the lock (no writer can commit meanwhile).
     func changeMarker() throws(LedgerError) -> Int64 {
+        if writing { return writeMax }
         let rows = try db.run("max_event", prepared: true, what: "cannot read the ledger's events")
-        return PostgresConnection.scalar(rows).flatMap { Int64($0) } ?? 0
+        let newest = PostgresConnection.scalar(rows).flatMap { Int64($0) } ?? 0
+        lastMarker = newest
+        return newest
     }
 
     func eventCount() throws(LedgerError) -> Int64 {
@@ -465,9 +648,22 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    func lastEventId() throws(LedgerError) -> Int64 { try changeMarker() }
+    func lastEventId() throws(LedgerError) -> Int64 {
+        let newest = try changeMarker()
+        if mark == nil { mark = newest }  // the ledger's open
+        return newest
+    }
+
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? {
+        guard writing, newerUsable, let rows = readNewer.removeValue(forKey: key) else { return nil }
+        return try rows.map { r throws(LedgerError) in (r.id, r.kind, try expand(r.signed, r.id)) }
+    }
 
     func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError) {
+        if writing, let read = readEvents.removeValue(forKey: key) {
+            for (i, kind, digest, signed) in read { try each(i, kind, digest, signed) }
+            return
+        }
         let rows = try db.run("events_keyed", [.text(key.kind), .text(key.value)] + LedgerRows.identity(identity), prepared: true,
                               what: "cannot read the ledger's events")
         for row in rows {
@@ -479,8 +675,21 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64) {
-        // The mark first: an event committed meanwhile is found by the next look, not skipped.
-        let last = max(id, try lastEventId())
+        // In a write, usually read already by `beginWrite`, after the same id.
+        if writing, let p = prefetched, p.after == id {
+            prefetched = nil
+            newerUsable = true
+            mark = p.last
+            return (p.keys, p.last)
+        }
+        // The mark first: an event committed meanwhile is found by the next look, not skipped. Every id up to a
+        // marker read earlier (by the `changeMarker` this catch-up follows) was visible then: ids become visible in
+        // order (the writers' lock spans the commit).
+        let marker: Int64
+        if writing { marker = writeMax } else if let m = lastMarker { marker = m } else { marker = try changeMarker() }
+        lastMarker = nil
+        let last = max(id, marker)
+        mark = last
         guard last > id else { return ([], id) }
         let rows = try db.run("keys_after", [.int(id), .int(last)], prepared: true, what: "cannot read the ledger's index")
         var keys: Set<LedgerKey> = []
@@ -498,6 +707,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func verdicts(ofSubscription originalTransactionId: String) throws(LedgerError) -> [String: StoredVerdict] {
+        if writing, let read = readVerdicts.removeValue(forKey: originalTransactionId) { return read }
         let rows = try db.run("verdicts_of", [.text(originalTransactionId)], prepared: true, what: "cannot read the verdicts")
         var out: [String: StoredVerdict] = [:]
         for r in rows where r.count == 4 {
@@ -507,6 +717,13 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func setVerdict(_ uuid: String, _ v: StoredVerdict) throws(LedgerError) {
+        // Sent with the COMMIT (`commit`).
+        if writing {
+            pendingVerdicts[uuid] = v
+            // A write that re-evaluates a whole ledger (the index's backfill) sends them 10,000 at a time.
+            if pendingVerdicts.count >= 10_000 { try db.run(verdictUpdate(), what: "cannot record the verdicts") }
+            return
+        }
         try db.run("update_verdict", [v.verdict.sql, v.engineStatus.sql, v.missing.sql, .text(uuid)], prepared: true,
                    what: "cannot record the verdict")
     }
