@@ -222,7 +222,7 @@ public final class Ledger: Sendable {
                         // Evicted by the catch-up: the state before it and the events stored since (the state is a
                         // function of the set of events).
                         s = old
-                        for e in newer { s.apply(try decode(e.id, e.kind, e.signed)) }
+                        for e in newer { s.apply(try storedFacts(e.id, e.kind, e.digest, e.stored, c.store)) }
                         c.rowsRead += newer.count
                     } else {
                         s = try load([key], &c)
@@ -324,6 +324,14 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// A stored event's facts, read from its stored text (`EventFacts(stored:)`).
+    private func storedFacts(_ id: Int64, _ kind: LedgerEventKind, _ digest: String, _ stored: String,
+                             _ store: any LedgerStorage) throws(LedgerError) -> EventFacts {
+        try EventFacts(stored: stored, id: id, kind: kind, digest: digest, identity: identity,
+                       header: { d throws(LedgerError) in try store.header(d, id) },
+                       expand: { s throws(LedgerError) in try store.expand(s, id) })
+    }
+
     /// The state of the events indexed under `keys` (each event decoded once), starting from `state`, which holds
     /// the events `seen`.
     private func load(_ keys: [LedgerKey], into state: LedgerState = LedgerState(), seen: inout Set<Int64>,
@@ -336,9 +344,7 @@ public final class Ledger: Sendable {
             try store.events(keyed: key) { id, kind, digest, stored throws(LedgerError) in
                 guard ids.insert(id).inserted else { return }
                 read += 1
-                state.apply(try EventFacts(stored: stored, id: id, kind: kind, digest: digest, identity: identity,
-                                           header: { d throws(LedgerError) in try store.header(d, id) },
-                                           expand: { s throws(LedgerError) in try store.expand(s, id) }))
+                state.apply(try storedFacts(id, kind, digest, stored, store))
             }
         }
         seen = ids

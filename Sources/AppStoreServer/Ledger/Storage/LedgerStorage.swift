@@ -15,8 +15,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError)
     /// The events of `key` (one of `ifChanged`) stored after the id the write's catch-up started from, when
     /// `beginWrite` read them and that catch-up used them: applied to the state cached before the catch-up evicted it,
-    /// they give the key's state without reading its older events again. nil: not read.
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]?
+    /// they give the key's state without reading its older events again. nil: not read. Each as `events(keyed:)`
+    /// gives it: id, kind, payload digest and the `signed` text as stored.
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
     /// Rolls it back (best effort: used on a failure path).
@@ -100,7 +101,7 @@ struct LedgerCounts {
 
 extension LedgerStorage {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? { nil }
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
 
     /// One statement per event and index row (SQLite: no round trips to save).

@@ -48,7 +48,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     private var readEvents: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
     private var readVerdicts: [String: [String: StoredVerdict]] = [:]
     /// The events after the mark of the `ifChanged` subscriptions, usable once the catch-up started from the mark.
-    private var readNewer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
+    private var readNewer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]] = [:]
     private var newerUsable = false
 
     /// The advisory lock of ledger writers ("LEDGER" and a version, as a 64-bit key) in the default schema; another
@@ -357,7 +357,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
         if !changed.isEmpty, let mark {
             // Only the events after the mark (the cached state holds the others), and the verdicts of those with any.
-            sql += inSchema(" UNION ALL SELECT 'n', k.key, e.kind, e.id::text, e.signed, NULL::text FROM appstore_ledger.event_keys k "
+            sql += inSchema(" UNION ALL SELECT 'n', k.key, e.kind, e.id::text, e.signed, e.payload_sha256 FROM appstore_ledger.event_keys k "
                 + "JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.event_id > \(mark) AND k.key IN ")
                 + list(changed) + mine
                 + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
@@ -371,7 +371,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             var keys: Set<LedgerKey> = []
             var events: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
             var verdicts: [String: [String: StoredVerdict]] = [:]
-            var newer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, signed: String)]] = [:]
+            var newer: [LedgerKey: [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]] = [:]
             for k in read {
                 events[k] = []
                 verdicts[k.value] = [:]
@@ -386,10 +386,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                     }
                     events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
                 case "n":
-                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4] else {
+                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
                         throw LedgerError.storage("the ledger's events table returned an unexpected row")
                     }
-                    newer[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), signed))
+                    newer[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
                     verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription with new events is read
                 case "v":
                     guard let o = r[1], let uuid = r[2] else { continue }
@@ -654,9 +654,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return newest
     }
 
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)]? {
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? {
         guard writing, newerUsable, let rows = readNewer.removeValue(forKey: key) else { return nil }
-        return try rows.map { r throws(LedgerError) in (r.id, r.kind, try expand(r.signed, r.id)) }
+        return rows
     }
 
     func events(keyed key: LedgerKey, _ each: (Int64, LedgerEventKind, String, String) throws(LedgerError) -> Void) throws(LedgerError) {
