@@ -125,7 +125,7 @@ import Testing
     /// earliest fact): whatever the order and with values missing (incomplete histories, late arrivals, batches of
     /// several subscriptions), the summary from storage is the oracle over the whole history held.
     @Test(arguments: [1, 7]) func storedVerdictsAreTheWholeHistorysInAnyOrderWithGaps(batch: Int) throws {
-        var rng = SplitMix(seed: UInt64(30 + batch))
+        var rng = SplitMix64(state: UInt64(30 + batch))
         let lifecycles = Array(LedgerFixtures.random.prefix(8)) + Array(LedgerFixtures.scenarios.prefix(8))
         var values = lifecycles.flatMap { LedgerFixtures.signed($0, delivery: "both") }
         // One subscription renewed monthly as Apple sends it: each DID_RENEW signed 33 s before its period's purchase,
@@ -281,15 +281,5 @@ import Testing
     }
 }
 
-/// A seeded generator (SplitMix64): the same order on every run and machine.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The receipts' seeded generator (SplitMix64) for `shuffle(using:)`: the same order on every run and machine.
+extension SplitMix64: RandomNumberGenerator {}
