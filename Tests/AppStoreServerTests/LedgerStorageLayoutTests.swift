@@ -115,6 +115,11 @@ import Testing
         #expect(StoredSigned.payloads(ofStored: "~1.d.s..bZTMw") == nil)
         #expect(StoredSigned.payloads(ofStored: "~1.d.s.5:x.j{}") == nil)
         #expect(StoredSigned.payloads(ofStored: "~1.d.s.3:x:2.j{\"a\":\".{}.s\"}") == nil)  // offset not after a quote
+        // A negative length or offset in a corrupt row: refused by both readers, never an index out of bounds.
+        for bad in ["~1.d.s.6:x:-9.j{\"a\":\".{}.sig\"}", "~1.d.s.-1:x.j{\"a\":\"x\"}", "~1.d.s.99:x.j{}"] {
+            #expect(StoredSigned.payloads(ofStored: bad) == nil)
+            #expect(throws: LedgerError.self) { try StoredSigned.expand(bad, eventId: 7) { _ in "h" } }
+        }
         let ok = StoredSigned.payloads(ofStored: "~1.d.s.6:x:2.j{\"a\":\".{}.sig\"}")
         #expect(ok?.outer == Array("{\"a\":\"~0~\"}".utf8) && ok?.nested == [Array("{}".utf8)] && ok?.headers == ["d", "x"])
         // The payload already holds the placeholder's text: not unique, so not read this way.

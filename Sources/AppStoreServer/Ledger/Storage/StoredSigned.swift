@@ -120,6 +120,38 @@ enum StoredSigned {
         (65...90).contains(c) || (97...122).contains(c) || (48...57).contains(c) || c == 45 || c == 95
     }
 
+    /// A nested reference of the stored form: `offset:digest` or `offset:digest:length` (see the type's comment).
+    struct Reference {
+        let at: Int
+        let digest: String
+        let length: Int?
+    }
+
+    /// A reference that does not fit its payload (its text, for the message naming the row).
+    struct BadReference: Error {
+        let text: String
+    }
+
+    /// The references `text` lists, each in place in `payload`: offsets ascending and inside it, a decoded payload's
+    /// length not negative and its two dots where they belong. Both readers (`expand`, `payloads`) take them from
+    /// here, so a corrupt row is refused the same way, never indexed out of bounds.
+    static func references(_ text: some Collection<UInt8>, in payload: [UInt8]) -> Result<[Reference], BadReference> {
+        var refs: [Reference] = []
+        for ref in text.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            let f = ref.split(separator: UInt8(ascii: ":"), maxSplits: 2, omittingEmptySubsequences: false)
+            let number = { (i: Int) in Int(String(decoding: f[i], as: UTF8.self)) }
+            let length = f.count == 3 ? number(2) : nil
+            guard f.count == 2 || (f.count == 3 && length != nil), let at = number(0), at >= 0,
+                  at > (refs.last?.at ?? -1), at <= payload.count,
+                  length.map({ $0 >= 0 && at + 1 + $0 < payload.count && payload[at] == UInt8(ascii: ".")
+                      && payload[at + 1 + $0] == UInt8(ascii: ".") }) ?? true else {
+                return .failure(BadReference(text: String(decoding: ref, as: UTF8.self)))
+            }
+            refs.append(Reference(at: at, digest: String(decoding: f[1], as: UTF8.self), length: length))
+        }
+        return .success(refs)
+    }
+
     /// The signature segment of a stored text, without expanding it.
     static func signature(ofStored stored: String) -> Substring {
         if stored.hasPrefix("~1.") {
@@ -160,21 +192,15 @@ enum StoredSigned {
             guard parts[3].isEmpty else { throw corrupt("nested references in a base64url payload") }
         case UInt8(ascii: "j"):
             if !parts[3].isEmpty {
-                var refs: [(at: Int, digest: Substring, decoded: Int?)] = []
-                for ref in parts[3].split(separator: ",", omittingEmptySubsequences: false) {
-                    let f = ref.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-                    let length = f.count == 3 ? Int(f[2]) : nil
-                    guard f.count == 2 || (f.count == 3 && length != nil), let at = Int(f[0]), at > (refs.last?.at ?? -1),
-                          at + 1 + (length ?? -1) <= payload.count, length.map({ at + 1 + $0 < payload.count
-                              && payload[at] == UInt8(ascii: ".") && payload[at + 1 + $0] == UInt8(ascii: ".") }) ?? true else {
-                        throw corrupt("a nested reference \(QuotedText.quote(String(ref))) is out of place")
-                    }
-                    refs.append((at, f[1], length))
+                let refs: [Reference]
+                switch references(parts[3].utf8, in: payload) {
+                case .success(let r): refs = r
+                case .failure(let bad): throw corrupt("a nested reference \(QuotedText.quote(bad.text)) is out of place")
                 }
                 // From the last: each offset is into the stored text, before the later ones are expanded.
                 for r in refs.reversed() {
-                    let h = r.digest.isEmpty ? outer : try find(r.digest)
-                    if let n = r.decoded {
+                    let h = r.digest.isEmpty ? outer : try find(r.digest[...])
+                    if let n = r.length {
                         let segment = Array(Base64.encode(payload[(r.at + 1)..<(r.at + 1 + n)], alphabet: .url).utf8)
                         payload.replaceSubrange(r.at..<(r.at + 1 + n), with: Array(h.utf8) + [UInt8(ascii: ".")] + segment)
                     } else {
@@ -221,15 +247,13 @@ extension StoredSigned {
         var headers = [String(decoding: u[(dots[0] + 1)..<dots[1]], as: UTF8.self)]
         let refsText = u[(dots[2] + 1)..<dots[3]]
         guard !refsText.isEmpty else { return (payload, [], headers) }
+        // Every nested payload stored decoded, each behind the quote that opens its string.
+        guard case .success(let all) = references(refsText, in: payload) else { return nil }
         var refs: [(at: Int, length: Int)] = []
-        for ref in refsText.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-            let f = ref.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
-            guard f.count == 3, let at = Int(String(decoding: f[0], as: UTF8.self)),
-                  let n = Int(String(decoding: f[2], as: UTF8.self)), at >= 1, n >= 0, at > (refs.last?.at ?? 0),
-                  at + 1 + n < payload.count, payload[at - 1] == UInt8(ascii: "\""), payload[at] == UInt8(ascii: "."),
-                  payload[at + 1 + n] == UInt8(ascii: ".") else { return nil }
-            refs.append((at, n))
-            if !f[1].isEmpty { headers.append(String(decoding: f[1], as: UTF8.self)) }
+        for r in all {
+            guard let n = r.length, r.at >= 1, payload[r.at - 1] == UInt8(ascii: "\"") else { return nil }
+            refs.append((r.at, n))
+            if !r.digest.isEmpty { headers.append(r.digest) }
         }
         var nested: [[UInt8]] = []
         var outer: [UInt8] = []
