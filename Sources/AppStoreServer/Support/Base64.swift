@@ -6,9 +6,7 @@ enum Base64 {
 
     private static func table(_ alphabet: Alphabet) -> [UInt8] {
         var t = [UInt8](repeating: 0xFF, count: 256)
-        let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-            + (alphabet == .standard ? Array("+/".utf8) : Array("-_".utf8))
-        for (i, c) in chars.enumerated() { t[Int(c)] = UInt8(i) }
+        for (i, c) in (alphabet == .standard ? standardChars : urlChars).enumerated() { t[Int(c)] = UInt8(i) }
         return t
     }
     private static let standardTable = table(.standard)
