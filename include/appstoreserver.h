@@ -1104,7 +1104,10 @@ appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, co
                                                appstore_error **err_out);
 /* Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each
  * with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them)
- * or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */
+ * or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). "contradictions" and
+ * "incompleteHistories" count them all; "disagreements" lists at most 1,000, every CONTRADICTION first, then
+ * INCOMPLETE_HISTORY, each by signedDate (a fresh ledger's backlog of first renewals never hides a contradiction, and
+ * the answer stays small at any size). */
 appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
                                               char **json_out APPSTORE_JSON(LedgerSummary), appstore_error **err_out);
 /* Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked

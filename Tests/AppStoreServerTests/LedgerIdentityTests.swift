@@ -249,4 +249,54 @@ import Testing
         #expect(s.contradictions == 1)
         #expect(s.disagreements.map(\.verdict) == [.contradiction])
     }
+
+    /// The summary's list is bounded, contradictions first (a backlog of incomplete histories, as a fresh ledger has
+    /// until `sync`, never hides one), each kind by signedDate; the counts are exact whatever the list holds, kept by
+    /// the commits as verdicts change, and read back by another handle. By construction (AL §1-§2, as above): four
+    /// DID_RENEWs of every other month, none with its previous period, are incomplete histories; a later
+    /// DID_FAIL_TO_RENEW/GRACE_PERIOD without a grace period is a contradiction.
+    @Test func theSummaryListsContradictionsFirstAndCountsThemAll() throws {
+        let (url, _) = LedgerTests.LedgerStorageTests.temporaryURL("summary-list")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        let month = 30 * Self.day
+        func start(_ i: Int64) -> Int64 { Self.t0 + i * month + 33_165 }
+        var renewals: [Int64] = []
+        for i: Int64 in [3, 1, 7, 5] {  // delivered out of order: the list is by signedDate all the same
+            let signed = start(i) - 33_165
+            renewals.append(signed)
+            let r = try ledger.ingest(notification: try Self.notification(
+                "DID_RENEW", nil, signed: signed, status: 1,
+                tx: Self.tx("70000000000001\(10 + i)", purchase: start(i), expires: start(i + 1), signed: signed),
+                ri: Self.renewal(signed: signed, retry: false)))
+            #expect(r.verdict == .incompleteHistory)
+        }
+        let lapsed = start(9) + 40 * Self.day
+        let c = try ledger.ingest(notification: try Self.notification(
+            "DID_FAIL_TO_RENEW", "GRACE_PERIOD", signed: lapsed, status: 4,
+            tx: Self.tx("7000000000000199", purchase: start(9), expires: lapsed - Self.day, signed: start(9)),
+            ri: Self.renewal(signed: lapsed, retry: true)))
+        #expect(c.verdict == .contradiction)
+
+        let all = try ledger.summary()
+        #expect(all.contradictions == 1 && all.incompleteHistories == 4)
+        #expect(all.disagreements.map(\.verdict) == [.contradiction] + Array(repeating: .incompleteHistory, count: 4))
+        #expect(all.disagreements.dropFirst().map(\.signedDate) == renewals.sorted().map(LedgerTime.date))
+        let two = try ledger.summary(disagreementLimit: 2)
+        #expect(two.disagreements.map(\.notificationUUID) == all.disagreements.prefix(2).map(\.notificationUUID))
+        #expect(two.contradictions == 1 && two.incompleteHistories == 4)
+        #expect(try ledger.summary(disagreementLimit: 0).disagreements.isEmpty)
+        for bad in [-1, 1_000_001] {
+            #expect(throws: LedgerError.self) { try ledger.summary(disagreementLimit: bad) }
+        }
+        // The missing periods (Get Transaction History): the renewals agree now, and the counts follow.
+        for i: Int64 in [0, 2, 4, 6] {
+            _ = try ledger.ingest(transaction: try Self.signer.sign(
+                Self.tx("70000000000001\(10 + i)", purchase: start(i), expires: start(i + 1), signed: start(i) + 3_600_000)))
+        }
+        let other = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        for s in [try ledger.summary(), try other.summary()] {
+            #expect(s.contradictions == 1 && s.incompleteHistories == 0)
+            #expect(s.disagreements.map(\.verdict) == [.contradiction])
+        }
+    }
 }

@@ -270,7 +270,8 @@ import Testing
         for name in names { try db.execute("DROP TRIGGER \(name)", "test") }
         try db.execute("DROP TABLE IF EXISTS ledger_counts", "test")
         try db.execute("""
-            DROP TABLE event_keys; DROP TABLE ledger_versions; DROP TABLE ledger_backfill; DROP INDEX notifications_checked;
+            DROP TABLE event_keys; DROP TABLE ledger_versions; DROP TABLE ledger_backfill;
+            DROP INDEX IF EXISTS notifications_checked; DROP INDEX IF EXISTS notifications_by_verdict;
             ALTER TABLE notifications DROP COLUMN verdict; ALTER TABLE notifications DROP COLUMN engine_status;
             ALTER TABLE notifications DROP COLUMN missing; PRAGMA user_version = \(step);
             """, "test")

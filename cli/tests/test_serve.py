@@ -462,6 +462,20 @@ def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any]
         assert [l.get("oracle") for l in warnings] == ["CONTRADICTION"], warnings
         incomplete = [l for l in logged if l.get("oracle") == "INCOMPLETE_HISTORY"]
         assert len(incomplete) == 2 and all(l["level"] == "info" and "missing" in l for l in incomplete), incomplete
+    # The summary counts each once and lists the contradiction first (both are signed at t0); a list cut at one
+    # entry keeps the contradiction, says so on stderr, and still counts both.
+    summary = tool_summary(tmp_path / "sandbox.db")
+    assert (summary["contradictions"], summary["incompleteHistories"]) == (1, 1), summary
+    assert [d["verdict"] for d in summary["disagreements"]] == ["CONTRADICTION", "INCOMPLETE_HISTORY"], summary
+    cut = tool("ledger", "show", "--db", str(tmp_path / "sandbox.db"), "--disagreements", "1")
+    assert cut.code == 0 and "1 of 2 disagreements listed" in cut.err, cut
+    assert [d["verdict"] for d in cut.json()["disagreements"]] == ["CONTRADICTION"]
+    assert (cut.json()["contradictions"], cut.json()["incompleteHistories"]) == (1, 1)
+    for bad in ("-1", "1000001"):
+        r = tool("ledger", "show", "--db", str(tmp_path / "sandbox.db"), f"--disagreements={bad}")
+        assert r.code != 0 and "disagreementLimit" in r.err, r
+    r = tool("ledger", "show", "--db", str(tmp_path / "sandbox.db"), "8100000000000001", "--disagreements", "5")
+    assert r.code != 0 and "--disagreements is for the counts" in r.err, r
 
 
 # ---- the HTTP layer -----------------------------------------------------------------------------------------------

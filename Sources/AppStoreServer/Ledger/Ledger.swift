@@ -452,19 +452,27 @@ public final class Ledger: Sendable {
         return (at ?? now, asOf ?? now)
     }
 
-    /// Counts, and the oracle's disagreements: read from storage (SQL counts, and the verdicts recorded on the
-    /// notifications' rows when their subscription last changed).
-    public func summary() throws(LedgerError) -> LedgerSummary {
-        try core.withLock { c throws(LedgerError) in
+    /// How many disagreements a summary lists unless asked otherwise (the C ABI and the bindings: always).
+    public static let summaryDisagreementLimit = 1000
+
+    /// Counts, and the oracle's disagreements: read from storage (counts the commits keep, and the verdicts recorded
+    /// on the notifications' rows when their subscription last changed). The list holds at most `disagreementLimit`
+    /// (0...1,000,000): every contradiction first, then the incomplete histories, each by signedDate; `contradictions`
+    /// and `incompleteHistories` count them all.
+    public func summary(disagreementLimit: Int = Ledger.summaryDisagreementLimit) throws(LedgerError) -> LedgerSummary {
+        guard (0...1_000_000).contains(disagreementLimit) else {
+            throw .argument("disagreementLimit must be in 0...1000000, got \(disagreementLimit)")
+        }
+        return try core.withLock { c throws(LedgerError) in
             try refresh(&c)
             let events = try c.store.eventCount()
             let n = try c.store.counts()
-            let disagreements = try c.store.disagreements()
             return LedgerSummary(
                 events: events, notifications: n.notifications, transactions: n.transactions,
                 transactionVersions: n.transactionVersions, renewalInfos: n.renewalInfos, subscriptions: n.subscriptions,
-                customers: n.customers, checkedNotifications: n.checkedNotifications, disagreements: disagreements,
-                contradictions: Int64(disagreements.filter { $0.verdict == .contradiction }.count))
+                customers: n.customers, checkedNotifications: n.checkedNotifications,
+                disagreements: try c.store.disagreements(limit: disagreementLimit),
+                contradictions: n.contradictions, incompleteHistories: n.incompleteHistories)
         }
     }
 

@@ -48,7 +48,7 @@ extension LedgerState {
         return OracleCheck(apple: apple, engine: engine, verdict: .contradiction, missing: nil)
     }
 
-    /// Notifications compared, and those whose data.status the engine does not reproduce (ordered by signedDate).
+    /// Notifications compared, and those whose data.status the engine does not reproduce (`LedgerDisagreement.listOrder`).
     public func oracle() -> (checked: Int, disagreements: [LedgerDisagreement]) {
         var checked = 0
         var out: [(NotificationFacts, OracleCheck)] = []
@@ -57,23 +57,24 @@ extension LedgerState {
             checked += 1
             if check.verdict != .agrees { out.append((n, check)) }
         }
-        out.sort { $0.0.isOlder(than: $1.0) }
         return (checked, out.map { n, c in
             LedgerDisagreement(notificationUUID: n.uuid, notificationType: n.type, subtype: n.subtype,
                                signedDate: LedgerTime.date(n.signedDate), originalTransactionId: n.originalTransactionId ?? "",
                                appleStatus: c.apple, engineStatus: c.engine, verdict: c.verdict, missing: c.missing)
-        })
+        }.sorted(by: LedgerDisagreement.listOrder))
     }
 
-    /// Counts and the oracle's report.
-    public func summary(events: Int? = nil) -> LedgerSummary {
-        let (checked, disagreements) = oracle()
+    /// Counts and the oracle's report, its list cut as `Ledger.summary(disagreementLimit:)` cuts it.
+    public func summary(events: Int? = nil, disagreementLimit: Int = Ledger.summaryDisagreementLimit) -> LedgerSummary {
+        let (checked, all) = oracle()
         return LedgerSummary(
             events: Int64(events ?? eventCount), notifications: Int64(notificationCount),
             transactions: Int64(transactionCount), transactionVersions: Int64(transactionVersionCount),
             renewalInfos: Int64(renewalInfoCount), subscriptions: Int64(subscriptionIds.count),
-            customers: Int64(customerIds.count), checkedNotifications: Int64(checked), disagreements: disagreements,
-            contradictions: Int64(disagreements.filter { $0.verdict == .contradiction }.count))
+            customers: Int64(customerIds.count), checkedNotifications: Int64(checked),
+            disagreements: Array(all.prefix(max(0, disagreementLimit))),
+            contradictions: Int64(all.filter { $0.verdict == .contradiction }.count),
+            incompleteHistories: Int64(all.filter { $0.verdict == .incompleteHistory }.count))
     }
 
     /// What ingesting `event` means now: its identity and, for a notification with data.status, the oracle's verdict.
@@ -100,5 +101,17 @@ enum LedgerJSON {
     /// The ledger's models hold only dates taken from verified payloads (years 1970-9999), which always write.
     static func bytes(_ value: some JSONEncodable) -> [UInt8] {
         (try? value.jsonBytes(dateRounding: .toNearest)) ?? Array("null".utf8)
+    }
+}
+
+extension LedgerDisagreement {
+    /// The summary's list order: every contradiction before any incomplete history (a list cut at its limit never
+    /// hides one behind a backlog of histories a catch-up fills), each kind by signedDate, then notificationUUID's
+    /// bytes (as the index `notifications_by_verdict` orders them).
+    static func listOrder(_ a: LedgerDisagreement, _ b: LedgerDisagreement) -> Bool {
+        let (ra, rb) = (a.verdict == .contradiction ? 0 : 1, b.verdict == .contradiction ? 0 : 1)
+        if ra != rb { return ra < rb }
+        if a.signedDate != b.signedDate { return a.signedDate < b.signedDate }
+        return a.notificationUUID.utf8.lexicographicallyPrecedes(b.notificationUUID.utf8)
     }
 }

@@ -4990,6 +4990,13 @@ func (m *LedgerSummary) decodeFrom(d *decoder) {
 			}
 			v := d.i64()
 			m.Contradictions = &v
+		case "incompleteHistories":
+			if d.null() {
+				m.IncompleteHistories = nil
+				break
+			}
+			v := d.i64()
+			m.IncompleteHistories = &v
 		default:
 			d.skip()
 		}

@@ -1664,11 +1664,16 @@ type LedgerSummary struct {
 	// Notifications with a data.status the oracle compared.
 	CheckedNotifications int64 `json:"checkedNotifications"`
 
-	// The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
+	// The ones whose status the ledger does not reproduce, each with its verdict: every CONTRADICTION first, then
+	// INCOMPLETE_HISTORY, each by signedDate (then notificationUUID), at most the summary's limit (1,000 unless
+	// asked otherwise); `contradictions` and `incompleteHistories` count them all.
 	Disagreements []LedgerDisagreement `json:"disagreements"`
 
-	// How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+	// How many notifications are CONTRADICTION (the signed facts disagree with data.status), listed or not.
 	Contradictions *int64 `json:"contradictions,omitempty"`
+
+	// How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them).
+	IncompleteHistories *int64 `json:"incompleteHistories,omitempty"`
 }
 
 // The body of Extend Subscription Renewal Dates for All Active Subscribers.

@@ -1868,10 +1868,12 @@ export interface LedgerSummary {
     customers: number;
     /** Notifications with a data.status the oracle compared. */
     checkedNotifications: number;
-    /** The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict). */
+    /** The ones whose status the ledger does not reproduce, each with its verdict: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID), at most the summary's limit (1,000 unless asked otherwise); `contradictions` and `incompleteHistories` count them all. */
     disagreements: LedgerDisagreement[];
-    /** How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history). */
+    /** How many notifications are CONTRADICTION (the signed facts disagree with data.status), listed or not. */
     contradictions?: number;
+    /** How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them). */
+    incompleteHistories?: number;
 }
 /** The body of Extend Subscription Renewal Dates for All Active Subscribers. */
 export interface MassExtendRenewalDateRequest {

@@ -456,6 +456,9 @@ test('real Apple data: a fresh ledger\'s first DID_RENEW is incomplete history, 
   assert.equal((await ledger.summary()).contradictions, 0);
   const again = await ledger.ingestNotification(jws);
   assert.equal(again.stored, false);
+  const summary = await ledger.summary(); // counted once, listed with what is missing
+  assert.deepEqual([summary.contradictions, summary.incompleteHistories], [0, 1]);
+  assert.deepEqual(summary.disagreements.map((d) => d.verdict), ['INCOMPLETE_HISTORY']);
   ledger.close();
 });
 

@@ -495,6 +495,9 @@ def test_a_fresh_ledgers_first_renewal_is_incomplete_history(conformance: Path) 
         assert ledger.summary().contradictions == 0
         again = ledger.ingest_notification(jws)
         assert again.stored is False and again.verdict == LedgerOracleVerdict.INCOMPLETE_HISTORY
+        summary = ledger.summary()  # counted once, listed with what is missing
+        assert (summary.contradictions, summary.incompleteHistories) == (0, 1)
+        assert [d.verdict for d in summary.disagreements] == [LedgerOracleVerdict.INCOMPLETE_HISTORY]
 
 
 # ---- bulk import (docs/ledger.md, "Bulk import") ---------------------------------------------------------------

@@ -452,11 +452,17 @@ extension LedgerCommand {
         @Argument(help: ArgumentHelp("The subscription's originalTransactionId (default: the ledger's counts).", valueName: "original-transaction-id"))
         var originalTransactionId: String?
         @OptionGroup var instant: InstantOptions
+        @Option(help: ArgumentHelp("The counts' list: at most N disagreements, contradictions first (0...1000000; the counts are exact either way).",
+                                   valueName: "n"))
+        var disagreements: Int = Ledger.summaryDisagreementLimit
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var output: OutputOptions
 
         func run() throws {
             try reporting {
+                if originalTransactionId != nil && disagreements != Ledger.summaryDisagreementLimit {
+                    throw ToolFailure.usage("--disagreements is for the counts: name no subscription")
+                }
                 if originalTransactionId == nil && (instant.at != nil || instant.asOf != nil) {
                     throw ToolFailure.usage("\(instant.at != nil ? "--at" : "--as-of") is for a subscription: name one")
                 }
@@ -465,7 +471,13 @@ extension LedgerCommand {
                 let ledger = try LedgerCommand.openForQueries(database)
                 do throws(LedgerError) {
                     guard let id = originalTransactionId else {
-                        Output.json(try ledger.summary().json(), output)
+                        let summary = try ledger.summary(disagreementLimit: disagreements)
+                        let all = (summary.contradictions ?? 0) + (summary.incompleteHistories ?? 0)
+                        if all > summary.disagreements.count {
+                            Output.error("note: \(summary.disagreements.count) of \(all) disagreements listed "
+                                + "(contradictions first); --disagreements N lists more")
+                        }
+                        Output.json(summary.json(), output)
                         return
                     }
                     guard let s = try ledger.subscription(id, at: at, asOf: asOf) else {

@@ -163,6 +163,38 @@ enum LedgerSchema {
             UPDATE ledger_counts SET n = n - 1 WHERE name = CASE OLD.kind WHEN 's' THEN 'subscriptions' ELSE 'customers' END;
           END;
         """,
+        // The summary's disagreements bounded (docs/ledger.md, "Disagreements"): each verdict counted by the commit
+        // that sets it, and the list read along an index in its order, so a fresh ledger of a million subscriptions
+        // (each first renewal an incomplete history until `sync`) answers with a count and the first page, not a
+        // million rows. The index replaces `notifications_checked` (its prefix).
+        """
+        INSERT INTO ledger_counts SELECT 'contradictions', count(*) FROM notifications WHERE verdict = 'CONTRADICTION';
+        INSERT INTO ledger_counts SELECT 'incomplete_histories', count(*) FROM notifications
+          WHERE verdict = 'INCOMPLETE_HISTORY';
+        CREATE TRIGGER count_verdicts_in AFTER INSERT ON notifications
+          WHEN NEW.verdict IN ('CONTRADICTION', 'INCOMPLETE_HISTORY')
+          BEGIN
+            UPDATE ledger_counts SET n = n + 1
+              WHERE name = CASE NEW.verdict WHEN 'CONTRADICTION' THEN 'contradictions' ELSE 'incomplete_histories' END;
+          END;
+        CREATE TRIGGER count_verdicts_out AFTER DELETE ON notifications
+          WHEN OLD.verdict IN ('CONTRADICTION', 'INCOMPLETE_HISTORY')
+          BEGIN
+            UPDATE ledger_counts SET n = n - 1
+              WHERE name = CASE OLD.verdict WHEN 'CONTRADICTION' THEN 'contradictions' ELSE 'incomplete_histories' END;
+          END;
+        CREATE TRIGGER count_verdicts_changed AFTER UPDATE OF verdict ON notifications
+          WHEN OLD.verdict IS NOT NEW.verdict
+          BEGIN
+            UPDATE ledger_counts SET n = n - 1 WHERE name = CASE OLD.verdict
+              WHEN 'CONTRADICTION' THEN 'contradictions' WHEN 'INCOMPLETE_HISTORY' THEN 'incomplete_histories' END;
+            UPDATE ledger_counts SET n = n + 1 WHERE name = CASE NEW.verdict
+              WHEN 'CONTRADICTION' THEN 'contradictions' WHEN 'INCOMPLETE_HISTORY' THEN 'incomplete_histories' END;
+          END;
+        DROP INDEX IF EXISTS notifications_checked;
+        CREATE INDEX IF NOT EXISTS notifications_by_verdict ON notifications (verdict, signed_date, notification_uuid)
+          WHERE verdict IS NOT NULL;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 

@@ -71,8 +71,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func setVerdict(_ uuid: String, _ verdict: StoredVerdict) throws(LedgerError)
     /// The summary's counts.
     func counts() throws(LedgerError) -> LedgerCounts
-    /// The notifications whose verdict is not AGREES, oldest first (signedDate, then payload bytes).
-    func disagreements() throws(LedgerError) -> [LedgerDisagreement]
+    /// At most `limit` of the notifications whose verdict is not AGREES: the contradictions first, then the incomplete
+    /// histories, each oldest first (signedDate, then notificationUUID): `LedgerDisagreement.listOrder`.
+    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement]
     /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]
     /// Whether the index must still be built from the stored events (a database made before it existed).
@@ -97,6 +98,8 @@ struct LedgerCounts {
     var subscriptions: Int64 = 0
     var customers: Int64 = 0
     var checkedNotifications: Int64 = 0
+    var contradictions: Int64 = 0
+    var incompleteHistories: Int64 = 0
 }
 
 extension LedgerStorage {
@@ -183,14 +186,17 @@ enum LedgerRows {
 
 /// Reading the summary's rows back, the same for SQLite and PostgreSQL.
 enum LedgerStoredRows {
-    /// The disagreements in the engine's order (signedDate, then payload bytes: `collate` makes PostgreSQL compare
-    /// bytes).
-    static func disagreementsSQL(table: String, collate: String) -> String {
+    /// At most `limit` (the last parameter) notifications of one verdict (the first parameter) in the list's order
+    /// (signedDate, then notificationUUID: `collate` makes PostgreSQL compare bytes), read along the index on
+    /// (verdict, signed_date, notification_uuid): a million incomplete histories cost what the first `limit` do.
+    static func disagreementsSQL(table: String, collate: String, placeholders: (String, String)) -> String {
         "SELECT notification_uuid, notification_type, subtype, signed_date, original_transaction_id, status, "
-            + "engine_status, verdict, missing FROM \(table) WHERE verdict IN ('\(LedgerOracleVerdict.contradiction.rawValue)', "
-            + "'\(LedgerOracleVerdict.incompleteHistory.rawValue)') "
-            + "ORDER BY signed_date, payload\(collate)"
+            + "engine_status, verdict, missing FROM \(table) WHERE verdict = \(placeholders.0) "
+            + "ORDER BY verdict, signed_date, notification_uuid\(collate) LIMIT \(placeholders.1)"
     }
+
+    /// The verdicts the list holds, in its order.
+    static let listedVerdicts: [LedgerOracleVerdict] = [.contradiction, .incompleteHistory]
 
     /// One row of `disagreementsSQL`, as text.
     static func disagreement(_ r: [String?]) throws(LedgerError) -> LedgerDisagreement {

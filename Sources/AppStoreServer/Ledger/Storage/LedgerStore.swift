@@ -298,14 +298,20 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         c.subscriptions = try count("subscriptions")
         c.customers = try count("customers")
         c.checkedNotifications = try count("checked_notifications")
+        c.contradictions = try count("contradictions")
+        c.incompleteHistories = try count("incomplete_histories")
         return c
     }
 
-    func disagreements() throws(LedgerError) -> [LedgerDisagreement] {
-        let s = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: ""))
+    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
+        let s = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: "", placeholders: ("?", "?")))
         var out: [LedgerDisagreement] = []
-        while try s.step() {
-            out.append(try LedgerStoredRows.disagreement((0..<9).map { s.text(Int32($0)) }))
+        for verdict in LedgerStoredRows.listedVerdicts where out.count < limit {
+            try s.bind([.text(verdict.rawValue), .int(Int64(limit - out.count))])
+            defer { try? s.bind([]) }  // reset: no read transaction left open
+            while try s.step() {
+                out.append(try LedgerStoredRows.disagreement((0..<9).map { s.text(Int32($0)) }))
+            }
         }
         return out
     }

@@ -167,6 +167,12 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         CREATE TABLE appstore_ledger.ledger_backfill (name TEXT PRIMARY KEY);
         INSERT INTO appstore_ledger.ledger_backfill VALUES ('event_keys');
         """,
+        // The summary's disagreements read along an index in the list's order (as `LedgerSchema`'s).
+        """
+        DROP INDEX IF EXISTS appstore_ledger.notifications_checked;
+        CREATE INDEX IF NOT EXISTS notifications_by_verdict ON appstore_ledger.notifications
+          (verdict, signed_date, notification_uuid COLLATE "C") WHERE verdict IS NOT NULL;
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
@@ -736,18 +742,26 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
               (SELECT count(*) FROM appstore_ledger.ledger_versions WHERE kind = 'r'),
               (SELECT count(DISTINCT key) FROM appstore_ledger.event_keys WHERE kind = 's'),
               (SELECT count(DISTINCT key) FROM appstore_ledger.event_keys WHERE kind = 'c'),
-              (SELECT count(*) FROM appstore_ledger.notifications WHERE verdict IS NOT NULL)
+              (SELECT count(*) FROM appstore_ledger.notifications WHERE verdict IS NOT NULL),
+              (SELECT count(*) FROM appstore_ledger.notifications WHERE verdict = 'CONTRADICTION'),
+              (SELECT count(*) FROM appstore_ledger.notifications WHERE verdict = 'INCOMPLETE_HISTORY')
             """), what: "cannot count the ledger's rows")
-        guard let r = rows.first, r.count == 7 else { throw .storage("the ledger's counts returned an unexpected row") }
+        guard let r = rows.first, r.count == 9 else { throw .storage("the ledger's counts returned an unexpected row") }
         let n = r.map { $0.flatMap { Int64($0) } ?? 0 }
         return LedgerCounts(notifications: n[0], transactions: n[1], transactionVersions: n[2], renewalInfos: n[3],
-                            subscriptions: n[4], customers: n[5], checkedNotifications: n[6])
+                            subscriptions: n[4], customers: n[5], checkedNotifications: n[6], contradictions: n[7],
+                            incompleteHistories: n[8])
     }
 
-    func disagreements() throws(LedgerError) -> [LedgerDisagreement] {
-        let rows = try db.run(LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: " COLLATE \"C\""),
-                              what: "cannot read the disagreements")
-        return try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
+    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
+        let sql = LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: " COLLATE \"C\"",
+                                                    placeholders: ("$1", "$2"))
+        var out: [LedgerDisagreement] = []
+        for verdict in LedgerStoredRows.listedVerdicts where out.count < limit {
+            let rows = try db.run(sql, [.text(verdict.rawValue), .int(Int64(limit - out.count))], what: "cannot read the disagreements")
+            out += try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
+        }
+        return out
     }
 
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {

@@ -4273,10 +4273,12 @@ public struct LedgerSummary: Hashable, Sendable {
     public var customers: Int64
     /// Notifications with a data.status the oracle compared.
     public var checkedNotifications: Int64
-    /// The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
+    /// The ones whose status the ledger does not reproduce, each with its verdict: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID), at most the summary's limit (1,000 unless asked otherwise); `contradictions` and `incompleteHistories` count them all.
     public var disagreements: [LedgerDisagreement]
-    /// How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+    /// How many notifications are CONTRADICTION (the signed facts disagree with data.status), listed or not.
     public var contradictions: Int64?
+    /// How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them).
+    public var incompleteHistories: Int64?
 
     /// A value from its fields; optional fields default to nil.
     public init(
@@ -4289,7 +4291,8 @@ public struct LedgerSummary: Hashable, Sendable {
         customers: Int64,
         checkedNotifications: Int64,
         disagreements: [LedgerDisagreement],
-        contradictions: Int64? = nil
+        contradictions: Int64? = nil,
+        incompleteHistories: Int64? = nil
     ) {
         self.events = events
         self.notifications = notifications
@@ -4301,6 +4304,7 @@ public struct LedgerSummary: Hashable, Sendable {
         self.checkedNotifications = checkedNotifications
         self.disagreements = disagreements
         self.contradictions = contradictions
+        self.incompleteHistories = incompleteHistories
     }
 }
 
@@ -4317,6 +4321,7 @@ extension LedgerSummary: Codable {
         case checkedNotifications
         case disagreements
         case contradictions
+        case incompleteHistories
     }
 }
 #endif

@@ -4701,7 +4701,7 @@ extension LedgerSubscription: JSONDecodable, JSONEncodable {
 
 extension LedgerSummary: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
-    static let jsonKeys: [String] = ["checkedNotifications", "contradictions", "customers", "disagreements", "events", "notifications", "renewalInfos", "subscriptions", "transactionVersions", "transactions"]
+    static let jsonKeys: [String] = ["checkedNotifications", "contradictions", "customers", "disagreements", "events", "incompleteHistories", "notifications", "renewalInfos", "subscriptions", "transactionVersions", "transactions"]
 
     init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
         var f_events: Int64? = nil
@@ -4714,6 +4714,7 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
         var f_checkedNotifications: Int64? = nil
         var f_disagreements: [LedgerDisagreement]? = nil
         var f_contradictions: Int64? = nil
+        var f_incompleteHistories: Int64? = nil
         for member in try JSONFields.members(json) {
             do throws(JSONDecodeError) {
                 switch member.key {
@@ -4727,6 +4728,7 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
                 case "checkedNotifications": f_checkedNotifications = try JSONFields.optional(member.value, strict: strict)
                 case "disagreements": f_disagreements = try JSONFields.optional(member.value, strict: strict)
                 case "contradictions": f_contradictions = try JSONFields.optional(member.value, strict: strict)
+                case "incompleteHistories": f_incompleteHistories = try JSONFields.optional(member.value, strict: strict)
                 default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
                 }
             } catch {
@@ -4743,7 +4745,8 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
             customers: try JSONFields.required(f_customers, "customers"),
             checkedNotifications: try JSONFields.required(f_checkedNotifications, "checkedNotifications"),
             disagreements: try JSONFields.required(f_disagreements, "disagreements"),
-            contradictions: f_contradictions
+            contradictions: f_contradictions,
+            incompleteHistories: f_incompleteHistories
         )
     }
 
@@ -4761,6 +4764,10 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
         do throws(JSONWriteError) { try self.disagreements.writeJSON(to: &w) } catch { throw error.at("disagreements") }
         w.key("events")
         try self.events.writeJSON(to: &w)
+        if let v = self.incompleteHistories {
+            w.key("incompleteHistories")
+            try v.writeJSON(to: &w)
+        }
         w.key("notifications")
         try self.notifications.writeJSON(to: &w)
         w.key("renewalInfos")

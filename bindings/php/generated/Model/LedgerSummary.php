@@ -13,7 +13,7 @@ use AppStoreServer\Internal\Convert as C;
 final class LedgerSummary implements \JsonSerializable
 {
     /** The JSON keys of this model, in the spec's order. */
-    public const KEYS = ['events', 'notifications', 'transactions', 'transactionVersions', 'renewalInfos', 'subscriptions', 'customers', 'checkedNotifications', 'disagreements', 'contradictions'];
+    public const KEYS = ['events', 'notifications', 'transactions', 'transactionVersions', 'renewalInfos', 'subscriptions', 'customers', 'checkedNotifications', 'disagreements', 'contradictions', 'incompleteHistories'];
 
     public function __construct(
         /**
@@ -49,14 +49,18 @@ final class LedgerSummary implements \JsonSerializable
          */
         public readonly ?int $checkedNotifications = null,
         /**
-         * The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
+         * The ones whose status the ledger does not reproduce, each with its verdict: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID), at most the summary's limit (1,000 unless asked otherwise); `contradictions` and `incompleteHistories` count them all.
          * @var list<\AppStoreServer\Model\LedgerDisagreement>|null
          */
         public readonly ?array $disagreements = null,
         /**
-         * How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+         * How many notifications are CONTRADICTION (the signed facts disagree with data.status), listed or not.
          */
         public readonly ?int $contradictions = null,
+        /**
+         * How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them).
+         */
+        public readonly ?int $incompleteHistories = null,
     ) {
     }
 
@@ -74,6 +78,7 @@ final class LedgerSummary implements \JsonSerializable
             checkedNotifications: C::int($d['checkedNotifications'] ?? null),
             disagreements: C::modelList($d['disagreements'] ?? null, \AppStoreServer\Model\LedgerDisagreement::class),
             contradictions: C::int($d['contradictions'] ?? null),
+            incompleteHistories: C::int($d['incompleteHistories'] ?? null),
         );
     }
 
@@ -111,6 +116,9 @@ final class LedgerSummary implements \JsonSerializable
         if ($this->contradictions !== null) {
             $out['contradictions'] = C::out($this->contradictions);
         }
+        if ($this->incompleteHistories !== null) {
+            $out['incompleteHistories'] = C::out($this->incompleteHistories);
+        }
         return $out;
     }
 
@@ -147,6 +155,9 @@ final class LedgerSummary implements \JsonSerializable
         }
         if ($this->contradictions !== null) {
             $out['contradictions'] = C::json($this->contradictions);
+        }
+        if ($this->incompleteHistories !== null) {
+            $out['incompleteHistories'] = C::json($this->incompleteHistories);
         }
         return (object) $out;
     }

@@ -82,7 +82,9 @@ SUMMARIES: Dict[str, str] = {
         "Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their\n"
         "signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; \"missing\" says\n"
         "which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with\n"
-        "data.status)."
+        "data.status). \"contradictions\" and \"incompleteHistories\" count them all; \"disagreements\" lists at most\n"
+        "1,000, every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (a fresh ledger's backlog\n"
+        "of first renewals never hides a contradiction, and the answer stays small at any size)."
     ),
     "appstore_ledger_reverify": (
         "Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were\n"

@@ -41,11 +41,12 @@ class LedgerSummary(Model):
     checkedNotifications: Optional[int]
     disagreements: Optional[List[LedgerDisagreement]]
     contradictions: Optional[int]
+    incompleteHistories: Optional[int]
 
-    _FIELDS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", )
-    _KEYS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", )
+    _FIELDS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", "incompleteHistories", )
+    _KEYS = ("events", "notifications", "transactions", "transactionVersions", "renewalInfos", "subscriptions", "customers", "checkedNotifications", "disagreements", "contradictions", "incompleteHistories", )
 
-    def __init__(self, events: Optional[int] = None, notifications: Optional[int] = None, transactions: Optional[int] = None, transactionVersions: Optional[int] = None, renewalInfos: Optional[int] = None, subscriptions: Optional[int] = None, customers: Optional[int] = None, checkedNotifications: Optional[int] = None, disagreements: Optional[List[LedgerDisagreement]] = None, contradictions: Optional[int] = None) -> None:
+    def __init__(self, events: Optional[int] = None, notifications: Optional[int] = None, transactions: Optional[int] = None, transactionVersions: Optional[int] = None, renewalInfos: Optional[int] = None, subscriptions: Optional[int] = None, customers: Optional[int] = None, checkedNotifications: Optional[int] = None, disagreements: Optional[List[LedgerDisagreement]] = None, contradictions: Optional[int] = None, incompleteHistories: Optional[int] = None) -> None:
         d = self.__dict__
         d["events"] = events
         d["notifications"] = notifications
@@ -57,6 +58,7 @@ class LedgerSummary(Model):
         d["checkedNotifications"] = checkedNotifications
         d["disagreements"] = disagreements
         d["contradictions"] = contradictions
+        d["incompleteHistories"] = incompleteHistories
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LedgerSummary":
@@ -74,6 +76,7 @@ class LedgerSummary(Model):
             "checkedNotifications": g("checkedNotifications"),
             "disagreements": sub_list(LedgerDisagreement, g("disagreements")),
             "contradictions": g("contradictions"),
+            "incompleteHistories": g("incompleteHistories"),
         })
         return self
 
@@ -111,4 +114,7 @@ class LedgerSummary(Model):
         v = d.get("contradictions")
         if v is not None:
             out["contradictions"] = v
+        v = d.get("incompleteHistories")
+        if v is not None:
+            out["incompleteHistories"] = v
         return out

@@ -25,6 +25,7 @@ public class LedgerSummary {
     private static final String SERIALIZED_NAME_CHECKED_NOTIFICATIONS = "checkedNotifications";
     private static final String SERIALIZED_NAME_DISAGREEMENTS = "disagreements";
     private static final String SERIALIZED_NAME_CONTRADICTIONS = "contradictions";
+    private static final String SERIALIZED_NAME_INCOMPLETE_HISTORIES = "incompleteHistories";
     @JsonProperty(SERIALIZED_NAME_EVENTS)
     private Long events;
     @JsonProperty(SERIALIZED_NAME_NOTIFICATIONS)
@@ -45,6 +46,8 @@ public class LedgerSummary {
     private List<LedgerDisagreement> disagreements;
     @JsonProperty(SERIALIZED_NAME_CONTRADICTIONS)
     private Long contradictions;
+    @JsonProperty(SERIALIZED_NAME_INCOMPLETE_HISTORIES)
+    private Long incompleteHistories;
     @JsonAnySetter
     private Map<String, Object> unknownFields;
 
@@ -201,7 +204,7 @@ public class LedgerSummary {
     }
 
     /**
-     * The ones whose status the ledger does not reproduce, ordered by signedDate (each with its verdict).
+     * The ones whose status the ledger does not reproduce, each with its verdict: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID), at most the summary's limit (1,000 unless asked otherwise); `contradictions` and `incompleteHistories` count them all.
      *
      * @return disagreements
      */
@@ -219,7 +222,7 @@ public class LedgerSummary {
     }
 
     /**
-     * How many of them are CONTRADICTION (the signed facts disagree with data.status; the rest lack history).
+     * How many notifications are CONTRADICTION (the signed facts disagree with data.status), listed or not.
      *
      * @return contradictions
      */
@@ -229,6 +232,24 @@ public class LedgerSummary {
 
     public void setContradictions(Long contradictions) {
         this.contradictions = contradictions;
+    }
+
+    public LedgerSummary incompleteHistories(Long incompleteHistories) {
+        this.incompleteHistories = incompleteHistories;
+        return this;
+    }
+
+    /**
+     * How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them).
+     *
+     * @return incompleteHistories
+     */
+    public Long getIncompleteHistories() {
+        return incompleteHistories;
+    }
+
+    public void setIncompleteHistories(Long incompleteHistories) {
+        this.incompleteHistories = incompleteHistories;
     }
 
     public LedgerSummary unknownFields(Map<String, Object> unknownFields) {
@@ -255,12 +276,12 @@ public class LedgerSummary {
         if (this == o) return true;
         if (o == null || getClass() != o.getClass()) return false;
         LedgerSummary that = (LedgerSummary) o;
-        return Objects.equals(events, that.events) && Objects.equals(notifications, that.notifications) && Objects.equals(transactions, that.transactions) && Objects.equals(transactionVersions, that.transactionVersions) && Objects.equals(renewalInfos, that.renewalInfos) && Objects.equals(subscriptions, that.subscriptions) && Objects.equals(customers, that.customers) && Objects.equals(checkedNotifications, that.checkedNotifications) && Objects.equals(disagreements, that.disagreements) && Objects.equals(contradictions, that.contradictions) && Objects.equals(unknownFields, that.unknownFields);
+        return Objects.equals(events, that.events) && Objects.equals(notifications, that.notifications) && Objects.equals(transactions, that.transactions) && Objects.equals(transactionVersions, that.transactionVersions) && Objects.equals(renewalInfos, that.renewalInfos) && Objects.equals(subscriptions, that.subscriptions) && Objects.equals(customers, that.customers) && Objects.equals(checkedNotifications, that.checkedNotifications) && Objects.equals(disagreements, that.disagreements) && Objects.equals(contradictions, that.contradictions) && Objects.equals(incompleteHistories, that.incompleteHistories) && Objects.equals(unknownFields, that.unknownFields);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(events, notifications, transactions, transactionVersions, renewalInfos, subscriptions, customers, checkedNotifications, disagreements, contradictions, unknownFields);
+        return Objects.hash(events, notifications, transactions, transactionVersions, renewalInfos, subscriptions, customers, checkedNotifications, disagreements, contradictions, incompleteHistories, unknownFields);
     }
 
     @Override
@@ -276,6 +297,7 @@ public class LedgerSummary {
                 ", checkedNotifications=" + checkedNotifications +
                 ", disagreements=" + disagreements +
                 ", contradictions=" + contradictions +
+                ", incompleteHistories=" + incompleteHistories +
                 ", unknownFields=" + unknownFields +
                 '}';
     }
