@@ -20,6 +20,10 @@ protocol LedgerStorage: AnyObject, Sendable {
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
+    /// Commits it; returns nil once it is durable, or (PostgreSQL) once it is committed and visible, with the wait
+    /// for its durability, to be called without the ledger's lock (the next write may start meanwhile) before anything
+    /// it stored is acknowledged; the wait throws when durability is not confirmed.
+    func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)?
     /// Rolls it back (best effort: used on a failure path).
     func rollback()
     /// Stores `event` in the write transaction; its id, or nil when the same payload is already stored.
@@ -103,6 +107,10 @@ extension LedgerStorage {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
+    func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
+        try commit()
+        return nil
+    }
 
     /// One statement per event and index row (SQLite: no round trips to save).
     func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {

@@ -25,6 +25,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let writeLock: Int64
     /// The JWS headers read back (`StoredSigned`).
     private let headers = StoredHeaderCache()
+    /// The flushes a batch's commit waits for, on a connection of their own (`commitAwaitingFlush`).
+    let flusher: PostgresFlusher
 
     // Round trips saved under the writers' lock (every call is made under the ledger's lock, one at a time):
     /// Inside `beginWrite` ... `commit`/`rollback`.
@@ -207,6 +209,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
         writeLock = key
         db = try PostgresConnection(url: pqURL, shownURL: url)
+        flusher = PostgresFlusher(url: pqURL, shownURL: url)
         // Set again on every reconnection, with the statements below (docs/ledger.md, "Reconnecting").
         try db.session("SET synchronous_commit = on", what: "cannot set synchronous_commit")
         identity = try migrate(opener)
@@ -264,6 +267,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                        parameters: 2)
         try db.prepare("payloads_stored", inSchema(
             "SELECT payload_sha256, signed FROM appstore_ledger.events WHERE payload_sha256 = ANY($1::text[])"), parameters: 1)
+        try db.prepare("batch_insert", batchStatement(), parameters: 7)
         try compactStoredEvents()
     }
 
@@ -436,6 +440,25 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         noteCommitted()
     }
 
+    /// `commit`, but the flush awaited by the returned wait, on the flusher's connection (`PostgresFlusher`): the
+    /// ledger's connection is free for the next write as soon as the COMMIT returns. Where the flusher's connection
+    /// cannot be opened, `commit` (the flush on this connection) and nil.
+    func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
+        guard let generation = flusher.prepare() else {
+            try commit()
+            return nil
+        }
+        defer { endWrite() }
+        if pendingVerdicts.isEmpty {
+            try db.run("COMMIT", what: "cannot commit the ledger transaction")
+        } else {
+            try db.run(verdictUpdate() + "; COMMIT", what: "cannot commit the ledger transaction", commits: true)
+        }
+        noteCommitted()
+        let ticket = flusher.committed(generation: generation)
+        return { [flusher] () throws(LedgerError) in try flusher.wait(ticket) }
+    }
+
     /// The pending verdicts as one UPDATE from a JSON array (a dollar-quoted literal), and none pending any more.
     private func verdictUpdate() -> String {
         var w = JSONWriter()
@@ -469,9 +492,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    /// Reconnections of this store's connection: after one, what was read before may be gone (a commit seen before
-    /// its flush, lost with the server), so the ledger trusts nothing it cached (`Ledger.refresh`).
-    var connectionGeneration: Int { db.reconnections }
+    /// Reconnections of this store's connection, and flushes not confirmed: after one, what was read before may be
+    /// gone (a commit seen before its flush, lost with the server), so the ledger trusts nothing it cached
+    /// (`Ledger.refresh`).
+    var connectionGeneration: Int { db.reconnections + flusher.failures }
 
     func rollback() {
         endWrite()
