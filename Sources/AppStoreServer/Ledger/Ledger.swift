@@ -211,12 +211,16 @@ public final class Ledger: Sendable {
             // The cached ones as they are before the catch-up: one it evicts is this state and the events after it.
             var before: [String: LedgerState] = [:]
             for k in sorted { if let s = c.cache.peek(k) { before[k.value] = s } }
+            // The batch statement's parameters made before the lock (PostgreSQL: the other processes' writers wait
+            // while this one holds it).
+            let receivedAt = Timestamp.nowMilliseconds()
+            c.store.stage(batch, receivedAt: receivedAt)
             try c.store.beginWrite(reading: sorted.filter { before[$0.value] == nil }, ifChanged: sorted.filter { before[$0.value] != nil })
             do throws(LedgerError) {
                 try refresh(&c)
                 // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier
                 // in the batch).
-                let stored = try c.store.insert(batch, receivedAt: Timestamp.nowMilliseconds())
+                let stored = try c.store.insert(batch, receivedAt: receivedAt)
                 for (event, id) in zip(batch, stored) {
                     ids.append(id)
                     keys.append(id == nil ? [] : LedgerKey.keys(of: event))

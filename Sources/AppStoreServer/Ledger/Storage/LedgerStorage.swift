@@ -28,6 +28,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func rollback()
     /// Stores `event` in the write transaction; its id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
+    /// Prepares what `insert(events, receivedAt:)` will send (before the write lock is taken: the other writers do
+    /// not wait for it). Optional: SQLite has nothing to prepare.
+    func stage(_ events: [LedgerEvent], receivedAt: Int64)
     /// Stores and indexes `events` in the write transaction, in order (`index` with `LedgerKey.keys(of:)` and
     /// `versions(of:)` for each one stored); each one's id, or nil when the same payload is already stored (or earlier
     /// in `events`). PostgreSQL: one multi-row statement (PostgresBatchInsert.swift).
@@ -107,6 +110,7 @@ extension LedgerStorage {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
+    func stage(_ events: [LedgerEvent], receivedAt: Int64) {}
     func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
         try commit()
         return nil

@@ -52,13 +52,18 @@ extension PostgresLedgerStore {
     /// The events' integer columns (as `integerColumns` for the readable tables).
     static let eventIntegerColumns: Set<String> = ["signed_date", "received_at", "app_apple_id"]
 
-    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
-        var ids = [Int64?](repeating: nil, count: events.count)
-        // A payload twice in the batch is one row (the first); ON CONFLICT DO NOTHING skips those already stored.
+    /// The batch statement's parameters for `events`: the first of each payload (one row; ON CONFLICT DO NOTHING skips
+    /// those already stored), in statements of at most `batchRows` events, each its seven JSON texts.
+    struct BatchParameters {
         var first: [String: Int] = [:]
+        var statements: [[String]] = []
+    }
+
+    func batchParameters(_ events: [LedgerEvent], receivedAt: Int64) -> BatchParameters {
+        var b = BatchParameters()
         var fresh: [Int] = []
-        for (i, e) in events.enumerated() where first[e.payloadDigest] == nil {
-            first[e.payloadDigest] = i
+        for (i, e) in events.enumerated() where b.first[e.payloadDigest] == nil {
+            b.first[e.payloadDigest] = i
             fresh.append(i)
         }
         for start in stride(from: 0, to: fresh.count, by: Self.batchRows) {
@@ -75,10 +80,34 @@ extension PostgresLedgerStore {
             for (digest, text) in headers.sorted(by: { $0.key < $1.key }) { headerRows.append([.text(digest), .text(text)]) }
             let (t, r, n) = readableRows(part)
             let (keys, versions) = indexRows(part)
-            let rows = try db.run("batch_insert", [eventRows, t, r, n, headerRows, keys, versions].map { .text($0.text) },
-                                  prepared: true, what: "cannot store the events")
+            b.statements.append([eventRows, t, r, n, headerRows, keys, versions].map(\.text))
+        }
+        return b
+    }
+
+    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
+        // Made before the writers' lock (`stage`), when it was for these events; and sent with the lock
+        // (`beginWrite`) when it is one statement.
+        let b: BatchParameters
+        let matches = staged.map { $0.receivedAt == receivedAt && $0.digests.elementsEqual(events.lazy.map(\.payloadDigest)) } ?? false
+        if let s = staged, matches {
+            b = s.parameters
+        } else {
+            guard insertedRows == nil else { throw .storage("the batch stored with the lock is not the one to insert") }
+            b = batchParameters(events, receivedAt: receivedAt)
+        }
+        staged = nil
+        var ids = [Int64?](repeating: nil, count: events.count)
+        for parameters in b.statements {
+            let rows: [[String?]]
+            if let sent = insertedRows {
+                rows = sent
+                insertedRows = nil
+            } else {
+                rows = try db.run("batch_insert", parameters.map { .text($0) }, prepared: true, what: "cannot store the events")
+            }
             for row in rows {
-                guard row.count == 2, let id = row[0].flatMap({ Int64($0) }), let digest = row[1], let i = first[digest] else {
+                guard row.count == 2, let id = row[0].flatMap({ Int64($0) }), let digest = row[1], let i = b.first[digest] else {
                     throw .storage("the ledger's events table returned an unexpected row")
                 }
                 ids[i] = id

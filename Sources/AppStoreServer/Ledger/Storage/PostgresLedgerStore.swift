@@ -45,6 +45,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     private var pendingVerdicts: [String: StoredVerdict] = [:]
     /// The largest id the batch statement handed out in this write.
     var batchLastId: Int64 = 0
+    /// The batch statement's parameters, made by `stage` before the writers' lock for the `insert` that follows.
+    var staged: (digests: [String], receivedAt: Int64, parameters: BatchParameters)?
+    /// The rows of the batch statement `beginWrite` sent with the lock (for the staged batch), for `insert`.
+    var insertedRows: [[String?]]?
     /// What `beginWrite(reading:ifChanged:)` read for the write's loads: the subscriptions' stored events, and their
     /// notifications' verdicts (each used once).
     private var readEvents: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
@@ -268,6 +272,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         try db.prepare("payloads_stored", inSchema(
             "SELECT payload_sha256, signed FROM appstore_ledger.events WHERE payload_sha256 = ANY($1::text[])"), parameters: 1)
         try db.prepare("batch_insert", batchStatement(), parameters: 7)
+        try db.prepare("update_verdicts", inSchema(Self.verdictUpdateSQL), parameters: 1)
         try compactStoredEvents()
     }
 
@@ -369,8 +374,19 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                 + inSchema(" AND EXISTS (SELECT 1 FROM appstore_ledger.event_keys c WHERE c.kind = 's' "
                     + "AND c.key = original_transaction_id AND c.event_id > \(mark))")
         }
+        // The batch statement too, when `stage` made it for this write (one statement's worth): it does not depend
+        // on what the SELECT reads (which, run first, does not see what it stores), so it costs no round trip of
+        // its own under the lock.
+        let inserting = staged.map { $0.parameters.statements.count == 1 } ?? false
+        if inserting, let parameters = staged?.parameters.statements.first {
+            sql += "; EXECUTE batch_insert(" + parameters.map { Self.literal($0) }.joined(separator: ", ") + ")"
+        }
         do throws(LedgerError) {
-            let rows = try db.run(sql, what: "cannot lock the ledger for writing")
+            let results = try db.runAll(sql, what: "cannot lock the ledger for writing")
+            guard results.count == (inserting ? 5 : 4), let rows = results.dropLast(inserting ? 1 : 0).last else {
+                throw LedgerError.storage("the ledger's lock and read returned \(results.count) results")
+            }
+            insertedRows = inserting ? results.last : nil
             var newest: Int64?
             var keys: Set<LedgerKey> = []
             var events: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
@@ -426,6 +442,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// is in the server's WAL and visible, which ends the writers' lock; then, with the lock released, one statement
     /// waits for the server's flush (`flush`). So the next writer, of any process, works while this one's WAL is
     /// flushed, and two processes' commits can share a flush; nothing is acknowledged before it is durable.
+    func stage(_ events: [LedgerEvent], receivedAt: Int64) {
+        staged = (events.map(\.payloadDigest), receivedAt, batchParameters(events, receivedAt: receivedAt))
+    }
+
     func commit() throws(LedgerError) {
         defer { endWrite() }
         guard !pendingVerdicts.isEmpty else {
@@ -459,7 +479,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return { [flusher] () throws(LedgerError) in try flusher.wait(ticket) }
     }
 
-    /// The pending verdicts as one UPDATE from a JSON array (a dollar-quoted literal), and none pending any more.
+    /// The pending verdicts as one UPDATE from a JSON array (a dollar-quoted literal, to the statement prepared as
+    /// `update_verdicts`: sent in a simple query with the COMMIT, one round trip, and planned once), and none pending
+    /// any more.
     private func verdictUpdate() -> String {
         var w = JSONWriter()
         w.beginArray()
@@ -473,10 +495,17 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
         w.endArray()
         pendingVerdicts = [:]
-        return inSchema("UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m ")
-            + "FROM json_to_recordset(\(Self.literal(String(decoding: w.bytes, as: UTF8.self)))::json) "
-            + "AS v (u text, v text, e bigint, m text) WHERE n.notification_uuid = v.u"
+        return "EXECUTE update_verdicts(\(Self.literal(String(decoding: w.bytes, as: UTF8.self))))"
     }
+
+    /// `update_verdicts`: the rows found by their key's index (`= ANY` of an array), whatever the planner estimates
+    /// for the JSON's rows (a function's 100): a join alone was planned as a scan of the whole table, the longest
+    /// statement of a batch under the writers' lock.
+    static let verdictUpdateSQL = """
+        UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m
+        FROM json_to_recordset($1::json) AS v (u text, v text, e bigint, m text) WHERE n.notification_uuid = v.u
+        AND n.notification_uuid = ANY (ARRAY(SELECT x->>'u' FROM json_array_elements($1::json) AS x))
+        """
 
     /// Returns once the server's WAL is flushed past the asynchronous COMMIT just made: a transaction of its own that
     /// writes one WAL record (a transactional logical message: an xid, no table, any wal_level, no privilege) commits
@@ -516,6 +545,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         newerUsable = false
         pendingVerdicts = [:]
         batchLastId = 0
+        staged = nil
+        insertedRows = nil
     }
 
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
