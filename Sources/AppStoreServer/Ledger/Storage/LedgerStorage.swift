@@ -43,9 +43,10 @@ protocol LedgerStorage: AnyObject, Sendable {
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow]
     /// A value that differs when another connection has committed since it was last read.
     func changeMarker() throws(LedgerError) -> Int64
-    /// Changes when the connection to the database was re-established (PostgreSQL: another process's commit is
-    /// visible a flush before it is durable, so a server lost meanwhile may have lost what was read): the ledger then
-    /// drops what it cached and starts its catch-up from the database's newest event. SQLite: always 0.
+    /// Changes when the connection to the database was re-established, or a flush was not confirmed (PostgreSQL:
+    /// another process's commit is visible a flush before it is durable, so a server lost meanwhile may have lost what
+    /// was read): the ledger then drops what it cached and starts its catch-up from the database's newest event.
+    /// SQLite: always 0.
     var connectionGeneration: Int { get }
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64

@@ -14,7 +14,8 @@
 ///   row holds the newest version, as in SQLite.
 /// A commit returns once the server has flushed it: the transaction commits asynchronously (visible, and the writers'
 /// lock released, once its commit record is in the WAL), then a statement of the session's `synchronous_commit = on`
-/// waits for the flush (`commit`, docs/ledger.md "Fleet").
+/// waits for the flush (`commit`), or, for the ledger's batches, one on the flush connection, awaited outside the
+/// ledger's lock (`commitAwaitingFlush`, `PostgresFlusher`; docs/ledger.md "Fleet").
 final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     let db: PostgresConnection
     /// The schema holding the tables (validated: an unquoted lowercase identifier).
@@ -361,7 +362,9 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// events stored after the mark (the catch-up that usually follows); `e` the stored events of the subscriptions
     /// `reading`, `n` those stored after the mark of the subscriptions `ifChanged` (the catch-up evicts them; their
     /// cached states hold the others), and `v` the notifications' verdicts of both (the loads and verdict reads of the
-    /// commit). The numbers are this store's own; the texts are dollar-quoted (`literal`).
+    /// commit). The numbers are this store's own; the texts are dollar-quoted (`literal`). When `stage` made the
+    /// batch statement's parameters, the statement follows in the same query (`EXECUTE batch_insert`), its rows kept
+    /// for `insert`.
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) {
         var sql = "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)); "
             + inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text FROM appstore_ledger.events")
