@@ -464,10 +464,6 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// is in the server's WAL and visible, which ends the writers' lock; then, with the lock released, one statement
     /// waits for the server's flush (`flush`). So the next writer, of any process, works while this one's WAL is
     /// flushed, and two processes' commits can share a flush; nothing is acknowledged before it is durable.
-    func stage(_ events: [LedgerEvent], receivedAt: Int64) {
-        staged = (events.map(\.payloadDigest), receivedAt, batchParameters(events, receivedAt: receivedAt))
-    }
-
     func commit() throws(LedgerError) {
         defer { endWrite() }
         guard !pendingVerdicts.isEmpty else {
@@ -480,6 +476,11 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         try db.run(verdictUpdate() + "; COMMIT", what: "cannot commit the ledger transaction", commits: true)
         try flush()
         noteCommitted()
+    }
+
+    /// The batch statement's parameters for `events`, made before the writers' lock (`insert` uses them).
+    func stage(_ events: [LedgerEvent], receivedAt: Int64) {
+        staged = (events.map(\.payloadDigest), receivedAt, batchParameters(events, receivedAt: receivedAt))
     }
 
     /// `commit`, but the flush awaited by the returned wait, on the flusher's connection (`PostgresFlusher`): the
