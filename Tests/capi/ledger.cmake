@@ -10,7 +10,8 @@
 #                                give exactly the single-process SQLite state (Tests/capi/ledger_postgresql.py)
 #   c_ledger_postgresql_identity two apps' ledgers in one database (?schema=), another app's verifier refused, a 0.3.0
 #                                schema migrated, and the server restarted twice mid-ingest: every value acknowledged,
-#                                each stored once, the state equal to SQLite's (Tests/capi/ledger_postgresql_identity.py)
+#                                each stored once, the state equal to SQLite's; a flush that fails acknowledges
+#                                neither its batch nor a later one built on it (Tests/capi/ledger_postgresql_identity.py)
 #   c_ledger_crash               a writer killed with SIGKILL mid-stream, 25 times: no acknowledged event lost, integrity,
 #                                the final state equal to a clean ingest (the long run: ledger_crash.py --kills=1000,
 #                                recorded in docs/ledger.md)

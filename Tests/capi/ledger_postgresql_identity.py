@@ -18,6 +18,10 @@ On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; 
   4. a reader's cache across a restart: a purchase a long-lived reader has answered from is taken out of the tables
      (as a crash loses a commit seen before its flush) and the server restarted: the reader answers as a ledger
      opened afterwards, not from its cache.
+  5. a flush that fails (docs/ledger.md, "Fleet"): every synchronous commit made to wait (a synchronous standby that
+     never connects), a value A is ingested, then B about the same subscription (committed while A's flush waits,
+     from the state A's commit left), then the server restarted: neither A nor B is acknowledged (STORAGE_ERROR),
+     both given again are acknowledged and stored once, and the ledger answers as one opened afterwards.
 The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
 """
 from __future__ import annotations
@@ -252,6 +256,93 @@ def main(argv):
                   "lost: after the restart the long-lived reader answers from the database, not from its cache")
             for led in (writer, reader, fresh):
                 led.close()
+
+            # 5. a flush that fails. A batch's COMMIT is asynchronous and its flush (a synchronous commit on a
+            # connection of its own) is awaited outside the commit slot: the next batch commits meanwhile, from the
+            # state the first one left (docs/ledger.md, "Fleet"). With synchronous_standby_names naming a standby that
+            # never connects, every synchronous commit waits (the ledger's asynchronous ones do not), so no flush
+            # returns until the server is restarted, which ends it with the connection: each batch waiting for one
+            # must fail, the later one built on the first too.
+            def subscription_of(jws):
+                b = body(jws)
+                info = b.get("data", {}).get("signedTransactionInfo")
+                return body(info).get("originalTransactionId") if info else None
+            by_sub = {}
+            for k, j in values:
+                if k == "NOTIFICATION" and subscription_of(j):
+                    by_sub.setdefault(subscription_of(j), []).append(j)
+            sub, (a_jws, b_jws) = next((o, js[:2]) for o, js in sorted(by_sub.items()) if len(js) >= 2)
+            led = open_ledger(url + "?schema=flush_fails", pki)
+            warm = next(j for k, j in values if k == "NOTIFICATION" and subscription_of(j) != sub)
+            ingest(led, "NOTIFICATION", warm)  # opened, with its flush connection
+            plain = [shutil.which("psql") or "psql", url, "-At", "-v", "ON_ERROR_STOP=1"]
+            subprocess.run(plain + ["-c", "ALTER SYSTEM SET synchronous_standby_names = 'appstoreserver_absent_standby'",
+                                    "-c", "SELECT pg_reload_conf()"], capture_output=True, text=True, check=True)
+            # The setting reaches the server's processes asynchronously: wait until a synchronous commit waits (a
+            # probe that does not return within its 3 s: it stays waiting until the restart below).
+            waiting = False
+            for _ in range(100):
+                try:
+                    subprocess.run(plain + ["-c", "SELECT pg_logical_emit_message(true, 'probe', '')"],
+                                   capture_output=True, text=True, timeout=3, check=True)
+                    time.sleep(0.1)
+                except subprocess.TimeoutExpired:
+                    waiting = True
+                    break
+            check(waiting, "flush fails: synchronous commits wait for the absent standby")
+            outcomes = {}
+
+            def give(name, jws):
+                try:
+                    outcomes[name] = ingest(led, "NOTIFICATION", jws)
+                except LedgerError as e:
+                    outcomes[name] = e
+
+            def stored(jws):
+                return psql(url, f"SELECT count(*) FROM flush_fails.events WHERE payload_sha256 = '{sha_of(jws)}'") == [["1"]]
+
+            def poll(condition):
+                for _ in range(600):  # 60 s: a commit takes milliseconds; a bound only against hanging forever
+                    if condition():
+                        return True
+                    time.sleep(0.1)
+                return False
+            callers = []
+            for name, jws in (("A", a_jws), ("B", b_jws)):
+                callers.append(threading.Thread(target=give, args=(name, jws)))
+                callers[-1].start()
+                check(poll(lambda: stored(jws)), f"flush fails: {name}'s commit is visible while its flush waits")
+            check(not outcomes, f"flush fails: nothing acknowledged before the flush ({outcomes})")
+            subprocess.run(plain + ["-c", "ALTER SYSTEM RESET synchronous_standby_names"], capture_output=True, text=True,
+                           check=True)
+            url.restart()
+            for t in callers:
+                t.join(120)
+            for name in ("A", "B"):
+                o = outcomes.get(name)
+                check(isinstance(o, LedgerError) and o.appstore_status.name == "STORAGE_ERROR",
+                      f"flush fails: {name} (its flush ended by the restart) is not acknowledged: {o!r}")
+            for name, jws in (("A", a_jws), ("B", b_jws)):
+                deadline = time.monotonic() + 120  # a restart takes ~1 s; Apple retries for days
+                while True:
+                    try:
+                        ingest(led, "NOTIFICATION", jws)
+                        break
+                    except LedgerError as e:
+                        if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
+                            check(False, f"flush fails: {name} given again: {e.message}")
+                            break
+                        time.sleep(0.05)
+            check(stored(a_jws) and stored(b_jws), "flush fails: A and B, given again, are stored once each")
+            fresh = open_ledger(url + "?schema=flush_fails", pki)
+            t = 4102444800000  # 2100-01-01: one instant for both (the default, now, is read by each call)
+            mine, theirs = led.subscription(sub, t, as_of=t).to_dict(), fresh.subscription(sub, t, as_of=t).to_dict()
+            check(mine == theirs and led.summary().to_dict() == fresh.summary().to_dict(),
+                  "flush fails: the ledger answers as one opened afterwards"
+                  + ("" if mine == theirs else f" (differs: {sorted(k for k in mine if mine[k] != theirs.get(k))}: "
+                     f"{ {k: (mine[k], theirs.get(k)) for k in mine if mine[k] != theirs.get(k)} })"))
+            for x in (led, fresh):
+                x.close()
         finally:
             server.__exit__(None, None, None)
     finally:

@@ -163,19 +163,38 @@ public final class Ledger: Sendable {
                 + "this ledger's verifier accepts \(identity.bundleId) (\(identity.environment.rawValue))")
         }
         return try commits.submit(event) { batch in
-            core.withLock { c in commit(batch.map(\.event), &c) }
+            let (results, flush) = core.withLock { c in commit(batch.map(\.event), &c) }
+            // PostgreSQL: the flush is awaited outside the ledger's lock and the commit slot, so the next batch is
+            // committed meanwhile; none of this batch's callers is answered before it (a failed one fails them all).
+            return (results, flush.map { flush in { results in Self.afterFlush(results, flush) } })
         }.get()
     }
 
-    /// Stores `events` in one transaction (bulk import: `importJSONLines`); each event's outcome, in order.
+    /// `results` once `flush` has confirmed their commit is durable; every one failed when it has not.
+    private static func afterFlush(_ results: [Result<LedgerIngestResult, LedgerError>],
+                                   _ flush: () throws(LedgerError) -> Void) -> [Result<LedgerIngestResult, LedgerError>] {
+        do throws(LedgerError) {
+            try flush()
+            return results
+        } catch {
+            return results.map { _ in .failure(error) }
+        }
+    }
+
+    /// Stores `events` in one transaction (bulk import: `importJSONLines`); each event's outcome, in order, once durable.
     func commitBatch(_ events: [LedgerEvent]) -> [Result<LedgerIngestResult, LedgerError>] {
-        core.withLock { c in commit(events, &c) }
+        let (results, flush) = core.withLock { c in commit(events, &c) }
+        return flush.map { Self.afterFlush(results, $0) } ?? results
     }
 
     /// Stores `batch` in one transaction (each event, its index rows, and the verdicts of the notifications of every
     /// subscription it changes); each event's outcome, in order. The storage's UNIQUE payload digest de-duplicates.
-    private func commit(_ batch: [LedgerEvent], _ c: inout Core) -> [Result<LedgerIngestResult, LedgerError>] {
+    /// `flush`: nil when the transaction is durable already (SQLite), else the wait for it (PostgreSQL), to be run
+    /// without the ledger's lock before any outcome is given to a caller.
+    private func commit(_ batch: [LedgerEvent], _ c: inout Core)
+        -> (results: [Result<LedgerIngestResult, LedgerError>], flush: (() throws(LedgerError) -> Void)?) {
         var ids: [Int64?] = []
+        var flush: (() throws(LedgerError) -> Void)?
         var keys: [[LedgerKey]] = []
         var states: [String: LedgerState] = [:]
         do throws(LedgerError) {
@@ -192,12 +211,16 @@ public final class Ledger: Sendable {
             // The cached ones as they are before the catch-up: one it evicts is this state and the events after it.
             var before: [String: LedgerState] = [:]
             for k in sorted { if let s = c.cache.peek(k) { before[k.value] = s } }
+            // The batch statement's parameters made before the lock (PostgreSQL: the other processes' writers wait
+            // while this one holds it).
+            let receivedAt = Timestamp.nowMilliseconds()
+            c.store.stage(batch, receivedAt: receivedAt)
             try c.store.beginWrite(reading: sorted.filter { before[$0.value] == nil }, ifChanged: sorted.filter { before[$0.value] != nil })
             do throws(LedgerError) {
                 try refresh(&c)
                 // One call for the batch, indexed too (PostgreSQL: one statement); nil: stored before (or earlier
                 // in the batch).
-                let stored = try c.store.insert(batch, receivedAt: Timestamp.nowMilliseconds())
+                let stored = try c.store.insert(batch, receivedAt: receivedAt)
                 for (event, id) in zip(batch, stored) {
                     ids.append(id)
                     keys.append(id == nil ? [] : LedgerKey.keys(of: event))
@@ -235,23 +258,24 @@ public final class Ledger: Sendable {
                     if changed.contains(o) { try storeVerdicts(of: o, s, before: cached, since: since, c.store) }
                     states[o] = s
                 }
-                try c.store.commit()
+                flush = try c.store.commitAwaitingFlush()
             } catch {
                 c.store.rollback()
                 throw error
             }
         } catch {
-            return batch.map { _ in .failure(error) }
+            return (batch.map { _ in .failure(error) }, nil)
         }
         c.cache.invalidate(keys.joined())
         for (o, s) in states {
             c.cache.put(.subscription(o), s, keys: [.subscription(o)], bytes: LedgerKey.estimatedBytes(s))
         }
         c.lastEventId = max(c.lastEventId, ids.compactMap { $0 }.max() ?? 0)
-        return zip(batch, ids).map { event, id in
+        let results: [Result<LedgerIngestResult, LedgerError>] = zip(batch, ids).map { event, id in
             let s = event.notification?.originalTransactionId.flatMap { states[$0] } ?? LedgerState()
             return .success(s.ingestResult(for: event, stored: id != nil))
         }
+        return (results, flush)
     }
 
     /// Records the oracle's verdict of each notification about subscription `o` that changed. `before`: the cached

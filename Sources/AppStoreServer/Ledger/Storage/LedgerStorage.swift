@@ -20,10 +20,17 @@ protocol LedgerStorage: AnyObject, Sendable {
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
+    /// Commits it; returns nil once it is durable, or (PostgreSQL) once it is committed and visible, with the wait
+    /// for its durability, to be called without the ledger's lock (the next write may start meanwhile) before anything
+    /// it stored is acknowledged; the wait throws when durability is not confirmed.
+    func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)?
     /// Rolls it back (best effort: used on a failure path).
     func rollback()
     /// Stores `event` in the write transaction; its id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64?
+    /// Prepares what `insert(events, receivedAt:)` will send (before the write lock is taken: the other writers do
+    /// not wait for it). Optional: SQLite has nothing to prepare.
+    func stage(_ events: [LedgerEvent], receivedAt: Int64)
     /// Stores and indexes `events` in the write transaction, in order (`index` with `LedgerKey.keys(of:)` and
     /// `versions(of:)` for each one stored); each one's id, or nil when the same payload is already stored (or earlier
     /// in `events`). PostgreSQL: one multi-row statement (PostgresBatchInsert.swift).
@@ -36,9 +43,10 @@ protocol LedgerStorage: AnyObject, Sendable {
     func recentEvents(before: Int64, limit: Int) throws(LedgerError) -> [StoredEventRow]
     /// A value that differs when another connection has committed since it was last read.
     func changeMarker() throws(LedgerError) -> Int64
-    /// Changes when the connection to the database was re-established (PostgreSQL: another process's commit is
-    /// visible a flush before it is durable, so a server lost meanwhile may have lost what was read): the ledger then
-    /// drops what it cached and starts its catch-up from the database's newest event. SQLite: always 0.
+    /// Changes when the connection to the database was re-established, or a flush was not confirmed (PostgreSQL:
+    /// another process's commit is visible a flush before it is durable, so a server lost meanwhile may have lost what
+    /// was read): the ledger then drops what it cached and starts its catch-up from the database's newest event.
+    /// SQLite: always 0.
     var connectionGeneration: Int { get }
     /// The number of stored events.
     func eventCount() throws(LedgerError) -> Int64
@@ -106,6 +114,11 @@ extension LedgerStorage {
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
+    func stage(_ events: [LedgerEvent], receivedAt: Int64) {}
+    func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
+        try commit()
+        return nil
+    }
 
     /// One statement per event and index row (SQLite: no round trips to save).
     func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {

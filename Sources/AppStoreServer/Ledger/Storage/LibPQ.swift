@@ -20,6 +20,8 @@ final class LibPQ: @unchecked Sendable {
     typealias ExecPrepared = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32,
                                              UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
                                              UnsafePointer<Int32>?, Int32) -> OpaquePointer?
+    typealias SendQuery = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int32
+    typealias GetResult = @convention(c) (OpaquePointer?) -> OpaquePointer?
     typealias ResultStatus = @convention(c) (OpaquePointer?) -> Int32
     typealias ResultErrorMessage = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
     typealias NTuples = @convention(c) (OpaquePointer?) -> Int32
@@ -44,6 +46,8 @@ final class LibPQ: @unchecked Sendable {
     let execParams: ExecParams
     let prepare: Prepare
     let execPrepared: ExecPrepared
+    let sendQuery: SendQuery
+    let getResult: GetResult
     let resultStatus: ResultStatus
     let resultErrorMessage: ResultErrorMessage
     let ntuples: NTuples
@@ -75,6 +79,8 @@ final class LibPQ: @unchecked Sendable {
         execParams = try symbol("PQexecParams", ExecParams.self)
         prepare = try symbol("PQprepare", Prepare.self)
         execPrepared = try symbol("PQexecPrepared", ExecPrepared.self)
+        sendQuery = try symbol("PQsendQuery", SendQuery.self)
+        getResult = try symbol("PQgetResult", GetResult.self)
         resultStatus = try symbol("PQresultStatus", ResultStatus.self)
         resultErrorMessage = try symbol("PQresultErrorMessage", ResultErrorMessage.self)
         ntuples = try symbol("PQntuples", NTuples.self)
@@ -226,16 +232,31 @@ final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     func run(_ sql: String, _ values: [SQLiteValue?] = [], prepared: Bool = false, what: String,
              commits: Bool = false, once: Bool = false) throws(LedgerError) -> [[String?]] {
+        try perform(sql, what: what, commits: commits, once: once, prepared: prepared) { () throws(LedgerError) in
+            try execute(sql, values, prepared: prepared, what: what)
+        }
+    }
+
+    /// `sql`, several statements without parameters in one simple query (one round trip), as `run` sends it; the
+    /// rows of each statement, in order (the first that fails ends it: a failure).
+    func runAll(_ sql: String, what: String) throws(LedgerError) -> [[[String?]]] {
+        try perform(sql, what: what, commits: false, once: false, prepared: false) { () throws(LedgerError) in
+            try executeAll(sql, what: what)
+        }
+    }
+
+    private func perform<T>(_ sql: String, what: String, commits: Bool, once: Bool, prepared: Bool,
+                            _ execute: () throws(LedgerError) -> T) throws(LedgerError) -> T {
         try reconnect()
         let command = commits ? "COMMIT" : prepared ? "" : sql.prefix(8).uppercased()
         let wasInTransaction = inTransaction
-        func succeeded(_ rows: [[String?]]) -> [[String?]] {
+        func succeeded(_ rows: T) -> T {
             if command.hasPrefix("BEGIN") { inTransaction = true }
             if command.hasPrefix("COMMIT") || command.hasPrefix("ROLLBACK") { inTransaction = false }
             return rows
         }
         do throws(LedgerError) {
-            return succeeded(try execute(sql, values, prepared: prepared, what: what))
+            return succeeded(try execute())
         } catch {
             noteLoss(error.message)
             guard lost != nil else {
@@ -249,8 +270,22 @@ final class PostgresConnection: @unchecked Sendable {
             }
             guard !wasInTransaction, !once else { throw error }
             try reconnect()
-            return succeeded(try execute(sql, values, prepared: prepared, what: what))
+            return succeeded(try execute())
         }
+    }
+
+    private func executeAll(_ sql: String, what: String) throws(LedgerError) -> [[[String?]]] {
+        guard pq.sendQuery(handle, sql) == 1 else { throw .storage("\(what): \(Self.text(pq.errorMessage(handle)))") }
+        var all: [[[String?]]] = []
+        var failure: LedgerError?
+        // Every result is read (the connection is ready for the next query only then); the first failure is kept.
+        while let result = pq.getResult(handle) {
+            defer { pq.clear(result) }
+            guard failure == nil else { continue }
+            do throws(LedgerError) { all.append(try rows(of: result, what: what)) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        return all
     }
 
     private func execute(_ sql: String, _ values: [SQLiteValue?], prepared: Bool, what: String) throws(LedgerError) -> [[String?]] {
@@ -276,6 +311,10 @@ final class PostgresConnection: @unchecked Sendable {
         }
         guard let result else { throw .storage("\(what): \(Self.text(pq.errorMessage(handle)))") }
         defer { pq.clear(result) }
+        return try rows(of: result, what: what)
+    }
+
+    private func rows(of result: OpaquePointer, what: String) throws(LedgerError) -> [[String?]] {
         let status = pq.resultStatus(result)
         guard status == LibPQ.commandOK || status == LibPQ.tuplesOK else {
             throw .storage("\(what): \(Self.text(pq.resultErrorMessage(result)))")

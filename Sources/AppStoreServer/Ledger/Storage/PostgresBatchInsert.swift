@@ -1,12 +1,11 @@
 /// Group commit on PostgreSQL (docs/ledger.md, "Fleet"): a batch of events (the callers `CommitQueue` gathered) is
 /// stored with **one statement**: a multi-row INSERT into `events` and, as data-modifying WITH queries joined to the
 /// ids it returns, the upserts of the readable rows, the index rows (`event_keys`, `ledger_versions`) and the new JWS
-/// headers; instead of a round trip per statement per event. Round trips, not the server's commit, were what a batch
+/// headers; instead of a round trip per statement per event. The statement is prepared (`batchStatement`): the batch
+/// is its parameters, JSON arrays of rows, so the server does not parse and plan it again for each batch. Round trips, not the server's commit, were what a batch
 /// cost, every one of them under the writers' lock (so the other processes waited for them too).
 extension PostgresLedgerStore {
-    /// Events per statement: at the widest (an event with a transaction, a renewal info and a notification: 40
-    /// parameters, its at most 4 keys and 2 versions 18 more, its 3 headers 6) well below PostgreSQL's 65,535
-    /// parameters.
+    /// Events per statement (a bound on one statement's size: the batch's JSON parameters).
     static let batchRows = 500
 
     /// The readable tables' integer columns (every other one is text; `event_id` comes from the insert): the
@@ -14,53 +13,101 @@ extension PostgresLedgerStore {
     static let integerColumns: Set<String> = ["purchase_date", "expires_date", "revocation_date", "signed_date",
         "auto_renew_status", "is_in_billing_retry_period", "grace_period_expires_date", "expiration_intent", "status"]
 
-    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
-        var ids = [Int64?](repeating: nil, count: events.count)
-        // A payload twice in the batch is one row (the first); ON CONFLICT DO NOTHING skips those already stored.
+    /// The batch statement, prepared once per connection (`batch_insert`): its rows are its seven parameters, each a
+    /// JSON array of rows (arrays of the columns' values in `LedgerRows`' order, the event's payload digest last where
+    /// a row is joined to its event's id), so it is parsed and planned once, not for every batch. $1 the events (their
+    /// ids handed out in the array's order, which is the batch's: the order this process applies them in, and the
+    /// order a catch-up reads them back), $2-$4 the transactions, renewal infos and notifications (without event_id),
+    /// $5 the JWS headers, $6 the `event_keys` rows, $7 the `ledger_versions` rows.
+    func batchStatement() -> String {
+        func cells(_ columns: some Sequence<String>) -> String {
+            columns.enumerated().map { i, c in
+                "(a.r->>\(i))" + (Self.integerColumns.contains(c) || Self.eventIntegerColumns.contains(c) ? "::bigint" : "")
+            }.joined(separator: ", ")
+        }
+        let eventColumns = ["kind", "payload_sha256", "signed", "signed_date", "received_at", "bundle_id", "environment",
+                            "app_apple_id"]
+        var with = ["ev AS (" + inSchema("INSERT INTO appstore_ledger.events (\(eventColumns.joined(separator: ", "))) ")
+            + "SELECT \(cells(eventColumns)) FROM json_array_elements($1::json) WITH ORDINALITY AS a (r, n) ORDER BY a.n "
+            + "ON CONFLICT (payload_sha256) DO NOTHING RETURNING id, payload_sha256)"]
+        for (n, t) in [LedgerUpsert.transactions, LedgerUpsert.renewalInfos, LedgerUpsert.notifications].enumerated() {
+            let given = t.1.dropLast()  // event_id: the id its event got
+            let source = "SELECT \(cells(given)), ev.id FROM json_array_elements($\(n + 2)::json) AS a (r) "
+                + "JOIN ev ON ev.payload_sha256 = a.r->>\(given.count)"
+            with.append("u\(n) AS (\(upsert(t, from: source)))")
+        }
+        // The batch's JWS headers (each distinct one once; no constraint ties an event to its header row, and both
+        // are visible together at COMMIT), and the index rows of the events this statement stores.
+        with.append("h AS (" + inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) ")
+            + "SELECT a.r->>0, a.r->>1 FROM json_array_elements($5::json) AS a (r) ON CONFLICT (digest) DO NOTHING)")
+        with.append("k AS (" + inSchema("INSERT INTO appstore_ledger.event_keys (kind, key, event_id) ")
+            + "SELECT a.r->>0, a.r->>1, ev.id FROM json_array_elements($6::json) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
+            + "ON CONFLICT DO NOTHING)")
+        with.append("vr AS (" + inSchema("INSERT INTO appstore_ledger.ledger_versions (kind, digest) ")
+            + "SELECT a.r->>0, a.r->>1 FROM json_array_elements($7::json) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
+            + "ON CONFLICT DO NOTHING)")
+        return "WITH \(with.joined(separator: ", ")) SELECT id, payload_sha256 FROM ev"
+    }
+
+    /// The events' integer columns (as `integerColumns` for the readable tables).
+    static let eventIntegerColumns: Set<String> = ["signed_date", "received_at", "app_apple_id"]
+
+    /// The batch statement's parameters for `events`: the first of each payload (one row; ON CONFLICT DO NOTHING skips
+    /// those already stored), in statements of at most `batchRows` events, each its seven JSON texts.
+    struct BatchParameters {
         var first: [String: Int] = [:]
+        var statements: [[String]] = []
+    }
+
+    func batchParameters(_ events: [LedgerEvent], receivedAt: Int64) -> BatchParameters {
+        var b = BatchParameters()
         var fresh: [Int] = []
-        for (i, e) in events.enumerated() where first[e.payloadDigest] == nil {
-            first[e.payloadDigest] = i
+        for (i, e) in events.enumerated() where b.first[e.payloadDigest] == nil {
+            b.first[e.payloadDigest] = i
             fresh.append(i)
         }
         for start in stride(from: 0, to: fresh.count, by: Self.batchRows) {
             let part = fresh[start..<min(start + Self.batchRows, fresh.count)].map { events[$0] }
-            var values: [SQLiteValue?] = []
-            var tuples: [String] = []
-            // Each event in its stored form (its JWS headers apart, each distinct one stored once: StoredSigned), the
-            // batch's new headers in one statement before the events that refer to them.
+            var eventRows = JSONRows()
+            // Each event in its stored form (its JWS headers apart, each distinct one stored once: StoredSigned).
             var headers: [String: String] = [:]
             for e in part {
                 let (signed, jwsHeaders) = StoredSigned.compact(e.signed)
                 for h in jwsHeaders { headers[h.digest] = h.text }
-                let row = LedgerRows.event(e, receivedAt: receivedAt, signed: signed)
-                tuples.append(Self.tuple(from: values.count + 1, count: row.count))
-                values += row
+                eventRows.append(LedgerRows.event(e, receivedAt: receivedAt, signed: signed))
             }
-            // Event ids are handed out in the VALUES' order (one nextval per row as it is inserted), which is the
-            // batch's: the order this process applies them in, and the order a catch-up reads them back.
-            var with = ["ev AS (" + inSchema("""
-                INSERT INTO appstore_ledger.events (kind, payload_sha256, signed, signed_date, received_at, bundle_id,
-                  environment, app_apple_id)
-                VALUES \(tuples.joined(separator: ", ")) ON CONFLICT (payload_sha256) DO NOTHING RETURNING id, payload_sha256
-                """) + ")"]
-            for (n, upsert) in try readableUpserts(part, &values).enumerated() { with.append("u\(n) AS (\(upsert))") }
-            // The batch's JWS headers (each distinct one once; no constraint ties an event to its header row, and
-            // both are visible together at COMMIT), and the index rows of the events this statement stores.
-            if !headers.isEmpty {
-                var hTuples: [String] = []
-                for (digest, text) in headers.sorted(by: { $0.key < $1.key }) {
-                    values += [.text(digest), .text(text)]
-                    hTuples.append(Self.tuple(from: values.count - 1, count: 2))
-                }
-                with.append("h AS (" + inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) VALUES "
-                    + hTuples.joined(separator: ", ") + " ON CONFLICT (digest) DO NOTHING") + ")")
+            var headerRows = JSONRows()
+            for (digest, text) in headers.sorted(by: { $0.key < $1.key }) { headerRows.append([.text(digest), .text(text)]) }
+            let (t, r, n) = readableRows(part)
+            let (keys, versions) = indexRows(part)
+            b.statements.append([eventRows, t, r, n, headerRows, keys, versions].map(\.text))
+        }
+        return b
+    }
+
+    func insert(_ events: [LedgerEvent], receivedAt: Int64) throws(LedgerError) -> [Int64?] {
+        // Made before the writers' lock (`stage`), when it was for these events; and sent with the lock
+        // (`beginWrite`) when it is one statement.
+        let b: BatchParameters
+        let matches = staged.map { $0.receivedAt == receivedAt && $0.digests.elementsEqual(events.lazy.map(\.payloadDigest)) } ?? false
+        if let s = staged, matches {
+            b = s.parameters
+        } else {
+            guard insertedRows == nil else { throw .storage("the batch stored with the lock is not the one to insert") }
+            b = batchParameters(events, receivedAt: receivedAt)
+        }
+        staged = nil
+        var ids = [Int64?](repeating: nil, count: events.count)
+        for parameters in b.statements {
+            let rows: [[String?]]
+            if let sent = insertedRows {
+                rows = sent
+                insertedRows = nil
+            } else {
+                rows = try db.run("batch_insert", parameters.map { .text($0) }, prepared: true, what: "cannot store the events")
             }
-            with += indexRows(part, &values)
-            let rows = try db.run("WITH \(with.joined(separator: ", ")) SELECT id, payload_sha256 FROM ev", values,
-                                  what: "cannot store the events")
             for row in rows {
-                guard row.count == 2, let id = row[0].flatMap({ Int64($0) }), let digest = row[1], let i = first[digest] else {
+                guard row.count == 2, let id = row[0].flatMap({ Int64($0) }), let digest = row[1], let i = b.first[digest] else {
                     throw .storage("the ledger's events table returned an unexpected row")
                 }
                 ids[i] = id
@@ -70,11 +117,11 @@ extension PostgresLedgerStore {
         return ids
     }
 
-    /// The readable rows' upserts for `events` (parameters appended to `values`), each row joined to the id its event
-    /// got (none: a payload stored before, whose version the row has already seen). Of each key only the newest
+    /// The readable rows of `events` (without event_id, then the event's payload digest). Of each key only the newest
     /// version in the batch (the engine's order; the first of equal ones, as one row after another would keep it),
-    /// since one statement cannot update a row twice: a version that lost here would not have replaced it anyway.
-    private func readableUpserts(_ events: [LedgerEvent], _ values: inout [SQLiteValue?]) throws(LedgerError) -> [String] {
+    /// since one statement cannot update a row twice: a version that lost here would not have replaced it anyway. A
+    /// row whose event was stored before gets no id and is not written (its version the row has already seen).
+    private func readableRows(_ events: [LedgerEvent]) -> (JSONRows, JSONRows, JSONRows) {
         var transactions: [String: (TransactionVersion, String)] = [:], tOrder: [String] = []
         var renewals: [String: (RenewalVersion, String)] = [:], rOrder: [String] = []
         var notifications: [String: (NotificationFacts, String)] = [:], nOrder: [String] = []
@@ -97,60 +144,25 @@ extension PostgresLedgerStore {
             }
         }
         // The rows' values without event_id (the last column, given as 0 here and dropped), then the event's digest.
-        let tRows = tOrder.compactMap { k in transactions[k].map { (LedgerRows.transaction($0.0, eventId: 0), $0.1) } }
-        let rRows = rOrder.compactMap { k in renewals[k].map { (LedgerRows.renewalInfo($0.0, eventId: 0), $0.1) } }
-        let nRows = nOrder.compactMap { k in notifications[k].map { (LedgerRows.notification($0.0, eventId: 0), $0.1) } }
-        var statements: [String] = []
-        for (t, rows) in [(LedgerUpsert.transactions, tRows), (LedgerUpsert.renewalInfos, rRows),
-                          (LedgerUpsert.notifications, nRows)] where !rows.isEmpty {
-            let columns = t.1
-            guard columns.last == "event_id" else { throw .storage("the ledger's \(t.0) rows do not end with event_id") }
-            let given = columns.dropLast()
-            var tuples: [String] = []
-            for (row, sha) in rows {
-                let cells = zip(given, row).map { column, value in
-                    values.append(value)
-                    return "$\(values.count)::" + (Self.integerColumns.contains(column) ? "bigint" : "text")
-                }
-                values.append(.text(sha))
-                tuples.append("(" + cells.joined(separator: ", ") + ", $\(values.count)::text)")
-            }
-            let source = "SELECT \(given.map { "v.\($0)" }.joined(separator: ", ")), ev.id "
-                + "FROM (VALUES \(tuples.joined(separator: ", "))) AS v (\(given.joined(separator: ", ")), sha), ev "
-                + "WHERE ev.payload_sha256 = v.sha"
-            statements.append(upsert(t, from: source))
-        }
-        return statements
+        var t = JSONRows(), r = JSONRows(), n = JSONRows()
+        for k in tOrder { if let (v, sha) = transactions[k] { t.append(LedgerRows.transaction(v, eventId: 0).dropLast() + [.text(sha)]) } }
+        for k in rOrder { if let (v, sha) = renewals[k] { r.append(LedgerRows.renewalInfo(v, eventId: 0).dropLast() + [.text(sha)]) } }
+        for k in nOrder { if let (v, sha) = notifications[k] { n.append(LedgerRows.notification(v, eventId: 0).dropLast() + [.text(sha)]) } }
+        return (t, r, n)
     }
 
-    /// The `event_keys` and `ledger_versions` rows of `events` (`LedgerKey.keys(of:)`, `versions(of:)`), each joined
-    /// to the id its event got: an event stored before gets none (it was indexed then), as `index` does one at a time.
-    /// A version two events of the batch carry is one row (ON CONFLICT DO NOTHING within the statement too).
-    private func indexRows(_ events: [LedgerEvent], _ values: inout [SQLiteValue?]) -> [String] {
-        var keyTuples: [String] = [], versionTuples: [String] = []
+    /// The `event_keys` and `ledger_versions` rows of `events` (`LedgerKey.keys(of:)`, `versions(of:)`), each with its
+    /// event's digest, joined to the id its event got: an event stored before gets none (it was indexed then), as
+    /// `index` does one at a time. A version two events of the batch carry is one row (ON CONFLICT DO NOTHING within
+    /// the statement too).
+    private func indexRows(_ events: [LedgerEvent]) -> (keys: JSONRows, versions: JSONRows) {
+        var keys = JSONRows(), versions = JSONRows()
         for e in events {
             let sha = e.payloadDigest
-            for k in LedgerKey.keys(of: e) {
-                values += [.text(k.kind), .text(k.value), .text(sha)]
-                keyTuples.append("($\(values.count - 2)::text, $\(values.count - 1)::text, $\(values.count)::text)")
-            }
-            for v in LedgerKey.versions(of: e) {
-                values += [.text(v.kind), .text(v.digest), .text(sha)]
-                versionTuples.append("($\(values.count - 2)::text, $\(values.count - 1)::text, $\(values.count)::text)")
-            }
+            for k in LedgerKey.keys(of: e) { keys.append([.text(k.kind), .text(k.value), .text(sha)]) }
+            for v in LedgerKey.versions(of: e) { versions.append([.text(v.kind), .text(v.digest), .text(sha)]) }
         }
-        var statements: [String] = []
-        if !keyTuples.isEmpty {
-            statements.append("k AS (" + inSchema("INSERT INTO appstore_ledger.event_keys (kind, key, event_id) ")
-                + "SELECT v.kind, v.key, ev.id FROM (VALUES \(keyTuples.joined(separator: ", "))) AS v (kind, key, sha) "
-                + "JOIN ev ON ev.payload_sha256 = v.sha ON CONFLICT DO NOTHING)")
-        }
-        if !versionTuples.isEmpty {
-            statements.append("vr AS (" + inSchema("INSERT INTO appstore_ledger.ledger_versions (kind, digest) ")
-                + "SELECT v.kind, v.digest FROM (VALUES \(versionTuples.joined(separator: ", "))) AS v (kind, digest, sha) "
-                + "JOIN ev ON ev.payload_sha256 = v.sha ON CONFLICT DO NOTHING)")
-        }
-        return statements
+        return (keys, versions)
     }
 
     /// The table's upsert (`LedgerUpsert`, as the prepared one-row statements use it) with its rows from `source`.
@@ -161,8 +173,30 @@ extension PostgresLedgerStore {
         return one.replacing(values, with: source)
     }
 
-    /// "($from, $from+1, ...)".
-    static func tuple(from: Int, count: Int) -> String {
-        "(" + (from..<from + count).map { "$\($0)" }.joined(separator: ", ") + ")"
+}
+
+/// Rows as one JSON array of arrays (a text, an integer or null each): a parameter of the batch statement.
+struct JSONRows {
+    private var writer = JSONWriter()
+    private var open = false
+
+    mutating func append<C: Collection>(_ row: C) where C.Element == SQLiteValue? {
+        if !open { writer.beginArray(); open = true }
+        writer.beginArray()
+        for v in row {
+            switch v {
+            case nil: writer.null()
+            case .int(let x)?: writer.int(x)
+            case .text(let x)?: writer.string(x)
+            }
+        }
+        writer.endArray()
+    }
+
+    var text: String {
+        guard open else { return "[]" }
+        var w = writer
+        w.endArray()
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 }
