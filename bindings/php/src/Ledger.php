@@ -206,6 +206,9 @@ final class Ledger
      * Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate,
      * each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up
      * fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status).
+     * "contradictions" and "incompleteHistories" count them all; "disagreements" lists at most 1,000, every
+     * CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (a fresh ledger's backlog of first renewals never
+     * hides a contradiction, and the answer stays small at any size).
      *
      * @cfunction appstore_ledger_query_summary
      */
