@@ -2,8 +2,11 @@
 /// stored with **one statement**: a multi-row INSERT into `events` and, as data-modifying WITH queries joined to the
 /// ids it returns, the upserts of the readable rows, the index rows (`event_keys`, `ledger_versions`) and the new JWS
 /// headers; instead of a round trip per statement per event. The statement is prepared (`batchStatement`): the batch
-/// is its parameters, JSON arrays of rows, so the server does not parse and plan it again for each batch. Round trips, not the server's commit, were what a batch
-/// cost, every one of them under the writers' lock (so the other processes waited for them too).
+/// is its parameters, JSON arrays of rows, so the server does not parse and plan it again for each batch. They are
+/// read as `jsonb` (parsed once): a `json` value is parsed again by every `->>`, and a row's dozen columns each parsing
+/// the row's texts (a stored JWS, a payload) again were most of the server's work under the writers' lock. Round
+/// trips, not the server's commit, were what a batch cost, every one of them under the writers' lock (so the other
+/// processes waited for them too).
 extension PostgresLedgerStore {
     /// Events per statement (a bound on one statement's size: the batch's JSON parameters).
     static let batchRows = 500
@@ -28,23 +31,23 @@ extension PostgresLedgerStore {
         let eventColumns = ["kind", "payload_sha256", "signed", "signed_date", "received_at", "bundle_id", "environment",
                             "app_apple_id"]
         var with = ["ev AS (" + inSchema("INSERT INTO appstore_ledger.events (\(eventColumns.joined(separator: ", "))) ")
-            + "SELECT \(cells(eventColumns)) FROM json_array_elements($1::json) WITH ORDINALITY AS a (r, n) ORDER BY a.n "
+            + "SELECT \(cells(eventColumns)) FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, n) ORDER BY a.n "
             + "ON CONFLICT (payload_sha256) DO NOTHING RETURNING id, payload_sha256)"]
         for (n, t) in [LedgerUpsert.transactions, LedgerUpsert.renewalInfos, LedgerUpsert.notifications].enumerated() {
             let given = t.1.dropLast()  // event_id: the id its event got
-            let source = "SELECT \(cells(given)), ev.id FROM json_array_elements($\(n + 2)::json) AS a (r) "
+            let source = "SELECT \(cells(given)), ev.id FROM jsonb_array_elements($\(n + 2)::jsonb) AS a (r) "
                 + "JOIN ev ON ev.payload_sha256 = a.r->>\(given.count)"
             with.append("u\(n) AS (\(upsert(t, from: source)))")
         }
         // The batch's JWS headers (each distinct one once; no constraint ties an event to its header row, and both
         // are visible together at COMMIT), and the index rows of the events this statement stores.
         with.append("h AS (" + inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) ")
-            + "SELECT a.r->>0, a.r->>1 FROM json_array_elements($5::json) AS a (r) ON CONFLICT (digest) DO NOTHING)")
+            + "SELECT a.r->>0, a.r->>1 FROM jsonb_array_elements($5::jsonb) AS a (r) ON CONFLICT (digest) DO NOTHING)")
         with.append("k AS (" + inSchema("INSERT INTO appstore_ledger.event_keys (kind, key, event_id) ")
-            + "SELECT a.r->>0, a.r->>1, ev.id FROM json_array_elements($6::json) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
+            + "SELECT a.r->>0, a.r->>1, ev.id FROM jsonb_array_elements($6::jsonb) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
             + "ON CONFLICT DO NOTHING)")
         with.append("vr AS (" + inSchema("INSERT INTO appstore_ledger.ledger_versions (kind, digest) ")
-            + "SELECT a.r->>0, a.r->>1 FROM json_array_elements($7::json) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
+            + "SELECT a.r->>0, a.r->>1 FROM jsonb_array_elements($7::jsonb) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
             + "ON CONFLICT DO NOTHING)")
         return "WITH \(with.joined(separator: ", ")) SELECT id, payload_sha256 FROM ev"
     }
