@@ -372,7 +372,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// batch statement's parameters, the statement follows in the same query (`EXECUTE batch_insert`), its rows kept
     /// for `insert`.
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) {
-        var sql = "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)); "
+        var sql = writeStart
             + inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text FROM appstore_ledger.events")
         if let mark {
             sql += inSchema(" UNION ALL (SELECT DISTINCT 'k', kind, key, NULL::text, NULL::text, NULL::text FROM appstore_ledger.event_keys "
@@ -455,6 +455,15 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             rollback()
             throw error
         }
+    }
+
+    /// How a write transaction starts: its COMMIT asynchronous (`commit`), the writers' lock, and no sequential scans.
+    /// Every statement of a write finds its rows by an index; but a new ledger's tables are not analyzed yet, and a
+    /// prepared statement's generic plan made then (a scan of a table of ten rows) is kept as the table grows (the
+    /// verdicts' UPDATE scanned every notification under the lock until autovacuum analyzed the table).
+    private var writeStart: String {
+        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)), "
+            + "set_config('enable_seqscan', 'off', true); "
     }
 
     /// `text` as a dollar-quoted literal whose tag it does not contain (no escaping to get wrong; no NUL: a C string).
