@@ -162,6 +162,9 @@ public final class Ledger: Sendable {
             throw .argument("the event was verified for \(event.identity.bundleId) (\(event.identity.environment.rawValue)); "
                 + "this ledger's verifier accepts \(identity.bundleId) (\(identity.environment.rawValue))")
         }
+        // The event's own share of storing it, made here by each caller rather than by the one that commits.
+        var event = event
+        event.prepare()
         return try commits.submit(event) { batch in
             let (results, flush) = core.withLock { c in commit(batch.map(\.event), &c) }
             // PostgreSQL: the flush is awaited outside the ledger's lock and the commit slot, so the next batch is

@@ -31,6 +31,27 @@ public struct LedgerEvent: Sendable {
     /// The hex SHA-256 of the payload: the event's identity in storage.
     public var payloadDigest: String { key.hex }
 
+    /// What storing it takes that depends on it alone, made by `Ledger.ingest` before the event waits for a commit
+    /// (`prepare`): each caller's own work, not the committing one's under the ledger's lock (and, on PostgreSQL, in
+    /// the time between the writers' lock of one batch and the next). nil: made when stored.
+    private(set) var prepared: Prepared?
+
+    struct Prepared: Sendable {
+        /// `StoredSigned.compact(signed)`.
+        let stored: (text: String, headers: [StoredSigned.Header])
+        /// `LedgerKey.versions(of:)`.
+        let versions: [(kind: String, digest: String)]
+    }
+
+    mutating func prepare() {
+        prepared = Prepared(stored: StoredSigned.compact(signed), versions: LedgerKey.versions(of: self))
+    }
+
+    /// The text `events.signed` holds for it, and the JWS headers that text refers to (`StoredSigned`).
+    var storedForm: (text: String, headers: [StoredSigned.Header]) { prepared?.stored ?? StoredSigned.compact(signed) }
+    /// The fact versions it carries (`LedgerKey.versions(of:)`).
+    var factVersions: [(kind: String, digest: String)] { prepared?.versions ?? LedgerKey.versions(of: self) }
+
     /// A notification, deep-verified: the notification and the transaction and renewal info nested in it.
     public static func verify(notification signedPayload: String,
                               with verifier: SignedDataVerifier) -> Result<LedgerEvent, VerificationFailure> {

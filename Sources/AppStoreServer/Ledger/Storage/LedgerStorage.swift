@@ -125,7 +125,7 @@ extension LedgerStorage {
         var ids: [Int64?] = []
         for e in events {
             let id = try insert(e, receivedAt: receivedAt)
-            if let id { try index(id, keys: LedgerKey.keys(of: e), versions: LedgerKey.versions(of: e)) }
+            if let id { try index(id, keys: LedgerKey.keys(of: e), versions: e.factVersions) }
             ids.append(id)
         }
         return ids

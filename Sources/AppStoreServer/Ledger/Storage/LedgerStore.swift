@@ -96,7 +96,7 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
 
     /// Stores `event` in the caller's transaction; its row id, or nil when the same payload is already stored.
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
-        let (signed, jwsHeaders) = StoredSigned.compact(event.signed)
+        let (signed, jwsHeaders) = event.storedForm
         for h in jwsHeaders { try insertHeader.run([.text(h.digest), .text(h.text)], "cannot store a JWS header") }
         try insertEvent.run(LedgerRows.event(event, receivedAt: receivedAt, signed: signed))
         guard db.changes == 1 else { return nil }

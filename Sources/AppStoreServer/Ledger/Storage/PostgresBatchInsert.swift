@@ -75,7 +75,7 @@ extension PostgresLedgerStore {
             // Each event in its stored form (its JWS headers apart, each distinct one stored once: StoredSigned).
             var headers: [String: String] = [:]
             for e in part {
-                let (signed, jwsHeaders) = StoredSigned.compact(e.signed)
+                let (signed, jwsHeaders) = e.storedForm
                 for h in jwsHeaders { headers[h.digest] = h.text }
                 eventRows.append(LedgerRows.event(e, receivedAt: receivedAt, signed: signed))
             }
@@ -163,7 +163,7 @@ extension PostgresLedgerStore {
         for e in events {
             let sha = e.payloadDigest
             for k in LedgerKey.keys(of: e) { keys.append([.text(k.kind), .text(k.value), .text(sha)]) }
-            for v in LedgerKey.versions(of: e) { versions.append([.text(v.kind), .text(v.digest), .text(sha)]) }
+            for v in e.factVersions { versions.append([.text(v.kind), .text(v.digest), .text(sha)]) }
         }
         return (keys, versions)
     }

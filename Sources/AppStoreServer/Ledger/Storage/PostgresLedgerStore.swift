@@ -604,7 +604,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     func insert(_ event: LedgerEvent, receivedAt: Int64) throws(LedgerError) -> Int64? {
-        let (signed, jwsHeaders) = StoredSigned.compact(event.signed)
+        let (signed, jwsHeaders) = event.storedForm
         for h in jwsHeaders {
             _ = try db.run("insert_header", [.text(h.digest), .text(h.text)], prepared: true, what: "cannot store a JWS header")
         }
