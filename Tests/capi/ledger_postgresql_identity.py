@@ -22,6 +22,9 @@ On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; 
      never connects), a value A is ingested, then B about the same subscription (committed while A's flush waits,
      from the state A's commit left), then the server restarted: neither A nor B is acknowledged (STORAGE_ERROR),
      both given again are acknowledged and stored once, and the ledger answers as one opened afterwards.
+  6. another process's event between two of this one's about the same subscription: ledger A ingests a subscription's
+     first notification, ledger B its second, A its third (a write prepared from A's cached state, which lacks the
+     second): A's result, both ledgers' answers and the summary (the verdicts A recorded) are a fresh ledger's.
 The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
 """
 from __future__ import annotations
@@ -342,6 +345,36 @@ def main(argv):
                   + ("" if mine == theirs else f" (differs: {sorted(k for k in mine if mine[k] != theirs.get(k))}: "
                      f"{ {k: (mine[k], theirs.get(k)) for k in mine if mine[k] != theirs.get(k)} })"))
             for x in (led, fresh):
+                x.close()
+
+            # 6. another process's event under a subscription between two of this process's (docs/ledger.md, "Fleet"):
+            # a batch is evaluated before its one-round-trip write from the subscription's cached state, and that
+            # write must find the event B stored since (A has not looked since its last commit), write nothing and be
+            # done again from the stored state: else A records the third notification's verdict and caches its
+            # state without the second, and answers from that.
+            # Two renewals in a row: the first alone entitles while its period runs (A's state without it says expired).
+            js = next(js[i - 1:i + 2] for o, js in sorted(by_sub.items()) for i in range(1, len(js) - 1)
+                      if [body(j).get("notificationType") for j in js[i:i + 2]] == ["DID_RENEW", "DID_RENEW"])
+            sub = subscription_of(js[0])
+            a, b = (open_ledger(url + "?schema=interleaved", pki) for _ in range(2))
+            ingest(a, "NOTIFICATION", js[0])  # A caches the subscription's state
+            ingest(b, "NOTIFICATION", js[1])
+            third = ingest(a, "NOTIFICATION", js[2]).to_dict()
+            fresh = open_ledger(url + "?schema=interleaved", pki)
+            again = ingest(fresh, "NOTIFICATION", js[2]).to_dict()
+            check(third.get("stored") is True and again.get("stored") is False and {**third, "stored": False} == again,
+                  f"interleaved: A's result for the third notification is the stored state's ({third} / {again})")
+            # At the end, and while the first renewal's period ran.
+            for at in (t, body(js[1])["signedDate"] + 1):
+                for name, led in (("A", a), ("B", b)):
+                    mine, theirs = led.subscription(sub, at, as_of=t).to_dict(), fresh.subscription(sub, at, as_of=t).to_dict()
+                    check(mine == theirs, f"interleaved: {name} answers as a ledger opened afterwards at {at} ({mine} / {theirs})")
+            one = open_ledger("sqlite::memory:", pki)  # the same three, in order, by one process
+            for j in js[:3]:
+                ingest(one, "NOTIFICATION", j)
+            check(a.summary().to_dict() == one.summary().to_dict(),
+                  f"interleaved: the verdicts A recorded are one process's ({a.summary().to_dict()} / {one.summary().to_dict()})")
+            for x in (a, b, fresh, one):
                 x.close()
         finally:
             server.__exit__(None, None, None)

@@ -196,6 +196,7 @@ public final class Ledger: Sendable {
     /// without the ledger's lock before any outcome is given to a caller.
     private func commit(_ batch: [LedgerEvent], _ c: inout Core)
         -> (results: [Result<LedgerIngestResult, LedgerError>], flush: (() throws(LedgerError) -> Void)?) {
+        if c.store.commitsInOneTrip, let done = commitInOneTrip(batch, &c) { return done }
         var ids: [Int64?] = []
         var flush: (() throws(LedgerError) -> Void)?
         var keys: [[LedgerKey]] = []
@@ -281,6 +282,90 @@ public final class Ledger: Sendable {
         return (results, flush)
     }
 
+    /// `commit` in one round trip (PostgreSQL: `commitInOneTrip`), so the writers' lock is held for the server's work
+    /// alone, not across this process's turns on a busy CPU between round trips: the batch's subscriptions are
+    /// evaluated before the write, from their cached states (current up to `lastEventId`) or, for the others, read in
+    /// one snapshot first (`readSubscriptions`), and the write commits only if no event was stored under them since
+    /// (else it writes nothing: nil, and the batch is committed as usual). Each event of the batch is applied whether
+    /// or not its payload turns out to be stored already: one stored before those reads is in the state (applying it
+    /// again changes nothing), one stored after is a change. nil, too, when the store cannot.
+    private func commitInOneTrip(_ batch: [LedgerEvent], _ c: inout Core)
+        -> (results: [Result<LedgerIngestResult, LedgerError>], flush: (() throws(LedgerError) -> Void)?)? {
+        // A re-established connection: the usual write drops what was cached.
+        guard c.store.connectionGeneration == c.generation else { return nil }
+        var about: Set<String> = []
+        let eventKeys = batch.map { LedgerKey.keys(of: $0) }
+        for (event, keys) in zip(batch, eventKeys) {
+            for k in keys where k.kind == "s" { about.insert(k.value) }
+            if let n = event.notification, n.isSubscription, let o = n.originalTransactionId { about.insert(o) }
+        }
+        let subscriptions = about.sorted()
+        var base: [String: LedgerState] = [:]
+        var unchanged: [(key: LedgerKey, after: Int64)] = []
+        var unread: [LedgerKey] = []
+        for o in subscriptions {
+            if let s = c.cache.peek(.subscription(o)) {
+                base[o] = s
+                unchanged.append((.subscription(o), c.lastEventId))
+            } else {
+                unread.append(.subscription(o))
+            }
+        }
+        do throws(LedgerError) {
+            var stored: [String: [String: StoredVerdict]] = [:]
+            if !unread.isEmpty {
+                guard let read = try c.store.readSubscriptions(unread) else { return nil }
+                for k in unread {
+                    var s = LedgerState()
+                    var seen: Set<Int64> = []
+                    for (id, kind, digest, text) in read.events[k] ?? [] where seen.insert(id).inserted {
+                        s.apply(try storedFacts(id, kind, digest, text, c.store))
+                    }
+                    c.rowsRead += seen.count
+                    base[k.value] = s
+                    stored[k.value] = read.verdicts[k.value] ?? [:]
+                    unchanged.append((k, read.newest))
+                }
+            }
+            var states: [String: LedgerState] = [:]
+            var verdicts: [String: StoredVerdict] = [:]
+            for o in subscriptions {
+                let key = LedgerKey.subscription(o)
+                var s = base[o] ?? LedgerState()
+                var since = Int64.max
+                for (event, keys) in zip(batch, eventKeys) where keys.contains(key) {
+                    s.apply(event)
+                    since = min(since, event.earliestSignedDate)
+                }
+                if since != .max {
+                    let before = stored[o] == nil ? base[o] : nil
+                    verdicts.merge(Self.verdictChanges(of: o, s, before: before, stored: stored[o] ?? [:], since: since)) { a, _ in a }
+                }
+                states[o] = s
+            }
+            let receivedAt = Timestamp.nowMilliseconds()
+            c.store.stage(batch, receivedAt: receivedAt)
+            guard let outcome = try c.store.commitInOneTrip(batch, receivedAt: receivedAt, after: c.lastEventId,
+                                                           unchanged: unchanged, verdicts: verdicts),
+                  case .committed(let ids, let others, let newest, let flush) = outcome else { return nil }
+            // The catch-up (as `refresh`): other processes' events up to `newest`, none of them under these subscriptions.
+            c.cache.invalidate(others)
+            c.dataVersion = newest
+            c.cache.invalidate(zip(ids, eventKeys).flatMap { id, keys in id == nil ? [] : keys })
+            for (o, s) in states {
+                c.cache.put(.subscription(o), s, keys: [.subscription(o)], bytes: LedgerKey.estimatedBytes(s))
+            }
+            c.lastEventId = max(c.lastEventId, newest, ids.compactMap { $0 }.max() ?? 0)
+            let results: [Result<LedgerIngestResult, LedgerError>] = zip(batch, ids).map { event, id in
+                let s = event.notification?.originalTransactionId.flatMap { states[$0] } ?? LedgerState()
+                return .success(s.ingestResult(for: event, stored: id != nil))
+            }
+            return (results, flush)
+        } catch {
+            return (batch.map { _ in .failure(error) }, nil)
+        }
+    }
+
     /// Records the oracle's verdict of each notification about subscription `o` that changed. `before`: the cached
     /// state of `o` before this batch, whose verdicts are the stored ones (the commit that made it wrote them, and
     /// any later commit about `o` evicted it); nil: the stored verdicts are read. `since`: the earliest signedDate of
@@ -289,24 +374,33 @@ public final class Ledger: Sendable {
     /// the newer ones are evaluated again (in order of delivery, the new notification alone, not the whole history).
     private func storeVerdicts(of o: String, _ s: LedgerState, before: LedgerState? = nil, since: Int64 = .min,
                                _ store: any LedgerStorage) throws(LedgerError) {
+        let stored = before == nil ? try store.verdicts(ofSubscription: o) : [:]
+        for (uuid, v) in Self.verdictChanges(of: o, s, before: before, stored: stored, since: since) { try store.setVerdict(uuid, v) }
+    }
+
+    /// The verdicts of `o`'s notifications signed at or after `since` that `s` changes (`storeVerdicts`): against
+    /// those `before` gives, or, without it, the `stored` ones.
+    private static func verdictChanges(of o: String, _ s: LedgerState, before: LedgerState?, stored: [String: StoredVerdict],
+                                       since: Int64) -> [String: StoredVerdict] {
         func verdict(_ state: LedgerState, _ n: NotificationFacts) -> StoredVerdict {
             let check = state.oracleCheck(n)
             return StoredVerdict(verdict: check?.verdict.rawValue, engineStatus: check.flatMap { $0.engine }.map { Int64($0.rawValue) },
                                  missing: check?.missing)
         }
         let none = StoredVerdict(verdict: nil, engineStatus: nil, missing: nil)
-        var stored: [String: StoredVerdict] = [:]
+        var stored = stored
         if let before {
+            stored = [:]
             for n in before.notifications.values where n.originalTransactionId == o && n.signedDate >= since {
                 stored[n.uuid] = verdict(before, n)
             }
-        } else {
-            stored = try store.verdicts(ofSubscription: o)
         }
+        var changes: [String: StoredVerdict] = [:]
         for n in s.notifications.values where n.originalTransactionId == o && n.signedDate >= since {
             let now = verdict(s, n)
-            if now != stored[n.uuid] ?? none { try store.setVerdict(n.uuid, now) }
+            if now != stored[n.uuid] ?? none { changes[n.uuid] = now }
         }
+        return changes
     }
 
     /// Evicts the cached states of the keys of the events stored (by another process) since the last look.

@@ -84,10 +84,41 @@ protocol LedgerStorage: AnyObject, Sendable {
     func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement]
     /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]
+    /// Whether `commitInOneTrip` can store a batch (PostgreSQL): the ledger then evaluates a batch's subscriptions
+    /// before the write (`readSubscriptions` for those it has not cached), not under the writers' lock.
+    var commitsInOneTrip: Bool { get }
+    /// The stored events of the subscriptions `keys` and their notifications' verdicts, read outside a write in one
+    /// snapshot, with that snapshot's newest event id.
+    func readSubscriptions(_ keys: [LedgerKey]) throws(LedgerError) -> SubscriptionsRead?
+    /// The write in one round trip (docs/ledger.md, "Fleet"): lock, the catch-up's read of the keys of the events
+    /// stored after `after`, the batch `stage` made (for `batch` and `receivedAt`), `verdicts` (notification UUID to
+    /// verdict) and the COMMIT; nothing written (`.changed`) when an event is stored under one of `unchanged`'s keys
+    /// after the id beside it (the states the verdicts came from are then not the stored ones). nil: not possible
+    /// here (the ledger writes as usual).
+    func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
+                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome?
     /// Whether the index must still be built from the stored events (a database made before it existed).
     func backfillPending() throws(LedgerError) -> Bool
     /// Records that it has been (in the write transaction).
     func backfillDone() throws(LedgerError)
+}
+
+/// What `readSubscriptions` read: each subscription's events (id, kind, payload digest, `signed` as stored), its
+/// notifications' verdicts by UUID, and the newest event id when they were read.
+struct SubscriptionsRead {
+    var events: [LedgerKey: [(Int64, LedgerEventKind, String, String)]] = [:]
+    var verdicts: [String: [String: StoredVerdict]] = [:]
+    var newest: Int64 = 0
+}
+
+/// What `commitInOneTrip` did.
+enum OneTripOutcome {
+    /// Committed and visible: each event's id (nil: its payload was stored before), the keys of the events other
+    /// processes stored after the id given (up to `newest`, the newest id before this batch's), and the wait for the
+    /// flush (to be called without the ledger's lock before anything is acknowledged).
+    case committed(ids: [Int64?], othersKeys: Set<LedgerKey>, newest: Int64, flush: () throws(LedgerError) -> Void)
+    /// An event was stored under one of the keys since they were read: nothing was written.
+    case changed
 }
 
 /// A notification's oracle verdict as stored (nil verdict: nothing to compare).
@@ -115,6 +146,10 @@ extension LedgerStorage {
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
     func stage(_ events: [LedgerEvent], receivedAt: Int64) {}
+    var commitsInOneTrip: Bool { false }
+    func readSubscriptions(_ keys: [LedgerKey]) throws(LedgerError) -> SubscriptionsRead? { nil }
+    func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
+                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome? { nil }
     func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
         try commit()
         return nil

@@ -238,9 +238,9 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     /// `sql`, several statements without parameters in one simple query (one round trip), as `run` sends it; the
-    /// rows of each statement, in order (the first that fails ends it: a failure).
-    func runAll(_ sql: String, what: String) throws(LedgerError) -> [[[String?]]] {
-        try perform(sql, what: what, commits: false, once: false, prepared: false) { () throws(LedgerError) in
+    /// rows of each statement, in order (the first that fails ends it: a failure). `commits` as `run`.
+    func runAll(_ sql: String, what: String, commits: Bool = false) throws(LedgerError) -> [[[String?]]] {
+        try perform(sql, what: what, commits: commits, once: false, prepared: false) { () throws(LedgerError) in
             try executeAll(sql, what: what)
         }
     }

@@ -21,7 +21,8 @@ extension PostgresLedgerStore {
     /// a row is joined to its event's id), so it is parsed and planned once, not for every batch. $1 the events (their
     /// ids handed out in the array's order, which is the batch's: the order this process applies them in, and the
     /// order a catch-up reads them back), $2-$4 the transactions, renewal infos and notifications (without event_id),
-    /// $5 the JWS headers, $6 the `event_keys` rows, $7 the `ledger_versions` rows.
+    /// $5 the JWS headers, $6 the `event_keys` rows, $7 the `ledger_versions` rows. Nothing is written while the
+    /// transaction's `changedFlag` is set (`commitInOneTrip`).
     func batchStatement() -> String {
         func cells(_ columns: some Sequence<String>) -> String {
             columns.enumerated().map { i, c in
@@ -31,7 +32,8 @@ extension PostgresLedgerStore {
         let eventColumns = ["kind", "payload_sha256", "signed", "signed_date", "received_at", "bundle_id", "environment",
                             "app_apple_id"]
         var with = ["ev AS (" + inSchema("INSERT INTO appstore_ledger.events (\(eventColumns.joined(separator: ", "))) ")
-            + "SELECT \(cells(eventColumns)) FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, n) ORDER BY a.n "
+            + "SELECT \(cells(eventColumns)) FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a (r, n) "
+            + "WHERE \(Self.unchanged) ORDER BY a.n "
             + "ON CONFLICT (payload_sha256) DO NOTHING RETURNING id, payload_sha256)"]
         for (n, t) in [LedgerUpsert.transactions, LedgerUpsert.renewalInfos, LedgerUpsert.notifications].enumerated() {
             let given = t.1.dropLast()  // event_id: the id its event got
@@ -42,7 +44,8 @@ extension PostgresLedgerStore {
         // The batch's JWS headers (each distinct one once; no constraint ties an event to its header row, and both
         // are visible together at COMMIT), and the index rows of the events this statement stores.
         with.append("h AS (" + inSchema("INSERT INTO appstore_ledger.jws_headers (digest, header) ")
-            + "SELECT a.r->>0, a.r->>1 FROM jsonb_array_elements($5::jsonb) AS a (r) ON CONFLICT (digest) DO NOTHING)")
+            + "SELECT a.r->>0, a.r->>1 FROM jsonb_array_elements($5::jsonb) AS a (r) WHERE \(Self.unchanged) "
+            + "ON CONFLICT (digest) DO NOTHING)")
         with.append("k AS (" + inSchema("INSERT INTO appstore_ledger.event_keys (kind, key, event_id) ")
             + "SELECT a.r->>0, a.r->>1, ev.id FROM jsonb_array_elements($6::jsonb) AS a (r) JOIN ev ON ev.payload_sha256 = a.r->>2 "
             + "ON CONFLICT DO NOTHING)")

@@ -12,6 +12,9 @@
 /// - **the readable rows never go back**: their upserts update only when the incoming version is newer by the
 ///   engine's order (`signed_date`, then the payload's bytes: `COLLATE "C"`), so whichever process writes last, each
 ///   row holds the newest version, as in SQLite.
+/// A batch whose subscriptions the ledger could evaluate beforehand is written in one round trip (`commitInOneTrip`:
+/// the lock, a check that nothing was stored under them since, the rows, the verdicts, COMMIT), so the writers' lock
+/// is held for the server's work alone; the others as before (`beginWrite` ... `commit`).
 /// A commit returns once the server has flushed it: the transaction commits asynchronously (visible, and the writers'
 /// lock released, once its commit record is in the WAL), then a statement of the session's `synchronous_commit = on`
 /// waits for the flush (`commit`), or, for the ledger's batches, one on the flush connection, awaited outside the
@@ -457,6 +460,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
+    var commitsInOneTrip: Bool { true }
+
     /// How a write transaction starts: its COMMIT asynchronous (`commit`), the writers' lock, and no sequential scans.
     /// Every statement of a write finds its rows by an index; but a new ledger's tables are not analyzed yet, and a
     /// prepared statement's generic plan made then (a scan of a table of ten rows) is kept as the table grows (the
@@ -464,6 +469,115 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     private var writeStart: String {
         "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)), "
             + "set_config('enable_seqscan', 'off', true); "
+    }
+
+    /// One statement (one snapshot), outside a write: the newest event id (`m`), the subscriptions' events (`e`)
+    /// and their notifications' verdicts (`v`), tagged as `beginWrite`'s rows.
+    func readSubscriptions(_ keys: [LedgerKey]) throws(LedgerError) -> SubscriptionsRead? {
+        guard !writing, !keys.isEmpty, keys.allSatisfy({ $0.kind == "s" && !$0.value.utf8.contains(0) }) else { return nil }
+        let list = "(" + keys.map { Self.literal($0.value) }.joined(separator: ", ") + ")"
+        let sql = inSchema("SELECT 'm'::text, NULL::text, NULL::text, coalesce(max(id), 0)::text, NULL::text, NULL::text "
+            + "FROM appstore_ledger.events UNION ALL SELECT 'e', k.key, e.kind, e.id::text, e.signed, e.payload_sha256 "
+            + "FROM appstore_ledger.event_keys k JOIN appstore_ledger.events e ON e.id = k.event_id WHERE k.kind = 's' AND k.key IN ")
+            + list + " AND e.bundle_id = " + Self.literal(identity.bundleId) + " AND e.environment = "
+            + Self.literal(identity.environment.rawValue)
+            + inSchema(" UNION ALL SELECT 'v', original_transaction_id, notification_uuid, engine_status::text, verdict, "
+                + "missing FROM appstore_ledger.notifications WHERE original_transaction_id IN ") + list
+        var read = SubscriptionsRead()
+        var newest: Int64?
+        for r in try db.run(sql, what: "cannot read the ledger's events") where r.count == 6 {
+            switch r[0] {
+            case "m": newest = r[3].flatMap { Int64($0) }
+            case "e":
+                guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
+                    throw .storage("the ledger's events table returned an unexpected row")
+                }
+                read.events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
+            case "v":
+                guard let o = r[1], let uuid = r[2] else { continue }
+                read.verdicts[o, default: [:]][uuid] = StoredVerdict(verdict: r[4], engineStatus: r[3].flatMap { Int64($0) }, missing: r[5])
+            default: break
+            }
+        }
+        guard let newest else { throw .storage("the ledger's events table returned an unexpected row") }
+        read.newest = newest
+        return read
+    }
+
+    /// The transaction's setting that says a one-trip write found a change (`commitInOneTrip`): while it is set,
+    /// `batch_insert` and `update_verdicts` write nothing (a prepared statement cannot be skipped within one query).
+    static let changedFlag = "appstoreserver.batch_changed"
+    /// The condition `batch_insert` and `update_verdicts` write under.
+    static let unchanged = "coalesce(current_setting('\(changedFlag)', true), '') = ''"
+
+    /// One simple query: BEGIN; the lock; one SELECT that sets `changedFlag` when `event_keys` has a row under one
+    /// of `unchanged`'s keys after its id, and reads the newest id and the keys stored after `after`; the staged batch
+    /// statement; the verdicts; COMMIT (asynchronous: the flush is awaited on the flusher's connection, as
+    /// `commitAwaitingFlush`). With the flag set the statements write nothing and the COMMIT ends an empty
+    /// transaction: no error (a server logs every failed statement, this one with the whole batch in it). The lock
+    /// is released by the server's COMMIT, so no writer of any process waits for this process to be scheduled
+    /// between round trips.
+    func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
+                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome? {
+        guard !writing, let s = staged, s.receivedAt == receivedAt, s.digests.elementsEqual(batch.lazy.map(\.payloadDigest)),
+              s.parameters.statements.count == 1, let parameters = s.parameters.statements.first,
+              unchanged.allSatisfy({ $0.key.kind == "s" && !$0.key.value.utf8.contains(0) }),
+              let generation = flusher.prepare() else { return nil }
+        staged = nil
+        var changed = "false"
+        if !unchanged.isEmpty {
+            var since: [Int64: [String]] = [:]
+            for u in unchanged { since[u.after, default: []].append(Self.literal(u.key.value)) }
+            changed = inSchema("EXISTS (SELECT 1 FROM appstore_ledger.event_keys WHERE kind = 's' AND (")
+                + since.sorted { $0.key < $1.key }.map { after, keys in
+                    "(key IN (" + keys.joined(separator: ", ") + ") AND event_id > \(after))"
+                }.joined(separator: " OR ") + "))"
+        }
+        var sql = writeStart + "SELECT 'c'::text, NULL::text, set_config('\(Self.changedFlag)', CASE WHEN " + changed
+            + " THEN 'yes' ELSE '' END, true) UNION ALL "
+            + inSchema("SELECT 'm', NULL, coalesce(max(id), 0)::text FROM appstore_ledger.events UNION ALL "
+                + "(SELECT DISTINCT 'k', kind, key FROM appstore_ledger.event_keys WHERE event_id > \(after))")
+        sql += "; EXECUTE batch_insert(" + parameters.map { Self.literal($0) }.joined(separator: ", ") + ")"
+        if !verdicts.isEmpty {
+            pendingVerdicts = verdicts
+            sql += "; " + verdictUpdate()
+        }
+        sql += "; COMMIT"
+        let results: [[[String?]]]
+        do throws(LedgerError) {
+            results = try db.runAll(sql, what: "cannot store the events", commits: true)
+        } catch {
+            pendingVerdicts = [:]
+            _ = try? db.run("ROLLBACK", what: "rollback")
+            throw error
+        }
+        // BEGIN, SET, the lock, the SELECT, the batch, [the verdicts], COMMIT.
+        let select = 3
+        guard results.count == select + (verdicts.isEmpty ? 3 : 4) else {
+            throw .storage("the ledger's write returned \(results.count) results")
+        }
+        var newest: Int64?
+        var flag: String?
+        var keys: Set<LedgerKey> = []
+        for r in results[select] where r.count == 3 {
+            switch r[0] {
+            case "c": flag = r[2]
+            case "m": newest = r[2].flatMap { Int64($0) }
+            default: keys.insert(LedgerKey(kind: r[1] ?? "", value: r[2] ?? ""))
+            }
+        }
+        guard let newest, let flag else { throw .storage("the ledger's events table returned an unexpected row") }
+        guard flag.isEmpty else { return .changed }
+        var ids = [Int64?](repeating: nil, count: batch.count)
+        for row in results[select + 1] {
+            guard row.count == 2, let id = row[0].flatMap({ Int64($0) }), let digest = row[1], let i = s.parameters.first[digest] else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            ids[i] = id
+        }
+        mark = max(mark ?? after, newest, ids.compactMap { $0 }.max() ?? 0)
+        let ticket = flusher.committed(generation: generation)
+        return .committed(ids: ids, othersKeys: keys, newest: newest, flush: { [flusher] () throws(LedgerError) in try flusher.wait(ticket) })
     }
 
     /// `text` as a dollar-quoted literal whose tag it does not contain (no escaping to get wrong; no NUL: a C string).
@@ -554,11 +668,12 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
 
     /// `update_verdicts`: the rows found by their key's index (`= ANY` of an array), whatever the planner estimates
     /// for the JSON's rows (a function's 100): a join alone was planned as a scan of the whole table, the longest
-    /// statement of a batch under the writers' lock.
+    /// statement of a batch under the writers' lock. Nothing while the transaction's `changedFlag` is set.
     static let verdictUpdateSQL = """
         UPDATE appstore_ledger.notifications AS n SET verdict = v.v, engine_status = v.e, missing = v.m
         FROM json_to_recordset($1::json) AS v (u text, v text, e bigint, m text) WHERE n.notification_uuid = v.u
         AND n.notification_uuid = ANY (ARRAY(SELECT x->>'u' FROM json_array_elements($1::json) AS x))
+        AND \(unchanged)
         """
 
     /// Returns once the server's WAL is flushed past the asynchronous COMMIT just made: a transaction of its own that
