@@ -581,27 +581,34 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     }
 
     /// `text` as a dollar-quoted literal whose tag it does not contain (no escaping to get wrong; no NUL: a C string).
+    /// The tag is `$q$`, `$q1$`, `$q2$`... the first the text does not hold, nor end with all but its last `$` of
+    /// (the server ends the literal at the first whole tag, which would then straddle the text's end).
     static func literal(_ text: String) -> String {
-        // The tags `$q$`, `$q1$`, `$q2$`... the text holds, found in one pass over its bytes (a stored JWS holds `$`
-        // wherever a member name's code is one: a search per tag was a twentieth of a batch's client time).
-        let used: Int? = text.utf8.withContiguousStorageIfAvailable { b -> Int in
-            var highest = -1
+        // The tags the text holds, found in one pass over its bytes (a stored JWS holds `$` wherever a member name's
+        // code is one: a search per tag was a twentieth of a batch's client time). -1 stands for `$q$`; a number with
+        // leading zeros is counted as its value (a tag it is not, so only ever one more skipped).
+        let used: Set<Int>? = text.utf8.withContiguousStorageIfAvailable { b -> Set<Int> in
+            var used: Set<Int> = []
             var i = 0
-            while i + 2 < b.count {
+            while i + 1 < b.count {
                 if b[i] == UInt8(ascii: "$"), b[i + 1] == UInt8(ascii: "q") {
                     var j = i + 2, n = 0
-                    while j < b.count, (48...57).contains(b[j]), n < 1_000_000 { n = n * 10 + Int(b[j] - 48); j += 1 }
-                    if j < b.count, b[j] == UInt8(ascii: "$") { highest = max(highest, j == i + 2 ? 0 : n) }
+                    while j < b.count, (48...57).contains(b[j]) { n = min(n * 10 + Int(b[j] - 48), 100_000_000); j += 1 }
+                    // Too many digits to be a tag chosen here (at most one per `$` of the text, far below that).
+                    if j - (i + 2) <= 8, j == b.count || b[j] == UInt8(ascii: "$") { used.insert(j == i + 2 ? -1 : n) }
                 }
                 i += 1
             }
-            return highest
+            return used
         }
-        if let used {
-            return used < 0 ? "$q$" + text + "$q$" : "$q\(used + 1)$" + text + "$q\(used + 1)$"
+        guard let used else {
+            var tag = "$q$", n = 0
+            while text.contains(tag) || text.hasSuffix(String(tag.dropLast())) { n += 1; tag = "$q\(n)$" }
+            return tag + text + tag
         }
-        var tag = "$q$", n = 0
-        while text.contains(tag) { n += 1; tag = "$q\(n)$" }
+        var n = -1
+        while used.contains(n) { n = n == -1 ? 1 : n + 1 }
+        let tag = n == -1 ? "$q$" : "$q\(n)$"
         return tag + text + tag
     }
 
