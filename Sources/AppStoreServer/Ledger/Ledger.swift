@@ -196,7 +196,7 @@ public final class Ledger: Sendable {
     /// without the ledger's lock before any outcome is given to a caller.
     private func commit(_ batch: [LedgerEvent], _ c: inout Core)
         -> (results: [Result<LedgerIngestResult, LedgerError>], flush: (() throws(LedgerError) -> Void)?) {
-        if c.store.commitsInOneTrip, let done = commitInOneTrip(batch, &c) { return done }
+        if c.store.canCommitInOneTrip(batch), let done = commitInOneTrip(batch, &c) { return done }
         var ids: [Int64?] = []
         var flush: (() throws(LedgerError) -> Void)?
         var keys: [[LedgerKey]] = []
@@ -314,7 +314,9 @@ public final class Ledger: Sendable {
         do throws(LedgerError) {
             var stored: [String: [String: StoredVerdict]] = [:]
             if !unread.isEmpty {
-                guard let read = try c.store.readSubscriptions(unread) else { return nil }
+                guard let read = try c.store.readSubscriptions(unread),
+                      // Read on a connection made since (a lost one re-established): the cache is not trusted.
+                      c.store.connectionGeneration == c.generation else { return nil }
                 for k in unread {
                     var s = LedgerState()
                     var seen: Set<Int64> = []
@@ -346,7 +348,7 @@ public final class Ledger: Sendable {
             let receivedAt = Timestamp.nowMilliseconds()
             c.store.stage(batch, receivedAt: receivedAt)
             guard let outcome = try c.store.commitInOneTrip(batch, receivedAt: receivedAt, after: c.lastEventId,
-                                                           unchanged: unchanged, verdicts: verdicts),
+                                                           unchanged: unchanged, verdicts: verdicts, generation: c.generation),
                   case .committed(let ids, let others, let newest, let flush) = outcome else { return nil }
             // The catch-up (as `refresh`): other processes' events up to `newest`, none of them under these subscriptions.
             c.cache.invalidate(others)

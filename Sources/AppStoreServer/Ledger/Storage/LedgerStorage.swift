@@ -84,19 +84,21 @@ protocol LedgerStorage: AnyObject, Sendable {
     func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement]
     /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]
-    /// Whether `commitInOneTrip` can store a batch (PostgreSQL): the ledger then evaluates a batch's subscriptions
-    /// before the write (`readSubscriptions` for those it has not cached), not under the writers' lock.
-    var commitsInOneTrip: Bool { get }
+    /// Whether `commitInOneTrip` can store `batch` (PostgreSQL: one statement's worth, the flush connection open, the
+    /// connection not waiting to be re-established): the ledger then evaluates the batch's subscriptions before the
+    /// write (`readSubscriptions` for those it has not cached), not under the writers' lock.
+    func canCommitInOneTrip(_ batch: [LedgerEvent]) -> Bool
     /// The stored events of the subscriptions `keys` and their notifications' verdicts, read outside a write in one
     /// snapshot, with that snapshot's newest event id.
     func readSubscriptions(_ keys: [LedgerKey]) throws(LedgerError) -> SubscriptionsRead?
     /// The write in one round trip (docs/ledger.md, "Fleet"): lock, the catch-up's read of the keys of the events
     /// stored after `after`, the batch `stage` made (for `batch` and `receivedAt`), `verdicts` (notification UUID to
     /// verdict) and the COMMIT; nothing written (`.changed`) when an event is stored under one of `unchanged`'s keys
-    /// after the id beside it (the states the verdicts came from are then not the stored ones). nil: not possible
-    /// here (the ledger writes as usual).
+    /// after the id beside it (the states the verdicts came from are then not the stored ones). nil, and nothing
+    /// sent, when it is not possible here or `connectionGeneration` is not `generation` any more, or would not be
+    /// by the time it is sent (a reconnection pending): the states came from what the old connection read.
     func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
-                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome?
+                         verdicts: [String: StoredVerdict], generation: Int) throws(LedgerError) -> OneTripOutcome?
     /// Whether the index must still be built from the stored events (a database made before it existed).
     func backfillPending() throws(LedgerError) -> Bool
     /// Records that it has been (in the write transaction).
@@ -146,10 +148,10 @@ extension LedgerStorage {
     func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
     var connectionGeneration: Int { 0 }
     func stage(_ events: [LedgerEvent], receivedAt: Int64) {}
-    var commitsInOneTrip: Bool { false }
+    func canCommitInOneTrip(_ batch: [LedgerEvent]) -> Bool { false }
     func readSubscriptions(_ keys: [LedgerKey]) throws(LedgerError) -> SubscriptionsRead? { nil }
     func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
-                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome? { nil }
+                         verdicts: [String: StoredVerdict], generation: Int) throws(LedgerError) -> OneTripOutcome? { nil }
     func commitAwaitingFlush() throws(LedgerError) -> (() throws(LedgerError) -> Void)? {
         try commit()
         return nil

@@ -130,6 +130,9 @@ final class PostgresConnection: @unchecked Sendable {
     private var backoff: Double = 0
     /// Reconnections so far (for debugging: a connection that keeps being re-established).
     private(set) var reconnections = 0
+    /// A loss was noticed and the connection not re-established yet: the next call reconnects first (a write that
+    /// must not run on a new connection unannounced asks before it sends: `PostgresLedgerStore.commitInOneTrip`).
+    var reconnectPending: Bool { lost != nil }
 
     static let firstBackoff = 0.1
     static let maximumBackoff = 5.0

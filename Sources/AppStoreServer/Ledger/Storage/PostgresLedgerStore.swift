@@ -460,7 +460,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         }
     }
 
-    var commitsInOneTrip: Bool { true }
+    func canCommitInOneTrip(_ batch: [LedgerEvent]) -> Bool {
+        !writing && !db.reconnectPending && Set(batch.lazy.map(\.payloadDigest)).count <= Self.batchRows
+            && flusher.prepare() != nil
+    }
 
     /// How a write transaction starts: its COMMIT asynchronous (`commit`), the writers' lock, and no sequential scans.
     /// Every statement of a write finds its rows by an index; but a new ledger's tables are not analyzed yet, and a
@@ -518,8 +521,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// is released by the server's COMMIT, so no writer of any process waits for this process to be scheduled
     /// between round trips.
     func commitInOneTrip(_ batch: [LedgerEvent], receivedAt: Int64, after: Int64, unchanged: [(key: LedgerKey, after: Int64)],
-                         verdicts: [String: StoredVerdict]) throws(LedgerError) -> OneTripOutcome? {
-        guard !writing, let s = staged, s.receivedAt == receivedAt, s.digests.elementsEqual(batch.lazy.map(\.payloadDigest)),
+                         verdicts: [String: StoredVerdict], generation expected: Int) throws(LedgerError) -> OneTripOutcome? {
+        guard !writing, !db.reconnectPending, connectionGeneration == expected, let s = staged, s.receivedAt == receivedAt, s.digests.elementsEqual(batch.lazy.map(\.payloadDigest)),
               s.parameters.statements.count == 1, let parameters = s.parameters.statements.first,
               unchanged.allSatisfy({ $0.key.kind == "s" && !$0.key.value.utf8.contains(0) }),
               let generation = flusher.prepare() else { return nil }
