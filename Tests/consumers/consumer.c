@@ -27,7 +27,9 @@ static int library_is_compatible(void) {
     return patch >= APPSTORE_VERSION_PATCH;
 }
 
-static char *read_file(const char *path, size_t *len_out) {
+/* The whole file; `text`: a .jws file, its trailing whitespace dropped (never a DER certificate: its last byte can
+ * be a newline's or a space's). */
+static char *read_file(const char *path, size_t *len_out, int text) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, len = 0, n;
@@ -42,7 +44,7 @@ static char *read_file(const char *path, size_t *len_out) {
     }
     fclose(f);
     if (!buf) return NULL;
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) len--;
+    while (text && len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) len--;
     buf[len] = 0;
     *len_out = len;
     return buf;
@@ -87,8 +89,8 @@ int main(int argc, char **argv) {
     }
 
     size_t root_len = 0, jws_len = 0;
-    char *root = read_file(argv[1], &root_len);
-    char *jws = read_file(argv[2], &jws_len);
+    char *root = read_file(argv[1], &root_len, 0);
+    char *jws = read_file(argv[2], &jws_len, 1);
     if (!root || !jws) {
         fprintf(stderr, "consumer: cannot read %s or %s\n", argv[1], argv[2]);
         return 2;

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned char *read_file(const char *path, size_t *len_out) {
+/* The whole file; `text`: a .jws file, one line, its trailing whitespace dropped (never a DER certificate: its last
+ * byte can be a newline's or a space's). */
+static unsigned char *read_file(const char *path, size_t *len_out, int text) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     unsigned char *buf = NULL;
@@ -34,8 +36,7 @@ static unsigned char *read_file(const char *path, size_t *len_out) {
     fclose(f);
     if (!buf) buf = calloc(1, 1);
     else buf[len] = 0;
-    /* .jws files hold one line: drop trailing whitespace. */
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) buf[--len] = 0;
+    while (text && len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) buf[--len] = 0;
     *len_out = len;
     return buf;
 }
@@ -49,8 +50,8 @@ static const char *str(json_t *obj, const char *key) {
 static int verify_and_print(const char *label, const char *root_path, const char *jws_path, const char *bundle_id,
                             appstore_environment env, int64_t app_apple_id) {
     size_t root_len = 0, jws_len = 0;
-    unsigned char *root = read_file(root_path, &root_len);
-    unsigned char *jws = read_file(jws_path, &jws_len);
+    unsigned char *root = read_file(root_path, &root_len, 0);
+    unsigned char *jws = read_file(jws_path, &jws_len, 1);
     int rc = 1;
     appstore_verifier_options *opts = NULL;
     appstore_verifier *verifier = NULL;
