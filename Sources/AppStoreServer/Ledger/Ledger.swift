@@ -270,16 +270,23 @@ public final class Ledger: Sendable {
         } catch {
             return (batch.map { _ in .failure(error) }, nil)
         }
+        return (Self.committed(batch, ids: ids, keys: keys, states: states, &c), flush)
+    }
+
+    /// After a commit: the cached states built from the keys of the events it stored evicted, the subscriptions it
+    /// evaluated cached, this process's look moved past its events, and each event's outcome (what it means now).
+    /// `keys`: each event's keys, empty for one stored before.
+    private static func committed(_ batch: [LedgerEvent], ids: [Int64?], keys: [[LedgerKey]], states: [String: LedgerState],
+                                  _ c: inout Core) -> [Result<LedgerIngestResult, LedgerError>] {
         c.cache.invalidate(keys.joined())
         for (o, s) in states {
             c.cache.put(.subscription(o), s, keys: [.subscription(o)], bytes: LedgerKey.estimatedBytes(s))
         }
         c.lastEventId = max(c.lastEventId, ids.compactMap { $0 }.max() ?? 0)
-        let results: [Result<LedgerIngestResult, LedgerError>] = zip(batch, ids).map { event, id in
+        return zip(batch, ids).map { event, id in
             let s = event.notification?.originalTransactionId.flatMap { states[$0] } ?? LedgerState()
             return .success(s.ingestResult(for: event, stored: id != nil))
         }
-        return (results, flush)
     }
 
     /// `commit` in one round trip (PostgreSQL: `commitInOneTrip`), so the writers' lock is held for the server's work
@@ -353,16 +360,9 @@ public final class Ledger: Sendable {
             // The catch-up (as `refresh`): other processes' events up to `newest`, none of them under these subscriptions.
             c.cache.invalidate(others)
             c.dataVersion = newest
-            c.cache.invalidate(zip(ids, eventKeys).flatMap { id, keys in id == nil ? [] : keys })
-            for (o, s) in states {
-                c.cache.put(.subscription(o), s, keys: [.subscription(o)], bytes: LedgerKey.estimatedBytes(s))
-            }
-            c.lastEventId = max(c.lastEventId, newest, ids.compactMap { $0 }.max() ?? 0)
-            let results: [Result<LedgerIngestResult, LedgerError>] = zip(batch, ids).map { event, id in
-                let s = event.notification?.originalTransactionId.flatMap { states[$0] } ?? LedgerState()
-                return .success(s.ingestResult(for: event, stored: id != nil))
-            }
-            return (results, flush)
+            c.lastEventId = max(c.lastEventId, newest)
+            let storedKeys = zip(ids, eventKeys).map { id, keys in id == nil ? [] : keys }
+            return (Self.committed(batch, ids: ids, keys: storedKeys, states: states, &c), flush)
         } catch {
             return (batch.map { _ in .failure(error) }, nil)
         }

@@ -430,15 +430,11 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                 case "m": newest = r[3].flatMap { Int64($0) }
                 case "k": keys.insert(LedgerKey(kind: r[1] ?? "", value: r[2] ?? ""))
                 case "e":
-                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
-                        throw LedgerError.storage("the ledger's events table returned an unexpected row")
-                    }
-                    events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
+                    let (o, event) = try Self.eventRow(r)
+                    events[.subscription(o), default: []].append(event)
                 case "n":
-                    guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
-                        throw LedgerError.storage("the ledger's events table returned an unexpected row")
-                    }
-                    newer[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
+                    let (o, event) = try Self.eventRow(r)
+                    newer[.subscription(o), default: []].append((id: event.0, kind: event.1, digest: event.2, stored: event.3))
                     verdicts[o] = verdicts[o] ?? [:]  // every verdict of a subscription with new events is read
                 case "v":
                     guard let o = r[1], let uuid = r[2] else { continue }
@@ -492,10 +488,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             switch r[0] {
             case "m": newest = r[3].flatMap { Int64($0) }
             case "e":
-                guard let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4], let digest = r[5] else {
-                    throw .storage("the ledger's events table returned an unexpected row")
-                }
-                read.events[.subscription(o), default: []].append((id, LedgerEventKind(rawValue: kind), digest, signed))
+                let (o, event) = try Self.eventRow(r)
+                read.events[.subscription(o), default: []].append(event)
             case "v":
                 guard let o = r[1], let uuid = r[2] else { continue }
                 read.verdicts[o, default: [:]][uuid] = StoredVerdict(verdict: r[4], engineStatus: r[3].flatMap { Int64($0) }, missing: r[5])
@@ -505,6 +499,16 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         guard let newest else { throw .storage("the ledger's events table returned an unexpected row") }
         read.newest = newest
         return read
+    }
+
+    /// An `e`/`n` row of a tagged read (`beginWrite`, `readSubscriptions`): the subscription, and the event as
+    /// `events(keyed:)` gives it (id, kind, payload digest, `signed` as stored).
+    static func eventRow(_ r: [String?]) throws(LedgerError) -> (String, (Int64, LedgerEventKind, String, String)) {
+        guard r.count == 6, let o = r[1], let kind = r[2], let id = r[3].flatMap({ Int64($0) }), let signed = r[4],
+              let digest = r[5] else {
+            throw .storage("the ledger's events table returned an unexpected row")
+        }
+        return (o, (id, LedgerEventKind(rawValue: kind), digest, signed))
     }
 
     /// The transaction's setting that says a one-trip write found a change (`commitInOneTrip`): while it is set,
