@@ -50,6 +50,7 @@ Dependencies: Python >= 3.9, cryptography >= 42, the openssl command line tool, 
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import json
 import os
 import select
@@ -443,20 +444,29 @@ class Harness:
         # "down": bound, not listening. Connecting is refused, and the port cannot be taken by anything else.
         self.down = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.down.bind(("127.0.0.1", self.setup["ports"]["down"]))
-        faketime = shutil.which("faketime")
+        # libfaketime makes a shared-memory segment and a semaphore per process, named by its PID, and never removes
+        # them when the process is stopped by a signal (as ours are): they piled up in /dev/shm and a later responder
+        # with a reused PID failed ("sem_open: File exists"). So the library is preloaded directly (no wrapper
+        # process: the PID is the responder's), stop() removes what our responders made, and leftovers of processes
+        # that no longer exist are removed here.
+        remove_faketime_leftovers()
+        faketime = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+                                    + glob.glob("/usr/lib/faketime/libfaketime.so.1"))), None)
         for key, r in self.setup["responders"].items():
             d = self.outdir
             cmd = ["openssl", "ocsp", "-index", f"{d}/index_{r['index']}.txt", "-CA", f"{d}/{r['ca']}.pem",
                    "-rsigner", f"{d}/{r['signer']}.pem", "-rkey", f"{d}/{r['signer']}.key.pem",
                    "-port", str(self.setup["upstreamPorts"][key]), "-ignore_err", "-timeout", "5"]
             cmd += ["-nmin", str(r["nmin"])] if "nmin" in r else ["-ndays", "1"]
+            env = None
             if "faketime" in r:
                 if not faketime:
-                    raise RuntimeError("faketime is not installed (scripts/install-deps installs it)")
-                cmd = [faketime, "-f", r["faketime"]] + cmd
+                    raise RuntimeError("libfaketime is not installed (the Debian package faketime; scripts/install-deps)")
+                preload = " ".join(x for x in (os.environ.get("LD_PRELOAD"), faketime) if x)
+                env = dict(os.environ, LD_PRELOAD=preload, FAKETIME=r["faketime"])
             log = open(os.path.join(self.outdir, f"responder_{key}.log"), "w+b")
             self.logs.append(log)
-            self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                                start_new_session=True))
         self.start_relays()
         # Readiness: every responder has printed "waiting for OCSP client connections" (never probe: see above).
@@ -595,6 +605,20 @@ class Harness:
                 p.wait()
         for log in self.logs:
             log.close()
+        remove_faketime_leftovers([p.pid for p in self.procs])
+
+
+def remove_faketime_leftovers(pids=None):
+    """libfaketime's per-process segments: those of `pids`, else of every PID that no longer runs."""
+    for path in glob.glob("/dev/shm/faketime_shm_*") + glob.glob("/dev/shm/sem.faketime_sem_*"):
+        pid = path.rsplit("_", 1)[-1]
+        if not pid.isdigit():
+            continue
+        if (int(pid) in pids) if pids is not None else not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def launch(outdir: str) -> Harness:
