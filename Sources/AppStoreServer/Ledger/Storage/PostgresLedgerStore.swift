@@ -307,7 +307,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// creates, the other finds it made), and checks the ledger's identity; refuses a newer schema and another
     /// identity (rolled back: nothing written).
     private func migrate(_ opener: LedgerIdentity?) throws(LedgerError) -> LedgerIdentity {
-        try db.run("BEGIN", what: "cannot start the schema migration")
+        try db.run("BEGIN ISOLATION LEVEL READ COMMITTED", what: "cannot start the schema migration")
         do throws(LedgerError) {
             try db.run("SELECT pg_advisory_xact_lock($1)", [.int(writeLock)], what: "cannot lock the ledger")
             let exists = try db.run("SELECT to_regclass($1) IS NOT NULL", [.text("\(schema).schema_version")],
@@ -466,7 +466,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
     /// prepared statement's generic plan made then (a scan of a table of ten rows) is kept as the table grows (the
     /// verdicts' UPDATE scanned every notification under the lock until autovacuum analyzed the table).
     private var writeStart: String {
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)), "
+        // READ COMMITTED whatever the server's default: under REPEATABLE READ or SERIALIZABLE the transaction's
+        // snapshot would be taken by the lock's statement, before the lock is granted, and miss the commit of the
+        // writer it waited for (its events, the catch-up's keys, the verdicts it wrote).
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(\(writeLock)), "
             + "set_config('enable_seqscan', 'off', true); "
     }
 
