@@ -73,6 +73,22 @@ def answers(ledger, subs, customers, instants):
     return out
 
 
+def crafted_customer(pki, doc):
+    """(token, t0, [(kind, JWS)]): a subscription's transaction with an appAccountToken, and its renewal info without
+    one (auto-renew turned off), so only the original transaction ties the renewal info to the customer."""
+    import lifecycles as L
+    signer = L.Signer(str(pki))
+    day, t0 = L.D, L.T0 + 50 * L.D
+    token = "6b0404f2-b094-40b8-ab01-a1c12a3a2107"
+    t = {"transactionId": "8300000000000001", "originalTransactionId": "8300000000000001", "bundleId": doc["bundleId"],
+         "productId": L.PRODUCTS["basic"], "purchaseDate": t0 - 10 * day, "expiresDate": t0 + 20 * day, "quantity": 1,
+         "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "environment": "Sandbox",
+         "signedDate": t0 - 10 * day, "appAccountToken": token}
+    ri = {"originalTransactionId": "8300000000000001", "autoRenewProductId": L.PRODUCTS["basic"],
+          "productId": L.PRODUCTS["basic"], "autoRenewStatus": 0, "environment": "Sandbox", "signedDate": t0 - 5 * day}
+    return token, t0, [("TRANSACTION", signer.sign(t)), ("RENEWAL_INFO", signer.sign(ri))]
+
+
 def psql_rows(url, table, key):
     psql = shutil.which("psql")
     if not psql:
@@ -195,6 +211,22 @@ def main(argv):
                 check(pg == lite, f"{table}: {len(pg)} rows, each the newest version, as in SQLite")
             for led in (early, fresh):
                 led.close()
+
+            # A customer whose subscription's renewal info does not carry its appAccountToken: the customer's answer
+            # includes it through the original transaction (docs/ledger.md, "Queries": a customer is the events that
+            # name it and every event of the original transactions they name), read in the same round trip on
+            # PostgreSQL (`customer_events`): autoRenewStatus 0 is the renewal info's (Apple: auto-renew turned off).
+            token, t0, crafted = crafted_customer(pki, doc)
+            mixed, lite = open_ledger(url + "?schema=mixed", pki), open_ledger("sqlite::memory:", pki)
+            for k, j in crafted:
+                ingest(mixed, k, j)
+                ingest(lite, k, j)
+            got, expected = mixed.customer(token, at=t0).to_dict(), lite.customer(token, at=t0).to_dict()
+            check(got == expected and [x.get("autoRenewStatus") for x in got["subscriptions"]] == [0],
+                  f"a renewal info without the customer's token is the customer's through its original transaction, "
+                  f"as in SQLite: {got['subscriptions']}")
+            mixed.close()
+            lite.close()
 
             # A server whose transactions default to SERIALIZABLE (an operator's setting): the ledger's writes run at
             # READ COMMITTED all the same. Otherwise a writer waiting for the lock holds a snapshot from before the

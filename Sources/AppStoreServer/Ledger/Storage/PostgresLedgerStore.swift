@@ -267,6 +267,19 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             AND environment = $3 ORDER BY id DESC LIMIT $4
             """), parameters: 4)
         try db.prepare("max_event", inSchema("SELECT coalesce(max(id), 0) FROM appstore_ledger.events"), parameters: 0)
+        // A customer's events and its originals' (`customerEvents`): tagged rows, `k` naming each original found.
+        try db.prepare("customer_events", inSchema("""
+            WITH own AS (SELECT event_id FROM appstore_ledger.event_keys WHERE kind = 'c' AND key = $1),
+            originals AS (SELECT DISTINCT k.kind, k.key FROM appstore_ledger.event_keys k JOIN own USING (event_id)
+              WHERE k.kind IN ('s', 'p'))
+            SELECT 'e'::text, 'c'::text, $1::text, e.id, e.kind, e.payload_sha256, e.signed
+              FROM own JOIN appstore_ledger.events e ON e.id = own.event_id WHERE e.bundle_id = $2 AND e.environment = $3
+            UNION ALL SELECT 'e', o.kind, o.key, e.id, e.kind, e.payload_sha256, e.signed FROM originals o
+              JOIN appstore_ledger.event_keys k ON k.kind = o.kind AND k.key = o.key
+              JOIN appstore_ledger.events e ON e.id = k.event_id
+              WHERE e.bundle_id = $2 AND e.environment = $3 AND NOT EXISTS (SELECT FROM own WHERE own.event_id = k.event_id)
+            UNION ALL SELECT 'k', o.kind, o.key, NULL, NULL, NULL, NULL FROM originals o
+            """), parameters: 3)
         try db.prepare("events_keyed", inSchema("""
             SELECT e.id, e.kind, e.payload_sha256, e.signed FROM appstore_ledger.event_keys k JOIN appstore_ledger.events e
             ON e.id = k.event_id WHERE k.kind = $1 AND k.key = $2 AND e.bundle_id = $3 AND e.environment = $4
@@ -913,6 +926,25 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             }
             try each(i, LedgerEventKind(rawValue: kind), digest, signed)
         }
+    }
+
+    func customerEvents(_ customer: LedgerKey) throws(LedgerError) -> [LedgerKey: [StoredKeyedEvent]]? {
+        guard !writing else { return nil }
+        let rows = try db.run("customer_events", [.text(customer.value)] + LedgerRows.identity(identity), prepared: true,
+                              what: "cannot read the ledger's events")
+        var out: [LedgerKey: [StoredKeyedEvent]] = [customer: []]
+        for row in rows {
+            guard row.count == 7, let tag = row[0], let kind = row[1], let key = row[2] else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            let k = LedgerKey(kind: kind, value: key)
+            if tag == "k" { out[k, default: []] += []; continue }
+            guard let i = row[3].flatMap({ Int64($0) }), let eventKind = row[4], let digest = row[5], let signed = row[6] else {
+                throw .storage("the ledger's events table returned an unexpected row")
+            }
+            out[k, default: []].append(StoredKeyedEvent(id: i, kind: LedgerEventKind(rawValue: eventKind), digest: digest, stored: signed))
+        }
+        return out
     }
 
     func keys(after id: Int64) throws(LedgerError) -> (keys: Set<LedgerKey>, last: Int64) {
