@@ -475,6 +475,17 @@ public final class Ledger: Sendable {
         return state
     }
 
+    /// `state` with the stored events `rows` not `seen` yet applied (`load`'s step, for rows read already).
+    private func apply(_ rows: [StoredKeyedEvent], to state: LedgerState, seen: inout Set<Int64>,
+                       _ c: inout Core) throws(LedgerError) -> LedgerState {
+        var state = state
+        for e in rows where seen.insert(e.id).inserted {
+            state.apply(try storedFacts(e.id, e.kind, e.digest, e.stored, c.store))
+            c.rowsRead += 1
+        }
+        return state
+    }
+
     private func load(_ keys: [LedgerKey], _ c: inout Core) throws(LedgerError) -> LedgerState {
         var seen: Set<Int64> = []
         return try load(keys, seen: &seen, &c)
@@ -498,20 +509,16 @@ public final class Ledger: Sendable {
         // PostgreSQL: the customer's events and its originals' in one round trip; an original they name that the
         // read did not find (none expected) is read on its own.
         let read = try c.store.customerEvents(key)
-        var own = LedgerState()
-        if let read {
-            for e in read[key] ?? [] where seen.insert(e.id).inserted { own.apply(try storedFacts(e.id, e.kind, e.digest, e.stored, c.store)) }
-        } else {
-            own = try load([key], seen: &seen, &c)
+        let own = if let read { try apply(read[key] ?? [], to: LedgerState(), seen: &seen, &c) } else {
+            try load([key], seen: &seen, &c)
         }
         let originals = LedgerKey.originals(in: own)
         var s = own
         var unread: [LedgerKey] = []
         for o in originals {
             guard let rows = read?[o] else { unread.append(o); continue }
-            for e in rows where seen.insert(e.id).inserted { s.apply(try storedFacts(e.id, e.kind, e.digest, e.stored, c.store)) }
+            s = try apply(rows, to: s, seen: &seen, &c)
         }
-        if read != nil { c.rowsRead += seen.count }
         s = try load(unread, into: s, seen: &seen, &c)
         c.cache.put(key, s, keys: [key] + originals, bytes: LedgerKey.estimatedBytes(s))
         return s

@@ -17,7 +17,7 @@ protocol LedgerStorage: AnyObject, Sendable {
     /// `beginWrite` read them and that catch-up used them: applied to the state cached before the catch-up evicted it,
     /// they give the key's state without reading its older events again. nil: not read. Each as `events(keyed:)`
     /// gives it: id, kind, payload digest and the `signed` text as stored.
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]?
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [StoredKeyedEvent]?
     /// Commits it; returns once it is durable.
     func commit() throws(LedgerError)
     /// Commits it; returns nil once it is durable, or (PostgreSQL) once it is committed and visible, with the wait
@@ -149,17 +149,12 @@ struct LedgerCounts {
 }
 
 /// One stored event as `events(keyed:)` gives it: id, kind, payload digest, the `signed` text as stored.
-struct StoredKeyedEvent {
-    let id: Int64
-    let kind: LedgerEventKind
-    let digest: String
-    let stored: String
-}
+typealias StoredKeyedEvent = (id: Int64, kind: LedgerEventKind, digest: String, stored: String)
 
 extension LedgerStorage {
     func customerEvents(_ customer: LedgerKey) throws(LedgerError) -> [LedgerKey: [StoredKeyedEvent]]? { nil }
     func beginWrite(reading: [LedgerKey], ifChanged: [LedgerKey]) throws(LedgerError) { try beginWrite() }
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? { nil }
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [StoredKeyedEvent]? { nil }
     var connectionGeneration: Int { 0 }
     func stage(_ events: [LedgerEvent], receivedAt: Int64) {}
     func canCommitInOneTrip(_ batch: [LedgerEvent]) -> Bool { false }

@@ -908,7 +908,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return newest
     }
 
-    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, digest: String, stored: String)]? {
+    func newEvents(keyed key: LedgerKey) throws(LedgerError) -> [StoredKeyedEvent]? {
         guard writing, newerUsable, let rows = readNewer.removeValue(forKey: key) else { return nil }
         return rows
     }
@@ -942,7 +942,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
             guard let i = row[3].flatMap({ Int64($0) }), let eventKind = row[4], let digest = row[5], let signed = row[6] else {
                 throw .storage("the ledger's events table returned an unexpected row")
             }
-            out[k, default: []].append(StoredKeyedEvent(id: i, kind: LedgerEventKind(rawValue: eventKind), digest: digest, stored: signed))
+            out[k, default: []].append((i, LedgerEventKind(rawValue: eventKind), digest, signed))
         }
         return out
     }
