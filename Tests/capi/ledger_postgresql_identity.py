@@ -25,6 +25,8 @@ On a throwaway PostgreSQL server on loopback (Tests/support/postgres_server.py; 
   6. another process's event between two of this one's about the same subscription: ledger A ingests a subscription's
      first notification, ledger B its second, A its third (a write prepared from A's cached state, which lacks the
      second): A's result, both ledgers' answers and the summary (the verdicts A recorded) are a fresh ledger's.
+  7. a failover onto other data: a ledger caches a subscription's first notification, its connection is lost and comes
+     back on a copy without it; the renewal it then stores gets the verdict of the data it now talks to.
 The library is loaded through the Python binding (bindings/python), with APPSTORESERVER_LIB.
 """
 from __future__ import annotations
@@ -59,6 +61,73 @@ def sha_of(jws):
     import base64
     seg = jws.split(".")[1]
     return hashlib.sha256(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4))).hexdigest()
+
+
+def failover_onto_other_data(url, pki, check):
+    """7. A failover onto other data (docs/ledger.md, "Reconnecting": after a reconnection the ledger trusts nothing it
+    cached). Guards the fix of 8173bc5: a one-round-trip write is prepared from the cached states, and was sent on
+    the connection re-established on the way, with verdicts from the lost server's data. The loss is noticed while
+    the database is gone (renamed away after a restart: the reconnection fails, one is pending), then the database
+    comes back as a copy made before the subscription's first notification (a replica that lagged). The
+    renewal given next must be judged on that copy: a DID_RENEW signed before its period's purchaseDate, with no
+    earlier period known, is INCOMPLETE_HISTORY (docs/ledger.md, "Disagreements"); from the stale cache it was AGREES."""
+    import random
+    import lifecycles as L
+    from ledger_values import open_ledger
+    from appstoreserver.ledger import LedgerError
+    base = url.rsplit("/", 1)[0]
+
+    def admin(sql):
+        # Not psql()'s transaction: CREATE/ALTER DATABASE run outside one.
+        subprocess.run([shutil.which("psql") or "psql", url, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                       capture_output=True, text=True, check=True)
+
+    def verdict_of(database, uuid):
+        return psql(f"{base}/{database}", "SELECT verdict FROM appstore_ledger.notifications "
+                                          f"WHERE notification_uuid = '{uuid}'")
+
+    w = L.World(L.Signer(pki), random.Random(7), "failover")
+    sub = L.Subscription(w, None)
+    first = sub.buy(L.T0)
+    # Signed 33 s before the new period's purchaseDate, as Apple signs a DID_RENEW (docs/ledger.md, "Disagreements").
+    second = sub.renew(at=sub.tx["expiresDate"] - 33_000)
+    admin("CREATE DATABASE failover")
+    open_ledger(f"{base}/failover", pki).close()  # the schema, no event
+    admin("CREATE DATABASE failover_replica TEMPLATE failover")  # the lagging copy
+    led = open_ledger(f"{base}/failover", pki)
+    r = led.ingest_notification(first["signed"]).to_dict()
+    check(r.get("verdict") == "AGREES", f"failover: the first notification agrees ({r.get('verdict')})")  # its period starts
+    url.restart()  # every connection closed; the ledger, idle, does not know yet
+    admin("ALTER DATABASE failover RENAME TO failover_lost")
+    try:
+        led.ingest_notification(second["signed"])
+        check(False, "failover setup: the renewal sent while the database is gone fails")
+        return
+    except LedgerError as e:
+        if e.appstore_status.name != "STORAGE_ERROR":
+            raise
+    admin("ALTER DATABASE failover_replica RENAME TO failover")
+    # Given again until acknowledged, as Apple retries (the flush connection, lost too, fails an attempt or two).
+    failed = []
+    deadline = time.monotonic() + 120  # a reconnection takes milliseconds; Apple retries for days
+    while True:
+        try:
+            r = led.ingest_notification(second["signed"]).to_dict()
+            break
+        except LedgerError as e:
+            failed.append(e.message)
+            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    print(f"failover: the renewal acknowledged after {len(failed)} more failed attempts: "
+          f"{[m[:90] for m in failed]}", flush=True)
+    check(verdict_of("failover", first["uuid"]) == [] and verdict_of("failover_lost", first["uuid"]) == [["AGREES"]],
+          "failover setup: the first notification is in the lost database only")
+    check(verdict_of("failover", second["uuid"]) == [["INCOMPLETE_HISTORY"]],
+          f"failover: the renewal's stored verdict is the new data's, INCOMPLETE_HISTORY "
+          f"({verdict_of('failover', second['uuid'])})")
+    check(r.get("verdict") == "INCOMPLETE_HISTORY", f"failover: the acknowledged result says so too ({r.get('verdict')})")
+    led.close()
 
 
 def main(argv):
@@ -376,6 +445,8 @@ def main(argv):
                   f"interleaved: the verdicts A recorded are one process's ({a.summary().to_dict()} / {one.summary().to_dict()})")
             for x in (a, b, fresh, one):
                 x.close()
+
+            failover_onto_other_data(url, pki, check)
         finally:
             server.__exit__(None, None, None)
     finally:
