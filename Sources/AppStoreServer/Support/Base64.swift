@@ -73,32 +73,53 @@ enum Base64 {
     }
 
     private static func encode(_ input: UnsafeBufferPointer<UInt8>, alphabet: Alphabet) -> String {
-        let rem = input.count % 3
-        let size = input.count / 3 * 4 + (rem == 0 ? 0 : alphabet == .standard ? 4 : rem + 1)
+        let size = encodedCount(input.count, alphabet: alphabet)
         guard size > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: size) { encode(input, into: $0, alphabet: alphabet) }
+    }
+
+    /// `bytes` encoded, appended to `out` (a stored JWS is rebuilt into one buffer: `StoredSigned.expand`).
+    static func encode(_ bytes: UnsafeBufferPointer<UInt8>, appendingTo out: inout [UInt8], alphabet: Alphabet) {
+        let size = encodedCount(bytes.count, alphabet: alphabet)
+        guard size > 0 else { return }
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: size))
+        out.withUnsafeMutableBufferPointer { all in
+            _ = encode(bytes, into: UnsafeMutableBufferPointer(rebasing: all[start...]), alphabet: alphabet)
+        }
+    }
+
+    private static func encodedCount(_ n: Int, alphabet: Alphabet) -> Int {
+        let rem = n % 3
+        return n / 3 * 4 + (rem == 0 ? 0 : alphabet == .standard ? 4 : rem + 1)
+    }
+
+    /// Writes the encoding of `input` to `out` (at least `encodedCount` bytes); returns the count written.
+    private static func encode(_ input: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>,
+                               alphabet: Alphabet) -> Int {
+        let rem = input.count % 3
+        let size = encodedCount(input.count, alphabet: alphabet)
         return (alphabet == .standard ? standardChars : urlChars).withUnsafeBufferPointer { chars in
-            String(unsafeUninitializedCapacity: size) { out in
-                var i = 0, o = 0
-                while i + 3 <= input.count {
-                    let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-                    out[o] = chars[Int(v >> 18 & 63)]
-                    out[o + 1] = chars[Int(v >> 12 & 63)]
-                    out[o + 2] = chars[Int(v >> 6 & 63)]
-                    out[o + 3] = chars[Int(v & 63)]
-                    i += 3
-                    o += 4
-                }
-                if rem > 0 {
-                    var v = UInt32(input[i]) << 16
-                    if rem == 2 { v |= UInt32(input[i + 1]) << 8 }
-                    out[o] = chars[Int(v >> 18 & 63)]
-                    out[o + 1] = chars[Int(v >> 12 & 63)]
-                    o += 2
-                    if rem == 2 { out[o] = chars[Int(v >> 6 & 63)]; o += 1 }
-                    if alphabet == .standard { while o < size { out[o] = UInt8(ascii: "="); o += 1 } }
-                }
-                return o
+            var i = 0, o = 0
+            while i + 3 <= input.count {
+                let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                out[o] = chars[Int(v >> 18 & 63)]
+                out[o + 1] = chars[Int(v >> 12 & 63)]
+                out[o + 2] = chars[Int(v >> 6 & 63)]
+                out[o + 3] = chars[Int(v & 63)]
+                i += 3
+                o += 4
             }
+            if rem > 0 {
+                var v = UInt32(input[i]) << 16
+                if rem == 2 { v |= UInt32(input[i + 1]) << 8 }
+                out[o] = chars[Int(v >> 18 & 63)]
+                out[o + 1] = chars[Int(v >> 12 & 63)]
+                o += 2
+                if rem == 2 { out[o] = chars[Int(v >> 6 & 63)]; o += 1 }
+                if alphabet == .standard { while o < size { out[o] = UInt8(ascii: "="); o += 1 } }
+            }
+            return o
         }
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 
 /// How `events.signed` holds a JWS (docs/ledger.md, "Storage layout"): each distinct JWS header (`alg` and the x5c
@@ -47,74 +50,160 @@ enum StoredSigned {
     static func compact(_ jws: String) -> (text: String, headers: [Header]) {
         // A text starting with `~` (never a JWS the verifier accepts) is kept as received behind `~0.`.
         let asReceived = jws.utf8.first == UInt8(ascii: "~") ? "~0." + jws : jws
-        guard let form = makeCompact(jws) else { return (asReceived, []) }
-        // Never lose a byte: the form must give back exactly what was received.
+        let received = Array(jws.utf8)
+        guard let form = makeCompact(received) else { return (asReceived, []) }
+        // Never lose a byte: the form must give back exactly what was received. (Compared as bytes, on the bytes
+        // `expand` rebuilds: no string made for the check, which every ingest pays for.)
         let known = Dictionary(form.headers.map { ($0.digest, $0.text) }, uniquingKeysWith: { a, _ in a })
-        guard let back = try? expand(form.text, eventId: 0, header: { known[$0] }), back == jws else { return (asReceived, []) }
-        return form
+        guard let back = try? expandForm(form.text, eventId: 0, header: { known[$0] }), back.count == received.count,
+              back.withUnsafeBytes({ b in received.withUnsafeBytes { b.isEmpty || memcmp(b.baseAddress!, $0.baseAddress!, b.count) == 0 } }) else {
+            return (asReceived, [])
+        }
+        return (String(decoding: form.text, as: UTF8.self), form.headers)
     }
 
-    private static func makeCompact(_ jws: String) -> (text: String, headers: [Header])? {
-        let u = Array(jws.utf8)
+    private static func makeCompact(_ u: [UInt8]) -> (text: [UInt8], headers: [Header])? {
         guard u.first != UInt8(ascii: "~") else { return nil }
-        let parts = u.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count >= minimumHeader, !parts[2].contains(UInt8(ascii: ",")) else { return nil }
-        let outer = Header(text: String(decoding: parts[0], as: UTF8.self))
+        // Exactly three segments (found with memchr: a JWS is ~16 KB, scanned on every ingest).
+        guard let dots = u.withUnsafeBufferPointer({ b -> (Int, Int)? in
+            let first = index(of: UInt8(ascii: "."), in: b, from: 0)
+            let second = index(of: UInt8(ascii: "."), in: b, from: first + 1)
+            guard second < b.count, index(of: UInt8(ascii: "."), in: b, from: second + 1) == b.count else { return nil }
+            return (first, second)
+        }) else { return nil }
+        let parts = [u[..<dots.0], u[(dots.0 + 1)..<dots.1], u[(dots.1 + 1)...]]
+        guard parts[0].count >= minimumHeader, !parts[2].contains(UInt8(ascii: ",")) else { return nil }
+        let outer = parts[0].withUnsafeBufferPointer { Header(bytes: $0) }
         var headers = [outer]
-        let payloadSegment = Array(parts[1])
-        var payloadForm: [UInt8] = [UInt8(ascii: "b")] + payloadSegment
-        var refs: [String] = []
+        let payloadSegment = parts[1]
+        var payloadForm: [UInt8] = []
+        var refs: [UInt8] = []
         // The decoder takes canonical base64url only (no padding, no stray bits), so a decoded segment encodes
         // back to itself: `expand` gives back the received bytes (and `compact` checks the whole form once more).
-        if let json = payloadSegment.withUnsafeBytes({ Base64.decode($0, alphabet: .url) }), !json.contains(0),
-           String(validating: json, as: UTF8.self) != nil {
+        if let json = payloadSegment.withUnsafeBytes({ Base64.decode($0, alphabet: .url) }), isColumnText(json[...]) {
             var reduced: [UInt8] = []
             reduced.reserveCapacity(json.count)
-            var i = 0
-            // A nested compact JWS is a JSON string `"<header>.<payload>.<signature>"`: its header is a run of
-            // base64url characters after a quote, ending at a dot; its payload the run after that dot.
-            while i < json.count {
-                if json[i] == UInt8(ascii: "\""), let end = nestedHeaderEnd(json, from: i + 1) {
-                    reduced.append(json[i])
-                    let h = Header(text: String(decoding: json[(i + 1)..<end], as: UTF8.self))
-                    let at = reduced.count
-                    let digest = h.digest == outer.digest ? "" : h.digest  // empty: the outer header's
-                    if h.digest != outer.digest { headers.append(h) }
-                    // The nested payload decoded too, when that gives back its bytes and is text.
-                    var j = end + 1
-                    while j < json.count, isBase64URL(json[j]) { j += 1 }
-                    if j < json.count, json[j] == UInt8(ascii: "."), j > end + 1,
-                       let decoded = json[(end + 1)..<j].withUnsafeBytes({ Base64.decode($0, alphabet: .url) }),
-                       !decoded.contains(0), String(validating: decoded, as: UTF8.self) != nil {
-                        refs.append("\(at):\(digest):\(decoded.count)")
-                        reduced.append(UInt8(ascii: "."))
-                        reduced.append(contentsOf: decoded)
-                        i = j
-                    } else {
-                        refs.append("\(at):\(digest)")
-                        i = end
+            // Apple signs the nested values with the outer value's chain: a nested header that is the outer one is
+            // recognised by one comparison (the outer text checked as a base64url run once) instead of a scan.
+            let outerText = parts[0]
+            let outerIsRun = outerText.withUnsafeBufferPointer { base64URLRunEnd($0, from: 0) == $0.count }
+            json.withUnsafeBufferPointer { json in
+                var i = 0
+                // A nested compact JWS is a JSON string `"<header>.<payload>.<signature>"`: its header is a run of
+                // base64url characters after a quote, ending at a dot; its payload the run after that dot.
+                while i < json.count {
+                    let isOuter = json[i] == UInt8(ascii: "\"") && outerIsRun && i + 1 + outerText.count < json.count
+                        && json[i + 1 + outerText.count] == UInt8(ascii: ".")
+                        && outerText.withUnsafeBufferPointer { memcmp(json.baseAddress! + i + 1, $0.baseAddress!, $0.count) == 0 }
+                    let headerEnd = isOuter ? i + 1 + outerText.count
+                        : json[i] == UInt8(ascii: "\"") ? nestedHeaderEnd(json, from: i + 1) : nil
+                    if let end = headerEnd {
+                        reduced.append(json[i])
+                        let h = isOuter ? outer : Header(bytes: UnsafeBufferPointer(rebasing: json[(i + 1)..<end]))
+                        if !refs.isEmpty { refs.append(UInt8(ascii: ",")) }
+                        refs.append(contentsOf: String(reduced.count).utf8)
+                        refs.append(UInt8(ascii: ":"))
+                        // Empty: the outer header's.
+                        if h.digest != outer.digest {
+                            headers.append(h)
+                            refs.append(contentsOf: h.digest.utf8)
+                        }
+                        // The nested payload decoded too, when that gives back its bytes and is text.
+                        let payload = end + 1
+                        let stop = base64URLRunEnd(json, from: payload)
+                        if stop < json.count, json[stop] == UInt8(ascii: "."), stop > payload,
+                           let decoded = Base64.decode(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: json[payload..<stop])), alphabet: .url),
+                           isColumnText(decoded[...]) {
+                            refs.append(UInt8(ascii: ":"))
+                            refs.append(contentsOf: String(decoded.count).utf8)
+                            reduced.append(UInt8(ascii: "."))
+                            reduced.append(contentsOf: decoded)
+                            i = stop
+                        } else {
+                            i = end
+                        }
+                        continue
                     }
-                    continue
+                    // Up to the next quote in one copy (the text between JSON strings' starts).
+                    let next = index(of: UInt8(ascii: "\""), in: json, from: i + 1)
+                    reduced.append(contentsOf: UnsafeBufferPointer(rebasing: json[i..<next]))
+                    i = next
                 }
-                // Up to the next quote in one copy (the text between JSON strings' starts).
-                let next = json[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")) ?? json.count
-                reduced.append(contentsOf: json[i..<next])
-                i = next
             }
             // Apple's member names (a third of a payload) as two bytes each, when the text has no 0x01 of its own.
-            payloadForm = reduced.contains(0x01) ? [UInt8(ascii: "j")] + reduced : [UInt8(ascii: "k")] + MemberNames.shorten(reduced)
+            if reduced.contains(0x01) {
+                payloadForm.reserveCapacity(reduced.count + 1)
+                payloadForm.append(UInt8(ascii: "j"))
+                payloadForm.append(contentsOf: reduced)
+            } else {
+                payloadForm = MemberNames.shorten(reduced, prefix: UInt8(ascii: "k"))
+            }
+        } else {
+            payloadForm.reserveCapacity(payloadSegment.count + 1)
+            payloadForm.append(UInt8(ascii: "b"))
+            payloadForm.append(contentsOf: payloadSegment)
         }
-        let text = "~1.\(outer.digest).\(String(decoding: parts[2], as: UTF8.self)).\(refs.joined(separator: ",")).\(String(decoding: payloadForm, as: UTF8.self))"
+        // ~1.<header digest>.<signature segment>.<nested references>.<payload form>
+        var text: [UInt8] = []
+        text.reserveCapacity(3 + 44 + parts[2].count + 1 + refs.count + 1 + payloadForm.count)
+        text.append(contentsOf: "~1.".utf8)
+        text.append(contentsOf: outer.digest.utf8)
+        text.append(UInt8(ascii: "."))
+        text.append(contentsOf: parts[2])
+        text.append(UInt8(ascii: "."))
+        text.append(contentsOf: refs)
+        text.append(UInt8(ascii: "."))
+        text.append(contentsOf: payloadForm)
         return (text, headers)
     }
 
+    /// Whether `b` is text a database column holds as it is: valid UTF-8 without a NUL. Apple's payloads are ASCII:
+    /// checked eight bytes at a time, the rest validated by the standard library.
+    static func isColumnText(_ b: ArraySlice<UInt8>) -> Bool {
+        b.withUnsafeBytes { raw in
+            var i = 0
+            var high: UInt64 = 0
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while i + 8 <= raw.count {
+                let v = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                // A zero byte: (v - 0x01..) & ~v & 0x80.. is not 0 (the classic test; exact for "any byte is zero").
+                if (v &- ones) & ~v & highs != 0 { return false }
+                high |= v & highs
+                i += 8
+            }
+            while i < raw.count {
+                if raw[i] == 0 { return false }
+                high |= UInt64(raw[i] & 0x80)
+                i += 1
+            }
+            return high == 0 || String(validating: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count), as: UTF8.self) != nil
+        }
+    }
+
     /// The end of a base64url run from `start`, when it is at least `minimumHeader` long and a dot follows.
-    private static func nestedHeaderEnd(_ b: [UInt8], from start: Int) -> Int? {
-        var j = start
-        while j < b.count, isBase64URL(b[j]) { j += 1 }
+    private static func nestedHeaderEnd(_ b: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        let j = base64URLRunEnd(b, from: start)
         guard j - start >= minimumHeader, j < b.count, b[j] == UInt8(ascii: ".") else { return nil }
         return j
     }
+
+    /// The first index at or after `start` that is not a base64url character (or `b.count`).
+    private static func base64URLRunEnd(_ b: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        base64URLBytes.withUnsafeBufferPointer { table in
+            var j = start
+            while j < b.count, table[Int(b[j])] { j += 1 }
+            return j
+        }
+    }
+
+    /// The first index of `byte` at or after `start` (or `b.count`).
+    static func index(of byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard start < b.count, let base = b.baseAddress,
+              let hit = memchr(base + start, Int32(byte), b.count - start) else { return b.count }
+        return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+    }
+
+    private static let base64URLBytes: [Bool] = (0..<256).map { isBase64URL(UInt8($0)) }
 
     private static func isBase64URL(_ c: UInt8) -> Bool {
         (65...90).contains(c) || (97...122).contains(c) || (48...57).contains(c) || c == 45 || c == 95
@@ -166,53 +255,92 @@ enum StoredSigned {
     static func expand(_ stored: String, eventId: Int64, header: (String) throws(LedgerError) -> String?) throws(LedgerError) -> String {
         guard stored.utf8.first == UInt8(ascii: "~") else { return stored }
         if stored.hasPrefix("~0.") { return String(stored.dropFirst(3)) }
+        return String(decoding: try expandForm(Array(stored.utf8), eventId: eventId, header: header), as: UTF8.self)
+    }
+
+    /// The received bytes of the `~1.` form `u` (`expand`), rebuilt into one buffer.
+    private static func expandForm(_ u: [UInt8], eventId: Int64,
+                                   header: (String) throws(LedgerError) -> String?) throws(LedgerError) -> [UInt8] {
         func corrupt(_ why: String) -> LedgerError {
             .storage("event \(eventId): its stored JWS is corrupt: \(why) (`appstoreserver ledger check` lists such rows)")
         }
-        func find(_ digest: Substring) throws(LedgerError) -> String {
-            guard let t = try header(String(digest)) else {
-                throw corrupt("its certificate chain \(QuotedText.quote(String(digest))) is missing from jws_headers")
+        func find(_ digest: String) throws(LedgerError) -> String {
+            guard let t = try header(digest) else {
+                throw corrupt("its certificate chain \(QuotedText.quote(digest)) is missing from jws_headers")
             }
             return t
         }
-        let parts = stored.split(separator: ".", maxSplits: 4, omittingEmptySubsequences: false)
-        guard parts.count == 5, parts[0] == "~1", let kind = parts[4].utf8.first else {
+        // ~1.<digest>.<signature>.<refs>.<form><payload>: the first four dots end the first four parts.
+        var dots: [Int] = []
+        dots.reserveCapacity(4)
+        var at = 0
+        while dots.count < 4, at < u.count {
+            if u[at] == UInt8(ascii: ".") { dots.append(at) }
+            at += 1
+        }
+        guard dots.count == 4, dots[0] == 2, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), dots[3] + 1 < u.count else {
             throw corrupt("not a stored form this library knows")
         }
-        let outer = try find(parts[1])
-        var payload = Array(parts[4].utf8.dropFirst())
+        let signature = u[(dots[1] + 1)..<dots[2]]
+        let refsText = u[(dots[2] + 1)..<dots[3]]
+        let kind = u[dots[3] + 1]
+        let outer = try find(String(decoding: u[(dots[0] + 1)..<dots[1]], as: UTF8.self))
+        var payload = Array(u[(dots[3] + 2)...])
         var form = kind
         if kind == UInt8(ascii: "k") {
             guard let full = MemberNames.expand(payload) else { throw corrupt("an unknown member name code") }
             payload = full
             form = UInt8(ascii: "j")
         }
+        var out: [UInt8] = []
+        out.append(contentsOf: outer.utf8)
+        out.append(UInt8(ascii: "."))
         switch form {
         case UInt8(ascii: "b"):
-            guard parts[3].isEmpty else { throw corrupt("nested references in a base64url payload") }
+            guard refsText.isEmpty else { throw corrupt("nested references in a base64url payload") }
+            out.reserveCapacity(out.count + payload.count + 1 + signature.count)
+            out.append(contentsOf: payload)
         case UInt8(ascii: "j"):
-            if !parts[3].isEmpty {
+            var full = payload
+            if !refsText.isEmpty {
                 let refs: [Reference]
-                switch references(parts[3].utf8, in: payload) {
+                switch references(refsText, in: payload) {
                 case .success(let r): refs = r
                 case .failure(let bad): throw corrupt("a nested reference \(QuotedText.quote(bad.text)) is out of place")
                 }
-                // From the last: each offset is into the stored text, before the later ones are expanded.
-                for r in refs.reversed() {
-                    let h = r.digest.isEmpty ? outer : try find(r.digest[...])
+                // Each header put back at its offset of the stored text; a nested payload stored decoded is encoded
+                // again behind it (the dot at its offset, then its bytes, replaced by the header, a dot, the base64url).
+                full = []
+                full.reserveCapacity(payload.count + refs.count * 4096)
+                var from = 0
+                for r in refs {
+                    guard r.at >= from else {
+                        // Overlapping another's nested payload: never written so (`makeCompact`).
+                        let text = "\(r.at):\(r.digest)" + (r.length.map { ":\($0)" } ?? "")
+                        throw corrupt("a nested reference \(QuotedText.quote(text)) is out of place")
+                    }
+                    full.append(contentsOf: payload[from..<r.at])
+                    full.append(contentsOf: (r.digest.isEmpty ? outer : try find(r.digest)).utf8)
                     if let n = r.length {
-                        let segment = Array(Base64.encode(payload[(r.at + 1)..<(r.at + 1 + n)], alphabet: .url).utf8)
-                        payload.replaceSubrange(r.at..<(r.at + 1 + n), with: Array(h.utf8) + [UInt8(ascii: ".")] + segment)
+                        full.append(UInt8(ascii: "."))
+                        payload.withUnsafeBufferPointer {
+                            Base64.encode(UnsafeBufferPointer(rebasing: $0[(r.at + 1)..<(r.at + 1 + n)]), appendingTo: &full, alphabet: .url)
+                        }
+                        from = r.at + 1 + n
                     } else {
-                        payload.insert(contentsOf: Array(h.utf8), at: r.at)
+                        from = r.at
                     }
                 }
+                full.append(contentsOf: payload[from...])
             }
-            payload = Array(Base64.encode(payload, alphabet: .url).utf8)
+            out.reserveCapacity(out.count + (full.count + 2) / 3 * 4 + 1 + signature.count)
+            full.withUnsafeBufferPointer { Base64.encode($0, appendingTo: &out, alphabet: .url) }
         default:
             throw corrupt("unknown payload form")
         }
-        return outer + "." + String(decoding: payload, as: UTF8.self) + "." + parts[2]
+        out.append(UInt8(ascii: "."))
+        out.append(contentsOf: signature)
+        return out
     }
 }
 
@@ -290,19 +418,25 @@ extension StoredSigned {
 }
 
 extension StoredSigned.Header {
-    init(text: String) {
-        // Millions of values share a few chains: the last header's digest is reused when the text is the same
-        // (a comparison of bytes, not a SHA-256 and a base64 per JWS).
-        if let hit = Self.last.withLock({ $0.flatMap { $0.text == text ? $0 : nil } }) {
+    /// The header whose text is `bytes` (UTF-8).
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        // Millions of values share a few chains: the last header is reused when its bytes are the same (one
+        // comparison, not a string, a SHA-256 and a base64 per JWS).
+        if let hit = Self.last.withLock({ last -> Self? in
+            guard let last, last.bytes.count == bytes.count,
+                  bytes.count > 0, last.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) else { return nil }
+            return last.header
+        }) {
             self = hit
             return
         }
+        let text = String(decoding: bytes, as: UTF8.self)
         self.init(digest: StoredSigned.digest(text), text: text)
-        let made = self
+        let made = (header: self, bytes: Array(bytes))
         Self.last.withLock { $0 = made }
     }
 
-    private static let last = Locked<StoredSigned.Header?>(nil)
+    private static let last = Locked<(header: StoredSigned.Header, bytes: [UInt8])?>(nil)
 }
 
 /// The headers a store has read, by digest (content-addressed: an entry is right whatever happens to transactions,
@@ -351,9 +485,11 @@ enum MemberNames {
     }()
 
     /// `text` (without a 0x01 byte) with every `"name":` of a known name shortened.
-    static func shorten(_ text: [UInt8]) -> [UInt8] {
+    /// `prefix`, when given, is the first byte of the result (the stored form's kind: no second copy to add it).
+    static func shorten(_ text: [UInt8], prefix: UInt8? = nil) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(text.count)
+        out.reserveCapacity(text.count + 1)
+        if let prefix { out.append(prefix) }
         var i = 0
         while i < text.count {
             if text[i] == UInt8(ascii: "\""), let close = text[(i + 1)...].prefix(40).firstIndex(of: UInt8(ascii: "\"")),
@@ -365,7 +501,7 @@ enum MemberNames {
                 continue
             }
             // Up to the next quote in one copy.
-            let next = text[(i + 1)...].firstIndex(of: UInt8(ascii: "\"")) ?? text.count
+            let next = text.withUnsafeBufferPointer { StoredSigned.index(of: UInt8(ascii: "\""), in: $0, from: i + 1) }
             out.append(contentsOf: text[i..<next])
             i = next
         }
@@ -379,7 +515,7 @@ enum MemberNames {
         var i = 0
         while i < text.count {
             // The text up to the next code in one copy (a query expands every event of its key).
-            let next = text[i...].firstIndex(of: 0x01) ?? text.count
+            let next = text.withUnsafeBufferPointer { StoredSigned.index(of: 0x01, in: $0, from: i) }
             out.append(contentsOf: text[i..<next])
             i = next
             guard i < text.count else { break }
