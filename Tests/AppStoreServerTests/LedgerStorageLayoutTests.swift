@@ -216,6 +216,25 @@ import Testing
         #expect(all.problems.contains { $0.message.contains("does not match its digest") }, "\(all.problems)")
     }
 
+    /// Nested references whose ranges overlap (`1::3` covers offsets 1 to 5, `2:` falls inside) are never written;
+    /// reading them is a storage error naming the row, as for any reference out of place, not a JWS made of them.
+    @Test func overlappingNestedReferencesAreCorrupt() throws {
+        let header = String(repeating: "eyJh", count: 40)
+        let stored = "~1.\(StoredSigned.digest(header)).sig.1::3,2:.ja.xyz.b"
+        #expect(throws: LedgerError.self) { try StoredSigned.expand(stored, eventId: 7, header: { _ in header }) }
+        do {
+            _ = try StoredSigned.expand(stored, eventId: 7, header: { _ in header })
+        } catch {
+            #expect(error.statusCode == .storageError)
+            #expect(error.message.contains("event 7") && error.message.contains("out of place"), "\(error.message)")
+        }
+        // The same references apart expand (the header put back at 5, after the nested payload).
+        let apart = "~1.\(StoredSigned.digest(header)).sig.1::3,5:.ja.xyz.b"
+        let jws = try StoredSigned.expand(apart, eventId: 7, header: { _ in header })
+        let payload = Array("a\(header).\(Base64.encode(Array("xyz".utf8), alphabet: .url))\(header).b".utf8)
+        #expect(jws == "\(header).\(Base64.encode(payload, alphabet: .url)).sig")
+    }
+
     /// A ledger of the schema before the layout (its events as received) is rewritten on open, in batches that a
     /// killed process resumes (`resumed`: left as one killed after its first batch): the same values come back, and
     /// the file's events are compacted.
