@@ -63,6 +63,21 @@ def sha_of(jws):
     return hashlib.sha256(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4))).hexdigest()
 
 
+def until_acknowledged(attempt, failed):
+    """attempt() until it returns, as Apple retries a delivery: a STORAGE_ERROR (the server away) is noted in `failed`
+    and retried for up to 120 s (a restart takes ~1 s; Apple retries for days); any other error is raised."""
+    from appstoreserver.ledger import LedgerError
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            return attempt()
+        except LedgerError as e:
+            failed.append(e.message)
+            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def failover_onto_other_data(url, pki, check):
     """7. A failover onto other data (docs/ledger.md, "Reconnecting": after a reconnection the ledger trusts nothing it
     cached). Guards the fix of 8173bc5: a one-round-trip write is prepared from the cached states, and was sent on
@@ -109,16 +124,7 @@ def failover_onto_other_data(url, pki, check):
     admin("ALTER DATABASE failover_replica RENAME TO failover")
     # Given again until acknowledged, as Apple retries (the flush connection, lost too, fails an attempt or two).
     failed = []
-    deadline = time.monotonic() + 120  # a reconnection takes milliseconds; Apple retries for days
-    while True:
-        try:
-            r = led.ingest_notification(second["signed"]).to_dict()
-            break
-        except LedgerError as e:
-            failed.append(e.message)
-            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    r = until_acknowledged(lambda: led.ingest_notification(second["signed"]).to_dict(), failed)
     print(f"failover: the renewal acknowledged after {len(failed)} more failed attempts: "
           f"{[m[:90] for m in failed]}", flush=True)
     check(verdict_of("failover", first["uuid"]) == [] and verdict_of("failover_lost", first["uuid"]) == [["AGREES"]],
@@ -219,17 +225,8 @@ def main(argv):
 
             def run():
                 for i, (k, j) in enumerate(values):
-                    deadline = time.monotonic() + 120  # a restart takes ~1 s; Apple retries for days
-                    while True:
-                        try:
-                            ingest(ledger, k, j)
-                            acknowledged.append(j)
-                            break
-                        except LedgerError as e:
-                            failed.append(e.message)
-                            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
-                                raise
-                            time.sleep(0.05)
+                    until_acknowledged(lambda: ingest(ledger, k, j), failed)
+                    acknowledged.append(j)
                     if i in (len(values) // 4, len(values) // 2):
                         progress.set()
 
@@ -267,17 +264,11 @@ def main(argv):
                         if not queue:
                             return
                         k, j = queue.pop(0)
-                    deadline = time.monotonic() + 120  # a restart takes ~1 s; Apple retries for days
-                    while True:
-                        try:
-                            ingest(w, k, j)
-                            break
-                        except LedgerError as e:
-                            attempts.append(e.message)
-                            if e.appstore_status.name != "STORAGE_ERROR" or time.monotonic() > deadline:
-                                errors.append(e.message)
-                                return
-                            time.sleep(0.05)
+                    try:
+                        until_acknowledged(lambda: ingest(w, k, j), attempts)
+                    except LedgerError as e:
+                        errors.append(e.message)
+                        return
                     with lock:
                         acked.append(j)
                         if len(acked) >= len(values) // 3:
