@@ -203,10 +203,23 @@ enum StoredSigned {
         return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
     }
 
-    private static let base64URLBytes: [Bool] = (0..<256).map { isBase64URL(UInt8($0)) }
-
-    private static func isBase64URL(_ c: UInt8) -> Bool {
+    private static let base64URLBytes: [Bool] = (0..<256).map { c in
         (65...90).contains(c) || (97...122).contains(c) || (48...57).contains(c) || c == 45 || c == 95
+    }
+
+    /// The offsets of the four dots that end `~1.<digest>.<signature>.<refs>.` in a stored text (the first is 2), when
+    /// it starts so and a payload form follows; nil otherwise. Both readers (`expand`, `payloads`) split with it.
+    private static func formDots(_ u: [UInt8]) -> [Int]? {
+        guard u.count > 3, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), u[2] == UInt8(ascii: ".") else { return nil }
+        var dots = [2]
+        u.withUnsafeBufferPointer { b in
+            while dots.count < 4, case let next = index(of: UInt8(ascii: "."), in: b, from: dots[dots.count - 1] + 1),
+                  next < b.count {
+                dots.append(next)
+            }
+        }
+        guard dots.count == 4, dots[3] + 1 < u.count else { return nil }
+        return dots
     }
 
     /// A nested reference of the stored form: `offset:digest` or `offset:digest:length` (see the type's comment).
@@ -270,17 +283,7 @@ enum StoredSigned {
             }
             return t
         }
-        // ~1.<digest>.<signature>.<refs>.<form><payload>: the first four dots end the first four parts.
-        var dots: [Int] = []
-        dots.reserveCapacity(4)
-        var at = 0
-        while dots.count < 4, at < u.count {
-            if u[at] == UInt8(ascii: ".") { dots.append(at) }
-            at += 1
-        }
-        guard dots.count == 4, dots[0] == 2, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), dots[3] + 1 < u.count else {
-            throw corrupt("not a stored form this library knows")
-        }
+        guard let dots = formDots(u) else { throw corrupt("not a stored form this library knows") }
         let signature = u[(dots[1] + 1)..<dots[2]]
         let refsText = u[(dots[2] + 1)..<dots[3]]
         let kind = u[dots[3] + 1]
@@ -352,15 +355,7 @@ extension StoredSigned {
     /// or when a placeholder would not be unique: the caller expands the text and decodes the JWS instead.
     static func payloads(ofStored stored: String) -> (outer: [UInt8], nested: [[UInt8]], headers: [String])? {
         let u = Array(stored.utf8)
-        guard u.count > 3, u[0] == UInt8(ascii: "~"), u[1] == UInt8(ascii: "1"), u[2] == UInt8(ascii: ".") else { return nil }
-        // ~1.<digest>.<signature>.<refs>.<form><payload>: the payload starts after the fourth dot.
-        var dots: [Int] = []
-        var i = 2
-        while dots.count < 4, i < u.count {
-            if u[i] == UInt8(ascii: ".") { dots.append(i) }
-            i += 1
-        }
-        guard dots.count == 4, dots[3] + 1 < u.count else { return nil }
+        guard let dots = formDots(u) else { return nil }
         let form = u[dots[3] + 1]
         var payload = Array(u[(dots[3] + 2)...])
         switch form {
@@ -389,8 +384,7 @@ extension StoredSigned {
         var from = 0
         for (k, r) in refs.enumerated() {
             // The nested value's signature runs from after its payload's closing dot to the string's closing quote.
-            var end = r.at + 2 + r.length
-            while end < payload.count, isBase64URL(payload[end]) { end += 1 }
+            let end = payload.withUnsafeBufferPointer { base64URLRunEnd($0, from: r.at + 2 + r.length) }
             guard end < payload.count, payload[end] == UInt8(ascii: "\""), r.at > from else { return nil }
             nested.append(Array(payload[(r.at + 1)..<(r.at + 1 + r.length)]))
             outer.append(contentsOf: payload[from..<(r.at - 1)])
