@@ -36,11 +36,13 @@ bool library_is_compatible() {
     return patch >= APPSTORE_VERSION_PATCH;
 }
 
-std::optional<std::string> read_file(const char *path) {
+// `text`: trailing newlines and spaces dropped (a JWS file). Never for a DER root: its last byte is a signature's,
+// and may be 0x0A, 0x0D or 0x20 (about 3 freshly generated roots in 256 were cut short).
+std::optional<std::string> read_file(const char *path, bool text) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
     std::string s{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    while (text && !s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
     return s;
 }
 
@@ -83,8 +85,8 @@ int main(int argc, char **argv) {
                      appstore_version(), APPSTORE_VERSION_STRING);
         return 3;
     }
-    const auto root = read_file(argv[1]);
-    auto jws = read_file(argv[2]);
+    const auto root = read_file(argv[1], false);
+    auto jws = read_file(argv[2], true);
     if (!root || !jws) {
         std::fprintf(stderr, "consumer_cxx: cannot read %s or %s\n", argv[1], argv[2]);
         return 2;
