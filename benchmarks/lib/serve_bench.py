@@ -181,7 +181,7 @@ def main() -> int:
     args.bodies = os.path.join(args.work, "bodies.txt")
     subset = os.path.join(args.work, "verify-vectors")
     os.makedirs(subset, exist_ok=True)
-    for name in ("root.der", "bundle.txt", "query.txt"):
+    for name in ("root.der", "bundle.txt", "query.txt", "customers.txt"):
         shutil.copy(os.path.join(args.vectors, name), subset)
     count = 0
     with open(os.path.join(args.vectors, "notifications.txt")) as src, open(args.bodies, "w") as bodies, \
