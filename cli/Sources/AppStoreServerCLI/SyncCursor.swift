@@ -46,7 +46,8 @@ enum SyncCursor {
     /// A name for this process in the lease's table (who holds it, in another process's message).
     static var holder: String {
         var name = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&name, name.count - 1) == 0 ? String(cString: name) : "?"
+        let host = gethostname(&name, name.count - 1) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
         return "\(host) pid \(getpid())"
     }
 }
