@@ -7,9 +7,11 @@ import Synchronization
 /// Checkpoints a ledger's write-ahead log on a thread of its own, so that no ingest waits for one. SQLite's automatic
 /// checkpoint runs inside the COMMIT that crossed the threshold: that caller (a request to `serve`) waited while
 /// thousands of pages were copied and the database file fsynced, which was the whole p99 of `benchmarks/run serve`
-/// (14 ms at 1,000 pages, 28 ms at 8,000). Here the ledger's connection only asks (its WAL hook, after a commit with
-/// at least `pages` pages in the log), and a second connection runs a PASSIVE checkpoint, which never blocks writers:
-/// they keep appending while it copies, and the log restarts from its beginning once a checkpoint has caught up.
+/// (14 ms at 1,000 pages, 28 ms at 8,000). Here the ledger's connection only asks (its WAL hook, once at least
+/// `pages` pages are in the log, then each time it has grown by a sixteenth of that), and a second connection runs
+/// PASSIVE checkpoints, which never block writers: they keep appending while it copies, and the log restarts from its
+/// beginning when a writer starts after a checkpoint has caught up (in practice, on one busy core, mostly after the
+/// writer's own checkpoint at four thresholds: the hook below).
 ///
 /// Durability is unchanged: a commit is durable when its WAL frames are fsynced (synchronous=FULL), checkpoint or not.
 /// The thread and its connection are the store's; `stop` (the store's deinit) lets a checkpoint in progress finish.
