@@ -74,8 +74,9 @@ final class WALCheckpointer: Sendable {
             if let context {
                 let me = Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue()
                 if pages >= 4 * me.threshold, let db {
-                    // The thread has fallen far behind (a busy machine): this commit checkpoints too, as SQLite's own
-                    // would, so the log stays bounded whatever the load.
+                    // The log has not started again (on one busy core the thread rarely catches up between a commit
+                    // and the next, and a loaded machine delays it further): this commit checkpoints too, as SQLite's
+                    // own would, so the log stays bounded whatever the load; the thread has copied most of it already.
                     sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
                 } else if pages < me.threshold {
                     // The log started again from its beginning.
