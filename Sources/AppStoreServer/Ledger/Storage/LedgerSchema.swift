@@ -54,7 +54,7 @@ enum LedgerSchema {
         );
         CREATE INDEX notifications_by_original ON notifications (original_transaction_id);
         """,
-        // 0.4.0: the ledger's identity (docs/ledger.md, "Identity"), and the identity each event was verified for.
+        // Schema version 2: the ledger's identity (docs/ledger.md, "Identity"), and the identity each event was verified for.
         // A 0.3.0 ledger's rows are filled in by `migrate` from its events, in the same transaction.
         """
         CREATE TABLE ledger_identity (
@@ -67,7 +67,7 @@ enum LedgerSchema {
         ALTER TABLE events ADD COLUMN environment TEXT;
         ALTER TABLE events ADD COLUMN app_apple_id INTEGER;
         """,
-        // 0.4.0: each distinct JWS header (its certificate chain) stored once (docs/ledger.md, "Storage layout",
+        // Schema version 3: each distinct JWS header (its certificate chain) stored once (docs/ledger.md, "Storage layout",
         // `StoredSigned`). The events stored before are rewritten after the migration, in batches of their own
         // (`LedgerStore.compactStoredEvents`): the cursor row says how far it got, and goes when it is done.
         """

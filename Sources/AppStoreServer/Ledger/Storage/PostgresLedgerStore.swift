@@ -119,7 +119,7 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         );
         CREATE INDEX notifications_by_original ON appstore_ledger.notifications (original_transaction_id);
         """,
-        // 0.4.0: the ledger's identity and each event's (as migration 2 of `LedgerSchema`).
+        // Schema version 2: the ledger's identity and each event's (as migration 2 of `LedgerSchema`).
         """
         CREATE TABLE appstore_ledger.ledger_identity (
           singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
@@ -130,9 +130,10 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         ALTER TABLE appstore_ledger.events ADD COLUMN bundle_id TEXT, ADD COLUMN environment TEXT,
           ADD COLUMN app_apple_id BIGINT;
         """,
-        // 0.4.0: `sync`'s cursor, kept in the database for every process of a fleet (PostgresSyncLease.swift):
-        // the cursor's JSON (the format of a SQLite ledger's .sync.json file), the lease's generation (fencing: a
-        // process that lost its lease cannot overwrite its successor's cursor), and who holds it (for messages).
+        // Schema version 3 (PostgreSQL only): `sync`'s cursor, kept in the database for every process of a fleet
+        // (PostgresSyncLease.swift): the cursor's JSON (the format of a SQLite ledger's .sync.json file), the lease's
+        // generation (fencing: a process that lost its lease cannot overwrite its successor's cursor), and who holds
+        // it (for messages).
         """
         CREATE TABLE appstore_ledger.sync_cursor (
           singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
@@ -143,8 +144,8 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
           saved_at BIGINT
         );
         """,
-        // 0.4.0: each distinct JWS header stored once (as migration 3 of `LedgerSchema`; the stored events are
-        // rewritten after it, in batches: `compactStoredEvents`).
+        // Schema version 4 here: each distinct JWS header stored once (as migration 3 of `LedgerSchema`; the stored
+        // events are rewritten after it, in batches: `compactStoredEvents`).
         """
         CREATE TABLE appstore_ledger.jws_headers (
           digest TEXT PRIMARY KEY,
