@@ -2,10 +2,12 @@
 """ledger_report.py RESULTS -- benchmarks/run ledger's report from ledger_bench's lines:
     RESULT ledger <case> <per second> <ratio to verify_deep>      INFO ledger <case> <what it measures>
 One line per case, each ending ratio_to_verify=X (the case's rate over the verify-only rate of the same notifications
-in the same run), with its target where the issue sets one. Exits 1 when verify_deep is missing.
+in the same run), with its target where the issue sets one. Exits 1 when verify_deep is missing;
+with BENCH_STRICT=1 (benchmarks/smoke), when any case of ORDER is.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 # case -> (target per second, target ratio to verify); None: informational
@@ -39,6 +41,10 @@ def main() -> int:
             what[parts[2]] = " ".join(parts[3:])
     if "verify_deep" not in rate:
         print("ledger_report: no verify_deep line", file=sys.stderr)
+        return 1
+    missing = [c for c in ORDER if c not in rate]
+    if missing and os.environ.get("BENCH_STRICT") == "1":
+        print(f"ledger_report: no line for {', '.join(missing)} (BENCH_STRICT=1)", file=sys.stderr)
         return 1
     for c in ORDER + sorted(set(rate) - set(ORDER)):
         if c not in rate:

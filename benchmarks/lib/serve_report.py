@@ -2,10 +2,12 @@
 """serve_report.py RESULTS -- benchmarks/run serve's report from serve_bench.py's lines:
     RESULT serve <case> <per second> <p50 ms> <p99 ms> <max ms>      INFO serve <case> <what it measures>
 One line per case, each ending ratio_to_verify=X (the case's rate over verify_deep's: the verify-only rate of the same
-notifications in the same run), with the issue's target where it sets one. Exits 1 when verify_deep is missing.
+notifications in the same run), with the issue's target where it sets one. Exits 1 when verify_deep is missing;
+with BENCH_STRICT=1 (benchmarks/smoke), when any case of ORDER is.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 # case -> (rate per second at least, p99 in ms below, ratio to verify at least); the issue sets them for SQLite only
@@ -31,6 +33,10 @@ def main() -> int:
                 what[parts[2]] = " ".join(parts[3:])
     if "verify_deep" not in rows:
         print("serve_report: no verify_deep line", file=sys.stderr)
+        return 1
+    missing = [c for c in ORDER if c not in rows]
+    if missing and os.environ.get("BENCH_STRICT") == "1":
+        print(f"serve_report: no line for {', '.join(missing)} (BENCH_STRICT=1)", file=sys.stderr)
         return 1
     verify = rows["verify_deep"][0]
     for note in notes:
