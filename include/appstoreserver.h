@@ -1110,6 +1110,17 @@ appstore_status appstore_ledger_query_customer(const appstore_ledger *ledger, co
  * the answer stays small at any size). */
 appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
                                               char **json_out APPSTORE_JSON(LedgerSummary), appstore_error **err_out);
+/* Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then
+ * INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at
+ * any size. A page holds at most the limit asked for (1 to 10,000) after the cursor given (the "next" of the
+ * previous page, opaque), and "next", absent after the last page. A verdict that changes between two pages (a
+ * catch-up turns an INCOMPLETE_HISTORY into AGREES) is listed at most once.
+ *
+ * after: NULL or "" for the first page; limit: 0 for 1,000. APPSTORE_INVALID_ARGUMENT: a limit out of range, or a
+ * cursor this call did not make. */
+appstore_status appstore_ledger_query_disagreements(const appstore_ledger *ledger, const char *after, uint32_t limit,
+                                                    char **json_out APPSTORE_JSON(LedgerDisagreementPage),
+                                                    appstore_error **err_out);
 /* Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked
  * and the ones it refuses now, each with the verifier's status, reason and message. With online checks on, a
  * certificate revoked since the value was stored is found; without them, the answer does not change with time.

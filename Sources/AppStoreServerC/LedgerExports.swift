@@ -94,6 +94,18 @@ public func appstoreLedgerQuerySummary(_ ledger: OpaquePointer?, _ jsonOut: Stri
     }
 }
 
+@c(appstore_ledger_query_disagreements)
+public func appstoreLedgerQueryDisagreements(_ ledger: OpaquePointer?, _ after: UnsafePointer<CChar>?, _ limit: UInt32,
+                                             _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let cursor = try optionalUTF8String(after, "after")
+        let out = try requireOut(jsonOut, "json_out")
+        let page = try box.ledger.disagreements(after: cursor, limit: limit == 0 ? 1000 : Int(limit))
+        out.pointee = try mallocCString(page.json())
+    }
+}
+
 @c(appstore_ledger_reverify)
 public func appstoreLedgerReverify(_ ledger: OpaquePointer?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {

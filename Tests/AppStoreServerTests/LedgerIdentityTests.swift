@@ -288,6 +288,21 @@ import Testing
         for bad in [-1, 1_000_001] {
             #expect(throws: LedgerError.self) { try ledger.summary(disagreementLimit: bad) }
         }
+        // Every disagreement a page at a time, in the list's order: pages of two, the last one without a cursor.
+        var pages: [LedgerDisagreementPage] = [try ledger.disagreements(limit: 2)]
+        while let next = pages.last?.next, pages.count < 10 { pages.append(try ledger.disagreements(after: next, limit: 2)) }
+        #expect(pages.map(\.disagreements.count) == [2, 2, 1])
+        #expect(pages.flatMap(\.disagreements) == all.disagreements)
+        #expect(try ledger.disagreements(after: "", limit: 5) == LedgerDisagreementPage(disagreements: all.disagreements))
+        #expect(try ledger.disagreements(limit: 5).next == nil)  // a page that holds the rest has no next
+        for bad in ["x", "AGREES:1:u", "CONTRADICTION:1", "CONTRADICTION:x:u", "CONTRADICTION:1:", String(repeating: "C", count: 300)] {
+            let e = #expect(throws: LedgerError.self) { try ledger.disagreements(after: bad) }
+            #expect(e?.statusCode == .invalidArgument && e?.message.contains("not a cursor") == true)
+        }
+        for bad in [0, 10_001] {
+            #expect(throws: LedgerError.self) { try ledger.disagreements(limit: bad) }
+        }
+        let second = try #require(pages[0].next)
         // The missing periods (Get Transaction History): the renewals agree now, and the counts follow.
         for i: Int64 in [0, 2, 4, 6] {
             _ = try ledger.ingest(transaction: try Self.signer.sign(
@@ -298,5 +313,8 @@ import Testing
             #expect(s.contradictions == 1 && s.incompleteHistories == 0)
             #expect(s.disagreements.map(\.verdict) == [.contradiction])
         }
+        // A cursor made before the catch-up still reads on: nothing is left after it.
+        #expect(try other.disagreements(after: second) == LedgerDisagreementPage(disagreements: []))
+        #expect(try other.disagreements().disagreements.map(\.verdict) == [.contradiction])
     }
 }

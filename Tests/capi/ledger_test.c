@@ -284,6 +284,28 @@ int main(int argc, char **argv) {
         appstore_error_free(err);
     }
     EXPECT_FAIL(appstore_ledger_query_summary(l, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL json_out");
+    /* appstore_ledger_query_disagreements: cursors and limits it did not make refused, naming what is wrong */
+    EXPECT_FAIL(appstore_ledger_query_disagreements(NULL, NULL, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger (pages)");
+    EXPECT_FAIL(appstore_ledger_query_disagreements(l, NULL, 0, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL json_out (pages)");
+    EXPECT_FAIL(appstore_ledger_query_disagreements(l, NULL, 10001, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "limit over 10,000");
+    EXPECT_FAIL(appstore_ledger_query_disagreements(l, "\xff\xfe", 10, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "cursor not UTF-8");
+    EXPECT_FAIL(appstore_ledger_query_disagreements(l, "CONTRADICTION:soon:x", 10, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "not a cursor");
+    {
+        /* the first page (NULL and "" alike) holds what the summary lists, in its order, and says no page follows */
+        char *first = NULL, *empty = NULL, *summary = NULL;
+        err = NULL;
+        int ok = appstore_ledger_query_disagreements(l, NULL, 0, &first, &err) == APPSTORE_OK &&
+                 appstore_ledger_query_disagreements(l, "", 10000, &empty, &err) == APPSTORE_OK &&
+                 appstore_ledger_query_summary(l, &summary, &err) == APPSTORE_OK;
+        json_t *pj = ok ? json_loads(first, 0, NULL) : NULL, *ej = ok ? json_loads(empty, 0, NULL) : NULL;
+        json_t *sj = ok ? json_loads(summary, 0, NULL) : NULL;
+        capi_check(&T, pj && ej && sj && json_equal(pj, ej) && !json_object_get(pj, "next") &&
+                           json_equal(json_object_get(pj, "disagreements"), json_object_get(sj, "disagreements")),
+                   "disagreements: the first page is the summary's list", "%s", ok ? first : appstore_error_message(err));
+        json_decref(pj); json_decref(ej); json_decref(sj);
+        appstore_string_free(first); appstore_string_free(empty); appstore_string_free(summary);
+        appstore_error_free(err);
+    }
     EXPECT_FAIL(appstore_ledger_ingest_notification(l, NULL, 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL jws");
     EXPECT_FAIL(appstore_ledger_ingest_transaction(NULL, "a.b.c", 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger ingest");
     capi_check(&T, out == NULL, "outputs untouched", "argument errors");

@@ -621,6 +621,29 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Every disagreement of the oracle a page at a time, in the summary's order (every contradiction first, then the
+    /// incomplete histories, each by signedDate, then notificationUUID; C: appstore_ledger_query_disagreements): at
+    /// most `limit` (1...10000) after `after` (the `next` of the previous page; nil or "": the first page). `next` is
+    /// nil after the last page. Each page is read along an index, so it costs its own rows at any size; a verdict that
+    /// changes between two pages (a catch-up turning an incomplete history into AGREES) is listed at most once.
+    public func disagreements(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> LedgerDisagreementPage {
+        guard (1...10000).contains(limit) else { throw .argument("limit must be 1...10000, got \(limit)") }
+        let cursor = try after.flatMap { text throws(LedgerError) in
+            text.isEmpty ? nil : try LedgerDisagreementCursor(text)
+        }
+        return try core.withLock { c throws(LedgerError) in
+            try refresh(&c)
+            // One row more than the page: whether another page follows, without an empty last one.
+            var rows = try c.store.disagreements(after: cursor, limit: limit + 1)
+            var next: String?
+            if rows.count > limit {
+                rows.removeLast(rows.count - limit)
+                next = rows.last.map { LedgerDisagreementCursor($0).text }
+            }
+            return LedgerDisagreementPage(disagreements: rows, next: next)
+        }
+    }
+
     /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time: at most `limit`
     /// (1...10000) after `after` (the last id of the previous page; nil: the first page), in the database's order.
     public func subscriptionIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> [String] {

@@ -104,6 +104,38 @@ enum LedgerJSON {
     }
 }
 
+extension LedgerDisagreementPage { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
+
+/// Where a page of disagreements ends: its last row's place in the list's order (verdict, signedDate in ms,
+/// notificationUUID), written as "VERDICT:ms:uuid". Callers treat it as opaque; what comes back is checked, since it
+/// is the caller's input.
+struct LedgerDisagreementCursor: Equatable {
+    let verdict: LedgerOracleVerdict
+    let signedDate: Int64
+    let notificationUUID: String
+
+    init(_ row: LedgerDisagreement) {
+        verdict = row.verdict
+        signedDate = LedgerTime.milliseconds(row.signedDate)
+        notificationUUID = row.notificationUUID
+    }
+
+    init(_ text: String) throws(LedgerError) {
+        let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard text.utf8.count <= 256, parts.count == 3,
+              let verdict = LedgerStoredRows.listedVerdicts.first(where: { $0.rawValue == parts[0] }),
+              let ms = Int64(parts[1]), !parts[2].isEmpty else {
+            throw .argument("after: \(QuotedText.quote(String(text.prefix(80)))) is not a cursor of this call (give the "
+                            + "\"next\" of the previous page, or nothing for the first)")
+        }
+        self.verdict = verdict
+        signedDate = ms
+        notificationUUID = String(parts[2])
+    }
+
+    var text: String { "\(verdict.rawValue):\(signedDate):\(notificationUUID)" }
+}
+
 extension LedgerDisagreement {
     /// The summary's list order: every contradiction before any incomplete history (a list cut at its limit never
     /// hides one behind a backlog of histories a catch-up fills), each kind by signedDate, then notificationUUID's

@@ -5004,6 +5004,48 @@ func (m *LedgerSummary) decodeFrom(d *decoder) {
 }
 
 // UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerDisagreementPage) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerDisagreementPage) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "disagreements":
+			if d.null() {
+				m.Disagreements = nil
+				break
+			}
+			l := []LedgerDisagreement{}
+			d.array(func() {
+				if d.null() {
+					var z LedgerDisagreement
+					l = append(l, z)
+					return
+				}
+				var x LedgerDisagreement
+				x.decodeFrom(d)
+				l = append(l, x)
+			})
+			m.Disagreements = l
+		case "next":
+			if d.null() {
+				m.Next = nil
+				break
+			}
+			v := d.str()
+			m.Next = &v
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
 func (m *MassExtendRenewalDateRequest) UnmarshalJSON(b []byte) error {
 	d := decoder{b: b}
 	if !d.null() {

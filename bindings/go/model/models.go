@@ -1676,6 +1676,16 @@ type LedgerSummary struct {
 	IncompleteHistories *int64 `json:"incompleteHistories,omitempty"`
 }
 
+// A page of the oracle's disagreements, in the summary's order (C: appstore_ledger_query_disagreements).
+type LedgerDisagreementPage struct {
+	// At most the limit asked for, after the cursor given: every CONTRADICTION first, then INCOMPLETE_HISTORY, each
+	// by signedDate (then notificationUUID).
+	Disagreements []LedgerDisagreement `json:"disagreements"`
+
+	// The cursor of the next page (given as `after`); absent when there is none.
+	Next *string `json:"next,omitempty"`
+}
+
 // The body of Extend Subscription Renewal Dates for All Active Subscribers.
 type MassExtendRenewalDateRequest struct {
 	// The number of days to extend the renewal dates by (at most 90).

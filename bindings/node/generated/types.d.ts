@@ -1875,6 +1875,13 @@ export interface LedgerSummary {
     /** How many are INCOMPLETE_HISTORY (the ledger lacks facts before them; a catch-up fills them). */
     incompleteHistories?: number;
 }
+/** A page of the oracle's disagreements, in the summary's order (C: appstore_ledger_query_disagreements). */
+export interface LedgerDisagreementPage {
+    /** At most the limit asked for, after the cursor given: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID). */
+    disagreements: LedgerDisagreement[];
+    /** The cursor of the next page (given as `after`); absent when there is none. */
+    next?: string;
+}
 /** The body of Extend Subscription Renewal Dates for All Active Subscribers. */
 export interface MassExtendRenewalDateRequest {
     /** The number of days to extend the renewal dates by (at most 90). */

@@ -87,6 +87,8 @@ protocol LedgerStorage: AnyObject, Sendable {
     /// At most `limit` of the notifications whose verdict is not AGREES: the contradictions first, then the incomplete
     /// histories, each oldest first (signedDate, then notificationUUID): `LedgerDisagreement.listOrder`.
     func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement]
+    /// The same list after `after` (nil: from its start): `Ledger.disagreements(after:limit:)`'s pages.
+    func disagreements(after: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement]
     /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]
     /// Whether `commitInOneTrip` can store `batch` (PostgreSQL: one statement's worth, the flush connection open, the
@@ -252,6 +254,21 @@ enum LedgerStoredRows {
         "SELECT notification_uuid, notification_type, subtype, signed_date, original_transaction_id, status, "
             + "engine_status, verdict, missing FROM \(table) WHERE verdict = \(placeholders.0) "
             + "ORDER BY verdict, signed_date, notification_uuid\(collate) LIMIT \(placeholders.1)"
+    }
+
+    /// The same, after a page's last row (parameters: verdict, its signed_date, its notification_uuid, limit): a row
+    /// value compared in the index's order, so the page starts where the index does and costs only its rows.
+    static func disagreementsAfterSQL(table: String, collate: String, placeholders: [String]) -> String {
+        "SELECT notification_uuid, notification_type, subtype, signed_date, original_transaction_id, status, "
+            + "engine_status, verdict, missing FROM \(table) WHERE verdict = \(placeholders[0]) "
+            + "AND (signed_date, notification_uuid\(collate)) > (\(placeholders[1]), \(placeholders[2])) "
+            + "ORDER BY verdict, signed_date, notification_uuid\(collate) LIMIT \(placeholders[3])"
+    }
+
+    /// The verdicts a page after `cursor` reads, in order: the cursor's own (after its row), then the later ones.
+    static func verdicts(after cursor: LedgerDisagreementCursor?) -> ArraySlice<LedgerOracleVerdict> {
+        guard let cursor, let i = listedVerdicts.firstIndex(of: cursor.verdict) else { return listedVerdicts[...] }
+        return listedVerdicts[i...]
     }
 
     /// The verdicts the list holds, in its order.

@@ -316,6 +316,28 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         return out
     }
 
+    func disagreements(after cursor: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
+        guard let cursor else { return try disagreements(limit: limit) }
+        let first = try db.prepare(LedgerStoredRows.disagreementsAfterSQL(table: "notifications", collate: "",
+                                                                         placeholders: ["?", "?", "?", "?"]))
+        let rest = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: "", placeholders: ("?", "?")))
+        var out: [LedgerDisagreement] = []
+        for verdict in LedgerStoredRows.verdicts(after: cursor) where out.count < limit {
+            let s = verdict == cursor.verdict ? first : rest
+            if verdict == cursor.verdict {
+                try s.bind([.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID),
+                            .int(Int64(limit - out.count))])
+            } else {
+                try s.bind([.text(verdict.rawValue), .int(Int64(limit - out.count))])
+            }
+            defer { try? s.bind([]) }  // reset: no read transaction left open
+            while try s.step() {
+                out.append(try LedgerStoredRows.disagreement((0..<9).map { s.text(Int32($0)) }))
+            }
+        }
+        return out
+    }
+
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
         let s = after == nil ? keyPageFirst : keyPageAfter
         try s.bind([.text(kind)] + (after.map { [.text($0)] } ?? []) + [.int(Int64(limit))])

@@ -1032,6 +1032,25 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         return out
     }
 
+    func disagreements(after cursor: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
+        guard let cursor else { return try disagreements(limit: limit) }
+        let collate = " COLLATE \"C\""
+        let first = LedgerStoredRows.disagreementsAfterSQL(table: "\(schema).notifications", collate: collate,
+                                                           placeholders: ["$1", "$2", "$3", "$4"])
+        let rest = LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: collate,
+                                                     placeholders: ("$1", "$2"))
+        var out: [LedgerDisagreement] = []
+        for verdict in LedgerStoredRows.verdicts(after: cursor) where out.count < limit {
+            let left = Int64(limit - out.count)
+            let rows = verdict == cursor.verdict
+                ? try db.run(first, [.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID),
+                                     .int(left)], what: "cannot read the disagreements")
+                : try db.run(rest, [.text(verdict.rawValue), .int(left)], what: "cannot read the disagreements")
+            out += try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
+        }
+        return out
+    }
+
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
         // "" sorts first in the C collation: the first page.
         let rows = try db.run("key_page", [.text(kind), .text(after ?? ""), .int(Int64(limit))], prepared: true,

@@ -4326,6 +4326,32 @@ extension LedgerSummary: Codable {
 }
 #endif
 
+/// A page of the oracle's disagreements, in the summary's order (C: appstore_ledger_query_disagreements).
+public struct LedgerDisagreementPage: Hashable, Sendable {
+    /// At most the limit asked for, after the cursor given: every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate (then notificationUUID).
+    public var disagreements: [LedgerDisagreement]
+    /// The cursor of the next page (given as `after`); absent when there is none.
+    public var next: String?
+
+    /// A value from its fields; optional fields default to nil.
+    public init(
+        disagreements: [LedgerDisagreement],
+        next: String? = nil
+    ) {
+        self.disagreements = disagreements
+        self.next = next
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerDisagreementPage: Codable {
+    enum CodingKeys: String, CodingKey {
+        case disagreements
+        case next
+    }
+}
+#endif
+
 /// The body of Extend Subscription Renewal Dates for All Active Subscribers.
 public struct MassExtendRenewalDateRequest: Hashable, Sendable {
     /// The number of days to extend the renewal dates by (at most 90).

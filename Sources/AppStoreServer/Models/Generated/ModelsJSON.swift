@@ -4782,6 +4782,42 @@ extension LedgerSummary: JSONDecodable, JSONEncodable {
     }
 }
 
+extension LedgerDisagreementPage: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["disagreements", "next"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_disagreements: [LedgerDisagreement]? = nil
+        var f_next: String? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "disagreements": f_disagreements = try JSONFields.optional(member.value, strict: strict)
+                case "next": f_next = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            disagreements: try JSONFields.required(f_disagreements, "disagreements"),
+            next: f_next
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("disagreements")
+        do throws(JSONWriteError) { try self.disagreements.writeJSON(to: &w) } catch { throw error.at("disagreements") }
+        if let v = self.next {
+            w.key("next")
+            try v.writeJSON(to: &w)
+        }
+        w.endObject()
+    }
+}
+
 extension MassExtendRenewalDateRequest: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
     static let jsonKeys: [String] = ["extendByDays", "extendReasonCode", "productId", "requestIdentifier", "storefrontCountryCodes"]

@@ -1292,6 +1292,38 @@ func LedgerQuerySummaryInto(a_ledger Ledger, decode func([]byte) error) error {
 	return decode(borrowBytes(o_json_out))
 }
 
+// LedgerQueryDisagreements calls appstore_ledger_query_disagreements: Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at any size.
+func LedgerQueryDisagreements(a_ledger Ledger, a_after string, a_limit uint32) ([]byte, error) {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return nil, argError("appstore_ledger_query_disagreements", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_disagreements((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_json_out), nil
+}
+
+// LedgerQueryDisagreementsInto is LedgerQueryDisagreements with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQueryDisagreementsInto(a_ledger Ledger, a_after string, a_limit uint32, decode func([]byte) error) error {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return argError("appstore_ledger_query_disagreements", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_disagreements((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // LedgerReverify calls appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message.
 func LedgerReverify(a_ledger Ledger) ([]byte, error) {
 	var o_json_out *C.char

@@ -73,6 +73,13 @@ SUMMARIES: Dict[str, str] = {
         "an instant: the products they are entitled to, each with why and until when, their subscriptions, their\n"
         "one-time purchases, and consumables bought and refunded. An unknown customer has empty lists."
     ),
+    "appstore_ledger_query_disagreements": (
+        "Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first,\n"
+        "then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs\n"
+        "its own rows at any size. A page holds at most the limit asked for (1 to 10,000) after the cursor given\n"
+        "(the \"next\" of the previous page, opaque), and \"next\", absent after the last page. A verdict that\n"
+        "changes between two pages (a catch-up turns an INCOMPLETE_HISTORY into AGREES) is listed at most once."
+    ),
     "appstore_ledger_query_subscription": (
         "One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace\n"
         "period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription\n"

@@ -199,6 +199,8 @@ public final class Abi {
     public static native byte[] ledger_query_customer(long ledger, byte[] customer_id, long at_ms, long as_of_ms);
     /** appstore_ledger_query_summary: Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their signedDate, each with its verdict: INCOMPLETE_HISTORY (the ledger lacks facts before it; "missing" says which, a catch-up fills them) or CONTRADICTION (the signed facts the ledger decided from disagree with data.status). */
     public static native byte[] ledger_query_summary(long ledger);
+    /** appstore_ledger_query_disagreements: Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at any size. */
+    public static native byte[] ledger_query_disagreements(long ledger, byte[] after, long limit);
     /** appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message. */
     public static native byte[] ledger_reverify(long ledger);
     /** appstore_ledger_import_jsonl: Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. */
