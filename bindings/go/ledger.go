@@ -190,6 +190,30 @@ func (l *Ledger) Summary() (*model.LedgerSummary, error) {
 	return &out, nil
 }
 
+// Disagreements is every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION
+// first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID): at most limit (1 to 10000; 0 means 1000)
+// after the cursor after (the previous page's Next; "" for the first page). Next is nil after the last page. A cursor
+// this method did not make, or a limit above 10000, is an *Error (VerificationStatusInvalidArgument).
+func (l *Ledger) Disagreements(after string, limit uint32) (*model.LedgerDisagreementPage, error) {
+	if l == nil {
+		return nil, ErrClosed
+	}
+	p, ok := l.h.get()
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer l.h.release()
+	raw, err := capi.LedgerQueryDisagreements(p, after, limit)
+	if err != nil {
+		return nil, plainError(err)
+	}
+	var out model.LedgerDisagreementPage
+	if err := decodeInto(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ImportJSONL imports a file of JSON lines of signed values (docs/ledger.md, "Bulk import"): each line
 // {"notification": JWS}, {"signedPayload": JWS}, {"transaction": JWS}, {"renewalInfo": JWS} or a bare JWS (a
 // notification). Values are verified on every core and committed batchSize lines per transaction (0: 1000); running

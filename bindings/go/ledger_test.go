@@ -408,3 +408,40 @@ func joinLines(lines []string) string {
 	}
 	return out
 }
+
+// Disagreements (C: appstore_ledger_query_disagreements): an empty ledger's one page, and the cursors and limits the
+// library refuses (the pages themselves: Swift's LedgerOracleVerdictTests, the tool's tests on SQLite and PostgreSQL).
+func TestLedgerDisagreementsArguments(t *testing.T) {
+	bundle, _, _ := lifecycles(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	l, err := OpenLedger("sqlite::memory:", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, limit := range []uint32{0, 1, 10000} {
+		page, err := l.Disagreements("", limit)
+		if err != nil || len(page.Disagreements) != 0 || page.Next != nil {
+			t.Fatalf("limit %d: %+v, %v", limit, page, err)
+		}
+	}
+	for _, c := range []struct {
+		after string
+		limit uint32
+		want  string
+	}{{"CONTRADICTION:soon:x", 10, "not a cursor"}, {"", 10001, "limit must be"}, {"a\x00b", 10, "after"}} {
+		_, err := l.Disagreements(c.after, c.limit)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != VerificationStatusInvalidArgument || !strings.Contains(e.Message, c.want) {
+			t.Errorf("Disagreements(%q, %d): %v, want an invalid argument saying %q", c.after, c.limit, err, c.want)
+		}
+	}
+}

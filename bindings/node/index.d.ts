@@ -21,6 +21,7 @@ import {
     LedgerIngestResult,
     LedgerSubscription,
     LedgerSummary,
+    LedgerDisagreementPage,
     LedgerReverifyResult,
     LedgerImportResult,
 } from './generated/types';
@@ -615,6 +616,15 @@ export declare class Ledger {
      * @cfunction appstore_ledger_query_summary
      */
     summary(): Promise<LedgerSummary>;
+    /**
+     * Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then
+     * INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows
+     * at any size. A page holds at most the limit asked for (1 to 10,000) after the cursor given (the "next" of the
+     * previous page, opaque), and "next", absent after the last page. A verdict that changes between two pages (a
+     * catch-up turns an INCOMPLETE_HISTORY into AGREES) is listed at most once.
+     * @cfunction appstore_ledger_query_disagreements
+     */
+    disagreements(after?: string | null, limit?: number): Promise<LedgerDisagreementPage>;
     /**
      * Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were
      * checked and the ones it refuses now, each with the verifier's status, reason and message. With online checks

@@ -157,6 +157,23 @@ class Ledger {
   }
 
   /**
+   * Every disagreement of the oracle, a page at a time, in the summary's order: at most `limit` (1 to 10000) after
+   * `after` (the previous page's `next`; undefined, null or '': the first page). Resolves to { disagreements, next },
+   * `next` absent after the last page.
+   */
+  disagreements(after, limit = 1000) {
+    try {
+      const where = `${WHERE}.disagreements`;
+      const cursor = args.optionalString(where, 'after', after) ?? '';
+      args.integer(where, 'limit', limit);
+      if (limit < 1 || limit > 10000) throw new RangeError(`${where}: limit must be 1 to 10000, got ${limit}`);
+      return pool('ledger_query_disagreements', 'config', this._live('disagreements'), cursor, limit);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
    * Verifies every stored value again with the ledger's verifier: { checked, refused: [{ eventId, kind, status,
    * reason, message }] }. Changes nothing.
    */

@@ -349,6 +349,14 @@ test('arguments, closing', async () => {
   }
   await assert.rejects(ledger.customer('1', undefined, 'yesterday'), /asOf/);
   await assert.rejects(ledger.customer('a\u0000b'), (x) => x instanceof TypeError || x instanceof AppStoreServerError);
+  // disagreements(after, limit): an empty ledger's one page; arguments refused as Node refuses them.
+  assert.deepEqual(await ledger.disagreements(), { disagreements: [] });
+  assert.deepEqual(await ledger.disagreements('', 10000), { disagreements: [] });
+  await assert.rejects(ledger.disagreements(5), TypeError);
+  await assert.rejects(ledger.disagreements(null, '10'), TypeError);
+  for (const limit of [0, 10001]) await assert.rejects(ledger.disagreements(null, limit), RangeError, String(limit));
+  await assert.rejects(ledger.disagreements('CONTRADICTION:soon:x'),
+    (x) => x instanceof AppStoreServerError && x.libraryStatus === 'INVALID_ARGUMENT' && /not a cursor/.test(x.message));
   ledger.close();
   ledger.close(); // twice is fine
   await assert.rejects(ledger.summary(), /closed/);
@@ -459,6 +467,7 @@ test('real Apple data: a fresh ledger\'s first DID_RENEW is incomplete history, 
   const summary = await ledger.summary(); // counted once, listed with what is missing
   assert.deepEqual([summary.contradictions, summary.incompleteHistories], [0, 1]);
   assert.deepEqual(summary.disagreements.map((d) => d.verdict), ['INCOMPLETE_HISTORY']);
+  assert.deepEqual(await ledger.disagreements(null, 1), { disagreements: summary.disagreements }); // no next page
   ledger.close();
 });
 

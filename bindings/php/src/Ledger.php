@@ -9,6 +9,7 @@ use AppStoreServer\Internal\ErrorInfo;
 use AppStoreServer\Internal\Native;
 use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\LedgerCustomer;
+use AppStoreServer\Model\LedgerDisagreementPage;
 use AppStoreServer\Model\LedgerImportResult;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
@@ -215,6 +216,27 @@ final class Ledger
     public function summary(): LedgerSummary
     {
         return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);
+    }
+
+    /**
+     * Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then
+     * INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at
+     * any size. A page holds at most the limit asked for (1 to 10,000) after the cursor given (the "next" of the
+     * previous page, opaque), and "next", absent after the last page. A verdict that changes between two pages (a
+     * catch-up turns an INCOMPLETE_HISTORY into AGREES) is listed at most once.
+     *
+     * $after: the previous page's `next`, or null (or '') for the first page; `next` is null after the last page. A
+     * cursor this method did not make, or a limit out of range, throws InvalidArgumentException.
+     *
+     * @cfunction appstore_ledger_query_disagreements
+     */
+    public function disagreements(?string $after = null, int $limit = 1000): LedgerDisagreementPage
+    {
+        if ($limit < 1 || $limit > 10000) {
+            throw new \InvalidArgumentException("limit must be 1 to 10000, got $limit");
+        }
+        $cursor = Native::cText($after ?? '', 'after');
+        return LedgerDisagreementPage::fromArray($this->query('appstore_ledger_query_disagreements', $cursor, $limit) ?? []);
     }
 
     /**

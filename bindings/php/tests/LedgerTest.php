@@ -335,6 +335,27 @@ final class LedgerTest extends TestCase
         $l->summary();
     }
 
+    /** disagreements($after, $limit): an empty ledger's one page; the cursors and limits refused (the pages
+     *  themselves: Swift's LedgerOracleVerdictTests, the tool's tests on SQLite and PostgreSQL). */
+    public function testDisagreementsArguments(): void
+    {
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        $page = $l->disagreements();
+        $this->assertSame([], $page->disagreements);
+        $this->assertNull($page->next);
+        $this->assertSame([], $l->disagreements('', 10000)->disagreements);
+        foreach ([[null, 0, 'limit must be'], [null, 10001, 'limit must be'], ['CONTRADICTION:soon:x', 10, 'not a cursor'],
+                  ["a\0b", 10, 'after']] as [$after, $limit, $why]) {
+            try {
+                $l->disagreements($after, $limit);
+                $this->fail("accepted $limit");
+            } catch (\InvalidArgumentException $e) {
+                $this->assertStringContainsString($why, $e->getMessage());
+            }
+        }
+        $l->close();
+    }
+
     /** Bulk import (docs/ledger.md, "Bulk import"): every line format, bad lines by number, nothing stored twice. */
     public function testImportJsonl(): void
     {

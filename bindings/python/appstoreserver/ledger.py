@@ -29,6 +29,7 @@ from ._docs import from_header
 from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
+from .models.LedgerDisagreementPage import LedgerDisagreementPage
 from .models.LedgerImportResult import LedgerImportResult
 from .models.LedgerIngestResult import LedgerIngestResult
 from .models.LedgerReverifyResult import LedgerReverifyResult
@@ -211,6 +212,15 @@ class Ledger:
             raise _failure(read_error(err, st)) from None
         return json.loads(take_string(out))
 
+    @from_header("appstore_ledger_query_disagreements")
+    def disagreements(self, after: Optional[str] = None, limit: int = 1000) -> LedgerDisagreementPage:
+        """Every disagreement, a page at a time, in the summary's order: at most `limit` (1...10000) after `after`
+        (the previous page's `next`; None or "": the first page). `next` is None after the last page; a cursor this
+        call did not make raises ValueError."""
+        a = _args.text(after, "after", optional=True)
+        n = _args.integer(limit, "limit", (1, 10000))
+        return LedgerDisagreementPage.from_dict(self._query(_query_disagreements, a, n))
+
     @from_header("appstore_ledger_reverify")
     def reverify(self) -> LedgerReverifyResult:
         """Every stored value verified again with the ledger's verifier: `checked`, and `refused` (each with
@@ -252,5 +262,6 @@ _ingest_renewal = lib.appstore_ledger_ingest_renewal_info
 _query_subscription = lib.appstore_ledger_query_subscription
 _query_customer = lib.appstore_ledger_query_customer
 _query_summary = lib.appstore_ledger_query_summary
+_query_disagreements = lib.appstore_ledger_query_disagreements
 _reverify = lib.appstore_ledger_reverify
 _import_jsonl = lib.appstore_ledger_import_jsonl

@@ -498,6 +498,26 @@ def test_a_fresh_ledgers_first_renewal_is_incomplete_history(conformance: Path) 
         summary = ledger.summary()  # counted once, listed with what is missing
         assert (summary.contradictions, summary.incompleteHistories) == (0, 1)
         assert [d.verdict for d in summary.disagreements] == [LedgerOracleVerdict.INCOMPLETE_HISTORY]
+        page = ledger.disagreements(limit=1)  # the same one, and no page after it
+        assert page.disagreements == summary.disagreements and page.next is None
+
+
+def test_disagreements_a_page_at_a_time_arguments(verifier: SignedDataVerifier) -> None:
+    """Ledger.disagreements (C: appstore_ledger_query_disagreements): an empty ledger's one page, and the arguments
+    refused as Python refuses them (the pages themselves: Swift's LedgerOracleVerdictTests, the tool's tests)."""
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        page = ledger.disagreements()
+        assert page.disagreements == [] and page.next is None
+        assert ledger.disagreements(after="", limit=10000).disagreements == []
+        with pytest.raises(ValueError, match="not a cursor"):
+            ledger.disagreements(after="CONTRADICTION:soon:x")
+        for bad in (0, 10001):
+            with pytest.raises(ValueError, match="limit"):
+                ledger.disagreements(limit=bad)
+        with pytest.raises(TypeError, match="after"):
+            ledger.disagreements(after=5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="limit"):
+            ledger.disagreements(limit="10")  # type: ignore[arg-type]
 
 
 # ---- bulk import (docs/ledger.md, "Bulk import") ---------------------------------------------------------------

@@ -10,6 +10,7 @@ import appstoreserver.internal.NativeError;
 import appstoreserver.internal.NativeHandle;
 import appstoreserver.internal.Verifiers;
 import appstoreserver.model.LedgerCustomer;
+import appstoreserver.model.LedgerDisagreementPage;
 import appstoreserver.model.LedgerIngestResult;
 import appstoreserver.model.LedgerReverifyResult;
 import appstoreserver.model.LedgerSubscription;
@@ -314,6 +315,37 @@ public final class Ledger implements AutoCloseable {
      */
     public LedgerSummary summary() {
         return read(query(Abi::ledger_query_summary), LedgerSummary.class);
+    }
+
+    /**
+     * Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then
+     * INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows
+     * at any size. A page holds at most the limit asked for (1 to 10,000) after the cursor given (the "next" of the
+     * previous page, opaque), and "next", absent after the last page. A verdict that changes between two pages (a
+     * catch-up turns an INCOMPLETE_HISTORY into AGREES) is listed at most once.
+     *
+     * <p>A cursor this method did not make, or a limit out of range: IllegalArgumentException.
+     *
+     * @param after the previous page's getNext(), or null (or "") for the first page
+     * @param limit at most this many disagreements (1 to 10,000)
+     * @return getDisagreements(), and getNext() for the next page (null after the last)
+     * @cfunction appstore_ledger_query_disagreements
+     */
+    public LedgerDisagreementPage disagreements(String after, int limit) {
+        byte[] cursor = Args.cString(after == null ? "" : after, "after");
+        if (limit < 1 || limit > 10000) {
+            throw new IllegalArgumentException("limit must be 1 to 10000, got " + limit);
+        }
+        return read(query(h -> Abi.ledger_query_disagreements(h, cursor, limit)), LedgerDisagreementPage.class);
+    }
+
+    /**
+     * The first page of at most 1,000 disagreements: {@code disagreements(null, 1000)}.
+     *
+     * @return getDisagreements(), and getNext() for the next page (null when there is none)
+     */
+    public LedgerDisagreementPage disagreements() {
+        return disagreements(null, 1000);
     }
 
     /**

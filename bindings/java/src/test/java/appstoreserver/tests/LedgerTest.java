@@ -17,6 +17,7 @@ import appstoreserver.model.Environment;
 import appstoreserver.model.LedgerCustomer;
 import appstoreserver.model.LedgerEntitlementReason;
 import appstoreserver.model.LedgerEventKind;
+import appstoreserver.model.LedgerDisagreementPage;
 import appstoreserver.model.LedgerIngestResult;
 import appstoreserver.model.LedgerOracleVerdict;
 import appstoreserver.model.LedgerReverifyResult;
@@ -485,6 +486,15 @@ class LedgerTest {
             assertThrows(IllegalArgumentException.class, () -> ledger.subscription("1", at), String.valueOf(at));
         }
         assertThrows(IllegalArgumentException.class, () -> ledger.customer("a\0b"));
+        // disagreements(after, limit): an empty ledger's one page; bad cursors and limits refused.
+        assertTrue(ledger.disagreements().getDisagreements().isEmpty());
+        assertNull(ledger.disagreements("", 10000).getNext());
+        for (int limit : new int[] {0, 10001, -1}) {
+            assertThrows(IllegalArgumentException.class, () -> ledger.disagreements(null, limit), String.valueOf(limit));
+        }
+        IllegalArgumentException cursor = assertThrows(IllegalArgumentException.class,
+                () -> ledger.disagreements("CONTRADICTION:soon:x", 10));
+        assertTrue(cursor.getMessage().contains("not a cursor"), cursor.getMessage());
         ledger.close();
         ledger.close(); // twice is fine
         assertThrows(IllegalStateException.class, ledger::summary);
@@ -633,6 +643,9 @@ class LedgerTest {
             LedgerIngestResult again = ledger.ingestNotification(jws);
             assertEquals(Boolean.FALSE, again.getStored());
             assertEquals(LedgerOracleVerdict.INCOMPLETE_HISTORY, again.getVerdict());
+            LedgerDisagreementPage page = ledger.disagreements(null, 1);  // the one, and no page after it
+            assertEquals(ledger.summary().getDisagreements(), page.getDisagreements());
+            assertNull(page.getNext());
         }
     }
 }
