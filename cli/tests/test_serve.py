@@ -412,13 +412,11 @@ def test_real_apple_notifications(tmp_path: Path) -> None:
     assert tally["stored"] >= 15 and tally["refused"] >= 2
 
 
-def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
-    """docs/ledger.md, "Disagreements". Two notifications, each posted twice, signed here with the test PKI; their
-    data.status as Apple documents it (apple-lifecycle.md sections 1-2):
-    - DID_RENEW, status 1, signed before its new period's purchaseDate (as Apple signs them): a fresh ledger knows no
-      transaction then: INCOMPLETE_HISTORY, logged at info with what is missing, not counted in the alert;
-    - DID_FAIL_TO_RENEW/GRACE_PERIOD, status 4, whose renewal info says retry without a gracePeriodExpiresDate
-      (status 3 by section 2): a CONTRADICTION, one warning and one count, the duplicate counting nothing."""
+def incomplete_and_contradicting(pki: Path, doc: Dict[str, Any]) -> Tuple[str, str]:
+    """Two notifications signed with the test PKI, their data.status as Apple documents it (apple-lifecycle.md
+    sections 1-2): a DID_RENEW (status 1) signed before its new period's purchaseDate, an INCOMPLETE_HISTORY to a
+    fresh ledger; a DID_FAIL_TO_RENEW/GRACE_PERIOD (status 4) whose renewal info says retry without a
+    gracePeriodExpiresDate (status 3 by section 2), a CONTRADICTION. Both signed at the same instant."""
     import sys
     sys.path.insert(0, str(REPO / "Tests" / "support"))
     import lifecycles as L
@@ -446,6 +444,17 @@ def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any]
     fail = note("DID_FAIL_TO_RENEW", "GRACE_PERIOD", 4,
                 tx("8200000000000001", "8200000000000001", t0 - 31 * day, t0 - day), True,
                 "5b0c2a3e-0000-4000-8000-000000000002")
+    return renew, fail
+
+
+def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """docs/ledger.md, "Disagreements". Two notifications, each posted twice, signed here with the test PKI; their
+    data.status as Apple documents it (apple-lifecycle.md sections 1-2):
+    - DID_RENEW, status 1, signed before its new period's purchaseDate (as Apple signs them): a fresh ledger knows no
+      transaction then: INCOMPLETE_HISTORY, logged at info with what is missing, not counted in the alert;
+    - DID_FAIL_TO_RENEW/GRACE_PERIOD, status 4, whose renewal info says retry without a gracePeriodExpiresDate
+      (status 3 by section 2): a CONTRADICTION, one warning and one count, the duplicate counting nothing."""
+    renew, fail = incomplete_and_contradicting(pki, doc)
     with Server(*serve_args(pki, doc, tmp_path)) as s:
         answers = [s.post("sandbox", jws) for jws in (renew, renew, fail, fail)]
         assert [a[0] for a in answers] == [200] * 4, answers
@@ -476,6 +485,24 @@ def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any]
         assert r.code != 0 and "disagreementLimit" in r.err, r
     r = tool("ledger", "show", "--db", str(tmp_path / "sandbox.db"), "8100000000000001", "--disagreements", "5")
     assert r.code != 0 and "--disagreements is for the counts" in r.err, r
+    assert_paged_disagreements(str(tmp_path / "sandbox.db"))
+
+
+def assert_paged_disagreements(db: str) -> None:
+    """`ledger disagreements`: a ledger holding the contradiction and the incomplete history above, a page at a time."""
+    first = tool("ledger", "disagreements", "--db", db, "--limit", "1")
+    assert first.code == 0 and "--after" in first.err, first
+    page = first.json()
+    assert [d["verdict"] for d in page["disagreements"]] == ["CONTRADICTION"] and page["next"], page
+    last = tool("ledger", "disagreements", "--db", db, "--after", page["next"])
+    assert last.code == 0 and "--after" not in last.err, last
+    assert [d["verdict"] for d in last.json()["disagreements"]] == ["INCOMPLETE_HISTORY"], last
+    assert "next" not in last.json(), last
+    whole = tool("ledger", "disagreements", "--db", db)
+    assert whole.code == 0 and whole.json()["disagreements"] == page["disagreements"] + last.json()["disagreements"]
+    for args, why in ((["--limit", "0"], "limit must be 1...10000"), (["--after", "CONTRADICTION:x:y"], "not a cursor")):
+        r = tool("ledger", "disagreements", "--db", db, *args)
+        assert r.code != 0 and why in r.err, r
 
 
 # ---- the HTTP layer -----------------------------------------------------------------------------------------------

@@ -27,12 +27,13 @@ struct LedgerCommand: ParsableCommand {
               appstoreserver ledger entitlements --db ledger.db CUSTOMER \\
                   --at 2025-10-03T12:00:00Z --as-of 2025-10-03T12:00:00Z
               appstoreserver ledger show --db ledger.db    # counts, disagreements
+              appstoreserver ledger disagreements --db ledger.db --limit 100 # paged
               appstoreserver ledger reverify --db ledger.db    # verify again
               appstoreserver ledger import --db ledger.db --bundle-id com.example.app \\
                   --environment sandbox backfill.jsonl
               appstoreserver ledger check --db ledger.db    # every stored row reads back
             """,
-        subcommands: [Ingest.self, Import.self, Show.self, Entitlements.self, Reverify.self, Check.self]
+        subcommands: [Ingest.self, Import.self, Show.self, Disagreements.self, Entitlements.self, Reverify.self, Check.self]
     )
 
     /// Where the ledger is.
@@ -475,7 +476,7 @@ extension LedgerCommand {
                         let all = (summary.contradictions ?? 0) + (summary.incompleteHistories ?? 0)
                         if all > summary.disagreements.count {
                             Output.error("note: \(summary.disagreements.count) of \(all) disagreements listed "
-                                + "(contradictions first); --disagreements N lists more")
+                                + "(contradictions first); --disagreements N lists more, `ledger disagreements` pages through all")
                         }
                         Output.json(summary.json(), output)
                         return
@@ -489,6 +490,34 @@ extension LedgerCommand {
                 } catch {
                     throw ToolFailure(error)
                 }
+            }
+        }
+    }
+
+    struct Disagreements: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Every disagreement of the oracle with Apple's data.status, a page at a time.",
+            discussion: """
+                Prints a page as JSON (LedgerDisagreementPage): at most --limit disagreements in the summary's order \
+                (every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate), and "next", the cursor of \
+                the next page, absent after the last. Give it as --after for the next page (stderr says so).
+                """
+        )
+
+        @Option(help: ArgumentHelp("The \"next\" of the previous page (default: the first page).", valueName: "cursor"))
+        var after: String?
+        @Option(help: ArgumentHelp("At most N disagreements (1...10000).", valueName: "n"))
+        var limit: Int = 1000
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            try reporting {
+                let ledger = try LedgerCommand.openForQueries(database)
+                let page: LedgerDisagreementPage
+                do throws(LedgerError) { page = try ledger.disagreements(after: after, limit: limit) } catch { throw ToolFailure(error) }
+                if let next = page.next { Output.error("note: more follow: --after \(next)") }
+                Output.json(page.json(), output)
             }
         }
     }
