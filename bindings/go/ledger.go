@@ -150,44 +150,14 @@ func (l *Ledger) Customer(customerID string, at time.Time) (*model.LedgerCustome
 // CustomerAsOf is Customer at instant at from the facts signed at or before asOf (each zero: now; asOf equal to at:
 // as known then).
 func (l *Ledger) CustomerAsOf(customerID string, at, asOf time.Time) (*model.LedgerCustomer, error) {
-	if l == nil {
-		return nil, ErrClosed
-	}
-	p, ok := l.h.get()
-	if !ok {
-		return nil, ErrClosed
-	}
-	defer l.h.release()
-	raw, err := capi.LedgerQueryCustomer(p, customerID, atMs(at), atMs(asOf))
-	if err != nil {
-		return nil, plainError(err)
-	}
-	var out model.LedgerCustomer
-	if err := decodeInto(raw, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return query[model.LedgerCustomer](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerQueryCustomer(p, customerID, atMs(at), atMs(asOf))
+	})
 }
 
 // Summary is the ledger's counts and the notifications whose data.status it does not reproduce.
 func (l *Ledger) Summary() (*model.LedgerSummary, error) {
-	if l == nil {
-		return nil, ErrClosed
-	}
-	p, ok := l.h.get()
-	if !ok {
-		return nil, ErrClosed
-	}
-	defer l.h.release()
-	raw, err := capi.LedgerQuerySummary(p)
-	if err != nil {
-		return nil, plainError(err)
-	}
-	var out model.LedgerSummary
-	if err := decodeInto(raw, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return query[model.LedgerSummary](l, capi.LedgerQuerySummary)
 }
 
 // Disagreements is every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION
@@ -195,23 +165,9 @@ func (l *Ledger) Summary() (*model.LedgerSummary, error) {
 // after the cursor after (the previous page's Next; "" for the first page). Next is nil after the last page. A cursor
 // this method did not make, or a limit above 10000, is an *Error (VerificationStatusInvalidArgument).
 func (l *Ledger) Disagreements(after string, limit uint32) (*model.LedgerDisagreementPage, error) {
-	if l == nil {
-		return nil, ErrClosed
-	}
-	p, ok := l.h.get()
-	if !ok {
-		return nil, ErrClosed
-	}
-	defer l.h.release()
-	raw, err := capi.LedgerQueryDisagreements(p, after, limit)
-	if err != nil {
-		return nil, plainError(err)
-	}
-	var out model.LedgerDisagreementPage
-	if err := decodeInto(raw, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return query[model.LedgerDisagreementPage](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerQueryDisagreements(p, after, limit)
+	})
 }
 
 // ImportJSONL imports a file of JSON lines of signed values (docs/ledger.md, "Bulk import"): each line
@@ -220,6 +176,13 @@ func (l *Ledger) Disagreements(after string, limit uint32) (*model.LedgerDisagre
 // the same file again after an interruption stores what is missing and nothing twice. Refused lines are in the result
 // (RefusedCount, and Refused with their line numbers), not an error; a file that cannot be read is an error.
 func (l *Ledger) ImportJSONL(path string, batchSize uint32) (*model.LedgerImportResult, error) {
+	return query[model.LedgerImportResult](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerImportJsonl(p, path, batchSize)
+	})
+}
+
+// query calls a ledger function that answers JSON, holding the handle for the call, and decodes the answer into a T.
+func query[T any](l *Ledger, call func(capi.Ledger) ([]byte, error)) (*T, error) {
 	if l == nil {
 		return nil, ErrClosed
 	}
@@ -228,11 +191,11 @@ func (l *Ledger) ImportJSONL(path string, batchSize uint32) (*model.LedgerImport
 		return nil, ErrClosed
 	}
 	defer l.h.release()
-	raw, err := capi.LedgerImportJsonl(p, path, batchSize)
+	raw, err := call(p)
 	if err != nil {
 		return nil, plainError(err)
 	}
-	var out model.LedgerImportResult
+	var out T
 	if err := decodeInto(raw, &out); err != nil {
 		return nil, err
 	}

@@ -337,15 +337,8 @@ func TestLedgerLifecycles(t *testing.T) {
 // TestLedgerImportJSONL: every line format, bad lines by number (expected from the file written here), and a second
 // run that stores nothing twice (docs/ledger.md, "Bulk import").
 func TestLedgerImportJSONL(t *testing.T) {
-	bundle, scenarios, _ := lifecycles(t)
-	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, scenarios, _ := lifecycles(t)
+	v := testLedgerVerifier(t)
 	defer v.Close()
 	var lines []string
 	distinct := map[string]bool{}
@@ -412,15 +405,7 @@ func joinLines(lines []string) string {
 // Disagreements (C: appstore_ledger_query_disagreements): an empty ledger's one page, and the cursors and limits the
 // library refuses (the pages themselves: Swift's LedgerOracleVerdictTests, the tool's tests on SQLite and PostgreSQL).
 func TestLedgerDisagreementsArguments(t *testing.T) {
-	bundle, _, _ := lifecycles(t)
-	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := testLedgerVerifier(t)
 	defer v.Close()
 	l, err := OpenLedger("sqlite::memory:", v)
 	if err != nil {
@@ -444,4 +429,19 @@ func TestLedgerDisagreementsArguments(t *testing.T) {
 			t.Errorf("Disagreements(%q, %d): %v, want an invalid argument saying %q", c.after, c.limit, err, c.want)
 		}
 	}
+}
+
+// testLedgerVerifier is a Sandbox verifier of the test PKI for the lifecycles' bundle.
+func testLedgerVerifier(t *testing.T) *SignedDataVerifier {
+	t.Helper()
+	bundle, _, _ := lifecycles(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
