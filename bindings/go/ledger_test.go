@@ -255,15 +255,8 @@ func TestLedgerBitemporal(t *testing.T) {
 }
 
 func TestLedgerLifecycles(t *testing.T) {
-	bundle, scenarios, random := lifecycles(t)
-	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, scenarios, random := lifecycles(t)
+	v := testLedgerVerifier(t)
 	l, err := OpenLedger("sqlite:"+filepath.Join(t.TempDir(), "ledger.db"), v)
 	if err != nil {
 		t.Fatal(err)
