@@ -18,3 +18,20 @@ OMITTED(sqlite3StmtVtabInit)
 OMITTED(sqlite3JsonTableFunctions)
 /* The JSON scalar functions (json(), json_extract(), ...), registered with the built-in functions. */
 void sqlite3RegisterJsonFunctions(void) {}
+/* The date and time functions (date(), strftime(), julianday(), CURRENT_TIMESTAMP, ...; SQLITE_OMIT_DATETIME_FUNCS):
+ * the ledger stores milliseconds and computes with them, never with SQLite's dates. 11 KB. */
+void sqlite3RegisterDateTimeFunctions(void) {}
+/* The memdb VFS (sqlite3_serialize, sqlite3_deserialize, "file:...?vfs=memdb"; SQLITE_OMIT_DESERIALIZE): registered
+ * when SQLite initializes and listed in the table of routines for loadable extensions, which this library never
+ * loads; the ledger's "sqlite::memory:" is SQLite's own in-memory database, not memdb. 5 KB. */
+int sqlite3MemdbInit(void) { return 0; /* SQLITE_OK */ }
+unsigned char *sqlite3_serialize(sqlite3 *db, const char *schema, long long *size, unsigned flags) {
+    (void)db; (void)schema; (void)flags;
+    if (size) *size = -1;
+    return 0; /* NULL: "cannot serialize", as SQLite answers on failure */
+}
+int sqlite3_deserialize(sqlite3 *db, const char *schema, unsigned char *data, long long size, long long capacity,
+                        unsigned flags) {
+    (void)db; (void)schema; (void)data; (void)size; (void)capacity; (void)flags;
+    return 1; /* SQLITE_ERROR */
+}
