@@ -616,7 +616,7 @@ public final class Ledger: Sendable {
                 events: events, notifications: n.notifications, transactions: n.transactions,
                 transactionVersions: n.transactionVersions, renewalInfos: n.renewalInfos, subscriptions: n.subscriptions,
                 customers: n.customers, checkedNotifications: n.checkedNotifications,
-                disagreements: try c.store.disagreements(limit: disagreementLimit),
+                disagreements: try c.store.disagreements(after: nil, limit: disagreementLimit),
                 contradictions: n.contradictions, incompleteHistories: n.incompleteHistories)
         }
     }

@@ -84,10 +84,9 @@ protocol LedgerStorage: AnyObject, Sendable {
     func setVerdict(_ uuid: String, _ verdict: StoredVerdict) throws(LedgerError)
     /// The summary's counts.
     func counts() throws(LedgerError) -> LedgerCounts
-    /// At most `limit` of the notifications whose verdict is not AGREES: the contradictions first, then the incomplete
-    /// histories, each oldest first (signedDate, then notificationUUID): `LedgerDisagreement.listOrder`.
-    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement]
-    /// The same list after `after` (nil: from its start): `Ledger.disagreements(after:limit:)`'s pages.
+    /// At most `limit` of the notifications whose verdict is not AGREES after `after` (nil: from the list's start): the
+    /// contradictions first, then the incomplete histories, each oldest first (signedDate, then notificationUUID:
+    /// `LedgerDisagreement.listOrder`); the summary's list and `Ledger.disagreements(after:limit:)`'s pages.
     func disagreements(after: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement]
     /// At most `limit` distinct keys of `kind` after `after` (nil: from the first), in the database's order.
     func keyPage(kind: String, after: String?, limit: Int) throws(LedgerError) -> [String]

@@ -303,32 +303,20 @@ final class LedgerStore: LedgerStorage, @unchecked Sendable {
         return c
     }
 
-    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
-        let s = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: "", placeholders: ("?", "?")))
-        var out: [LedgerDisagreement] = []
-        for verdict in LedgerStoredRows.listedVerdicts where out.count < limit {
-            try s.bind([.text(verdict.rawValue), .int(Int64(limit - out.count))])
-            defer { try? s.bind([]) }  // reset: no read transaction left open
-            while try s.step() {
-                out.append(try LedgerStoredRows.disagreement((0..<9).map { s.text(Int32($0)) }))
-            }
-        }
-        return out
-    }
-
     func disagreements(after cursor: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
-        guard let cursor else { return try disagreements(limit: limit) }
-        let first = try db.prepare(LedgerStoredRows.disagreementsAfterSQL(table: "notifications", collate: "",
-                                                                         placeholders: ["?", "?", "?", "?"]))
         let rest = try db.prepare(LedgerStoredRows.disagreementsSQL(table: "notifications", collate: "", placeholders: ("?", "?")))
         var out: [LedgerDisagreement] = []
         for verdict in LedgerStoredRows.verdicts(after: cursor) where out.count < limit {
-            let s = verdict == cursor.verdict ? first : rest
-            if verdict == cursor.verdict {
-                try s.bind([.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID),
-                            .int(Int64(limit - out.count))])
+            let left = SQLiteValue.int(Int64(limit - out.count))
+            let s: SQLiteStatement
+            if let cursor, verdict == cursor.verdict {
+                // The cursor's own verdict: after its row.
+                s = try db.prepare(LedgerStoredRows.disagreementsAfterSQL(table: "notifications", collate: "",
+                                                                          placeholders: ["?", "?", "?", "?"]))
+                try s.bind([.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID), left])
             } else {
-                try s.bind([.text(verdict.rawValue), .int(Int64(limit - out.count))])
+                s = rest
+                try s.bind([.text(verdict.rawValue), left])
             }
             defer { try? s.bind([]) }  // reset: no read transaction left open
             while try s.step() {

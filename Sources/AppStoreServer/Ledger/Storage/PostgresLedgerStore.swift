@@ -1021,31 +1021,21 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
                             incompleteHistories: n[8])
     }
 
-    func disagreements(limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
-        let sql = LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: " COLLATE \"C\"",
-                                                    placeholders: ("$1", "$2"))
-        var out: [LedgerDisagreement] = []
-        for verdict in LedgerStoredRows.listedVerdicts where out.count < limit {
-            let rows = try db.run(sql, [.text(verdict.rawValue), .int(Int64(limit - out.count))], what: "cannot read the disagreements")
-            out += try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
-        }
-        return out
-    }
-
     func disagreements(after cursor: LedgerDisagreementCursor?, limit: Int) throws(LedgerError) -> [LedgerDisagreement] {
-        guard let cursor else { return try disagreements(limit: limit) }
         let collate = " COLLATE \"C\""
-        let first = LedgerStoredRows.disagreementsAfterSQL(table: "\(schema).notifications", collate: collate,
-                                                           placeholders: ["$1", "$2", "$3", "$4"])
-        let rest = LedgerStoredRows.disagreementsSQL(table: "\(schema).notifications", collate: collate,
-                                                     placeholders: ("$1", "$2"))
+        let table = "\(schema).notifications"
         var out: [LedgerDisagreement] = []
         for verdict in LedgerStoredRows.verdicts(after: cursor) where out.count < limit {
-            let left = Int64(limit - out.count)
-            let rows = verdict == cursor.verdict
-                ? try db.run(first, [.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID),
-                                     .int(left)], what: "cannot read the disagreements")
-                : try db.run(rest, [.text(verdict.rawValue), .int(left)], what: "cannot read the disagreements")
+            let left = SQLiteValue.int(Int64(limit - out.count))
+            let rows = if let cursor, verdict == cursor.verdict {
+                // The cursor's own verdict: after its row.
+                try db.run(LedgerStoredRows.disagreementsAfterSQL(table: table, collate: collate, placeholders: ["$1", "$2", "$3", "$4"]),
+                           [.text(verdict.rawValue), .int(cursor.signedDate), .text(cursor.notificationUUID), left],
+                           what: "cannot read the disagreements")
+            } else {
+                try db.run(LedgerStoredRows.disagreementsSQL(table: table, collate: collate, placeholders: ("$1", "$2")),
+                           [.text(verdict.rawValue), left], what: "cannot read the disagreements")
+            }
             out += try rows.map { r throws(LedgerError) in try LedgerStoredRows.disagreement(r) }
         }
         return out
