@@ -184,6 +184,12 @@ final class PostgresLedgerStore: LedgerStorage, @unchecked Sendable {
         CREATE INDEX IF NOT EXISTS notifications_by_verdict ON appstore_ledger.notifications
           (verdict, signed_date, notification_uuid COLLATE "C") WHERE verdict IS NOT NULL;
         """,
+        // The ids' pages (`key_page`) in byte order along the primary key: in a database of another collation
+        // (en_US.UTF-8, C.UTF-8), a key compared as "C" could not use the index, and each page read every key of its
+        // kind. Equality (every other use) is the same in any deterministic collation. SQLite compares bytes already.
+        """
+        ALTER TABLE appstore_ledger.event_keys ALTER COLUMN key TYPE TEXT COLLATE "C";
+        """,
     ]
     static var version: Int64 { Int64(migrations.count) }
 
