@@ -1121,6 +1121,22 @@ appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
 appstore_status appstore_ledger_query_disagreements(const appstore_ledger *ledger, const char *after, uint32_t limit,
                                                     char **json_out APPSTORE_JSON(LedgerDisagreementPage),
                                                     appstore_error **err_out);
+/* The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte
+ * order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over
+ * every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids greater
+ * than the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
+ *
+ * after: NULL or "" for the first page; limit: 0 for 1,000. APPSTORE_INVALID_ARGUMENT: a limit out of range. */
+appstore_status appstore_ledger_query_subscription_ids(const appstore_ledger *ledger, const char *after, uint32_t limit,
+                                                       char **json_out APPSTORE_JSON(LedgerIdPage),
+                                                       appstore_error **err_out);
+/* The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as the
+ * subscription ids are.
+ *
+ * Each is a customer_id appstore_ledger_query_customer answers for; after and limit as for
+ * appstore_ledger_query_subscription_ids. */
+appstore_status appstore_ledger_query_customer_ids(const appstore_ledger *ledger, const char *after, uint32_t limit,
+                                                   char **json_out APPSTORE_JSON(LedgerIdPage), appstore_error **err_out);
 /* Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked
  * and the ones it refuses now, each with the verifier's status, reason and message. With online checks on, a
  * certificate revoked since the value was stored is found; without them, the answer does not change with time.

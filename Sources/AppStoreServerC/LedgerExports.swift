@@ -106,6 +106,29 @@ public func appstoreLedgerQueryDisagreements(_ ledger: OpaquePointer?, _ after: 
     }
 }
 
+@c(appstore_ledger_query_subscription_ids)
+public func appstoreLedgerQuerySubscriptionIds(_ ledger: OpaquePointer?, _ after: UnsafePointer<CChar>?, _ limit: UInt32,
+                                               _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    ledgerIdPage(ledger, after, limit, jsonOut, errOut) { l, a, n throws(LedgerError) in try l.subscriptionIds(after: a, limit: n) }
+}
+
+@c(appstore_ledger_query_customer_ids)
+public func appstoreLedgerQueryCustomerIds(_ ledger: OpaquePointer?, _ after: UnsafePointer<CChar>?, _ limit: UInt32,
+                                           _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
+    ledgerIdPage(ledger, after, limit, jsonOut, errOut) { l, a, n throws(LedgerError) in try l.customerIds(after: a, limit: n) }
+}
+
+private func ledgerIdPage(_ ledger: OpaquePointer?, _ after: UnsafePointer<CChar>?, _ limit: UInt32, _ jsonOut: StringOut?,
+                          _ errOut: ErrorOut?,
+                          _ page: (Ledger, String?, Int) throws(LedgerError) -> LedgerIdPage) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let cursor = try optionalUTF8String(after, "after")
+        let out = try requireOut(jsonOut, "json_out")
+        out.pointee = try mallocCString(try page(box.ledger, cursor, limit == 0 ? 1000 : Int(limit)).json())
+    }
+}
+
 @c(appstore_ledger_reverify)
 public func appstoreLedgerReverify(_ ledger: OpaquePointer?, _ jsonOut: StringOut?, _ errOut: ErrorOut?) -> Int32 {
     guarded(errOut) {

@@ -109,16 +109,34 @@ import Testing
             #expect(small.cacheStatistics.bytes <= bytes)
             if bytes > 0 { #expect(small.cacheStatistics.evictions > 0) }
         }
-        // The ids, page by page, are the whole history's.
-        var pages: [String] = []
-        var after: String?
-        while true {
-            let page = try a.subscriptionIds(after: after, limit: 7)
-            guard let last = page.last else { break }
-            pages += page
-            after = last
+        // The ids, page by page, are the whole history's, in byte order; only the last page has no next, also when
+        // the pages divide the ids exactly; "" is the first page as nil is.
+        func everyId(_ read: (String?, Int) throws(LedgerError) -> LedgerIdPage, _ limit: Int) throws -> [String] {
+            var ids: [String] = []
+            var after: String? = ""
+            while true {
+                let page = try read(after, limit)
+                #expect(page.ids.count == limit || page.next == nil)
+                #expect(!page.ids.isEmpty || after == "")
+                ids += page.ids
+                guard let next = page.next else { return ids }
+                #expect(next == page.ids.last)
+                after = next
+            }
         }
-        #expect(pages == subscriptions)
+        let byteOrder = { (x: String, y: String) in x.utf8.lexicographicallyPrecedes(y.utf8) }
+        #expect(subscriptions.count > 7 && customers.count > 7)
+        for limit in [7, subscriptions.count, 10000] {
+            #expect(try everyId({ (x, n) throws(LedgerError) in try a.subscriptionIds(after: x, limit: n) }, limit) == subscriptions.sorted(by: byteOrder))
+        }
+        for limit in [7, customers.count, 10000] {
+            #expect(try everyId({ (x, n) throws(LedgerError) in try b.customerIds(after: x, limit: n) }, limit) == customers.sorted(by: byteOrder))
+        }
+        #expect(try a.subscriptionIds(after: subscriptions.sorted(by: byteOrder).last!).ids.isEmpty)
+        for bad in [0, -1, 10001] {
+            #expect(throws: LedgerError.self) { try a.subscriptionIds(limit: bad) }
+            #expect(throws: LedgerError.self) { try a.customerIds(limit: bad) }
+        }
     }
 
     /// Stored verdicts are kept incrementally (a batch evaluates again only the notifications signed at or after its

@@ -306,6 +306,42 @@ int main(int argc, char **argv) {
         appstore_string_free(first); appstore_string_free(empty); appstore_string_free(summary);
         appstore_error_free(err);
     }
+    /* appstore_ledger_query_subscription_ids / _customer_ids: arguments; pages of one id, walked by "next", are the
+     * ids of one page of 10,000 (each page's id its last; none after the last page) */
+    EXPECT_FAIL(appstore_ledger_query_subscription_ids(NULL, NULL, 0, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger (ids)");
+    EXPECT_FAIL(appstore_ledger_query_customer_ids(l, NULL, 0, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL json_out (ids)");
+    EXPECT_FAIL(appstore_ledger_query_customer_ids(l, NULL, 10001, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "ids limit over 10,000");
+    EXPECT_FAIL(appstore_ledger_query_subscription_ids(l, "\xff\xfe", 10, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "ids cursor not UTF-8");
+    for (int which = 0; which < 2; which++) {
+        appstore_status (*ids)(const appstore_ledger *, const char *, uint32_t, char **, appstore_error **) =
+            which == 0 ? appstore_ledger_query_subscription_ids : appstore_ledger_query_customer_ids;
+        char *all = NULL;
+        err = NULL;
+        json_t *aj = ids(l, "", 10000, &all, &err) == APPSTORE_OK ? json_loads(all, 0, NULL) : NULL;
+        json_t *want = aj ? json_object_get(aj, "ids") : NULL;
+        json_t *walked = json_array();
+        char *after = NULL;
+        int ok = want && json_array_size(want) > 0 && !json_object_get(aj, "next");
+        for (size_t n = 0; ok && n <= json_array_size(want); n++) {
+            char *page = NULL;
+            json_t *pj = ids(l, after, 1, &page, &err) == APPSTORE_OK ? json_loads(page, 0, NULL) : NULL;
+            appstore_string_free(page);
+            json_t *one = pj ? json_object_get(pj, "ids") : NULL, *next = pj ? json_object_get(pj, "next") : NULL;
+            ok = one && json_array_size(one) == 1 &&
+                 (!next || json_equal(next, json_array_get(one, 0)));
+            if (ok) json_array_append(walked, json_array_get(one, 0));
+            free(after);
+            after = next ? strdup(json_string_value(next)) : NULL;
+            json_decref(pj);
+            if (!after) break;
+        }
+        free(after);
+        capi_check(&T, ok && json_equal(walked, want), which == 0 ? "subscription ids: pages of one walk every id" :
+                   "customer ids: pages of one walk every id", "%s", all ? all : appstore_error_message(err));
+        json_decref(walked); json_decref(aj);
+        appstore_string_free(all);
+        appstore_error_free(err);
+    }
     EXPECT_FAIL(appstore_ledger_ingest_notification(l, NULL, 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL jws");
     EXPECT_FAIL(appstore_ledger_ingest_transaction(NULL, "a.b.c", 5, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument", "NULL ledger ingest");
     capi_check(&T, out == NULL, "outputs untouched", "argument errors");

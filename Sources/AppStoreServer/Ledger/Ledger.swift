@@ -644,20 +644,32 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time: at most `limit`
-    /// (1...10000) after `after` (the last id of the previous page; nil: the first page), in the database's order.
-    public func subscriptionIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> [String] {
+    /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time, in byte order (C:
+    /// appstore_ledger_query_subscription_ids): at most `limit` (1...10000) after `after` (the `next` of the previous
+    /// page, which is its last id; nil or "": the first page). `next` is nil after the last page. Read along the
+    /// storage's index: a page costs its own rows at any size, and nothing is held between pages.
+    public func subscriptionIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> LedgerIdPage {
         try keyPage("s", after: after, limit: limit)
     }
 
-    /// Customer ids (appAccountTokens in lowercase, else originalTransactionIds) a page at a time, as `subscriptionIds`.
-    public func customerIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> [String] {
+    /// Customer ids (appAccountTokens in lowercase, else originalTransactionIds), as `subscriptionIds` (C:
+    /// appstore_ledger_query_customer_ids): each is what `customer(_:)` answers for.
+    public func customerIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> LedgerIdPage {
         try keyPage("c", after: after, limit: limit)
     }
 
-    private func keyPage(_ kind: String, after: String?, limit: Int) throws(LedgerError) -> [String] {
+    private func keyPage(_ kind: String, after: String?, limit: Int) throws(LedgerError) -> LedgerIdPage {
         guard (1...10000).contains(limit) else { throw .argument("limit must be 1...10000, got \(limit)") }
-        return try core.withLock { c throws(LedgerError) in try c.store.keyPage(kind: kind, after: after, limit: limit) }
+        return try core.withLock { c throws(LedgerError) in
+            // One row more than the page: whether another page follows, without an empty last one.
+            var ids = try c.store.keyPage(kind: kind, after: after?.isEmpty == false ? after : nil, limit: limit + 1)
+            var next: String?
+            if ids.count > limit {
+                ids.removeLast(ids.count - limit)
+                next = ids.last
+            }
+            return LedgerIdPage(ids: ids, next: next)
+        }
     }
 
     /// The newest stored events with an id below `before`, as records (`recentEvents`).

@@ -105,6 +105,7 @@ enum LedgerJSON {
 }
 
 extension LedgerDisagreementPage { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
+extension LedgerIdPage { public func json() -> [UInt8] { LedgerJSON.bytes(self) } }
 
 /// Where a page of disagreements ends: its last row's place in the list's order (verdict, signedDate in ms,
 /// notificationUUID), written as "VERDICT:ms:uuid". Callers treat it as opaque; what comes back is checked, since it

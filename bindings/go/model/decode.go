@@ -5046,6 +5046,46 @@ func (m *LedgerDisagreementPage) decodeFrom(d *decoder) {
 }
 
 // UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerIdPage) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerIdPage) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "ids":
+			if d.null() {
+				m.Ids = nil
+				break
+			}
+			l := []string{}
+			d.array(func() {
+				if d.null() {
+					var z string
+					l = append(l, z)
+					return
+				}
+				l = append(l, d.str())
+			})
+			m.Ids = l
+		case "next":
+			if d.null() {
+				m.Next = nil
+				break
+			}
+			v := d.str()
+			m.Next = &v
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
 func (m *MassExtendRenewalDateRequest) UnmarshalJSON(b []byte) error {
 	d := decoder{b: b}
 	if !d.null() {

@@ -1686,6 +1686,16 @@ type LedgerDisagreementPage struct {
 	Next *string `json:"next,omitempty"`
 }
 
+// A page of the ledger's subscription ids or customer ids, in byte order (C:
+// appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
+type LedgerIdPage struct {
+	// At most the limit asked for, each greater than the cursor given, in byte order.
+	Ids []string `json:"ids"`
+
+	// The cursor of the next page (given as `after`: the page's last id); absent when there is none.
+	Next *string `json:"next,omitempty"`
+}
+
 // The body of Extend Subscription Renewal Dates for All Active Subscribers.
 type MassExtendRenewalDateRequest struct {
 	// The number of days to extend the renewal dates by (at most 90).

@@ -21,7 +21,7 @@
 #define ASB_H_API_REQUEST 9
 #define ASB_H_API_CALL 10
 #define ASB_H_LEDGER 11
-#define ASB_FUNCTIONS 92
+#define ASB_FUNCTIONS 94
 
 #ifdef ASB_ABI_TABLES
 const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
@@ -1107,6 +1107,36 @@ static const asb_param asb_params_ledger_query_disagreements[] = {
     {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
+/* appstore_ledger_query_subscription_ids */
+static void asb_call_ledger_query_subscription_ids(asb_frame *f) {
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_ledger_query_subscription_ids((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (uint32_t)f->s[2].u, &o3, &err);
+    f->s[3].p = o3;
+    f->err = err;
+}
+static const asb_param asb_params_ledger_query_subscription_ids[] = {
+    {"ledger", ASB_IN_HANDLE, 11, ASB_VT_NONE, 0, -1, 0},
+    {"after", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"limit", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
+/* appstore_ledger_query_customer_ids */
+static void asb_call_ledger_query_customer_ids(asb_frame *f) {
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_ledger_query_customer_ids((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, (uint32_t)f->s[2].u, &o3, &err);
+    f->s[3].p = o3;
+    f->err = err;
+}
+static const asb_param asb_params_ledger_query_customer_ids[] = {
+    {"ledger", ASB_IN_HANDLE, 11, ASB_VT_NONE, 0, -1, 0},
+    {"after", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"limit", ASB_IN_VALUE, -1, ASB_VT_U32, 0, -1, 0},
+    {"json_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
 /* appstore_ledger_reverify */
 static void asb_call_ledger_reverify(asb_frame *f) {
     char *o1 = NULL;
@@ -1227,6 +1257,8 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"ledger_query_customer", ASB_RET_STATUS, ASB_VT_NONE, 6, asb_params_ledger_query_customer, asb_call_ledger_query_customer},
     {"ledger_query_summary", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_ledger_query_summary, asb_call_ledger_query_summary},
     {"ledger_query_disagreements", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_disagreements, asb_call_ledger_query_disagreements},
+    {"ledger_query_subscription_ids", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_subscription_ids, asb_call_ledger_query_subscription_ids},
+    {"ledger_query_customer_ids", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_customer_ids, asb_call_ledger_query_customer_ids},
     {"ledger_reverify", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_ledger_reverify, asb_call_ledger_reverify},
     {"ledger_import_jsonl", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_import_jsonl, asb_call_ledger_import_jsonl},
 };

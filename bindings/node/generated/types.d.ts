@@ -1882,6 +1882,13 @@ export interface LedgerDisagreementPage {
     /** The cursor of the next page (given as `after`); absent when there is none. */
     next?: string;
 }
+/** A page of the ledger's subscription ids or customer ids, in byte order (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids). */
+export interface LedgerIdPage {
+    /** At most the limit asked for, each greater than the cursor given, in byte order. */
+    ids: string[];
+    /** The cursor of the next page (given as `after`: the page's last id); absent when there is none. */
+    next?: string;
+}
 /** The body of Extend Subscription Renewal Dates for All Active Subscribers. */
 export interface MassExtendRenewalDateRequest {
     /** The number of days to extend the renewal dates by (at most 90). */

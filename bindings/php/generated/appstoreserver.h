@@ -128,5 +128,7 @@ appstore_status appstore_ledger_query_subscription(const appstore_ledger * ledge
 appstore_status appstore_ledger_query_customer(const appstore_ledger * ledger, const char * customer_id, int64_t at_ms, int64_t as_of_ms, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_query_summary(const appstore_ledger * ledger, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_query_disagreements(const appstore_ledger * ledger, const char * after, uint32_t limit, char ** json_out, appstore_error ** err_out);
+appstore_status appstore_ledger_query_subscription_ids(const appstore_ledger * ledger, const char * after, uint32_t limit, char ** json_out, appstore_error ** err_out);
+appstore_status appstore_ledger_query_customer_ids(const appstore_ledger * ledger, const char * after, uint32_t limit, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_reverify(const appstore_ledger * ledger, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_import_jsonl(appstore_ledger * ledger, const char * path, uint32_t batch_size, char ** result_out, appstore_error ** err_out);

@@ -125,10 +125,10 @@ final class SyncRunner {
         let named = Set(ids)
         var after: String?
         while !shouldStop() {
-            let page: [String]
+            let page: LedgerIdPage
             do throws(LedgerError) { page = try ledger.subscriptionIds(after: after, limit: 1000) } catch { throw ToolFailure(error) }
-            guard try histories(page.filter { !named.contains($0) }), let last = page.last else { return }
-            after = last
+            guard try histories(page.ids.filter { !named.contains($0) }), let next = page.next else { return }
+            after = next
         }
     }
 

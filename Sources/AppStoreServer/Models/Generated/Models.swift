@@ -4352,6 +4352,32 @@ extension LedgerDisagreementPage: Codable {
 }
 #endif
 
+/// A page of the ledger's subscription ids or customer ids, in byte order (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
+public struct LedgerIdPage: Hashable, Sendable {
+    /// At most the limit asked for, each greater than the cursor given, in byte order.
+    public var ids: [String]
+    /// The cursor of the next page (given as `after`: the page's last id); absent when there is none.
+    public var next: String?
+
+    /// A value from its fields; optional fields default to nil.
+    public init(
+        ids: [String],
+        next: String? = nil
+    ) {
+        self.ids = ids
+        self.next = next
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerIdPage: Codable {
+    enum CodingKeys: String, CodingKey {
+        case ids
+        case next
+    }
+}
+#endif
+
 /// The body of Extend Subscription Renewal Dates for All Active Subscribers.
 public struct MassExtendRenewalDateRequest: Hashable, Sendable {
     /// The number of days to extend the renewal dates by (at most 90).

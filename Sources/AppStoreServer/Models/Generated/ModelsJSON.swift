@@ -4818,6 +4818,42 @@ extension LedgerDisagreementPage: JSONDecodable, JSONEncodable {
     }
 }
 
+extension LedgerIdPage: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["ids", "next"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_ids: [String]? = nil
+        var f_next: String? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "ids": f_ids = try JSONFields.optional(member.value, strict: strict)
+                case "next": f_next = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            ids: try JSONFields.required(f_ids, "ids"),
+            next: f_next
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("ids")
+        try self.ids.writeJSON(to: &w)
+        if let v = self.next {
+            w.key("next")
+            try v.writeJSON(to: &w)
+        }
+        w.endObject()
+    }
+}
+
 extension MassExtendRenewalDateRequest: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
     static let jsonKeys: [String] = ["extendByDays", "extendReasonCode", "productId", "requestIdentifier", "storefrontCountryCodes"]

@@ -1324,6 +1324,70 @@ func LedgerQueryDisagreementsInto(a_ledger Ledger, a_after string, a_limit uint3
 	return decode(borrowBytes(o_json_out))
 }
 
+// LedgerQuerySubscriptionIds calls appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes).
+func LedgerQuerySubscriptionIds(a_ledger Ledger, a_after string, a_limit uint32) ([]byte, error) {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return nil, argError("appstore_ledger_query_subscription_ids", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_subscription_ids((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_json_out), nil
+}
+
+// LedgerQuerySubscriptionIdsInto is LedgerQuerySubscriptionIds with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQuerySubscriptionIdsInto(a_ledger Ledger, a_after string, a_limit uint32, decode func([]byte) error) error {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return argError("appstore_ledger_query_subscription_ids", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_subscription_ids((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
+// LedgerQueryCustomerIds calls appstore_ledger_query_customer_ids: The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as the subscription ids are.
+func LedgerQueryCustomerIds(a_ledger Ledger, a_after string, a_limit uint32) ([]byte, error) {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return nil, argError("appstore_ledger_query_customer_ids", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_customer_ids((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_json_out), nil
+}
+
+// LedgerQueryCustomerIdsInto is LedgerQueryCustomerIds with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerQueryCustomerIdsInto(a_ledger Ledger, a_after string, a_limit uint32, decode func([]byte) error) error {
+	p_after, ok_after := cString(a_after)
+	if !ok_after {
+		return argError("appstore_ledger_query_customer_ids", "after")
+	}
+	var o_json_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_query_customer_ids((*C.appstore_ledger)(a_ledger), (*C.char)(p_after), C.uint32_t(a_limit), &o_json_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_json_out)
+	return decode(borrowBytes(o_json_out))
+}
+
 // LedgerReverify calls appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message.
 func LedgerReverify(a_ledger Ledger) ([]byte, error) {
 	var o_json_out *C.char

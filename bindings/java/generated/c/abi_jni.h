@@ -57,8 +57,10 @@
 #pragma weak appstore_ledger_ingest_transaction
 #pragma weak appstore_ledger_open
 #pragma weak appstore_ledger_query_customer
+#pragma weak appstore_ledger_query_customer_ids
 #pragma weak appstore_ledger_query_disagreements
 #pragma weak appstore_ledger_query_subscription
+#pragma weak appstore_ledger_query_subscription_ids
 #pragma weak appstore_ledger_query_summary
 #pragma weak appstore_ledger_reverify
 #pragma weak appstore_reason_name
@@ -1816,6 +1818,58 @@ done:
     return result;
 }
 
+/* appstore_ledger_query_subscription_ids */
+static jbyteArray JNICALL asj_ledger_query_subscription_ids(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_query_subscription_ids", "after")) goto done;
+    if (!asj_range(env, a2, 0, 4294967295LL, "ledger_query_subscription_ids", "limit")) goto done;
+    st = appstore_ledger_query_subscription_ids((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (uint32_t)a2, &o3, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o3);
+    o3 = NULL;
+done:
+    if (o3) appstore_string_free(o3);
+    asj_in_free(&b1);
+    return result;
+}
+
+/* appstore_ledger_query_customer_ids */
+static jbyteArray JNICALL asj_ledger_query_customer_ids(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1, jlong a2) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    char *o3 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_query_customer_ids", "after")) goto done;
+    if (!asj_range(env, a2, 0, 4294967295LL, "ledger_query_customer_ids", "limit")) goto done;
+    st = appstore_ledger_query_customer_ids((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, (uint32_t)a2, &o3, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o3);
+    o3 = NULL;
+done:
+    if (o3) appstore_string_free(o3);
+    asj_in_free(&b1);
+    return result;
+}
+
 /* appstore_ledger_reverify */
 static jbyteArray JNICALL asj_ledger_reverify(JNIEnv *env, jclass cls, jlong a0) {
     (void)env;
@@ -1863,7 +1917,7 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 94
+#define ASJ_GENERATED_NATIVES 96
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -1957,6 +2011,8 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"ledger_query_customer", "(J[BJJ)[B", (void *)asj_ledger_query_customer, (void *)&appstore_ledger_query_customer},
     {"ledger_query_summary", "(J)[B", (void *)asj_ledger_query_summary, (void *)&appstore_ledger_query_summary},
     {"ledger_query_disagreements", "(J[BJ)[B", (void *)asj_ledger_query_disagreements, (void *)&appstore_ledger_query_disagreements},
+    {"ledger_query_subscription_ids", "(J[BJ)[B", (void *)asj_ledger_query_subscription_ids, (void *)&appstore_ledger_query_subscription_ids},
+    {"ledger_query_customer_ids", "(J[BJ)[B", (void *)asj_ledger_query_customer_ids, (void *)&appstore_ledger_query_customer_ids},
     {"ledger_reverify", "(J)[B", (void *)asj_ledger_reverify, (void *)&appstore_ledger_reverify},
     {"ledger_import_jsonl", "(J[BJ)[B", (void *)asj_ledger_import_jsonl, (void *)&appstore_ledger_import_jsonl},
 };

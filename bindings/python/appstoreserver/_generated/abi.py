@@ -122,6 +122,8 @@ PROTOTYPES = {
     "appstore_ledger_query_customer": (c_int32, [c_void_p, c_char_p, c_int64, c_int64, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_query_summary": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_query_disagreements": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_subscription_ids": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_query_customer_ids": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_reverify": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_import_jsonl": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
 }

@@ -73,6 +73,10 @@ SUMMARIES: Dict[str, str] = {
         "an instant: the products they are entitled to, each with why and until when, their subscriptions, their\n"
         "one-time purchases, and consumables bought and refunded. An unknown customer has empty lists."
     ),
+    "appstore_ledger_query_customer_ids": (
+        "The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a\n"
+        "time, as the subscription ids are."
+    ),
     "appstore_ledger_query_disagreements": (
         "Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first,\n"
         "then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs\n"
@@ -84,6 +88,13 @@ SUMMARIES: Dict[str, str] = {
         "One subscription (its originalTransactionId) at an instant: Apple's status (1-5), product, expiry, grace\n"
         "period, auto-renew state, pending product, upgrade, offer, family sharing, revocation. No subscription\n"
         "when the ledger knew nothing of it."
+    ),
+    "appstore_ledger_query_subscription_ids": (
+        "The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time\n"
+        "in byte order, read along an index: a page costs its own rows at any size and nothing is held between\n"
+        "pages (a sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to\n"
+        "10,000) of the ids greater than the cursor given (the \"next\" of the previous page: its last id), and\n"
+        "\"next\", absent after the last page."
     ),
     "appstore_ledger_query_summary": (
         "Counts, and the oracle: the notifications whose data.status the ledger does not reproduce at their\n"

@@ -201,6 +201,10 @@ public final class Abi {
     public static native byte[] ledger_query_summary(long ledger);
     /** appstore_ledger_query_disagreements: Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at any size. */
     public static native byte[] ledger_query_disagreements(long ledger, byte[] after, long limit);
+    /** appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes). */
+    public static native byte[] ledger_query_subscription_ids(long ledger, byte[] after, long limit);
+    /** appstore_ledger_query_customer_ids: The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as the subscription ids are. */
+    public static native byte[] ledger_query_customer_ids(long ledger, byte[] after, long limit);
     /** appstore_ledger_reverify: Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked and the ones it refuses now, each with the verifier's status, reason and message. */
     public static native byte[] ledger_reverify(long ledger);
     /** appstore_ledger_import_jsonl: Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. */
