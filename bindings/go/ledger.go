@@ -170,6 +170,22 @@ func (l *Ledger) Disagreements(after string, limit uint32) (*model.LedgerDisagre
 	})
 }
 
+// SubscriptionIds is the ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most
+// limit (1 to 10000; 0 means 1000) after the cursor after (the previous page's Next, its last id; "" for the first
+// page). Next is nil after the last page. A limit above 10000 is an *Error (VerificationStatusInvalidArgument).
+func (l *Ledger) SubscriptionIds(after string, limit uint32) (*model.LedgerIdPage, error) {
+	return query[model.LedgerIdPage](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerQuerySubscriptionIds(p, after, limit)
+	})
+}
+
+// CustomerIds is the ledger's customer ids (what Customer answers for), a page at a time, as SubscriptionIds.
+func (l *Ledger) CustomerIds(after string, limit uint32) (*model.LedgerIdPage, error) {
+	return query[model.LedgerIdPage](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerQueryCustomerIds(p, after, limit)
+	})
+}
+
 // ImportJSONL imports a file of JSON lines of signed values (docs/ledger.md, "Bulk import"): each line
 // {"notification": JWS}, {"signedPayload": JWS}, {"transaction": JWS}, {"renewalInfo": JWS} or a bare JWS (a
 // notification). Values are verified on every core and committed batchSize lines per transaction (0: 1000); running

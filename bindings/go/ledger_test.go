@@ -5,6 +5,7 @@ package appstoreserver
 // through the Go models, the oracle (no disagreement with Apple's data.status), idempotence, refused input.
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -437,4 +439,101 @@ func testLedgerVerifier(t *testing.T) *SignedDataVerifier {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// SubscriptionIds and CustomerIds (C: appstore_ledger_query_subscription_ids, _customer_ids): pages of any size hold
+// every id once, in byte order, only the last without Next. Expected from the transactions' own payloads: a
+// subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in lowercase, else the
+// originalTransactionId.
+func TestLedgerIdPages(t *testing.T) {
+	bundle, scenarios, _ := lifecycles(t)
+	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	l, err := OpenLedger("sqlite::memory:", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if page, err := l.SubscriptionIds("", 0); err != nil || len(page.Ids) != 0 || page.Next != nil {
+		t.Fatalf("an empty ledger: %+v, %v", page, err)
+	}
+	subs, custs := map[string]bool{}, map[string]bool{}
+	for _, lc := range scenarios {
+		for _, p := range lc.History.Pages {
+			for _, tx := range p.SignedTransactions {
+				if _, err := l.IngestTransaction(tx); err != nil {
+					t.Fatal(err)
+				}
+				seg := strings.Split(tx, ".")[1]
+				raw, err := base64.RawURLEncoding.DecodeString(seg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var payload struct {
+					Type, OriginalTransactionID, AppAccountToken string
+				}
+				if err := json.Unmarshal(raw, &payload); err != nil {
+					t.Fatal(err)
+				}
+				if payload.Type == "Auto-Renewable Subscription" {
+					subs[payload.OriginalTransactionID] = true
+				}
+				if payload.AppAccountToken != "" {
+					custs[strings.ToLower(payload.AppAccountToken)] = true
+				} else {
+					custs[payload.OriginalTransactionID] = true
+				}
+			}
+		}
+	}
+	sorted := func(m map[string]bool) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out) // byte order
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		read func(string, uint32) (*model.LedgerIdPage, error)
+		want []string
+	}{{"SubscriptionIds", l.SubscriptionIds, sorted(subs)}, {"CustomerIds", l.CustomerIds, sorted(custs)}} {
+		if len(c.want) < 5 {
+			t.Fatalf("%s: only %d expected", c.name, len(c.want))
+		}
+		for _, limit := range []uint32{1, 4, uint32(len(c.want)), 10000} {
+			var got []string
+			after := ""
+			for {
+				page, err := c.read(after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if uint32(len(page.Ids)) != limit && page.Next != nil {
+					t.Fatalf("%s %d: a short page with a next", c.name, limit)
+				}
+				got = append(got, page.Ids...)
+				if page.Next == nil {
+					break
+				}
+				after = *page.Next
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("%s limit %d: %v, want %v", c.name, limit, got, c.want)
+			}
+		}
+		_, err := c.read("", 10001)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != VerificationStatusInvalidArgument || !strings.Contains(e.Message, "limit must be") {
+			t.Errorf("%s limit 10001: %v", c.name, err)
+		}
+	}
 }

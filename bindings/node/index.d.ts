@@ -22,6 +22,7 @@ import {
     LedgerSubscription,
     LedgerSummary,
     LedgerDisagreementPage,
+    LedgerIdPage,
     LedgerReverifyResult,
     LedgerImportResult,
 } from './generated/types';
@@ -625,6 +626,21 @@ export declare class Ledger {
      * @cfunction appstore_ledger_query_disagreements
      */
     disagreements(after?: string | null, limit?: number): Promise<LedgerDisagreementPage>;
+    /**
+     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in
+     * byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a
+     * sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the
+     * ids greater than the cursor given (the "next" of the previous page: its last id), and "next", absent after the
+     * last page.
+     * @cfunction appstore_ledger_query_subscription_ids
+     */
+    subscriptionIds(after?: string | null, limit?: number): Promise<LedgerIdPage>;
+    /**
+     * The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as
+     * the subscription ids are.
+     * @cfunction appstore_ledger_query_customer_ids
+     */
+    customerIds(after?: string | null, limit?: number): Promise<LedgerIdPage>;
     /**
      * Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were
      * checked and the ones it refuses now, each with the verifier's status, reason and message. With online checks

@@ -172,6 +172,32 @@ class Ledger {
       return Promise.reject(e);
     }
   }
+  /**
+   * The ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most `limit` (1 to
+   * 10000) after `after` (the previous page's `next`, its last id; undefined, null or '': the first page). Resolves to
+   * { ids, next }, `next` absent after the last page.
+   */
+  subscriptionIds(after, limit = 1000) {
+    return this._idPage('subscriptionIds', 'ledger_query_subscription_ids', after, limit);
+  }
+
+  /** The ledger's customer ids (what `customer()` answers for), a page at a time, as `subscriptionIds`. */
+  customerIds(after, limit = 1000) {
+    return this._idPage('customerIds', 'ledger_query_customer_ids', after, limit);
+  }
+
+  _idPage(name, fn, after, limit) {
+    try {
+      const where = `${WHERE}.${name}`;
+      const cursor = args.optionalString(where, 'after', after) ?? '';
+      args.integer(where, 'limit', limit);
+      if (limit < 1 || limit > 10000) throw new RangeError(`${where}: limit must be 1 to 10000, got ${limit}`);
+      return pool(fn, 'config', this._live(name), cursor, limit);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
 
   /**
    * Verifies every stored value again with the ledger's verifier: { checked, refused: [{ eventId, kind, status,

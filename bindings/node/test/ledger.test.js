@@ -473,6 +473,43 @@ test('real Apple data: a fresh ledger\'s first DID_RENEW is incomplete history, 
 
 // ---- bulk import (docs/ledger.md, "Bulk import") -----------------------------------------------------------------
 
+test('subscriptionIds / customerIds: pages of any size hold every id once, in byte order', async () => {
+  // Expected from the transactions' own payloads: a subscription is an auto-renewable originalTransactionId; a
+  // customer is the appAccountToken in lowercase, else the originalTransactionId.
+  const values = lifecycles().scenarios.flatMap((lc) => signed(lc, 'history')).filter(([k]) => k === 'TRANSACTION');
+  const payloads = values.map(([, j]) => JSON.parse(Buffer.from(j.split('.')[1], 'base64url').toString('utf8')));
+  const byteOrder = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+  const subscriptions = [...new Set(payloads.filter((p) => p.type === 'Auto-Renewable Subscription')
+    .map((p) => p.originalTransactionId))].sort(byteOrder);
+  const customers = [...new Set(payloads.map((p) => (p.appAccountToken || '').toLowerCase() || p.originalTransactionId))]
+    .sort(byteOrder);
+  assert.ok(subscriptions.length > 5 && customers.length > 5);
+  const ledger = await Ledger.open('sqlite::memory:', verifier());
+  assert.deepEqual(await ledger.subscriptionIds(), { ids: [] });
+  await ingestAll(ledger, values);
+  for (const [name, want] of [['subscriptionIds', subscriptions], ['customerIds', customers]]) {
+    for (const limit of [1, 4, want.length, 10000]) {
+      const got = [];
+      let after = null;
+      for (;;) {
+        const page = await ledger[name](after, limit);
+        assert.ok(page.ids.length === limit || page.next === undefined, `${name} ${limit}`);
+        got.push(...page.ids);
+        if (page.next === undefined) break;
+        assert.equal(page.next, page.ids[page.ids.length - 1]);
+        after = page.next;
+      }
+      assert.deepEqual(got, want, `${name} ${limit}`);
+    }
+    assert.deepEqual((await ledger[name]('', 2)).ids, want.slice(0, 2));
+    assert.deepEqual(await ledger[name](want[want.length - 1]), { ids: [] });
+    await assert.rejects(ledger[name](5), TypeError);
+    await assert.rejects(ledger[name](null, '10'), TypeError);
+    for (const limit of [0, 10001]) await assert.rejects(ledger[name](null, limit), RangeError, String(limit));
+  }
+  ledger.close();
+});
+
 test('importJsonl: every line format, bad lines by number, a second run stores nothing twice', async () => {
   const values = lifecycles().scenarios.flatMap((s) => signed(s, 'both'));
   const member = { NOTIFICATION: 'notification', TRANSACTION: 'transaction', RENEWAL_INFO: 'renewalInfo' };

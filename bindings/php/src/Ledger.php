@@ -10,6 +10,7 @@ use AppStoreServer\Internal\Native;
 use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\LedgerCustomer;
 use AppStoreServer\Model\LedgerDisagreementPage;
+use AppStoreServer\Model\LedgerIdPage;
 use AppStoreServer\Model\LedgerImportResult;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
@@ -237,6 +238,44 @@ final class Ledger
         }
         $cursor = Native::cText($after ?? '', 'after');
         return LedgerDisagreementPage::fromArray($this->query('appstore_ledger_query_disagreements', $cursor, $limit) ?? []);
+    }
+
+    /**
+     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte
+     * order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over
+     * every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids greater
+     * than the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
+     *
+     * $after: the previous page's `next`, or null (or '') for the first page; `next` is null after the last page. A
+     * limit out of range throws InvalidArgumentException.
+     *
+     * @cfunction appstore_ledger_query_subscription_ids
+     */
+    public function subscriptionIds(?string $after = null, int $limit = 1000): LedgerIdPage
+    {
+        return $this->idPage('appstore_ledger_query_subscription_ids', $after, $limit);
+    }
+
+    /**
+     * The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as the
+     * subscription ids are.
+     *
+     * Each is a customer id customer() answers for; $after and $limit as for subscriptionIds().
+     *
+     * @cfunction appstore_ledger_query_customer_ids
+     */
+    public function customerIds(?string $after = null, int $limit = 1000): LedgerIdPage
+    {
+        return $this->idPage('appstore_ledger_query_customer_ids', $after, $limit);
+    }
+
+    private function idPage(string $function, ?string $after, int $limit): LedgerIdPage
+    {
+        if ($limit < 1 || $limit > 10000) {
+            throw new \InvalidArgumentException("limit must be 1 to 10000, got $limit");
+        }
+        $cursor = Native::cText($after ?? '', 'after');
+        return LedgerIdPage::fromArray($this->query($function, $cursor, $limit) ?? []);
     }
 
     /**

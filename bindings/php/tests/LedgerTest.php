@@ -335,6 +335,56 @@ final class LedgerTest extends TestCase
         $l->summary();
     }
 
+    /** subscriptionIds / customerIds (C: appstore_ledger_query_subscription_ids, _customer_ids): pages of any size hold
+     *  every id once, in byte order, only the last without `next`. Expected from the transactions' own payloads: a
+     *  subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in lowercase, else
+     *  the originalTransactionId. */
+    public function testIdPages(): void
+    {
+        $l = Ledger::open('sqlite::memory:', self::verifier());
+        $this->assertSame([], $l->subscriptionIds()->ids);
+        $this->assertNull($l->subscriptionIds()->next);
+        $subscriptions = $customers = [];
+        foreach (self::doc()['scenarios'] as $s) {
+            foreach (self::signed($s, 'history') as [$kind, $jws]) {
+                if ($kind !== 'TRANSACTION') {
+                    continue;
+                }
+                $l->ingestTransaction($jws);
+                $p = json_decode(base64_decode(strtr(explode('.', $jws)[1], '-_', '+/')), true);
+                if ($p['type'] === 'Auto-Renewable Subscription') {
+                    $subscriptions[$p['originalTransactionId']] = true;
+                }
+                $customers[strtolower($p['appAccountToken'] ?? '') ?: $p['originalTransactionId']] = true;
+            }
+        }
+        foreach (['subscriptionIds' => $subscriptions, 'customerIds' => $customers] as $method => $set) {
+            $want = array_map('strval', array_keys($set));
+            sort($want, SORT_STRING);  // byte order
+            $this->assertGreaterThan(5, count($want));
+            foreach ([1, 4, count($want), 10000] as $limit) {
+                $got = [];
+                $after = null;
+                do {
+                    $page = $l->$method($after, $limit);
+                    $this->assertTrue(count($page->ids) === $limit || $page->next === null, "$method $limit");
+                    array_push($got, ...$page->ids);
+                    $after = $page->next;
+                } while ($after !== null);
+                $this->assertSame($want, $got, "$method $limit");
+            }
+            foreach ([0, 10001] as $limit) {
+                try {
+                    $l->$method(null, $limit);
+                    $this->fail("accepted $limit");
+                } catch (\InvalidArgumentException $e) {
+                    $this->assertStringContainsString('limit must be', $e->getMessage());
+                }
+            }
+        }
+        $l->close();
+    }
+
     /** disagreements($after, $limit): an empty ledger's one page; the cursors and limits refused (the pages
      *  themselves: Swift's LedgerOracleVerdictTests, the tool's tests on SQLite and PostgreSQL). */
     public function testDisagreementsArguments(): void

@@ -30,6 +30,7 @@ from ._generated.errors import AppStoreStatus, FailureReason
 from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
 from .models.LedgerDisagreementPage import LedgerDisagreementPage
+from .models.LedgerIdPage import LedgerIdPage
 from .models.LedgerImportResult import LedgerImportResult
 from .models.LedgerIngestResult import LedgerIngestResult
 from .models.LedgerReverifyResult import LedgerReverifyResult
@@ -221,6 +222,22 @@ class Ledger:
         n = _args.integer(limit, "limit", (1, 10000))
         return LedgerDisagreementPage.from_dict(self._query(_query_disagreements, a, n))
 
+    @from_header("appstore_ledger_query_subscription_ids")
+    def subscription_ids(self, after: Optional[str] = None, limit: int = 1000) -> LedgerIdPage:
+        """The ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most `limit`
+        (1...10000) after `after` (the previous page's `next`, its last id; None or "": the first page). `next` is
+        None after the last page."""
+        a = _args.text(after, "after", optional=True)
+        n = _args.integer(limit, "limit", (1, 10000))
+        return LedgerIdPage.from_dict(self._query(_query_subscription_ids, a, n))
+
+    @from_header("appstore_ledger_query_customer_ids")
+    def customer_ids(self, after: Optional[str] = None, limit: int = 1000) -> LedgerIdPage:
+        """The ledger's customer ids (what `customer()` answers for), a page at a time, as `subscription_ids`."""
+        a = _args.text(after, "after", optional=True)
+        n = _args.integer(limit, "limit", (1, 10000))
+        return LedgerIdPage.from_dict(self._query(_query_customer_ids, a, n))
+
     @from_header("appstore_ledger_reverify")
     def reverify(self) -> LedgerReverifyResult:
         """Every stored value verified again with the ledger's verifier: `checked`, and `refused` (each with
@@ -263,5 +280,7 @@ _query_subscription = lib.appstore_ledger_query_subscription
 _query_customer = lib.appstore_ledger_query_customer
 _query_summary = lib.appstore_ledger_query_summary
 _query_disagreements = lib.appstore_ledger_query_disagreements
+_query_subscription_ids = lib.appstore_ledger_query_subscription_ids
+_query_customer_ids = lib.appstore_ledger_query_customer_ids
 _reverify = lib.appstore_ledger_reverify
 _import_jsonl = lib.appstore_ledger_import_jsonl

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import subprocess
@@ -518,6 +519,50 @@ def test_disagreements_a_page_at_a_time_arguments(verifier: SignedDataVerifier) 
             ledger.disagreements(after=5)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="limit"):
             ledger.disagreements(limit="10")  # type: ignore[arg-type]
+
+
+def _payload(jws: str) -> Dict[str, Any]:
+    part = jws.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+def test_subscription_and_customer_ids_a_page_at_a_time(verifier: SignedDataVerifier) -> None:
+    """Ledger.subscription_ids / customer_ids (C: appstore_ledger_query_subscription_ids, _customer_ids): pages of any
+    size hold every id once, in byte order, only the last without `next`; expected from the transactions' own
+    payloads (a subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in
+    lowercase, else the originalTransactionId)."""
+    doc = lifecycles()
+    values = [j for lc in doc["scenarios"] for k, j in signed(lc, "history") if k == "TRANSACTION"]
+    payloads = [_payload(j) for j in values]
+    subscriptions = sorted({p["originalTransactionId"] for p in payloads if p["type"] == "Auto-Renewable Subscription"},
+                           key=lambda x: x.encode())
+    customers = sorted({(p.get("appAccountToken") or "").lower() or p["originalTransactionId"] for p in payloads},
+                       key=lambda x: x.encode())
+    assert len(subscriptions) > 5 and len(customers) > 5
+    with Ledger.open("sqlite::memory:", verifier) as ledger:
+        assert ledger.subscription_ids().ids == [] and ledger.subscription_ids().next is None
+        for j in values:
+            ledger.ingest_transaction(j)
+        for read, want in ((ledger.subscription_ids, subscriptions), (ledger.customer_ids, customers)):
+            for limit in (1, 4, len(want), 10000):
+                got: List[str] = []
+                after: Optional[str] = None
+                while True:
+                    page = read(after=after, limit=limit)
+                    assert len(page.ids) == limit or page.next is None
+                    got += page.ids
+                    if page.next is None:
+                        break
+                    assert page.next == page.ids[-1]
+                    after = page.next
+                assert got == want, limit
+            assert read(after="", limit=2).ids == want[:2]
+            assert read(after=want[-1]).ids == []
+        for bad in (0, 10001):
+            with pytest.raises(ValueError, match="limit"):
+                ledger.customer_ids(limit=bad)
+        with pytest.raises(TypeError, match="after"):
+            ledger.subscription_ids(after=5)  # type: ignore[arg-type]
 
 
 # ---- bulk import (docs/ledger.md, "Bulk import") ---------------------------------------------------------------

@@ -11,6 +11,7 @@ import appstoreserver.internal.NativeHandle;
 import appstoreserver.internal.Verifiers;
 import appstoreserver.model.LedgerCustomer;
 import appstoreserver.model.LedgerDisagreementPage;
+import appstoreserver.model.LedgerIdPage;
 import appstoreserver.model.LedgerIngestResult;
 import appstoreserver.model.LedgerReverifyResult;
 import appstoreserver.model.LedgerSubscription;
@@ -346,6 +347,47 @@ public final class Ledger implements AutoCloseable {
      */
     public LedgerDisagreementPage disagreements() {
         return disagreements(null, 1000);
+    }
+
+    /**
+     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in
+     * byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a
+     * sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the
+     * ids greater than the cursor given (the "next" of the previous page: its last id), and "next", absent after the
+     * last page.
+     *
+     * <p>A limit out of range: IllegalArgumentException.
+     *
+     * @param after the previous page's getNext(), or null (or "") for the first page
+     * @param limit at most this many ids (1 to 10,000)
+     * @return getIds(), and getNext() for the next page (null after the last)
+     * @cfunction appstore_ledger_query_subscription_ids
+     */
+    public LedgerIdPage subscriptionIds(String after, int limit) {
+        byte[] cursor = idCursor(after, limit);
+        return read(query(h -> Abi.ledger_query_subscription_ids(h, cursor, limit)), LedgerIdPage.class);
+    }
+
+    /**
+     * The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as
+     * the subscription ids are.
+     *
+     * @param after the previous page's getNext(), or null (or "") for the first page
+     * @param limit at most this many ids (1 to 10,000)
+     * @return getIds(), and getNext() for the next page (null after the last)
+     * @cfunction appstore_ledger_query_customer_ids
+     */
+    public LedgerIdPage customerIds(String after, int limit) {
+        byte[] cursor = idCursor(after, limit);
+        return read(query(h -> Abi.ledger_query_customer_ids(h, cursor, limit)), LedgerIdPage.class);
+    }
+
+    private static byte[] idCursor(String after, int limit) {
+        byte[] cursor = Args.cString(after == null ? "" : after, "after");
+        if (limit < 1 || limit > 10000) {
+            throw new IllegalArgumentException("limit must be 1 to 10000, got " + limit);
+        }
+        return cursor;
     }
 
     /**

@@ -18,6 +18,7 @@ import appstoreserver.model.LedgerCustomer;
 import appstoreserver.model.LedgerEntitlementReason;
 import appstoreserver.model.LedgerEventKind;
 import appstoreserver.model.LedgerDisagreementPage;
+import appstoreserver.model.LedgerIdPage;
 import appstoreserver.model.LedgerIngestResult;
 import appstoreserver.model.LedgerOracleVerdict;
 import appstoreserver.model.LedgerReverifyResult;
@@ -416,6 +417,55 @@ class LedgerTest {
             VerificationException x = assertThrows(VerificationException.class, () -> ledger.ingestNotification(jws));
             assertEquals(FailureReason.WRONG_BUNDLE, x.getReason());
             assertEquals(0L, ledger.summary().getEvents());
+        }
+    }
+
+    /**
+     * subscriptionIds / customerIds (C: appstore_ledger_query_subscription_ids, _customer_ids): pages of any size hold
+     * every id once, in byte order, only the last without getNext(). Expected from the transactions' own payloads: a
+     * subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in lowercase, else
+     * the originalTransactionId.
+     */
+    @Test
+    void idPages() throws Exception {
+        java.util.TreeSet<String> subscriptions = new java.util.TreeSet<>(), customers = new java.util.TreeSet<>();
+        try (Ledger ledger = Ledger.open("sqlite::memory:", verifier)) {
+            assertTrue(ledger.subscriptionIds(null, 1000).getIds().isEmpty());
+            for (JsonNode s : doc.get("scenarios")) {
+                for (String[] v : signed(s, "history")) {
+                    if (!v[0].equals("TRANSACTION")) {
+                        continue;
+                    }
+                    ledger.ingestTransaction(v[1]);
+                    JsonNode p = Json.MAPPER.readTree(java.util.Base64.getUrlDecoder().decode(v[1].split("\\.")[1]));
+                    String original = p.get("originalTransactionId").asText();
+                    if (p.get("type").asText().equals("Auto-Renewable Subscription")) {
+                        subscriptions.add(original);
+                    }
+                    String token = p.has("appAccountToken") ? p.get("appAccountToken").asText().toLowerCase(java.util.Locale.ROOT) : "";
+                    customers.add(token.isEmpty() ? original : token);
+                }
+            }
+            // TreeSet's order is UTF-16's, which is byte order for these ASCII ids.
+            for (boolean subs : new boolean[] {true, false}) {
+                List<String> want = new ArrayList<>(subs ? subscriptions : customers);
+                assertTrue(want.size() > 5);
+                for (int limit : new int[] {1, 4, want.size(), 10000}) {
+                    List<String> got = new ArrayList<>();
+                    String after = null;
+                    do {
+                        LedgerIdPage page = subs ? ledger.subscriptionIds(after, limit) : ledger.customerIds(after, limit);
+                        assertTrue(page.getIds().size() == limit || page.getNext() == null, String.valueOf(limit));
+                        got.addAll(page.getIds());
+                        after = page.getNext();
+                    } while (after != null);
+                    assertEquals(want, got, String.valueOf(limit));
+                }
+                for (int limit : new int[] {0, 10001, -1}) {
+                    assertThrows(IllegalArgumentException.class,
+                            () -> { if (subs) ledger.subscriptionIds(null, limit); else ledger.customerIds(null, limit); });
+                }
+            }
         }
     }
 
