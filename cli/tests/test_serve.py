@@ -486,6 +486,22 @@ def test_the_oracle_alerts_on_contradictions_only(pki: Path, doc: Dict[str, Any]
     r = tool("ledger", "show", "--db", str(tmp_path / "sandbox.db"), "8100000000000001", "--disagreements", "5")
     assert r.code != 0 and "--disagreements is for the counts" in r.err, r
     assert_paged_disagreements(str(tmp_path / "sandbox.db"))
+    assert_paged_ids(str(tmp_path / "sandbox.db"))
+
+
+def assert_paged_ids(db: str) -> None:
+    """`ledger subscriptions` and `ledger customers` over the two notifications of `incomplete_and_contradicting`: two
+    subscriptions without an appAccountToken, so each originalTransactionId is a customer too; pages of one."""
+    for what in ("subscriptions", "customers"):
+        first = tool("ledger", what, "--db", db, "--limit", "1")
+        assert first.code == 0 and "--after 8100000000000001" in first.err, first
+        assert first.json() == {"ids": ["8100000000000001"], "next": "8100000000000001"}, first
+        last = tool("ledger", what, "--db", db, "--after", "8100000000000001", "--limit", "1")
+        assert last.code == 0 and last.json() == {"ids": ["8200000000000001"]} and "--after" not in last.err, last
+        whole = tool("ledger", what, "--db", db)
+        assert whole.code == 0 and whole.json() == {"ids": ["8100000000000001", "8200000000000001"]}, whole
+        r = tool("ledger", what, "--db", db, "--limit", "10001")
+        assert r.code != 0 and "limit must be 1...10000" in r.err, r
 
 
 def assert_paged_disagreements(db: str) -> None:

@@ -303,10 +303,11 @@ def test_a_database_restart_mid_ingest(pki: Path, doc: Dict[str, Any], pg_url: s
 
 
 def test_disagreements_paged_on_postgresql(pki: Path, doc: Dict[str, Any], pg_url: str, tmp_path: Path) -> None:
-    """`ledger disagreements` on PostgreSQL (its keyset query compares notificationUUIDs in the C collation): the pages
-    test_serve.py reads on SQLite, from the same two notifications, ingested by the tool."""
+    """`ledger disagreements`, `ledger subscriptions` and `ledger customers` on PostgreSQL (their keyset queries compare
+    text in the C collation): the pages test_serve.py reads on SQLite, from the same two notifications, ingested by the
+    tool."""
     from test_ledger_cli import ingest
-    from test_serve import assert_paged_disagreements, incomplete_and_contradicting
+    from test_serve import assert_paged_disagreements, assert_paged_ids, incomplete_and_contradicting
     renew, fail = incomplete_and_contradicting(pki, doc)
     jws = tmp_path / "notifications.jws"
     jws.write_text(renew + "\n" + fail + "\n")
@@ -314,3 +315,4 @@ def test_disagreements_paged_on_postgresql(pki: Path, doc: Dict[str, Any], pg_ur
     r = ingest(db, pki, doc, "--kind", "notification", str(jws))
     assert r.code == 0, r
     assert_paged_disagreements(db)
+    assert_paged_ids(db)

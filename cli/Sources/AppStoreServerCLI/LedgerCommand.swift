@@ -28,12 +28,14 @@ struct LedgerCommand: ParsableCommand {
                   --at 2025-10-03T12:00:00Z --as-of 2025-10-03T12:00:00Z
               appstoreserver ledger show --db ledger.db    # counts, disagreements
               appstoreserver ledger disagreements --db ledger.db --limit 100 # paged
+              appstoreserver ledger customers --db ledger.db    # customer ids, paged
               appstoreserver ledger reverify --db ledger.db    # verify again
               appstoreserver ledger import --db ledger.db --bundle-id com.example.app \\
                   --environment sandbox backfill.jsonl
               appstoreserver ledger check --db ledger.db    # every stored row reads back
             """,
-        subcommands: [Ingest.self, Import.self, Show.self, Disagreements.self, Entitlements.self, Reverify.self, Check.self]
+        subcommands: [Ingest.self, Import.self, Show.self, Disagreements.self, Customers.self, Subscriptions.self, Entitlements.self,
+                      Reverify.self, Check.self]
     )
 
     /// Where the ledger is.
@@ -520,6 +522,52 @@ extension LedgerCommand {
                 Output.json(page.json(), output)
             }
         }
+    }
+
+    /// `ledger customers` and `ledger subscriptions`: one page of ids, as JSON (LedgerIdPage).
+    struct IdPageOptions: ParsableArguments {
+        @Option(help: ArgumentHelp("The \"next\" of the previous page, its last id (default: the first page).", valueName: "id"))
+        var after: String?
+        @Option(help: ArgumentHelp("At most N ids (1...10000).", valueName: "n"))
+        var limit: Int = 1000
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: OutputOptions
+
+        func print(_ read: (Ledger, String?, Int) throws(LedgerError) -> LedgerIdPage) throws {
+            try reporting {
+                let ledger = try LedgerCommand.openForQueries(database)
+                let page: LedgerIdPage
+                do throws(LedgerError) { page = try read(ledger, after, limit) } catch { throw ToolFailure(error) }
+                if let next = page.next { Output.error("note: more follow: --after \(next)") }
+                Output.json(page.json(), output)
+            }
+        }
+    }
+
+    struct Customers: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The ledger's customer ids, a page at a time.",
+            discussion: """
+                Prints a page as JSON (LedgerIdPage): at most --limit customer ids (appAccountTokens in lowercase, \
+                else originalTransactionIds: what `ledger entitlements` answers for) in byte order, and "next", \
+                absent after the last page. Give it as --after for the next page (stderr says so).
+                """
+        )
+        @OptionGroup var page: IdPageOptions
+        func run() throws { try page.print { (l, a, n) throws(LedgerError) in try l.customerIds(after: a, limit: n) } }
+    }
+
+    struct Subscriptions: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The ledger's subscription ids (originalTransactionIds), a page at a time.",
+            discussion: """
+                Prints a page as JSON (LedgerIdPage): at most --limit originalTransactionIds of auto-renewable \
+                subscriptions in byte order, and "next", absent after the last page. Give it as --after for the \
+                next page (stderr says so).
+                """
+        )
+        @OptionGroup var page: IdPageOptions
+        func run() throws { try page.print { (l, a, n) throws(LedgerError) in try l.subscriptionIds(after: a, limit: n) } }
     }
 
     struct Entitlements: ParsableCommand {
