@@ -223,20 +223,35 @@ def main(argv):
             acknowledged, failed = [], []
             progress = threading.Event()
 
+            # The first time, the ingests wait at a quarter of the values until the server is down, so they meet
+            # it down however fast the machine is; the second, a restart races the ingests in flight.
+            resume = threading.Event()
+
             def run():
                 for i, (k, j) in enumerate(values):
                     until_acknowledged(lambda: ingest(ledger, k, j), failed)
                     acknowledged.append(j)
                     if i in (len(values) // 4, len(values) // 2):
                         progress.set()
+                    if i == len(values) // 4:
+                        resume.wait(300)
 
             t = threading.Thread(target=run)
             t.start()
-            for _ in range(2):
-                progress.wait(300)
-                progress.clear()
-                url.restart()
-                print(f"restarted the server after {len(acknowledged)} acknowledgements", flush=True)
+            progress.wait(300)
+            progress.clear()
+            url.stop()
+            resume.set()
+            deadline = time.monotonic() + 300
+            while not failed and time.monotonic() < deadline:
+                time.sleep(0.05)
+            url.start()
+            print(f"stopped the server after {len(acknowledged)} acknowledgements; started it after "
+                  f"{len(failed)} failed attempts", flush=True)
+            check(len(failed) > 0, "ingests met the server down (and were given again)")
+            progress.wait(300)
+            url.restart()
+            print(f"restarted the server after {len(acknowledged)} acknowledgements", flush=True)
             t.join(600)
             check(not t.is_alive() and len(acknowledged) == len(values),
                   f"every value acknowledged ({len(acknowledged)}/{len(values)}; {len(failed)} failed attempts "
@@ -256,7 +271,7 @@ def main(argv):
             queues = [list(values[:len(values) - cut]), list(values[cut:])]
             lock = threading.Lock()
             acked, attempts, errors = [], [], []
-            halfway = threading.Event()
+            halfway, resume = threading.Event(), threading.Event()
 
             def caller(w, queue):
                 while True:
@@ -273,13 +288,23 @@ def main(argv):
                         acked.append(j)
                         if len(acked) >= len(values) // 3:
                             halfway.set()
+                    if halfway.is_set():
+                        resume.wait(300)  # until the server is down: the callers' next ingests meet it down
 
             threads = [threading.Thread(target=caller, args=(w, q)) for w, q in zip(writers, queues) for _ in range(4)]
             for t in threads:
                 t.start()
             halfway.wait(300)
-            url.restart()
-            print(f"restarted the server after {len(acked)} acknowledgements by two writers x 4 callers", flush=True)
+            url.stop()
+            acked_while_down = len(acked)
+            resume.set()
+            deadline = time.monotonic() + 300
+            while not attempts and time.monotonic() < deadline:
+                time.sleep(0.05)
+            url.start()
+            print(f"stopped the server after {len(acked)} acknowledgements by two writers x 4 callers; started it "
+                  f"after {len(attempts)} failed attempts", flush=True)
+            check(len(attempts) > 0 and acked_while_down < 2 * (len(values) - cut), "fleet: ingests met the server down")
             for t in threads:
                 t.join(600)
             check(not errors and not any(t.is_alive() for t in threads)

@@ -5,6 +5,7 @@
     with postgres() as url:          # postgresql://ledger@127.0.0.1:PORT/postgres
         ...
         url.restart()                # pg_ctl restart: every client connection is closed (reconnection tests)
+        url.stop(); url.start()      # the same in two steps, to act while the server is down
 
 initdb and pg_ctl (PATH, else /usr/lib/postgresql/*/bin) make a cluster in a temporary directory and start it on
 127.0.0.1 at a free port (trust authentication, loopback only; its socket in the same directory); it is stopped and
@@ -33,14 +34,33 @@ class Unavailable(Exception):
     """PostgreSQL cannot be started here (the message says why)."""
 
 
+def _unavailable(message: str) -> Exception:
+    """Unavailable, or where APPSTORESERVER_REQUIRE_POSTGRESQL=1 (set by scripts/test-all, whose install-deps installs
+    PostgreSQL) a RuntimeError: a machine where the server should run and does not fails its tests, not skips them."""
+    if os.environ.get("APPSTORESERVER_REQUIRE_POSTGRESQL") == "1":
+        return RuntimeError(f"PostgreSQL is required here (APPSTORESERVER_REQUIRE_POSTGRESQL=1) and cannot run: {message}")
+    return Unavailable(message)
+
+
 class ServerURL(str):
-    """The server's URL, with restart(): `pg_ctl restart` (fast mode: the server closes every connection)."""
+    """The server's URL, with restart(): `pg_ctl restart` (fast mode: the server closes every connection), and stop()
+    and start() for a test that must act while the server is down (a restart alone can fall between two requests)."""
     restart_command: List[str] = []
 
     def restart(self) -> None:
-        r = subprocess.run(self.restart_command, capture_output=True, text=True)
+        self._pg_ctl("restart")
+
+    def stop(self) -> None:
+        self._pg_ctl("stop")
+
+    def start(self) -> None:
+        self._pg_ctl("start")
+
+    def _pg_ctl(self, action: str) -> None:
+        assert self.restart_command[-1] == "restart"
+        r = subprocess.run(self.restart_command[:-1] + [action], capture_output=True, text=True)
         if r.returncode != 0:
-            raise RuntimeError(f"pg_ctl restart failed: {(r.stderr or r.stdout).strip()[-300:]}")
+            raise RuntimeError(f"pg_ctl {action} failed: {(r.stderr or r.stdout).strip()[-300:]}")
 
 
 def _binary(name: str) -> str:
@@ -50,7 +70,7 @@ def _binary(name: str) -> str:
     candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
     if candidates:
         return candidates[0]
-    raise Unavailable(f"{name} not found (Debian: apt-get install postgresql; scripts/install-deps installs it)")
+    raise _unavailable(f"{name} not found (Debian: apt-get install postgresql; scripts/install-deps installs it)")
 
 
 def _free_port() -> int:
@@ -73,7 +93,7 @@ def _server_user() -> Optional[str]:
     r = subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "appstoreledger"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        raise Unavailable(f"running as root and cannot create a user for PostgreSQL: {r.stderr.strip()}")
+        raise _unavailable(f"running as root and cannot create a user for PostgreSQL: {r.stderr.strip()}")
     return "appstoreledger"
 
 
@@ -82,7 +102,7 @@ def _as(user: Optional[str], args: List[str]) -> List[str]:
         return args
     runuser = shutil.which("runuser") or "/usr/sbin/runuser"
     if not os.path.exists(runuser):
-        raise Unavailable("running as root and runuser is missing (util-linux)")
+        raise _unavailable("running as root and runuser is missing (util-linux)")
     return [runuser, "-u", user, "--"] + args
 
 
@@ -100,7 +120,7 @@ def postgres(user_name: str = "ledger") -> Iterator[str]:
         r = subprocess.run(_as(owner, [initdb, "-D", data, "-U", user_name, "--auth=trust", "-E", "UTF8",
                                        "--no-locale", "--no-sync"]), capture_output=True, text=True)
         if r.returncode != 0:
-            raise Unavailable(f"initdb failed: {(r.stderr or r.stdout).strip()[-400:]}")
+            raise _unavailable(f"initdb failed: {(r.stderr or r.stdout).strip()[-400:]}")
         port = _free_port()
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {top} -c fsync=on"
         r = subprocess.run(_as(owner, [pg_ctl, "-D", data, "-l", os.path.join(top, "log"), "-o", options, "-w",
@@ -109,7 +129,7 @@ def postgres(user_name: str = "ledger") -> Iterator[str]:
             log = ""
             with contextlib.suppress(OSError):
                 log = open(os.path.join(top, "log"), encoding="utf-8", errors="replace").read()[-600:]
-            raise Unavailable(f"pg_ctl start failed: {(r.stderr or r.stdout).strip()[-300:]} {log}")
+            raise _unavailable(f"pg_ctl start failed: {(r.stderr or r.stdout).strip()[-300:]} {log}")
         try:
             url = ServerURL(f"postgresql://{user_name}@127.0.0.1:{port}/postgres")
             url.restart_command = _as(owner, [pg_ctl, "-D", data, "-l", os.path.join(top, "log"), "-o", options,
@@ -121,7 +141,7 @@ def postgres(user_name: str = "ledger") -> Iterator[str]:
                     break
                 except OSError:
                     if time.monotonic() > deadline:
-                        raise Unavailable("the server did not accept connections within 30 s")
+                        raise _unavailable("the server did not accept connections within 30 s")
                     time.sleep(0.1)
             yield url
         finally:

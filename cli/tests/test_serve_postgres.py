@@ -253,15 +253,16 @@ def test_two_servers_on_one_postgresql(pki: Path, doc: Dict[str, Any], pg_url: s
 
 
 def test_a_database_restart_mid_ingest(pki: Path, doc: Dict[str, Any], pg_url: str, tmp_path: Path) -> None:
-    """issue 31: `pg_ctl restart` while one serve process is being posted at. A post answered 5xx is posted again
-    (Apple retries); afterwards every notification is acknowledged (200), each distinct one is a row of the ledger's
-    events exactly once (psql), /healthz is 200 again by itself (the ledger reconnected: before, it answered 503 for
-    as long as it ran), and the summary equals one SQLite serve process's."""
+    """issue 31: the database stopped and started while one serve process is being posted at. A post answered 5xx is
+    posted again (Apple retries); afterwards every notification is acknowledged (200), each distinct one is a row of
+    the ledger's events exactly once (psql), /healthz is 200 again by itself (the ledger reconnected: before, it
+    answered 503 for as long as it ran), and the summary equals one SQLite serve process's. The poster waits at a
+    third of the stream until the server is down, so posts meet it down (503) however fast the machine is."""
     stream = notifications(doc["scenarios"] + doc["random"][:15])
     url = pg_url + "?schema=restart_test"
     acknowledged: List[str] = []
     retried = [0]
-    halfway = threading.Event()
+    halfway, resume = threading.Event(), threading.Event()
     with Server(*serve_args(pki, doc, url, tmp_path)) as s:
         # The whole stream takes seconds and a restart about one; 300 s is far above both on a loaded machine, and
         # bounds the test when the server never recovers (before issue 31: 503 for as long as it ran).
@@ -279,13 +280,19 @@ def test_a_database_restart_mid_ingest(pki: Path, doc: Dict[str, Any], pg_url: s
                     time.sleep(0.05)
                 if i == len(stream) // 3:
                     halfway.set()
+                    resume.wait(300)
 
         t = threading.Thread(target=post_all)
         t.start()
         assert halfway.wait(300)
-        pg_url.restart()  # type: ignore[attr-defined]
+        pg_url.stop()  # type: ignore[attr-defined]
+        resume.set()
+        while retried[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pg_url.start()  # type: ignore[attr-defined]
         t.join(600)
         assert not t.is_alive() and len(acknowledged) == len(stream), (len(acknowledged), len(stream))
+        assert retried[0] > 0 and len(stream) // 3 + 1 < len(stream), retried  # posts met the server down
         status, health = s.get("/healthz", key=None)
         assert status == 200, health
         rows = sql(url.split("?")[0], "SELECT payload_sha256, count(*) FROM restart_test.events GROUP BY payload_sha256")
@@ -298,7 +305,7 @@ def test_a_database_restart_mid_ingest(pki: Path, doc: Dict[str, Any], pg_url: s
             assert ref.post("sandbox", jws)[0] == 200
         _, want = ref.get("/v1/sandbox/summary")
     assert summary == want
-    print(f"serve on PostgreSQL: restarted mid-ingest; {len(stream)} posts acknowledged, {retried[0]} answered 503 "
+    print(f"serve on PostgreSQL: stopped and started mid-ingest; {len(stream)} posts acknowledged, {retried[0]} answered 503 "
           "and posted again", flush=True)
 
 
