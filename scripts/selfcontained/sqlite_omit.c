@@ -35,3 +35,16 @@ int sqlite3_deserialize(sqlite3 *db, const char *schema, unsigned char *data, lo
     (void)db; (void)schema; (void)data; (void)size; (void)capacity; (void)flags;
     return 1; /* SQLITE_ERROR */
 }
+/* Loadable extensions (SQLITE_OMIT_LOAD_EXTENSION): the library never enables them, so load_extension() answers "not
+ * authorized" before it would get here. Keeping loadext.o out also drops its table of every SQLite routine (what a
+ * loaded extension calls), which kept each of them linked in whether the ledger calls it or not. These are the four
+ * symbols SQLite's other members take from loadext.o; nothing is ever registered, so there is nothing to close. */
+char *sqlite3_mprintf(const char *format, ...);
+void sqlite3AutoLoadExtensions(sqlite3 *db) { (void)db; }
+void sqlite3CloseExtensions(sqlite3 *db) { (void)db; }
+void sqlite3_reset_auto_extension(void) {}
+int sqlite3_load_extension(sqlite3 *db, const char *file, const char *entry, char **error) {
+    (void)db; (void)file; (void)entry;
+    if (error) *error = sqlite3_mprintf("loadable extensions are not in this library");
+    return 1; /* SQLITE_ERROR */
+}
