@@ -1157,6 +1157,16 @@ appstore_status appstore_ledger_reverify(const appstore_ledger *ledger,
  * read. APPSTORE_STORAGE_ERROR: the database failed; the batches committed before stay (run it again). */
 appstore_status appstore_ledger_import_jsonl(appstore_ledger *ledger, const char *path, uint32_t batch_size,
                                              char **result_out APPSTORE_JSON(LedgerImportResult), appstore_error **err_out);
+/* Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move to
+ * another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order stored,
+ * {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was ingested, so
+ * it can be verified again.
+ *
+ * Imported back (appstore_ledger_import_jsonl), into a new ledger on any store, it is the same ledger. The file is written beside path under a temporary name (mode 0600: it holds customers' purchases), flushed to disk
+ * and renamed over path: path is the whole export or what it was before. APPSTORE_INVALID_ARGUMENT: the file cannot
+ * be created. APPSTORE_STORAGE_ERROR: the database or the file's write failed (disk full); nothing is left at path. */
+appstore_status appstore_ledger_export_jsonl(const appstore_ledger *ledger, const char *path,
+                                             char **result_out APPSTORE_JSON(LedgerExportResult), appstore_error **err_out);
 
 #ifdef __cplusplus
 }

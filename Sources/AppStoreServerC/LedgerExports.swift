@@ -149,3 +149,14 @@ public func appstoreLedgerImportJsonl(_ ledger: OpaquePointer?, _ path: UnsafePo
         out.pointee = try mallocCString(try box.ledger.importJSONLines(path: p, options: options).json())
     }
 }
+
+@c(appstore_ledger_export_jsonl)
+public func appstoreLedgerExportJsonl(_ ledger: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ resultOut: StringOut?,
+                                      _ errOut: ErrorOut?) -> Int32 {
+    guarded(errOut) {
+        let box = try handle(ledger, LedgerBox.self, "ledger")
+        let p = try utf8String(path, "path")
+        let out = try requireOut(resultOut, "result_out")
+        out.pointee = try mallocCString(try box.ledger.exportJSONLines(path: p).json())
+    }
+}

@@ -363,3 +363,67 @@ import Testing
         #expect(empty.read == 0 && empty.refusedCount == 0)
     }
 }
+
+/// `Ledger.exportJSONLines` (docs/ledger.md, "Export"): every stored value, byte for byte as given, as the JSON lines
+/// import reads; imported into a new ledger (another file) it is the same ledger. Expected lines come from the values
+/// the test ingested.
+@Suite(.serialized) struct LedgerExportTests {
+    @Test func exportIsEveryStoredValueAndImportsBackToTheSameLedger() throws {
+        let values = LedgerFixtures.scenarios.prefix(12).flatMap { LedgerFixtures.signed($0, delivery: "both") }
+        let (url, file) = LedgerTests.LedgerStorageTests.temporaryURL("export")
+        let ledger = try Ledger.open(url, verifier: LedgerFixtures.verifier)
+        var stored: [(LedgerEventKind, String)] = []
+        for (kind, signed) in values + values.prefix(5) {  // the duplicates are stored once, exported once
+            if try ledger.ingest(LedgerEvent.verify(kind, signed, with: ledger.verifier).get()).stored { stored.append((kind, signed)) }
+        }
+        let member: [LedgerEventKind: String] = [.notification: "notification", .transaction: "transaction", .renewalInfo: "renewalInfo"]
+        let want = stored.map { "{\"\(member[$0.0]!)\":\"\($0.1)\"}" }
+
+        let out = file.deletingLastPathComponent().appendingPathComponent("export.jsonl")
+        try Data("an older export".utf8).write(to: out)
+        let result = try ledger.exportJSONLines(path: out.path)
+        let lines = try String(contentsOf: out, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "" && lines.dropLast().map(String.init) == want)  // in the order stored, one per line
+        #expect(result.exported == Int64(stored.count) && result.notifications == Int64(stored.filter { $0.0 == .notification }.count)
+                && result.transactions == Int64(stored.filter { $0.0 == .transaction }.count)
+                && result.renewalInfos == Int64(stored.filter { $0.0 == .renewalInfo }.count))
+        let mode = try FileManager.default.attributesOfItem(atPath: out.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let left = try FileManager.default.contentsOfDirectory(atPath: out.deletingLastPathComponent().path)
+        #expect(!left.contains { $0.contains(".partial-") })
+
+        // Imported into another file: every value stored, the same summary and answers.
+        let (url2, _) = LedgerTests.LedgerStorageTests.temporaryURL("export-import")
+        let copy = try Ledger.open(url2, verifier: LedgerFixtures.verifier)
+        let imported = try copy.importJSONLines(path: out.path)
+        #expect(imported.stored == Int64(stored.count) && imported.refusedCount == 0)
+        #expect(try copy.summary().json() == ledger.summary().json())
+        for id in try ledger.customerIds(limit: 10000).ids {
+            #expect(try copy.customer(id, at: 1_800_000_000_000).json() == ledger.customer(id, at: 1_800_000_000_000).json())
+        }
+        // The streaming form writes the same bytes.
+        var streamed: [UInt8] = []
+        _ = try ledger.exportJSONLines { (chunk: [UInt8]) throws(LedgerError) in streamed += chunk }
+        #expect(streamed == Array(try Data(contentsOf: out)))
+
+        // A path that cannot be created: invalid argument, nothing left behind.
+        do throws(LedgerError) {
+            _ = try ledger.exportJSONLines(path: "/nonexistent-dir/export.jsonl")
+            Issue.record("exported into a missing directory")
+        } catch {
+            #expect(error.statusCode == .invalidArgument && error.message.contains("/nonexistent-dir/export.jsonl"), "\(error)")
+        }
+        #expect(throws: LedgerError.self) { _ = try ledger.exportJSONLines(path: "") }
+        // A failing write (a sink that fails: disk full) ends the export with that error.
+        var calls = 0
+        do throws(LedgerError) {
+            _ = try ledger.exportJSONLines { (_: [UInt8]) throws(LedgerError) in
+                calls += 1
+                throw LedgerError(statusCode: .storageError, reason: .storageFailed, message: "no space")
+            }
+            Issue.record("a failing write was not reported")
+        } catch {
+            #expect(error.message == "no space" && calls == 1)
+        }
+    }
+}

@@ -448,6 +448,52 @@ int main(int argc, char **argv) {
         appstore_ledger_free(il);
     }
 
+    /* 10. export (docs/ledger.md, "Export"): the main ledger's values as JSON lines, one per stored value; imported
+     *     into a new ledger, the same summary; bad arguments and a directory that does not exist */
+    {
+        char xl[4200], xdb[4200], xurl[4300], missing[4300];
+        snprintf(xl, sizeof xl, "%s/export.jsonl", argv[3]);
+        snprintf(xdb, sizeof xdb, "%s/exported.db", argv[3]);
+        snprintf(xurl, sizeof xurl, "sqlite:%s", xdb);
+        snprintf(missing, sizeof missing, "%s/no-such-dir/export.jsonl", argv[3]);
+        remove(xdb);
+        char *res = NULL, *imported = NULL;
+        err = NULL;
+        capi_check(&T, appstore_ledger_export_jsonl(l, xl, &res, &err) == APPSTORE_OK, "export", "%s", appstore_error_message(err));
+        appstore_error_free(err);
+        json_t *xj = res ? json_loads(res, 0, NULL) : NULL;
+        long long exported = json_integer_value(json_object_get(xj, "exported"));
+        size_t lines = 0;
+        FILE *f = fopen(xl, "r");
+        for (int c; f && (c = fgetc(f)) != EOF;) lines += c == '\n';
+        if (f) fclose(f);
+        capi_check(&T, exported == stored && lines == (size_t)stored &&
+                           json_integer_value(json_object_get(xj, "notifications")) +
+                           json_integer_value(json_object_get(xj, "transactions")) +
+                           json_integer_value(json_object_get(xj, "renewalInfos")) == exported,
+                   "export: one line per stored value", "%s, %zu lines, %d stored", S(res), lines, stored);
+        appstore_ledger *xlg = open_ledger(xurl, v);
+        err = NULL;
+        int ok = xlg && appstore_ledger_import_jsonl(xlg, xl, 0, &imported, &err) == APPSTORE_OK;
+        char *copy = ok ? query(xlg, "summary", NULL, 0) : NULL;
+        capi_check(&T, copy && !strcmp(copy, summary), "export imported back: the same summary", "%s / %s",
+                   S(copy), ok ? "" : appstore_error_message(err));
+        appstore_error_free(err);
+        appstore_string_free(copy);
+        appstore_string_free(imported);
+        appstore_ledger_free(xlg);
+        json_decref(xj);
+        appstore_string_free(res);
+        EXPECT_FAIL(appstore_ledger_export_jsonl(l, missing, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "export into a missing directory");
+        EXPECT_FAIL(appstore_ledger_export_jsonl(NULL, xl, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "export NULL ledger");
+        EXPECT_FAIL(appstore_ledger_export_jsonl(l, NULL, &out, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "export NULL path");
+        EXPECT_FAIL(appstore_ledger_export_jsonl(l, xl, NULL, &err), APPSTORE_INVALID_ARGUMENT, "invalid_argument",
+                    "export NULL result_out");
+    }
+
     /* 6. reopened (and a second handle on the same file): the same answers */
     appstore_ledger *r = open_ledger(url, v);
     char *reopened = r ? query(r, "summary", NULL, 0) : NULL;

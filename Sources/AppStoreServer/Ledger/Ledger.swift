@@ -725,18 +725,25 @@ public final class Ledger: Sendable {
         })
     }
 
-    /// Reads the ledger's own events under the lock (in pages, so a large ledger is not held in memory at once), and
-    /// verifies them outside it.
+    /// The ledger's own stored values (its identity's) with an id after `after`, at most 1,000, each as the JWS it was
+    /// given: read under the lock a page at a time, so a large ledger is never held in memory at once (`reverify`,
+    /// export).
+    func storedPage(after: Int64) throws(LedgerError) -> [(id: Int64, kind: LedgerEventKind, signed: String)] {
+        var page: [(id: Int64, kind: LedgerEventKind, signed: String)] = []
+        try core.withLock { c throws(LedgerError) in
+            try c.store.events(after: after, limit: 1000) { id, kind, signed throws(LedgerError) in page.append((id, kind, signed)) }
+        }
+        return page
+    }
+
+    /// Reads the ledger's own events (`storedPage`), and verifies them outside the lock.
     private func reverifyAll() throws(LedgerError)
         -> (checked: Int, refused: [(eventId: Int64, kind: LedgerEventKind, failure: VerificationFailure)]) {
         var checked = 0
         var refused: [(eventId: Int64, kind: LedgerEventKind, failure: VerificationFailure)] = []
         var after: Int64 = 0
         while true {
-            var page: [(Int64, LedgerEventKind, String)] = []
-            try core.withLock { c throws(LedgerError) in
-                try c.store.events(after: after, limit: 1000) { id, kind, signed throws(LedgerError) in page.append((id, kind, signed)) }
-            }
+            let page = try storedPage(after: after)
             for (id, kind, signed) in page {
                 checked += 1
                 if let f = LedgerEvent.verify(kind, signed, with: verifier).failure { refused.append((id, kind, f)) }

@@ -4544,6 +4544,44 @@ func (m *LedgerImportRefusal) decodeFrom(d *decoder) {
 }
 
 // UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
+func (m *LedgerExportResult) UnmarshalJSON(b []byte) error {
+	d := decoder{b: b}
+	if !d.null() {
+		m.decodeFrom(&d)
+	}
+	return d.finish()
+}
+
+func (m *LedgerExportResult) decodeFrom(d *decoder) {
+	d.object(func(key []byte) {
+		switch string(key) {
+		case "exported":
+			if d.null() {
+				break
+			}
+			m.Exported = d.i64()
+		case "notifications":
+			if d.null() {
+				break
+			}
+			m.Notifications = d.i64()
+		case "transactions":
+			if d.null() {
+				break
+			}
+			m.Transactions = d.i64()
+		case "renewalInfos":
+			if d.null() {
+				break
+			}
+			m.RenewalInfos = d.i64()
+		default:
+			d.skip()
+		}
+	})
+}
+
+// UnmarshalJSON decodes the model from Apple's JSON (keys as Apple spells them; unknown keys skipped).
 func (m *LedgerImportResult) UnmarshalJSON(b []byte) error {
 	d := decoder{b: b}
 	if !d.null() {

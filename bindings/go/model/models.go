@@ -1489,6 +1489,22 @@ type LedgerImportRefusal struct {
 	Message string `json:"message"`
 }
 
+// What exporting the ledger's stored values as JSON lines wrote (C: appstore_ledger_export_jsonl;
+// docs/ledger.md, "Export").
+type LedgerExportResult struct {
+	// The values written, one line each.
+	Exported int64 `json:"exported"`
+
+	// Of which notifications ({"notification": JWS}).
+	Notifications int64 `json:"notifications"`
+
+	// Of which signed transactions ({"transaction": JWS}).
+	Transactions int64 `json:"transactions"`
+
+	// Of which signed renewal infos ({"renewalInfo": JWS}).
+	RenewalInfos int64 `json:"renewalInfos"`
+}
+
 // What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl;
 // docs/ledger.md, "Bulk import").
 type LedgerImportResult struct {

@@ -21,7 +21,7 @@
 #define ASB_H_API_REQUEST 9
 #define ASB_H_API_CALL 10
 #define ASB_H_LEDGER 11
-#define ASB_FUNCTIONS 94
+#define ASB_FUNCTIONS 95
 
 #ifdef ASB_ABI_TABLES
 const asb_handle_kind asb_handle_kinds[ASB_HANDLE_KINDS] = {
@@ -1165,6 +1165,20 @@ static const asb_param asb_params_ledger_import_jsonl[] = {
     {"result_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
     {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
 };
+/* appstore_ledger_export_jsonl */
+static void asb_call_ledger_export_jsonl(asb_frame *f) {
+    char *o2 = NULL;
+    appstore_error *err = NULL;
+    f->status = appstore_ledger_export_jsonl((const appstore_ledger *)f->s[0].p, (const char *)f->s[1].p, &o2, &err);
+    f->s[2].p = o2;
+    f->err = err;
+}
+static const asb_param asb_params_ledger_export_jsonl[] = {
+    {"ledger", ASB_IN_HANDLE, 11, ASB_VT_NONE, 0, -1, 0},
+    {"path", ASB_IN_STRING, -1, ASB_VT_NONE, 0, -1, 0},
+    {"result_out", ASB_OUT_STRING, -1, ASB_VT_NONE, 0, -1, 1},
+    {"err_out", ASB_OUT_ERROR, -1, ASB_VT_NONE, 1, -1, 0},
+};
 
 const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"version", ASB_RET_BORROWED_STRING, ASB_VT_NONE, 0, asb_params_version, asb_call_version},
@@ -1261,6 +1275,7 @@ const asb_function asb_functions[ASB_FUNCTIONS] = {
     {"ledger_query_customer_ids", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_query_customer_ids, asb_call_ledger_query_customer_ids},
     {"ledger_reverify", ASB_RET_STATUS, ASB_VT_NONE, 3, asb_params_ledger_reverify, asb_call_ledger_reverify},
     {"ledger_import_jsonl", ASB_RET_STATUS, ASB_VT_NONE, 5, asb_params_ledger_import_jsonl, asb_call_ledger_import_jsonl},
+    {"ledger_export_jsonl", ASB_RET_STATUS, ASB_VT_NONE, 4, asb_params_ledger_export_jsonl, asb_call_ledger_export_jsonl},
 };
 #endif /* ASB_ABI_TABLES */
 

@@ -1751,6 +1751,17 @@ export interface LedgerImportRefusal {
     /** Why. */
     message: string;
 }
+/** What exporting the ledger's stored values as JSON lines wrote (C: appstore_ledger_export_jsonl; docs/ledger.md, "Export"). */
+export interface LedgerExportResult {
+    /** The values written, one line each. */
+    exported: number;
+    /** Of which notifications ({"notification": JWS}). */
+    notifications: number;
+    /** Of which signed transactions ({"transaction": JWS}). */
+    transactions: number;
+    /** Of which signed renewal infos ({"renewalInfo": JWS}). */
+    renewalInfos: number;
+}
 /** What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl; docs/ledger.md, "Bulk import"). */
 export interface LedgerImportResult {
     /** The non-empty lines read. */

@@ -132,3 +132,4 @@ appstore_status appstore_ledger_query_subscription_ids(const appstore_ledger * l
 appstore_status appstore_ledger_query_customer_ids(const appstore_ledger * ledger, const char * after, uint32_t limit, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_reverify(const appstore_ledger * ledger, char ** json_out, appstore_error ** err_out);
 appstore_status appstore_ledger_import_jsonl(appstore_ledger * ledger, const char * path, uint32_t batch_size, char ** result_out, appstore_error ** err_out);
+appstore_status appstore_ledger_export_jsonl(const appstore_ledger * ledger, const char * path, char ** result_out, appstore_error ** err_out);

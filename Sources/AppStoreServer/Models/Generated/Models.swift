@@ -3940,6 +3940,42 @@ extension LedgerImportRefusal: Codable {
 }
 #endif
 
+/// What exporting the ledger's stored values as JSON lines wrote (C: appstore_ledger_export_jsonl; docs/ledger.md, "Export").
+public struct LedgerExportResult: Hashable, Sendable {
+    /// The values written, one line each.
+    public var exported: Int64
+    /// Of which notifications ({"notification": JWS}).
+    public var notifications: Int64
+    /// Of which signed transactions ({"transaction": JWS}).
+    public var transactions: Int64
+    /// Of which signed renewal infos ({"renewalInfo": JWS}).
+    public var renewalInfos: Int64
+
+    /// A value from its fields.
+    public init(
+        exported: Int64,
+        notifications: Int64,
+        transactions: Int64,
+        renewalInfos: Int64
+    ) {
+        self.exported = exported
+        self.notifications = notifications
+        self.transactions = transactions
+        self.renewalInfos = renewalInfos
+    }
+}
+
+#if !APPSTORE_NO_CODABLE
+extension LedgerExportResult: Codable {
+    enum CodingKeys: String, CodingKey {
+        case exported
+        case notifications
+        case transactions
+        case renewalInfos
+    }
+}
+#endif
+
 /// What importing a file of JSON lines of signed values into the ledger did (C: appstore_ledger_import_jsonl; docs/ledger.md, "Bulk import").
 public struct LedgerImportResult: Hashable, Sendable {
     /// The non-empty lines read.

@@ -4334,6 +4334,50 @@ extension LedgerImportRefusal: JSONDecodable, JSONEncodable {
     }
 }
 
+extension LedgerExportResult: JSONDecodable, JSONEncodable {
+    /// The JSON keys this model reads (constants included), sorted.
+    static let jsonKeys: [String] = ["exported", "notifications", "renewalInfos", "transactions"]
+
+    init(json: JSONValue, strict: Bool) throws(JSONDecodeError) {
+        var f_exported: Int64? = nil
+        var f_notifications: Int64? = nil
+        var f_transactions: Int64? = nil
+        var f_renewalInfos: Int64? = nil
+        for member in try JSONFields.members(json) {
+            do throws(JSONDecodeError) {
+                switch member.key {
+                case "exported": f_exported = try JSONFields.optional(member.value, strict: strict)
+                case "notifications": f_notifications = try JSONFields.optional(member.value, strict: strict)
+                case "transactions": f_transactions = try JSONFields.optional(member.value, strict: strict)
+                case "renewalInfos": f_renewalInfos = try JSONFields.optional(member.value, strict: strict)
+                default: if strict { throw JSONDecodeError(.unknownKey(known: Self.jsonKeys)) }
+                }
+            } catch {
+                throw error.at(member.key)
+            }
+        }
+        self.init(
+            exported: try JSONFields.required(f_exported, "exported"),
+            notifications: try JSONFields.required(f_notifications, "notifications"),
+            transactions: try JSONFields.required(f_transactions, "transactions"),
+            renewalInfos: try JSONFields.required(f_renewalInfos, "renewalInfos")
+        )
+    }
+
+    func writeJSON(to w: inout JSONWriter) throws(JSONWriteError) {
+        w.beginObject()
+        w.key("exported")
+        try self.exported.writeJSON(to: &w)
+        w.key("notifications")
+        try self.notifications.writeJSON(to: &w)
+        w.key("renewalInfos")
+        try self.renewalInfos.writeJSON(to: &w)
+        w.key("transactions")
+        try self.transactions.writeJSON(to: &w)
+        w.endObject()
+    }
+}
+
 extension LedgerImportResult: JSONDecodable, JSONEncodable {
     /// The JSON keys this model reads (constants included), sorted.
     static let jsonKeys: [String] = ["alreadyPresent", "read", "refused", "refusedCount", "stored"]

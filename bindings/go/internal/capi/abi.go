@@ -1444,6 +1444,38 @@ func LedgerImportJsonlInto(a_ledger Ledger, a_path string, a_batch_size uint32, 
 	return decode(borrowBytes(o_result_out))
 }
 
+// LedgerExportJsonl calls appstore_ledger_export_jsonl: Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move to another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order stored, {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was ingested, so it can be verified again.
+func LedgerExportJsonl(a_ledger Ledger, a_path string) ([]byte, error) {
+	p_path, ok_path := cString(a_path)
+	if !ok_path {
+		return nil, argError("appstore_ledger_export_jsonl", "path")
+	}
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_export_jsonl((*C.appstore_ledger)(a_ledger), (*C.char)(p_path), &o_result_out, &cerr)
+	if st != 0 {
+		return nil, readError(int32(st), cerr)
+	}
+	return takeBytes(o_result_out), nil
+}
+
+// LedgerExportJsonlInto is LedgerExportJsonl with the JSON text passed to decode, which must not keep
+// the bytes (they are the library's, freed when decode returns).
+func LedgerExportJsonlInto(a_ledger Ledger, a_path string, decode func([]byte) error) error {
+	p_path, ok_path := cString(a_path)
+	if !ok_path {
+		return argError("appstore_ledger_export_jsonl", "path")
+	}
+	var o_result_out *C.char
+	var cerr *C.appstore_error
+	st := C.appstore_ledger_export_jsonl((*C.appstore_ledger)(a_ledger), (*C.char)(p_path), &o_result_out, &cerr)
+	if st != 0 {
+		return readError(int32(st), cerr)
+	}
+	defer C.appstore_string_free(o_result_out)
+	return decode(borrowBytes(o_result_out))
+}
+
 // Not served by the generated wrappers:
 //   appstore_error_status: read into *Error by readError
 //   appstore_error_reason: read into *Error by readError

@@ -50,6 +50,7 @@
 #pragma weak appstore_http_response_append_body
 #pragma weak appstore_http_response_body_limit
 #pragma weak appstore_http_response_set_status
+#pragma weak appstore_ledger_export_jsonl
 #pragma weak appstore_ledger_free
 #pragma weak appstore_ledger_import_jsonl
 #pragma weak appstore_ledger_ingest_notification
@@ -1917,7 +1918,32 @@ done:
     return result;
 }
 
-#define ASJ_GENERATED_NATIVES 96
+/* appstore_ledger_export_jsonl */
+static jbyteArray JNICALL asj_ledger_export_jsonl(JNIEnv *env, jclass cls, jlong a0, jbyteArray a1) {
+    (void)env;
+    (void)cls;
+    jbyteArray result = 0;
+    asj_in b1;
+    asj_in_init(&b1);
+    char *o2 = NULL;
+    appstore_error *err = NULL;
+    appstore_status st;
+    if (!asj_bytes(env, a1, &b1, 0, 1, "ledger_export_jsonl", "path")) goto done;
+    st = appstore_ledger_export_jsonl((const appstore_ledger *)(intptr_t)a0, (const char *)b1.p, &o2, &err);
+    if (st != APPSTORE_OK) {
+        asj_fail(env, st, err);
+        goto done;
+    }
+    if (err) appstore_error_free(err);
+    result = asj_out_string(env, o2);
+    o2 = NULL;
+done:
+    if (o2) appstore_string_free(o2);
+    asj_in_free(&b1);
+    return result;
+}
+
+#define ASJ_GENERATED_NATIVES 97
 static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"version", "()[B", (void *)asj_version, (void *)&appstore_version},
     {"status_name", "(I)[B", (void *)asj_status_name, (void *)&appstore_status_name},
@@ -2015,6 +2041,7 @@ static const asj_native asj_generated[ASJ_GENERATED_NATIVES] = {
     {"ledger_query_customer_ids", "(J[BJ)[B", (void *)asj_ledger_query_customer_ids, (void *)&appstore_ledger_query_customer_ids},
     {"ledger_reverify", "(J)[B", (void *)asj_ledger_reverify, (void *)&appstore_ledger_reverify},
     {"ledger_import_jsonl", "(J[BJ)[B", (void *)asj_ledger_import_jsonl, (void *)&appstore_ledger_import_jsonl},
+    {"ledger_export_jsonl", "(J[B)[B", (void *)asj_ledger_export_jsonl, (void *)&appstore_ledger_export_jsonl},
 };
 
 /* Not served by the generated wrappers:

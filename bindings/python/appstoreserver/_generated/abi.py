@@ -126,6 +126,7 @@ PROTOTYPES = {
     "appstore_ledger_query_customer_ids": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_reverify": (c_int32, [c_void_p, POINTER(c_void_p), POINTER(c_void_p)]),
     "appstore_ledger_import_jsonl": (c_int32, [c_void_p, c_char_p, c_uint32, POINTER(c_void_p), POINTER(c_void_p)]),
+    "appstore_ledger_export_jsonl": (c_int32, [c_void_p, c_char_p, POINTER(c_void_p), POINTER(c_void_p)]),
 }
 
 # handle type: its free function (None: borrowed, valid only during a callback)

@@ -11,6 +11,12 @@ SUMMARIES: Dict[str, str] = {
         "(https://www.apple.com/certificateauthority/) when first read; one that does not match is left out.\n"
         "First Apple Root CA - G3 (App Store signed data), then Apple Inc. Root (app receipts)."
     ),
+    "appstore_ledger_export_jsonl": (
+        "Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a\n"
+        "move to another store, a hand-over to another system; docs/ledger.md, \"Export\"): one line per value, in\n"
+        "the order stored, {\"notification\": JWS}, {\"transaction\": JWS} or {\"renewalInfo\": JWS}, each JWS byte for\n"
+        "byte as it was ingested, so it can be verified again."
+    ),
     "appstore_ledger_free": (
         "Closes the database and frees the ledger."
     ),

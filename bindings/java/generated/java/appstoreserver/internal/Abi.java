@@ -209,6 +209,8 @@ public final class Abi {
     public static native byte[] ledger_reverify(long ledger);
     /** appstore_ledger_import_jsonl: Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md, "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped. */
     public static native byte[] ledger_import_jsonl(long ledger, byte[] path, long batch_size);
+    /** appstore_ledger_export_jsonl: Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move to another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order stored, {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was ingested, so it can be verified again. */
+    public static native byte[] ledger_export_jsonl(long ledger, byte[] path);
 
     /** appstore_transport_new with a callback that calls bridge.exchange(method, url, headers, body, timeoutMs, response) (appstoreserver.internal.TransportBridge) on the calling thread: {transport, context}; free the transport first, the context (bridge_context_free) when nothing uses the transport any more. */
     public static native long[] transport_new_bridge(Object bridge);
