@@ -197,6 +197,16 @@ func (l *Ledger) ImportJSONL(path string, batchSize uint32) (*model.LedgerImport
 	})
 }
 
+// ExportJSONL writes every stored value as the JSON lines ImportJSONL reads (docs/ledger.md, "Export"), each JWS
+// byte for byte as ingested: written beside path (mode 0600), flushed, then renamed over it, so path is the whole
+// export or what it was before. A file that cannot be created is an *Error (VerificationStatusInvalidArgument); a
+// failed write (disk full) a *LedgerError (storage).
+func (l *Ledger) ExportJSONL(path string) (*model.LedgerExportResult, error) {
+	return query[model.LedgerExportResult](l, func(p capi.Ledger) ([]byte, error) {
+		return capi.LedgerExportJsonl(p, path)
+	})
+}
+
 // query calls a ledger function that answers JSON, holding the handle for the call, and decodes the answer into a T.
 func query[T any](l *Ledger, call func(capi.Ledger) ([]byte, error)) (*T, error) {
 	if l == nil {

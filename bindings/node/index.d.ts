@@ -25,6 +25,7 @@ import {
     LedgerIdPage,
     LedgerReverifyResult,
     LedgerImportResult,
+    LedgerExportResult,
 } from './generated/types';
 
 export * from './generated/types';
@@ -660,6 +661,14 @@ export declare class Ledger {
      * @cfunction appstore_ledger_import_jsonl
      */
     importJsonl(path: string, batchSize?: number): Promise<LedgerImportResult>;
+    /**
+     * Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move
+     * to another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order
+     * stored, {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was
+     * ingested, so it can be verified again.
+     * @cfunction appstore_ledger_export_jsonl
+     */
+    exportJsonl(path: string): Promise<LedgerExportResult>;
     /**
      * Closes the database and frees the ledger.
      *

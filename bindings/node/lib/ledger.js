@@ -230,6 +230,20 @@ class Ledger {
     }
   }
 
+  /**
+   * Writes every stored value as the JSON lines `importJsonl` reads (docs/ledger.md, "Export"), each JWS byte for
+   * byte as ingested: written beside `path` (mode 0600), flushed, then renamed over it. Resolves to { exported,
+   * notifications, transactions, renewalInfos }.
+   */
+  exportJsonl(path) {
+    try {
+      args.string(`${WHERE}.exportJsonl`, 'path', path);
+      return pool('ledger_export_jsonl', 'config', this._live('exportJsonl'), path);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   /** Closes the database and frees the ledger (after calls in flight complete); later calls reject. */
   close() {
     if (this._closed) return;

@@ -537,3 +537,36 @@ test('importJsonl: every line format, bad lines by number, a second run stores n
     ledger.close();
   }
 });
+
+test('exportJsonl: every stored value once, byte for byte, in import\'s format; imported back it is the same ledger', async () => {
+  const values = lifecycles().scenarios.slice(0, 6).flatMap((s) => signed(s, 'both'));
+  const member = { NOTIFICATION: 'notification', TRANSACTION: 'transaction', RENEWAL_INFO: 'renewalInfo' };
+  const file = path.join(tmpdir(), `export-${process.pid}.jsonl`);
+  fs.writeFileSync(file, 'an older export\n');
+  const a = await Ledger.open(dbUrl(), verifier());
+  const b = await Ledger.open(dbUrl(), verifier());
+  try {
+    const stored = [];
+    for (const [k, j] of [...values, ...values.slice(0, 4)]) if ((await ingest(a, k, j)).stored) stored.push([k, j]);
+    const r = await a.exportJsonl(file);
+    const count = (kind) => stored.filter(([k]) => k === kind).length;
+    assert.deepEqual(r, { exported: stored.length, notifications: count('NOTIFICATION'), transactions: count('TRANSACTION'),
+      renewalInfos: count('RENEWAL_INFO') });
+    assert.deepEqual(fs.readFileSync(file, 'utf8').split('\n'),
+      [...stored.map(([k, j]) => JSON.stringify({ [member[k]]: j })), '']);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    const i = await b.importJsonl(file);
+    assert.deepEqual([i.stored, i.refusedCount], [stored.length, 0]);
+    assert.deepEqual(await b.summary(), await a.summary());
+    const ids = (await a.customerIds(null, 10000)).ids;
+    assert.ok(ids.length > 0);
+    for (const c of ids) assert.deepEqual(await b.customer(c, 1_800_000_000_000), await a.customer(c, 1_800_000_000_000));
+    await assert.rejects(a.exportJsonl(path.join(tmpdir(), 'missing-dir', 'x.jsonl')),
+      (x) => x instanceof AppStoreServerError && /cannot create the export file/.test(x.message));
+    await assert.rejects(a.exportJsonl(42), TypeError);
+  } finally {
+    a.close();
+    b.close();
+    fs.rmSync(file, { force: true });
+  }
+});

@@ -11,6 +11,7 @@ use AppStoreServer\Internal\NotCloneable;
 use AppStoreServer\Model\LedgerCustomer;
 use AppStoreServer\Model\LedgerDisagreementPage;
 use AppStoreServer\Model\LedgerIdPage;
+use AppStoreServer\Model\LedgerExportResult;
 use AppStoreServer\Model\LedgerImportResult;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
@@ -297,6 +298,23 @@ final class Ledger
             throw new \InvalidArgumentException("batchSize must be 0 (the default) to 4294967295, got $batchSize");
         }
         return LedgerImportResult::fromArray($this->query('appstore_ledger_import_jsonl', Native::cText($path, 'path'), $batchSize) ?? []);
+    }
+
+    /**
+     * Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move to
+     * another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order stored,
+     * {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was ingested, so
+     * it can be verified again.
+     *
+     * Imported back (importJsonl()), into a new ledger on any store, it is the same ledger. The file is written beside
+     * $path under a temporary name (mode 0600), flushed to disk and renamed over $path. A file that cannot be created
+     * throws InvalidArgumentException; a failed write (disk full) a LedgerException.
+     *
+     * @cfunction appstore_ledger_export_jsonl
+     */
+    public function exportJsonl(string $path): LedgerExportResult
+    {
+        return LedgerExportResult::fromArray($this->query('appstore_ledger_export_jsonl', Native::cText($path, 'path')) ?? []);
     }
 
     private static function at(?int $ms, string $name = 'atMs'): int

@@ -407,6 +407,45 @@ final class LedgerTest extends TestCase
     }
 
     /** Bulk import (docs/ledger.md, "Bulk import"): every line format, bad lines by number, nothing stored twice. */
+    /** exportJsonl (C: appstore_ledger_export_jsonl): every stored value once, byte for byte as ingested, in
+     *  importJsonl's format and the order stored (expected from the values this test gave); imported into a new
+     *  ledger, the same summary. */
+    public function testExportJsonl(): void
+    {
+        $member = ['NOTIFICATION' => 'notification', 'TRANSACTION' => 'transaction', 'RENEWAL_INFO' => 'renewalInfo'];
+        $values = [];
+        foreach (array_slice(self::doc()['scenarios'], 0, 6) as $lc) {
+            array_push($values, ...self::signed($lc, 'both'));
+        }
+        $dir = sys_get_temp_dir() . '/export-' . bin2hex(random_bytes(4));
+        mkdir($dir);
+        $a = Ledger::open("sqlite:$dir/a.db", self::verifier());
+        $want = [];
+        foreach (array_merge($values, array_slice($values, 0, 4)) as [$kind, $jws]) {
+            if (self::ingest($a, $kind, $jws)->stored) {
+                $want[] = json_encode([$member[$kind] => $jws], JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES);
+            }
+        }
+        $r = $a->exportJsonl("$dir/export.jsonl");
+        $this->assertSame(implode("\n", $want) . "\n", file_get_contents("$dir/export.jsonl"));
+        $this->assertSame(count($want), $r->exported);
+        $this->assertSame(0o600, fileperms("$dir/export.jsonl") & 0o777);
+        $b = Ledger::open("sqlite:$dir/b.db", self::verifier());
+        $i = $b->importJsonl("$dir/export.jsonl");
+        $this->assertSame([count($want), 0], [$i->stored, $i->refusedCount]);
+        $this->assertEquals($a->summary(), $b->summary());
+        try {
+            $a->exportJsonl("$dir/missing-dir/x.jsonl");
+            $this->fail('exported into a missing directory');
+        } catch (\InvalidArgumentException $e) {
+            $this->assertStringContainsString('cannot create the export file', $e->getMessage());
+        }
+        $a->close();
+        $b->close();
+        array_map('unlink', glob("$dir/*"));
+        rmdir($dir);
+    }
+
     public function testImportJsonl(): void
     {
         $member = ['NOTIFICATION' => 'notification', 'TRANSACTION' => 'transaction', 'RENEWAL_INFO' => 'renewalInfo'];

@@ -31,6 +31,7 @@ from ._native import ErrorInfo, Handle, lib, read_error, take_string
 from .models.LedgerCustomer import LedgerCustomer
 from .models.LedgerDisagreementPage import LedgerDisagreementPage
 from .models.LedgerIdPage import LedgerIdPage
+from .models.LedgerExportResult import LedgerExportResult
 from .models.LedgerImportResult import LedgerImportResult
 from .models.LedgerIngestResult import LedgerIngestResult
 from .models.LedgerReverifyResult import LedgerReverifyResult
@@ -255,6 +256,16 @@ class Ledger:
         n = _args.integer(batch_size, "batch_size", _args.UINT32)
         return LedgerImportResult.from_dict(self._query(_import_jsonl, p, n))
 
+    @from_header("appstore_ledger_export_jsonl")
+    def export_jsonl(self, path: Union[str, "os.PathLike[str]"]) -> LedgerExportResult:
+        """Writes every stored value as the JSON lines `import_jsonl` reads (docs/ledger.md, "Export"), each JWS byte
+        for byte as ingested: written beside `path` (mode 0600), flushed, then renamed over it. A file that cannot be
+        created raises ValueError; a failed write (disk full) raises LedgerError (STORAGE_ERROR)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {_args.shown(path)}")
+        p = _args.text(os.fspath(path), "path")
+        return LedgerExportResult.from_dict(self._query(_export_jsonl, p))
+
     # ---- lifetime ---------------------------------------------------------------------------------------------
 
     @from_header("appstore_ledger_free")
@@ -284,3 +295,4 @@ _query_subscription_ids = lib.appstore_ledger_query_subscription_ids
 _query_customer_ids = lib.appstore_ledger_query_customer_ids
 _reverify = lib.appstore_ledger_reverify
 _import_jsonl = lib.appstore_ledger_import_jsonl
+_export_jsonl = lib.appstore_ledger_export_jsonl

@@ -598,3 +598,67 @@ def test_import_jsonl(verifier: SignedDataVerifier, tmp_path: Path) -> None:
             ledger.import_jsonl(42)  # type: ignore[arg-type]
         with pytest.raises(ValueError):
             ledger.import_jsonl(path, batch_size=-1)
+
+
+# ---- export (docs/ledger.md, "Export") ---------------------------------------------------------------------------
+
+
+def test_export_jsonl(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """Every stored value exactly once, byte for byte as given, in import's format; imported into a new ledger it is
+    the same ledger (its summary and every customer's answer); the file replaces an older one, mode 0600."""
+    values = [v for s in list(SCENARIOS.values())[:6] for v in signed(s, "both")]
+    member = {"NOTIFICATION": "notification", "TRANSACTION": "transaction", "RENEWAL_INFO": "renewalInfo"}
+    out = tmp_path / "export.jsonl"
+    out.write_text("an older export\n")
+    with Ledger.open(f"sqlite:{tmp_path / 'a.db'}", verifier) as a, Ledger.open(f"sqlite:{tmp_path / 'b.db'}", verifier) as b:
+        stored = [(k, j) for k, j in values + values[:4] if ingest(a, k, j).stored]
+        r = a.export_jsonl(out)
+        assert (r.exported, r.notifications, r.transactions, r.renewalInfos) == (
+            len(stored), *(sum(1 for k, _ in stored if k == kind) for kind in ("NOTIFICATION", "TRANSACTION", "RENEWAL_INFO")))
+        assert out.read_text(encoding="utf-8").splitlines() == [json.dumps({member[k]: j}, separators=(",", ":")) for k, j in stored]
+        assert out.stat().st_mode & 0o777 == 0o600
+        assert [p.name for p in tmp_path.iterdir() if ".partial-" in p.name] == []
+        i = b.import_jsonl(str(out))
+        assert (i.stored, i.refusedCount) == (len(stored), 0)
+        assert b.summary() == a.summary()
+        ids = a.customer_ids(limit=10000).ids
+        assert ids and all(b.customer(c, at=1_800_000_000_000) == a.customer(c, at=1_800_000_000_000) for c in ids)
+        with pytest.raises(ValueError, match="cannot create the export file"):
+            a.export_jsonl(tmp_path / "missing-dir" / "x.jsonl")
+        with pytest.raises(TypeError):
+            a.export_jsonl(42)  # type: ignore[arg-type]
+
+
+EXPORT_CHILD = """
+import resource, signal, sys
+from appstoreserver.ledger import Ledger, LedgerError
+from appstoreserver.models.Environment import Environment
+from appstoreserver.signed_data_verifier import SignedDataVerifier
+url, out, root, bundle = sys.argv[1:5]
+ledger = Ledger.open(url, SignedDataVerifier([open(root, "rb").read()], False, Environment.SANDBOX, bundle))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # the export's file cannot grow past 4 KiB: a full disk
+try:
+    ledger.export_jsonl(out)
+    print("exported")
+except LedgerError as e:
+    print(e.appstore_status.name, e.message)
+"""
+
+
+def test_export_on_a_full_disk_fails_and_leaves_the_old_file(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """A write that fails (the file size limit stands in for a full disk, EFBIG for ENOSPC) is STORAGE_ERROR; the
+    older export at the path is untouched and no partial file is left."""
+    from conftest import get_testpki_dir
+    values = [v for s in list(SCENARIOS.values())[:3] for v in signed(s, "both")]
+    url = f"sqlite:{tmp_path / 'a.db'}"
+    with Ledger.open(url, verifier) as a:
+        for k, j in values:
+            ingest(a, k, j)
+    out = tmp_path / "export.jsonl"
+    out.write_text("an older export\n")
+    r = subprocess.run([sys.executable, "-c", EXPORT_CHILD, url, str(out), str(get_testpki_dir() / "root.der"),
+                        lifecycles()["bundleId"]], capture_output=True, text=True, timeout=120)
+    assert r.stdout.startswith("STORAGE_ERROR cannot write the export file"), (r.stdout, r.stderr[-800:])
+    assert out.read_text() == "an older export\n"
+    assert [p.name for p in tmp_path.iterdir() if ".partial-" in p.name] == []

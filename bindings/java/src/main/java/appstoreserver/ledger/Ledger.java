@@ -11,7 +11,9 @@ import appstoreserver.internal.NativeHandle;
 import appstoreserver.internal.Verifiers;
 import appstoreserver.model.LedgerCustomer;
 import appstoreserver.model.LedgerDisagreementPage;
+import appstoreserver.model.LedgerExportResult;
 import appstoreserver.model.LedgerIdPage;
+import appstoreserver.model.LedgerImportResult;
 import appstoreserver.model.LedgerIngestResult;
 import appstoreserver.model.LedgerReverifyResult;
 import appstoreserver.model.LedgerSubscription;
@@ -404,6 +406,47 @@ public final class Ledger implements AutoCloseable {
      */
     public LedgerReverifyResult reverify() {
         return read(query(Abi::ledger_reverify), LedgerReverifyResult.class);
+    }
+
+    /**
+     * Imports a file of JSON lines of signed values (a backfill, a migration from another system; docs/ledger.md,
+     * "Bulk import"): each line {"notification": JWS}, {"signedPayload": JWS} (a notification body as Apple posts
+     * it), {"transaction": JWS}, {"renewalInfo": JWS}, or a bare JWS (a notification); empty lines are skipped.
+     * Values are verified on every core, outside the ledger's lock, and committed `batch_size` lines per transaction
+     * (0: 1000). A value whose payload and signature are already stored is counted "alreadyPresent" without being
+     * verified again, so running the same file again after an interruption stores what is missing and nothing twice.
+     *
+     * <p>Refused lines are in the result (getRefusedCount(), and getRefused() with their line numbers), not thrown; a
+     * file that cannot be read: IllegalArgumentException.
+     *
+     * @param path the file
+     * @param batchSize lines per transaction (0: 1000)
+     * @return what was read, stored, already present and refused
+     * @cfunction appstore_ledger_import_jsonl
+     */
+    public LedgerImportResult importJsonl(String path, int batchSize) {
+        byte[] p = Args.cString(path, "path");
+        if (batchSize < 0) {
+            throw new IllegalArgumentException("batchSize must be 0 (the default) or more, got " + batchSize);
+        }
+        return read(query(h -> Abi.ledger_import_jsonl(h, p, batchSize)), LedgerImportResult.class);
+    }
+
+    /**
+     * Exports every stored value of the ledger's identity as the JSON lines the bulk import reads (a backup, a move
+     * to another store, a hand-over to another system; docs/ledger.md, "Export"): one line per value, in the order
+     * stored, {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was
+     * ingested, so it can be verified again.
+     *
+     * <p>A file that cannot be created: IllegalArgumentException; a failed write (disk full): LedgerException.
+     *
+     * @param path the file, replaced once the export is whole
+     * @return how many values were written, by kind
+     * @cfunction appstore_ledger_export_jsonl
+     */
+    public LedgerExportResult exportJsonl(String path) {
+        byte[] p = Args.cString(path, "path");
+        return read(query(h -> Abi.ledger_export_jsonl(h, p)), LedgerExportResult.class);
     }
 
     /**
