@@ -489,12 +489,45 @@ def test_postgresql_import_check_and_layout(pki: Path, doc: Dict[str, Any], tmp_
         ok = tool("ledger", "reverify", "--db", url, "--root", str(pki / "root.der"))
         assert ok.code == 0 and ok.json() == {"checked": len(want), "refused": []}, ok
         assert tool("ledger", "check", "--db", url).code == 0
+        assert_export_moves_the_ledger(url, lines, pki, doc, tmp_path)
         sql(url, "DELETE FROM appstore_ledger.jws_headers")
         bad = tool("ledger", "check", "--db", url)
         assert bad.code == 74 and len(bad.json()["problems"]) == len(want), bad
         assert all("missing from jws_headers" in p["message"] for p in bad.json()["problems"])
     finally:
         server.__exit__(None, None, None)
+
+
+def assert_export_moves_the_ledger(db: str, lines: List[str], pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """`ledger export` of a ledger that imported `lines`: the first line of each distinct payload, in order, byte for
+    byte (as compact JSON); `-` writes the same to stdout; imported into a new SQLite file, the same ledger."""
+    seen, want = set(), []
+    for line in lines:
+        if payload_digest(line) not in seen:
+            seen.add(payload_digest(line))
+            want.append(json.dumps(json.loads(line), separators=(",", ":")))
+    out = tmp_path / "export.jsonl"
+    r = tool("ledger", "export", "--db", db, str(out))
+    assert r.code == 0 and r.json()["exported"] == len(want), r
+    assert out.read_text().splitlines() == want
+    assert out.stat().st_mode & 0o777 == 0o600
+    stdout = tool("ledger", "export", "--db", db, "-")
+    assert stdout.code == 0 and stdout.out == out.read_text() and f'"exported":{len(want)}' in stdout.err, stdout.err
+    moved = str(tmp_path / "moved.db")
+    i = tool("ledger", "import", "--db", moved, *identity(pki, doc), str(out))
+    assert i.code == 0 and i.json()["stored"] == len(want), i
+    assert tool("ledger", "show", "--db", moved).json() == tool("ledger", "show", "--db", db).json()
+    bad = tool("ledger", "export", "--db", db, str(tmp_path / "missing-dir" / "x.jsonl"))
+    assert bad.code != 0 and "cannot create the export file" in bad.err, bad
+
+
+def test_export_from_sqlite(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    lines = import_lines({"scenarios": doc["scenarios"][:4], "random": []})
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    db = str(tmp_path / "ledger.db")
+    assert tool("ledger", "import", "--db", db, *identity(pki, doc), str(src)).code == 0
+    assert_export_moves_the_ledger(db, lines, pki, doc, tmp_path)
 
 
 def test_import_bad_lines_are_reported_never_a_crash(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:

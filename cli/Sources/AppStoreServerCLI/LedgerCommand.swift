@@ -32,10 +32,11 @@ struct LedgerCommand: ParsableCommand {
               appstoreserver ledger reverify --db ledger.db    # verify again
               appstoreserver ledger import --db ledger.db --bundle-id com.example.app \\
                   --environment sandbox backfill.jsonl
+              appstoreserver ledger export --db ledger.db backup.jsonl    # import reads it back
               appstoreserver ledger check --db ledger.db    # every stored row reads back
             """,
-        subcommands: [Ingest.self, Import.self, Show.self, Disagreements.self, Customers.self, Subscriptions.self, Entitlements.self,
-                      Reverify.self, Check.self]
+        subcommands: [Ingest.self, Import.self, Export.self, Show.self, Disagreements.self, Customers.self, Subscriptions.self,
+                      Entitlements.self, Reverify.self, Check.self]
     )
 
     /// Where the ledger is.
@@ -133,6 +134,56 @@ extension LedgerCommand {
                 Output.error("ledger: \(report.checked) stored value\(report.checked == 1 ? "" : "s") verified again, "
                              + "\(report.refused.count) refused")
                 if !report.refused.isEmpty { throw ExitCode(ExitStatus.invalid.rawValue) }
+            }
+        }
+    }
+}
+
+// MARK: export
+
+extension LedgerCommand {
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write every stored value as JSON lines that `ledger import` reads back.",
+            discussion: """
+                One line per value, in the order stored: {"notification": JWS}, {"transaction": JWS} or \
+                {"renewalInfo": JWS}, each JWS byte for byte as it was ingested (docs/ledger.md, "Export"): a backup, \
+                or a move to another store (`ledger import --db postgresql://... FILE`). FILE is written beside \
+                itself under a temporary name (mode 0600), flushed, then renamed, so it is the whole export or what it \
+                was before; stdout: LedgerExportResult. FILE `-`: the lines on stdout, the counts on stderr.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The file to write, or - for stdout.", valueName: "file"))
+        var file: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            try reporting {
+                let ledger = try LedgerCommand.openForQueries(database)
+                // `-`: the lines go to stdout as they are read, a page at a time.
+                func toStdout(_ chunk: [UInt8]) throws(LedgerError) {
+                    var offset = 0
+                    while offset < chunk.count {
+                        let n = chunk.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+                        if n < 0 && errno == EINTR { continue }
+                        guard n > 0 else {
+                            throw LedgerError(statusCode: .storageError, reason: .storageFailed,
+                                              message: "cannot write the export to stdout: \(String(cString: strerror(errno)))")
+                        }
+                        offset += n
+                    }
+                }
+                let result: LedgerExportResult
+                do throws(LedgerError) {
+                    result = file == "-" ? try ledger.exportJSONLines(toStdout) : try ledger.exportJSONLines(path: file)
+                } catch { throw ToolFailure(error) }
+                if file == "-" {
+                    Output.error(String(decoding: result.json(), as: UTF8.self))
+                } else {
+                    Output.json(result.json(), output)
+                }
             }
         }
     }
