@@ -160,6 +160,13 @@ func (l *Ledger) Summary() (*model.LedgerSummary, error) {
 	return query[model.LedgerSummary](l, capi.LedgerQuerySummary)
 }
 
+// Reverify verifies every stored value again with the ledger's verifier: how many were checked (Checked) and the
+// ones it refuses now (Refused, each with the verifier's status, reason and message). With online checks on, a
+// certificate revoked since the value was stored is found. Nothing is changed.
+func (l *Ledger) Reverify() (*model.LedgerReverifyResult, error) {
+	return query[model.LedgerReverifyResult](l, capi.LedgerReverify)
+}
+
 // Disagreements is every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION
 // first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID): at most limit (1 to 10000; 0 means 1000)
 // after the cursor after (the previous page's Next; "" for the first page). Next is nil after the last page. A cursor

@@ -590,6 +590,9 @@ func TestLedgerExportJSONL(t *testing.T) {
 	if string(got) != strings.Join(want, "\n")+"\n" || r.Exported != int64(len(want)) || r.RenewalInfos != 0 {
 		t.Fatalf("export: %+v, %d bytes; want %d lines", r, len(got), len(want))
 	}
+	if rv, err := a.Reverify(); err != nil || rv.Checked != int64(len(want)) || len(rv.Refused) != 0 {
+		t.Fatalf("reverify: %+v, %v", rv, err)
+	}
 	b, err := OpenLedger("sqlite:"+filepath.Join(dir, "b.db"), v)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ use AppStoreServer\Model\LedgerDisagreementPage;
 use AppStoreServer\Model\LedgerIdPage;
 use AppStoreServer\Model\LedgerExportResult;
 use AppStoreServer\Model\LedgerImportResult;
+use AppStoreServer\Model\LedgerReverifyResult;
 use AppStoreServer\Model\LedgerIngestResult;
 use AppStoreServer\Model\LedgerSubscription;
 use AppStoreServer\Model\LedgerSummary;
@@ -218,6 +219,20 @@ final class Ledger
     public function summary(): LedgerSummary
     {
         return LedgerSummary::fromArray($this->query('appstore_ledger_query_summary') ?? []);
+    }
+
+    /**
+     * Verifies every stored value again with the ledger's verifier (the one it was opened with): how many were checked
+     * and the ones it refuses now, each with the verifier's status, reason and message. With online checks on, a
+     * certificate revoked since the value was stored is found; without them, the answer does not change with time.
+     * Stored values are not verified when the ledger is opened (they were before they were stored): this is the check.
+     * Nothing is changed.
+     *
+     * @cfunction appstore_ledger_reverify
+     */
+    public function reverify(): LedgerReverifyResult
+    {
+        return LedgerReverifyResult::fromArray($this->query('appstore_ledger_reverify') ?? []);
     }
 
     /**

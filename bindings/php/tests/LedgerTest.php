@@ -430,6 +430,8 @@ final class LedgerTest extends TestCase
         $this->assertSame(implode("\n", $want) . "\n", file_get_contents("$dir/export.jsonl"));
         $this->assertSame(count($want), $r->exported);
         $this->assertSame(0o600, fileperms("$dir/export.jsonl") & 0o777);
+        $rv = $a->reverify();  // every stored value verified again: none refused
+        $this->assertSame([count($want), []], [$rv->checked, $rv->refused]);
         $b = Ledger::open("sqlite:$dir/b.db", self::verifier());
         $i = $b->importJsonl("$dir/export.jsonl");
         $this->assertSame([count($want), 0], [$i->stored, $i->refusedCount]);
