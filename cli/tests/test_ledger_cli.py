@@ -414,6 +414,41 @@ def test_import_killed_and_resumed(pki: Path, doc: Dict[str, Any], tmp_path: Pat
     assert tool("ledger", "show", "--db", str(db)).json()["events"] == len(want)
 
 
+def test_import_on_a_full_disk_exits_74_and_resumes(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
+    """`ledger import` when the disk fills (a file size limit just above the database stands in for it: SQLite's
+    write fails with EFBIG as it would with ENOSPC): exit 74, STORAGE_ERROR; the file passes SQLite's integrity check;
+    run again without the limit, it stores the rest, each value once."""
+    import resource
+    import signal
+    import sqlite3
+    from test_cli import TOOL
+    lines = import_lines({"scenarios": doc["scenarios"], "random": doc["random"][:10]})
+    want = {payload_digest(l) for l in lines}
+    src = tmp_path / "backfill.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    first = tmp_path / "first.jsonl"
+    first.write_text("\n".join(lines[:5]) + "\n")
+    db = tmp_path / "ledger.db"
+    assert tool("ledger", "import", "--db", str(db), *identity(pki, doc), str(first)).code == 0
+    limit = db.stat().st_size + 48 * 1024
+
+    def full_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = subprocess.run([TOOL, "ledger", "import", "--db", str(db), *identity(pki, doc), "--batch-size", "10", str(src)],
+                       capture_output=True, text=True, timeout=300, preexec_fn=full_disk)
+    assert p.returncode == 74 and "error: STORAGE_ERROR (storage_failed): " in p.stderr, (p.returncode, p.stderr[-600:])
+    with sqlite3.connect(str(db)) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        partial = c.execute("SELECT count(*) FROM events").fetchone()[0]
+    assert partial < len(want), partial
+    r = tool("ledger", "import", "--db", str(db), *identity(pki, doc), str(src))
+    assert r.code == 0 and r.json()["stored"] + r.json()["alreadyPresent"] == len(lines), r
+    counts = stored_counts(db)
+    assert set(counts) == want and set(counts.values()) == {1}
+
+
 def test_import_progress_only_on_a_terminal(pki: Path, doc: Dict[str, Any], tmp_path: Path) -> None:
     import os
     import pty
