@@ -592,6 +592,12 @@ def test_import_jsonl(verifier: SignedDataVerifier, tmp_path: Path) -> None:
         again = ledger.import_jsonl(str(path))
         assert (again.stored, again.alreadyPresent, again.refusedCount) == (0, len(values) + 1, 2)
         assert ledger.summary().events == distinct
+        with Ledger.open("sqlite::memory:", verifier) as fed:  # the same values given one by one
+            for k, j in values:
+                ingest(fed, k, j)
+            assert fed.summary() == ledger.summary()
+            ids = fed.customer_ids(limit=10000).ids
+            assert ids and all(fed.customer(c, at=1_800_000_000_000) == ledger.customer(c, at=1_800_000_000_000) for c in ids)
         with pytest.raises(ValueError):
             ledger.import_jsonl(tmp_path / "missing.jsonl")
         with pytest.raises(TypeError):
@@ -662,3 +668,33 @@ def test_export_on_a_full_disk_fails_and_leaves_the_old_file(verifier: SignedDat
     assert r.stdout.startswith("STORAGE_ERROR cannot write the export file"), (r.stdout, r.stderr[-800:])
     assert out.read_text() == "an older export\n"
     assert [p.name for p in tmp_path.iterdir() if ".partial-" in p.name] == []
+
+
+def test_a_corrupt_row_is_a_storage_error_naming_it(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """A stored row whose text was damaged by other means (docs/ledger.md, "Storage layout"): the query that reads it
+    is LedgerError STORAGE_ERROR naming the event, never a crash; the ledger's other answers stay available."""
+    import sqlite3
+    lc = SCENARIOS[next(iter(SCENARIOS))]
+    db = tmp_path / "ledger.db"
+    with Ledger.open(f"sqlite:{db}", verifier) as ledger:
+        for k, j in signed(lc, "both"):
+            ingest(ledger, k, j)
+        customers = ledger.customer_ids().ids
+    assert len(customers) == 1
+    with sqlite3.connect(str(db)) as c:
+        victim = c.execute("SELECT min(event_id) FROM event_keys WHERE kind = 'c'").fetchone()[0]
+        c.execute("UPDATE events SET signed = 'not a stored value' WHERE id = ?", (victim,))
+    with Ledger.open(f"sqlite:{db}", verifier) as ledger:
+        with pytest.raises(LedgerError) as e:
+            ledger.customer(customers[0])
+        assert e.value.appstore_status == AppStoreStatus.STORAGE_ERROR and f"event {victim}" in e.value.message, e.value
+        assert ledger.summary().events > 0  # counts are still read
+
+
+def test_cache_size_out_of_range_is_refused(verifier: SignedDataVerifier, tmp_path: Path) -> None:
+    """?cache_mib= (docs/ledger.md, "Queries"): 0 to 65536; anything else is refused naming the parameter."""
+    for bad in ("-1", "65537", "lots"):
+        with pytest.raises(ValueError, match="cache_mib"):
+            Ledger.open(f"sqlite:{tmp_path / 'c.db'}?cache_mib={bad}", verifier)
+    with Ledger.open(f"sqlite:{tmp_path / 'c.db'}?cache_mib=0", verifier) as ledger:
+        assert ledger.summary().events == 0
