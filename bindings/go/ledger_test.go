@@ -612,3 +612,54 @@ func TestLedgerExportJSONL(t *testing.T) {
 		t.Fatalf("a missing directory: %v", err)
 	}
 }
+
+// A ledger is bound to its app and environment (docs/ledger.md, "Identity"): opened with a Production verifier, or
+// with one for another app, a Sandbox ledger's file is refused (ConfigurationError, ReasonLedgerIdentityMismatch,
+// naming the identity) and its bytes are untouched.
+func TestLedgerAnotherIdentityIsRefusedAndNothingWritten(t *testing.T) {
+	bundle, scenarios, _ := lifecycles(t)
+	v := testLedgerVerifier(t)
+	defer v.Close()
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := OpenLedger("sqlite:"+db, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range scenarios[0].Notifications {
+		if _, err := l.IngestNotification(n.Signed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
+	for _, c := range []struct {
+		env      Environment
+		bundle   string
+		mentions string
+	}{{EnvironmentProduction, bundle, "Production"}, {EnvironmentSandbox, "com.example.other", "com.example.other"}} {
+		other, err := NewSignedDataVerifier([][]byte{root}, false, c.env, c.bundle, 1234)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = OpenLedger("sqlite:"+db, other)
+		other.Close()
+		var e *Error
+		if !errors.As(err, &e) || e.Status != VerificationStatusConfigurationError || e.Reason != ReasonLedgerIdentityMismatch ||
+			!strings.Contains(e.Message, c.mentions) {
+			t.Errorf("%s %s: %v, want a ledger_identity_mismatch naming %q", c.env, c.bundle, err, c.mentions)
+		}
+		after, _ := os.ReadFile(db)
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("%s %s: the file changed", c.env, c.bundle)
+		}
+		for _, suffix := range []string{"-wal", "-journal"} {
+			if st, err := os.Stat(db + suffix); err == nil && st.Size() > 0 {
+				t.Errorf("%s %s: %s written (%d bytes)", c.env, c.bundle, suffix, st.Size())
+			}
+		}
+	}
+}

@@ -335,6 +335,36 @@ final class LedgerTest extends TestCase
         $l->summary();
     }
 
+    /** A ledger is bound to its app and environment (docs/ledger.md, "Identity"): opened with a Production verifier,
+     *  or one for another app, a Sandbox ledger's file is refused (ConfigurationException, LEDGER_IDENTITY_MISMATCH,
+     *  naming the identity) and its bytes are untouched. */
+    public function testAnotherIdentityIsRefusedAndNothingWritten(): void
+    {
+        $dir = sys_get_temp_dir() . '/identity-' . bin2hex(random_bytes(4));
+        mkdir($dir);
+        $l = Ledger::open("sqlite:$dir/ledger.db", self::verifier());
+        foreach (self::signed(self::doc()['scenarios'][0], 'notifications') as [$kind, $jws]) {
+            self::ingest($l, $kind, $jws);
+        }
+        $l->close();
+        $before = file_get_contents("$dir/ledger.db");
+        $root = (string) file_get_contents(Support::testpki() . '/root.der');
+        foreach ([[Environment::PRODUCTION, self::doc()['bundleId'], 'Production'],
+                  [Environment::SANDBOX, 'com.example.other', 'com.example.other']] as [$env, $bundle, $mentions]) {
+            try {
+                Ledger::open("sqlite:$dir/ledger.db", new SignedDataVerifier([$root], false, $env, $bundle, 1234));
+                $this->fail("opened with $bundle");
+            } catch (\AppStoreServer\ConfigurationException $e) {
+                $this->assertSame(FailureReason::LEDGER_IDENTITY_MISMATCH, $e->reason);
+                $this->assertStringContainsString($mentions, $e->getMessage());
+            }
+            $this->assertSame($before, file_get_contents("$dir/ledger.db"), $bundle);
+            $this->assertTrue(!file_exists("$dir/ledger.db-wal") || filesize("$dir/ledger.db-wal") === 0, $bundle);
+        }
+        array_map('unlink', glob("$dir/*"));
+        rmdir($dir);
+    }
+
     /** subscriptionIds / customerIds (C: appstore_ledger_query_subscription_ids, _customer_ids): pages of any size hold
      *  every id once, in byte order, only the last without `next`. Expected from the transactions' own payloads: a
      *  subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in lowercase, else
