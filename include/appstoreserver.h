@@ -1162,9 +1162,11 @@ appstore_status appstore_ledger_import_jsonl(appstore_ledger *ledger, const char
  * {"notification": JWS}, {"transaction": JWS} or {"renewalInfo": JWS}, each JWS byte for byte as it was ingested, so
  * it can be verified again.
  *
- * Imported back (appstore_ledger_import_jsonl), into a new ledger on any store, it is the same ledger. The file is written beside path under a temporary name (mode 0600: it holds customers' purchases), flushed to disk
+ * Imported back (appstore_ledger_import_jsonl), into a new ledger on any store, it is the same ledger. The file is
+ * written beside path under a temporary name of its own (mode 0600: it holds customers' purchases), flushed to disk
  * and renamed over path: path is the whole export or what it was before. APPSTORE_INVALID_ARGUMENT: the file cannot
- * be created. APPSTORE_STORAGE_ERROR: the database or the file's write failed (disk full); nothing is left at path. */
+ * be created or put in place (path a directory). APPSTORE_STORAGE_ERROR: the database or the file's write failed
+ * (disk full). On any failure path keeps what it was and the temporary file is removed. */
 appstore_status appstore_ledger_export_jsonl(const appstore_ledger *ledger, const char *path,
                                              char **result_out APPSTORE_JSON(LedgerExportResult), appstore_error **err_out);
 

@@ -207,7 +207,7 @@ func (l *Ledger) ImportJSONL(path string, batchSize uint32) (*model.LedgerImport
 // ExportJSONL writes every stored value as the JSON lines ImportJSONL reads (docs/ledger.md, "Export"), each JWS
 // byte for byte as ingested: written beside path (mode 0600), flushed, then renamed over it, so path is the whole
 // export or what it was before. A file that cannot be created is an *Error (VerificationStatusInvalidArgument); a
-// failed write (disk full) a *LedgerError (storage).
+// failed write (disk full) an *Error with VerificationStatusStorageError.
 func (l *Ledger) ExportJSONL(path string) (*model.LedgerExportResult, error) {
 	return query[model.LedgerExportResult](l, func(p capi.Ledger) ([]byte, error) {
 		return capi.LedgerExportJsonl(p, path)

@@ -36,17 +36,25 @@ extension Ledger {
         }
     }
 
-    /// The same, written to the file at `path`: made beside it under a temporary name (readable by its owner only:
-    /// it holds customers' purchases), flushed to disk, then renamed over `path`, so `path` is either the whole
-    /// export or what it was before. `invalidArgument`: the file cannot be created; `storageError`: writing it failed
-    /// (disk full), the temporary file removed.
+    /// The same, written to the file at `path`: made beside it under a temporary name of its own (readable by its
+    /// owner only: it holds customers' purchases), flushed to disk, then renamed over `path`, so `path` is either the
+    /// whole export or what it was before. `invalidArgument`: the file cannot be created or put in place (`path` a
+    /// directory); `storageError`: writing it failed (disk full). The temporary file is removed on any failure.
     public func exportJSONLines(path: String) throws(LedgerError) -> LedgerExportResult {
         guard !path.isEmpty, !path.utf8.contains(0) else { throw .argument("the export file's path is empty or contains a NUL byte") }
-        let temporary = "\(path).partial-\(getpid())"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A name of this export's own, made exclusively (never an existing file or a link followed): two exports to
+        // one path at once each write their own and the last rename wins.
+        var temporary = ""
+        var fd: Int32 = -1
+        for _ in 0..<100 {
+            temporary = "\(path).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 || errno != EEXIST { break }
+        }
         guard fd >= 0 else {
             throw .argument("cannot create the export file \(QuotedText.quote(temporary)): \(String(cString: strerror(errno)))")
         }
+        _ = fchmod(fd, 0o600)  // whatever the umask
         var done = false
         defer {
             if fd >= 0 { close(fd) }
@@ -68,7 +76,7 @@ extension Ledger {
         }
         guard fsync(fd) == 0 else { throw failure("flush") }
         guard rename(temporary, path) == 0 else {
-            throw .argument("cannot rename the export file to \(QuotedText.quote(path)): \(String(cString: strerror(errno)))")
+            throw .argument("cannot put the export file in place at \(QuotedText.quote(path)): \(String(cString: strerror(errno)))")
         }
         done = true
         // The rename itself made durable: the directory's entry.

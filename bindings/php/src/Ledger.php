@@ -322,8 +322,9 @@ final class Ledger
      * it can be verified again.
      *
      * Imported back (importJsonl()), into a new ledger on any store, it is the same ledger. The file is written beside
-     * $path under a temporary name (mode 0600), flushed to disk and renamed over $path. A file that cannot be created
-     * throws InvalidArgumentException; a failed write (disk full) a LedgerException.
+     * $path under a temporary name of its own (mode 0600), flushed to disk and renamed over $path. A file that cannot
+     * be created or put in place throws InvalidArgumentException; a failed write (disk full) a LedgerException. On any
+     * failure $path keeps what it was.
      *
      * @cfunction appstore_ledger_export_jsonl
      */
