@@ -1121,12 +1121,14 @@ appstore_status appstore_ledger_query_summary(const appstore_ledger *ledger,
 appstore_status appstore_ledger_query_disagreements(const appstore_ledger *ledger, const char *after, uint32_t limit,
                                                     char **json_out APPSTORE_JSON(LedgerDisagreementPage),
                                                     appstore_error **err_out);
-/* The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte
- * order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over
- * every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids greater
- * than the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
+/* The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in the
+ * database's order, read along an index: a page costs its own rows at any size and nothing is held between pages (a
+ * sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids
+ * after the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
  *
- * after: NULL or "" for the first page; limit: 0 for 1,000. APPSTORE_INVALID_ARGUMENT: a limit out of range. */
+ * after: NULL or "" for the first page; limit: 0 for 1,000. APPSTORE_INVALID_ARGUMENT: a limit out of range. The
+ * database's order: bytes on SQLite; on PostgreSQL the database's collation (bytes in one of the C collation), the
+ * primary key's, which makes each page cost its own rows. */
 appstore_status appstore_ledger_query_subscription_ids(const appstore_ledger *ledger, const char *after, uint32_t limit,
                                                        char **json_out APPSTORE_JSON(LedgerIdPage),
                                                        appstore_error **err_out);

@@ -177,7 +177,7 @@ func (l *Ledger) Disagreements(after string, limit uint32) (*model.LedgerDisagre
 	})
 }
 
-// SubscriptionIds is the ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most
+// SubscriptionIds is the ledger's subscription ids (originalTransactionIds), a page at a time in the database's order: at most
 // limit (1 to 10000; 0 means 1000) after the cursor after (the previous page's Next, its last id; "" for the first
 // page). Next is nil after the last page. A limit above 10000 is an *Error (VerificationStatusInvalidArgument).
 func (l *Ledger) SubscriptionIds(after string, limit uint32) (*model.LedgerIdPage, error) {

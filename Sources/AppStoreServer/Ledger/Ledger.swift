@@ -644,8 +644,8 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time, in byte order (C:
-    /// appstore_ledger_query_subscription_ids): at most `limit` (1...10000) after `after` (the `next` of the previous
+    /// Subscription ids (originalTransactionIds of auto-renewable subscriptions) a page at a time, in the database's
+    /// order (bytes on SQLite; the database's collation on PostgreSQL) (C: appstore_ledger_query_subscription_ids): at most `limit` (1...10000) after `after` (the `next` of the previous
     /// page, which is its last id; nil or "": the first page). `next` is nil after the last page. Read along the
     /// storage's index: a page costs its own rows at any size, and nothing is held between pages.
     public func subscriptionIds(after: String? = nil, limit: Int = 1000) throws(LedgerError) -> LedgerIdPage {

@@ -1893,9 +1893,9 @@ export interface LedgerDisagreementPage {
     /** The cursor of the next page (given as `after`); absent when there is none. */
     next?: string;
 }
-/** A page of the ledger's subscription ids or customer ids, in byte order (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids). */
+/** A page of the ledger's subscription ids or customer ids, in the database's order (bytes on SQLite; on PostgreSQL the database's collation) (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids). */
 export interface LedgerIdPage {
-    /** At most the limit asked for, each greater than the cursor given, in byte order. */
+    /** At most the limit asked for, each after the cursor given, in the database's order. */
     ids: string[];
     /** The cursor of the next page (given as `after`: the page's last id); absent when there is none. */
     next?: string;

@@ -173,7 +173,7 @@ class Ledger {
     }
   }
   /**
-   * The ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most `limit` (1 to
+   * The ledger's subscription ids (originalTransactionIds), a page at a time in the database's order: at most `limit` (1 to
    * 10000) after `after` (the previous page's `next`, its last id; undefined, null or '': the first page). Resolves to
    * { ids, next }, `next` absent after the last page.
    */

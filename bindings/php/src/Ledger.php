@@ -257,10 +257,10 @@ final class Ledger
     }
 
     /**
-     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte
-     * order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over
-     * every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids greater
-     * than the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
+     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in the
+     * database's order, read along an index: a page costs its own rows at any size and nothing is held between pages (a
+     * sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the ids
+     * after the cursor given (the "next" of the previous page: its last id), and "next", absent after the last page.
      *
      * $after: the previous page's `next`, or null (or '') for the first page; `next` is null after the last page. A
      * limit out of range throws InvalidArgumentException.

@@ -225,7 +225,7 @@ class Ledger:
 
     @from_header("appstore_ledger_query_subscription_ids")
     def subscription_ids(self, after: Optional[str] = None, limit: int = 1000) -> LedgerIdPage:
-        """The ledger's subscription ids (originalTransactionIds), a page at a time in byte order: at most `limit`
+        """The ledger's subscription ids (originalTransactionIds), a page at a time in the database's order: at most `limit`
         (1...10000) after `after` (the previous page's `next`, its last id; None or "": the first page). `next` is
         None after the last page."""
         a = _args.text(after, "after", optional=True)

@@ -32,7 +32,7 @@ struct LedgerCommand: ParsableCommand {
               appstoreserver ledger reverify --db ledger.db    # verify again
               appstoreserver ledger import --db ledger.db --bundle-id com.example.app \\
                   --environment sandbox backfill.jsonl
-              appstoreserver ledger export --db ledger.db backup.jsonl    # import reads it back
+              appstoreserver ledger export --db ledger.db backup.jsonl  # a backup
               appstoreserver ledger check --db ledger.db    # every stored row reads back
             """,
         subcommands: [Ingest.self, Import.self, Export.self, Show.self, Disagreements.self, Customers.self, Subscriptions.self,
@@ -600,7 +600,7 @@ extension LedgerCommand {
             abstract: "The ledger's customer ids, a page at a time.",
             discussion: """
                 Prints a page as JSON (LedgerIdPage): at most --limit customer ids (appAccountTokens in lowercase, \
-                else originalTransactionIds: what `ledger entitlements` answers for) in byte order, and "next", \
+                else originalTransactionIds: what `ledger entitlements` answers for) in the database's order, and "next", \
                 absent after the last page. Give it as --after for the next page (stderr says so).
                 """
         )
@@ -613,7 +613,7 @@ extension LedgerCommand {
             abstract: "The ledger's subscription ids (originalTransactionIds), a page at a time.",
             discussion: """
                 Prints a page as JSON (LedgerIdPage): at most --limit originalTransactionIds of auto-renewable \
-                subscriptions in byte order, and "next", absent after the last page. Give it as --after for the \
+                subscriptions in the database's order, and "next", absent after the last page. Give it as --after for the \
                 next page (stderr says so).
                 """
         )

@@ -1324,7 +1324,7 @@ func LedgerQueryDisagreementsInto(a_ledger Ledger, a_after string, a_limit uint3
 	return decode(borrowBytes(o_json_out))
 }
 
-// LedgerQuerySubscriptionIds calls appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes).
+// LedgerQuerySubscriptionIds calls appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in the database's order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes).
 func LedgerQuerySubscriptionIds(a_ledger Ledger, a_after string, a_limit uint32) ([]byte, error) {
 	p_after, ok_after := cString(a_after)
 	if !ok_after {

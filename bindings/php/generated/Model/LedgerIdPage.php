@@ -7,7 +7,7 @@ namespace AppStoreServer\Model;
 use AppStoreServer\Internal\Convert as C;
 
 /**
- * A page of the ledger's subscription ids or customer ids, in byte order (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
+ * A page of the ledger's subscription ids or customer ids, in the database's order (bytes on SQLite; on PostgreSQL the database's collation) (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
  * Properties are Apple's JSON keys; null when absent. Build one with named arguments, read one with fromArray().
  */
 final class LedgerIdPage implements \JsonSerializable
@@ -17,7 +17,7 @@ final class LedgerIdPage implements \JsonSerializable
 
     public function __construct(
         /**
-         * At most the limit asked for, each greater than the cursor given, in byte order.
+         * At most the limit asked for, each after the cursor given, in the database's order.
          * @var list<string>|null
          */
         public readonly ?array $ids = null,

@@ -97,9 +97,9 @@ SUMMARIES: Dict[str, str] = {
     ),
     "appstore_ledger_query_subscription_ids": (
         "The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time\n"
-        "in byte order, read along an index: a page costs its own rows at any size and nothing is held between\n"
-        "pages (a sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to\n"
-        "10,000) of the ids greater than the cursor given (the \"next\" of the previous page: its last id), and\n"
+        "in the database's order, read along an index: a page costs its own rows at any size and nothing is held\n"
+        "between pages (a sweep over every subscription, as `sync` makes). A page holds at most the limit asked\n"
+        "for (1 to 10,000) of the ids after the cursor given (the \"next\" of the previous page: its last id), and\n"
         "\"next\", absent after the last page."
     ),
     "appstore_ledger_query_summary": (

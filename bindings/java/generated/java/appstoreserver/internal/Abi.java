@@ -201,7 +201,7 @@ public final class Abi {
     public static native byte[] ledger_query_summary(long ledger);
     /** appstore_ledger_query_disagreements: Every disagreement of the oracle, a page at a time, in the summary's order (every CONTRADICTION first, then INCOMPLETE_HISTORY, each by signedDate, then notificationUUID), read along an index: a page costs its own rows at any size. */
     public static native byte[] ledger_query_disagreements(long ledger, byte[] after, long limit);
-    /** appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes). */
+    /** appstore_ledger_query_subscription_ids: The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in the database's order, read along an index: a page costs its own rows at any size and nothing is held between pages (a sweep over every subscription, as `sync` makes). */
     public static native byte[] ledger_query_subscription_ids(long ledger, byte[] after, long limit);
     /** appstore_ledger_query_customer_ids: The ledger's customer ids (appAccountTokens in lowercase, else originalTransactionIds), a page at a time, as the subscription ids are. */
     public static native byte[] ledger_query_customer_ids(long ledger, byte[] after, long limit);

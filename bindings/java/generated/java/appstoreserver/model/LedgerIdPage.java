@@ -11,7 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * A page of the ledger's subscription ids or customer ids, in byte order (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
+ * A page of the ledger's subscription ids or customer ids, in the database's order (bytes on SQLite; on PostgreSQL the database's collation) (C: appstore_ledger_query_subscription_ids, appstore_ledger_query_customer_ids).
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class LedgerIdPage {
@@ -33,7 +33,7 @@ public class LedgerIdPage {
     }
 
     /**
-     * At most the limit asked for, each greater than the cursor given, in byte order.
+     * At most the limit asked for, each after the cursor given, in the database's order.
      *
      * @return ids
      */

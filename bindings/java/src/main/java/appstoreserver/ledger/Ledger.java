@@ -352,10 +352,10 @@ public final class Ledger implements AutoCloseable {
     }
 
     /**
-     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in
-     * byte order, read along an index: a page costs its own rows at any size and nothing is held between pages (a
-     * sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of the
-     * ids greater than the cursor given (the "next" of the previous page: its last id), and "next", absent after the
+     * The ledger's subscription ids (originalTransactionIds of auto-renewable subscriptions), a page at a time in the
+     * database's order, read along an index: a page costs its own rows at any size and nothing is held between pages
+     * (a sweep over every subscription, as `sync` makes). A page holds at most the limit asked for (1 to 10,000) of
+     * the ids after the cursor given (the "next" of the previous page: its last id), and "next", absent after the
      * last page.
      *
      * <p>A limit out of range: IllegalArgumentException.
