@@ -381,7 +381,18 @@ def test_import_killed_and_resumed(pki: Path, doc: Dict[str, Any], tmp_path: Pat
     p = subprocess.Popen([TOOL, "ledger", "import", "--db", str(db), *identity(pki, doc), "--batch-size", "10", str(fifo)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     at_kill = 0
-    with open(fifo, "w") as feed:  # opened once the import opens it
+    # Opened once the import has opened it (ENXIO until then); a tool that ends before that fails the test, not hangs it.
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:
+            import errno
+            assert e.errno == errno.ENXIO and p.poll() is None and time.monotonic() < deadline, (e, p.poll())
+            time.sleep(0.02)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w") as feed:
         feed.write("\n".join(lines[:25]) + "\n")
         feed.flush()
         deadline = time.monotonic() + 300

@@ -323,3 +323,11 @@ def test_disagreements_paged_on_postgresql(pki: Path, doc: Dict[str, Any], pg_ur
     assert r.code == 0, r
     assert_paged_disagreements(db)
     assert_paged_ids(db)
+    # The same in a database of another collation than C (the tests' cluster is made with --no-locale): the ids'
+    # pages compare in the database's collation, the disagreements' as bytes.
+    sql(pg_url, "CREATE DATABASE collated TEMPLATE template0 LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
+    collated = pg_url.rsplit("/", 1)[0] + "/collated"
+    assert sql(collated, "SHOW lc_collate") == [["C.UTF-8"]]
+    assert ingest(collated, pki, doc, "--kind", "notification", str(jws)).code == 0
+    assert_paged_disagreements(collated)
+    assert_paged_ids(collated)
