@@ -446,15 +446,8 @@ func testLedgerVerifier(t *testing.T) *SignedDataVerifier {
 // subscription is an auto-renewable originalTransactionId; a customer is the appAccountToken in lowercase, else the
 // originalTransactionId.
 func TestLedgerIdPages(t *testing.T) {
-	bundle, scenarios, _ := lifecycles(t)
-	root, err := os.ReadFile(filepath.Join(testpkiDir(t), "root.der"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := NewSignedDataVerifier([][]byte{root}, false, EnvironmentSandbox, bundle, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, scenarios, _ := lifecycles(t)
+	v := testLedgerVerifier(t)
 	defer v.Close()
 	l, err := OpenLedger("sqlite::memory:", v)
 	if err != nil {
